@@ -1,0 +1,69 @@
+"""Speed of the compiled core against the Python reference, in the same run.
+
+    python -m pytest benchmarks/test_sim_speed.py --benchmark-only
+
+Decisions per second = tasks scheduled / wall time (one dispatching decision
+per task). The compiled functions are warmed up (compiled or loaded from
+numba's cache) before any timed round. Three implementations are timed:
+
+* ``reference``: the plain-Python simulator, from task arrays to schedule;
+* ``compiled``: ``sim_numba.simulate_batch``, from the same arrays to the same
+  schedule (packing into a State, the rollout, unpacking);
+* ``compiled-core``: the rollout alone on an already packed State, what the
+  benchmark and PPO evaluation pay per scenario once data are loaded.
+"""
+import pytest
+
+from sched import rules, sim_numba, sim_reference
+from sched.config import validate_config
+from sched.scenario import generate
+
+CFG = validate_config({})
+# Task arrays are prepared once, outside the timed rounds: both implementations
+# receive the same (arrival, duration, estimate, weight, due) arrays.
+BIG = [generate(CFG, 1, tasks=10_000).arrays]                        # one scenario, load 0.85
+BATCH = [generate(CFG, s, tasks=400).arrays for s in range(100)]     # 100 scenarios
+
+
+def _compiled_batch(scs):
+    return sim_numba.simulate_batch(scs, "atc")
+
+
+def _reference_batch(scs):
+    return [sim_reference.simulate(*sc, "atc") for sc in scs]
+
+
+def _core(state):
+    sim_numba.rollout_batch(state, rules.ATC, 2.0)
+    return state
+
+
+def _timed(benchmark, impl, scs, ref_rounds):
+    if impl == "compiled-core":
+        state, _ = sim_numba.pack(scs, 1)
+        _core(state)  # warm-up
+        out = benchmark.pedantic(_core, args=(state,), rounds=20, iterations=1)
+        assert (out.nstarted == out.n).all()
+        return
+    fn = _compiled_batch if impl == "compiled" else _reference_batch
+    fn(scs[:2])  # warm-up: JIT compile or cache load stays out of the timed rounds
+    rounds = 20 if impl == "compiled" else ref_rounds
+    result = benchmark.pedantic(fn, args=(scs,), rounds=rounds, iterations=1)
+    assert len(result) == len(scs) and len(result[0][0]) == len(scs[0][0])
+
+
+IMPLS = ["compiled", "compiled-core", "reference"]
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_atc_one_10k_scenario(benchmark, impl):
+    benchmark.group = "atc, 1 scenario x 10,000 tasks"
+    benchmark.extra_info["decisions"] = len(BIG[0][0])
+    _timed(benchmark, impl, BIG, ref_rounds=3)
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_atc_batch_of_100_scenarios(benchmark, impl):
+    benchmark.group = "atc, batch of 100 scenarios x 400 tasks"
+    benchmark.extra_info["decisions"] = sum(len(sc[0]) for sc in BATCH)
+    _timed(benchmark, impl, BATCH, ref_rounds=2)

@@ -1,0 +1,58 @@
+"""The ``sched`` command line.
+
+Each subcommand lives in ``sched/commands/<name>.py`` with ``register`` (adds
+its parser) and ``run`` (does the work). Heavy libraries (torch above all) are
+imported inside ``run`` of the commands that need them, so that
+``sched scenario`` or ``sched simulate --policy atc`` start fast. Invalid input
+ends a command with exit status 2 and a one-line message on standard error.
+"""
+import argparse
+import importlib
+import sys
+
+#: Subcommands, in the order ``sched --help`` lists them.
+COMMANDS = ("scenario", "simulate")
+
+
+class UsageError(Exception):
+    """Bad arguments or input: reported on one line, exit status 2."""
+
+
+def load_cfg(args):
+    """The validated config named by ``--config`` (or the default one)."""
+    from .config import load_config
+
+    return load_config(args.config)
+
+
+def build_parser():
+    p = argparse.ArgumentParser(
+        prog="sched",
+        description="Render-queue scheduler: scenarios, simulation, dispatching rules and PPO.",
+    )
+    p.add_argument("--config", default=None,
+                   help="config file (default: ./config.yaml if present, else built-in defaults)")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name in COMMANDS:
+        importlib.import_module(f"sched.commands.{name}").register(sub)
+    return p
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
+    from .config import ConfigError
+    from .scenario import ScenarioError
+
+    try:
+        args.func(args)
+    except (UsageError, ConfigError, ScenarioError, ValueError, FileNotFoundError) as exc:
+        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        print(f"sched {args.command}: error: {msg}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

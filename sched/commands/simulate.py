@@ -1,0 +1,59 @@
+"""`sched simulate`: schedule scenarios with a policy and summarise them."""
+import json
+from pathlib import Path
+
+from .. import rules
+from ..cli import UsageError, load_cfg
+
+
+def register(sub):
+    s = sub.add_parser("simulate", help="schedule scenarios with a policy and summarise them")
+    s.add_argument("--policy", required=True,
+                   help=f"one of {', '.join(rules.RULES)}, or ppo (with --policy-file)")
+    src = s.add_mutually_exclusive_group(required=True)
+    src.add_argument("--scenario", nargs="+", metavar="FILE", help="scenario CSV file(s)")
+    src.add_argument("--seed", nargs="+", type=int, metavar="N", help="generated scenario seed(s)")
+    s.add_argument("--machines", type=int, help="machines (default: config scenario.machines)")
+    s.add_argument("--atc-k", type=float, dest="atc_k", help="ATC look-ahead k (default: config rules.atc_k)")
+    s.add_argument("--policy-file", dest="policy_file", help="trained policy file for --policy ppo")
+    s.add_argument("--out", help="schedule CSV for one scenario, or a folder for several")
+    s.set_defaults(func=run)
+
+
+def run(args):
+    from .. import io
+    from ..policies import schedule_scenarios
+    from ..scenario import generate, read_scenario, schedule_frame, summarize
+
+    cfg = load_cfg(args)
+    machines = args.machines if args.machines is not None else cfg["scenario"]["machines"]
+    if machines < 1:
+        raise UsageError(f"--machines: must be >= 1, got {machines}")
+    k = args.atc_k if args.atc_k is not None else cfg["rules"]["atc_k"]
+    if not k > 0:
+        raise UsageError(f"--atc-k: must be > 0, got {k}")
+    if args.scenario:
+        scenarios = [read_scenario(p) for p in args.scenario]
+        stems = [s.name for s in scenarios]
+        if args.out and len(stems) > 1 and len(set(stems)) != len(stems):
+            raise UsageError("--out: several scenario files share a file name; "
+                             "their schedules would overwrite each other")
+    else:
+        scenarios = [generate(cfg, s, machines=machines) for s in args.seed]
+
+    results = schedule_scenarios(scenarios, args.policy, machines=machines, k=k,
+                                 policy_file=args.policy_file)
+    out = Path(args.out) if args.out else None
+    many = len(scenarios) > 1
+    if out is not None and many and out.exists() and not out.is_dir():
+        raise UsageError(f"--out: {out} is a file; several scenarios need a folder")
+    for sc, (start, end, mach) in zip(scenarios, results):
+        sched_frame = schedule_frame(sc, start, end, mach)
+        if out is not None:
+            target = out / f"{sc.name}.csv" if many or out.is_dir() else out
+            io.write_csv(target, sched_frame)
+        summary = {"scenario": sc.name, "policy": args.policy, "machines": machines}
+        if args.policy == "atc":
+            summary["atc_k"] = k
+        summary.update(summarize(sched_frame))
+        print(json.dumps(summary), flush=True)

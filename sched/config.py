@@ -1,0 +1,133 @@
+"""Load ``config.yaml`` and validate it against the workflow's JSON schema.
+
+The schema (``workflow/schemas/config.schema.yaml``, reachable from the package
+as ``sched/config.schema.yaml``) is the single description of every setting and
+its default. Snakemake validates the config with ``snakemake.utils.validate``;
+the command line validates the same file with the same schema here, filling in
+defaults the same way, then adds the checks a schema cannot express (shares
+that sum to one, disjoint seed ranges).
+"""
+import copy
+import hashlib
+import json
+from pathlib import Path
+
+import yaml
+
+SCHEMA_PATH = Path(__file__).resolve().with_name("config.schema.yaml")
+DEFAULT_CONFIG = "config.yaml"
+
+
+class ConfigError(ValueError):
+    """A configuration value is invalid; the message names the field and value."""
+
+
+def load_schema():
+    with open(SCHEMA_PATH, encoding="utf-8") as fh:
+        return yaml.safe_load(fh)
+
+
+def _default_filling_validator(schema):
+    # The jsonschema FAQ recipe, as snakemake.utils.validate uses it, with the
+    # defaults deep-copied so that filling one config never mutates the schema.
+    from jsonschema import Draft202012Validator, validators
+
+    base = Draft202012Validator.VALIDATORS["properties"]
+
+    def set_defaults(validator, properties, instance, sub):
+        if isinstance(instance, dict):
+            for name, subschema in properties.items():
+                if "default" in subschema:
+                    instance.setdefault(name, copy.deepcopy(subschema["default"]))
+        yield from base(validator, properties, instance, sub)
+
+    cls = validators.extend(Draft202012Validator, {"properties": set_defaults})
+    return cls(schema)
+
+
+def _field(path):
+    return ".".join(str(p) for p in path) or "(top level)"
+
+
+def validate_config(cfg, source="config"):
+    """Validate ``cfg`` in place, fill in defaults, and return it.
+
+    Raises :class:`ConfigError` naming the field and the offending value.
+    """
+    if cfg is None:
+        cfg = {}
+    if not isinstance(cfg, dict):
+        raise ConfigError(f"{source}: expected a mapping of settings, got {type(cfg).__name__}")
+    validator = _default_filling_validator(load_schema())
+    errors = sorted(validator.iter_errors(cfg), key=lambda e: list(e.absolute_path))
+    if errors:
+        e = errors[0]
+        raise ConfigError(f"{source}: {_field(e.absolute_path)}: {e.message}")
+    check_semantics(cfg, source)
+    return cfg
+
+
+def check_semantics(cfg, source="config"):
+    """Checks the schema cannot express. Raises ConfigError."""
+    sc = cfg["scenario"]
+    if sc.get("calibration") is None:
+        shares = {k: v["share"] for k, v in sc["kinds"].items()}
+        if abs(sum(shares.values()) - 1.0) > 1e-6:
+            raise ConfigError(
+                f"{source}: scenario.kinds: shares must sum to 1, got {sum(shares.values()):g} ({shares})"
+            )
+    probs = {k: v["prob"] for k, v in sc["priorities"].items()}
+    if abs(sum(probs.values()) - 1.0) > 1e-6:
+        raise ConfigError(
+            f"{source}: scenario.priorities: probabilities must sum to 1, got {sum(probs.values()):g}"
+        )
+    for name in ("flow_factor", "slack_s"):
+        lo, hi = sc["due"][name]
+        if lo > hi:
+            raise ConfigError(f"{source}: scenario.due.{name}: low {lo} is above high {hi}")
+    check_seed_ranges(cfg["seeds"], source)
+
+
+def check_seed_ranges(seeds, source="config"):
+    """Refuse overlapping training / validation / test seed ranges."""
+    items = sorted(seeds.items(), key=lambda kv: kv[1]["start"])
+    for (na, a), (nb, b) in zip(items, items[1:]):
+        if a["start"] + a["count"] > b["start"]:
+            raise ConfigError(
+                f"{source}: seeds.{na} [{a['start']}, {a['start'] + a['count']}) overlaps "
+                f"seeds.{nb} [{b['start']}, {b['start'] + b['count']})"
+            )
+
+
+def load_config(path=None):
+    """Read and validate a config file.
+
+    ``path=None`` reads ``config.yaml`` from the current directory when there is
+    one, else uses the schema's defaults.
+    """
+    if path is None:
+        path = DEFAULT_CONFIG if Path(DEFAULT_CONFIG).exists() else None
+    if path is None:
+        return validate_config({}, "defaults")
+    p = Path(path)
+    if not p.exists():
+        raise ConfigError(f"config file {p} not found")
+    try:
+        with open(p, encoding="utf-8") as fh:
+            cfg = yaml.safe_load(fh)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{p}: not valid YAML: {exc}") from None
+    return validate_config(cfg, str(p))
+
+
+def seed_range(cfg, split):
+    """The seeds of ``split`` ('train', 'validation', 'test') as a Python range."""
+    r = cfg["seeds"][split]
+    return range(r["start"], r["start"] + r["count"])
+
+
+def config_hash(cfg, sections=None):
+    """Short stable hash of the config (or of some of its sections)."""
+    data = cfg if sections is None else {k: cfg.get(k) for k in sections}
+    blob = json.dumps(data, sort_keys=True, default=str).encode()
+    return hashlib.sha256(blob).hexdigest()[:16]

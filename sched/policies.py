@@ -1,0 +1,16 @@
+"""Run a named policy over scenarios: the dispatching rules (compiled core)
+and, once trained, the PPO policy."""
+from . import rules
+
+
+def schedule_scenarios(scenarios, policy, machines=1, k=rules.ATC_K_DEFAULT, policy_file=None):
+    """(start, end, machine) arrays, row order, for each scenario under ``policy``."""
+    if policy in rules.RULES:
+        if policy_file:
+            raise ValueError(f"--policy-file is only used with --policy ppo, not {policy!r}")
+        from .sim_numba import simulate_batch
+
+        return simulate_batch([s.arrays for s in scenarios], policy, machines=machines, k=k)
+    if policy == "ppo":
+        raise ValueError("policy ppo: not available yet (needs a trained policy file)")
+    raise ValueError(f"unknown policy {policy!r}; expected one of {', '.join(rules.RULES)} or ppo")

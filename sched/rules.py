@@ -1,0 +1,82 @@
+"""Dispatching rules: their names and their priority formulas, defined once.
+
+Every rule is written as a *priority* of one waiting task at decision time
+``t`` (larger is better). A scheduler picks the waiting task with the largest
+priority; ties go to the earlier arrival, then to the earlier row of the
+scenario. The functions are marked ``register_jitable``: called from Python
+(the reference simulator) they are plain Python; called from the compiled
+core (``sim_numba``) numba compiles them. A formula cannot drift between the
+two.
+
+What a rule may see is what a scheduler knows at ``t``: the task's estimate
+``p`` (not its true duration), weight ``w``, due date ``d`` and arrival, plus
+``pbar``, the mean estimate of the tasks waiting at ``t``.
+"""
+import math
+
+from numba.extending import register_jitable
+
+FIFO, SPT, EDD, WSPT, ATC, WMDD = range(6)
+
+#: Rule names as used on the command line and in every output file.
+RULES = ("fifo", "spt", "edd", "wspt", "atc", "wmdd")
+RULE_IDS = {name: i for i, name in enumerate(RULES)}
+
+#: Default look-ahead parameter of ATC (the field's usual reference value).
+ATC_K_DEFAULT = 2.0
+
+
+@register_jitable
+def static_part(rule, p, w):
+    """The part of a task's priority that does not change while it waits.
+
+    log(w / p) for ATC, w / p for WSPT, 0 otherwise. The compiled core
+    computes it once per task instead of at every decision.
+    """
+    if rule == ATC:
+        return math.log(w / p)
+    if rule == WSPT:
+        return w / p
+    return 0.0
+
+
+@register_jitable
+def atc_log_index(log_wp, p, d, t, k, pbar):
+    """Natural log of the Apparent Tardiness Cost index, from log(w / p).
+
+    ATC (Vepsalainen & Morton, 1987): I = (w / p) * exp(-max(d - p - t, 0) / (k * pbar)).
+    The log is used because it ranks tasks in the same order while exp()
+    underflows to 0 for tasks with a large slack, which would turn them into
+    false ties.
+    """
+    return log_wp - max(d - p - t, 0.0) / (k * pbar)
+
+
+@register_jitable
+def priority(rule, t, arrival, p, w, d, k, pbar, static):
+    """Priority of one waiting task under ``rule`` (larger runs first).
+
+    ``static`` is ``static_part(rule, p, w)`` of the task.
+    """
+    if rule == FIFO:
+        return -arrival
+    if rule == SPT:
+        return -p
+    if rule == EDD:
+        return -d
+    if rule == WSPT:
+        return static
+    if rule == ATC:
+        return atc_log_index(static, p, d, t, k, pbar)
+    # WMDD, weighted modified due date: smallest max(p, d - t) / w first.
+    return -max(p, d - t) / w
+
+
+def rule_id(name):
+    """Rule number for a rule name; a clear error for an unknown one."""
+    try:
+        return RULE_IDS[name]
+    except KeyError:
+        raise ValueError(
+            f"unknown rule {name!r}; expected one of {', '.join(RULES)}"
+        ) from None

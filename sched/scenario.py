@@ -1,0 +1,276 @@
+"""Scenarios: generate them from a seed, read and validate them, write them.
+
+A scenario is a table of tasks, one row each. File contract (CSV):
+
+    id,kind,arrival_s,duration_s,weight,due_s[,estimate_s][,extra columns...]
+
+``duration_s`` is the true duration, ``estimate_s`` what the scheduler sees
+(the duration when the column is absent). Extra columns are carried through
+to schedules unchanged.
+
+Generated scenarios follow the config's ``scenario`` section (documented in
+``workflow/schemas/config.schema.yaml``): Poisson arrivals at the rate that
+gives the configured load, kinds and durations from the config or from a
+calibration file, priority classes, estimate noise and the deadline model.
+Each random quantity has its own stream spawned from the seed, so changing
+one setting (the load, say) leaves the other draws of a seed unchanged:
+scenarios stay comparable across settings (common random numbers).
+"""
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from . import io
+
+REQUIRED = ("id", "kind", "arrival_s", "duration_s", "weight", "due_s")
+OPTIONAL = ("estimate_s",)
+NUMERIC = ("arrival_s", "duration_s", "weight", "due_s", "estimate_s")
+POSITIVE = ("duration_s", "estimate_s", "weight")
+SCHEDULE_COLUMNS = ("machine", "start_s", "end_s", "tardiness_s", "weighted_tardiness_s")
+
+
+class ScenarioError(ValueError):
+    """A scenario file or table is invalid; the message names file, row and field."""
+
+
+@dataclass
+class Scenario:
+    """One scenario: a name (file stem or ``seed-N``) and its task table."""
+
+    name: str
+    frame: pd.DataFrame
+
+    def __len__(self):
+        return len(self.frame)
+
+    @property
+    def arrays(self):
+        """(arrival, duration, estimate, weight, due) float64 arrays in row order."""
+        f = self.frame
+        est = f["estimate_s"] if "estimate_s" in f else f["duration_s"]
+        return tuple(
+            np.ascontiguousarray(c, dtype=np.float64)
+            for c in (f["arrival_s"], f["duration_s"], est, f["weight"], f["due_s"])
+        )
+
+
+# --------------------------------------------------------------------------- reading
+
+def validate_frame(frame, source="scenario"):
+    """Check a task table; return it with numeric columns as float64.
+
+    Rows are numbered from 1 (the first task) and the file line is given too
+    (the header is line 1).
+    """
+    if not isinstance(frame, pd.DataFrame):
+        raise ScenarioError(f"{source}: expected a table of tasks")
+    missing = [c for c in REQUIRED if c not in frame.columns]
+    if missing:
+        raise ScenarioError(f"{source}: missing column(s) {', '.join(missing)} "
+                            f"(required: {', '.join(REQUIRED)})")
+    if len(frame) == 0:
+        raise ScenarioError(f"{source}: no rows (a scenario needs at least one task)")
+    out = frame.copy()
+    for col in ("id", "kind"):
+        text = out[col].astype("string")
+        empty = text.isna() | (text.str.strip() == "")
+        if empty.any():
+            raise ScenarioError(f"{source}: {_where(empty)} field {col}: missing value")
+        out[col] = text.astype(str)
+    for col in NUMERIC:
+        if col not in out.columns:
+            continue
+        raw = out[col]
+        values = pd.to_numeric(raw, errors="coerce").astype(np.float64)
+        bad = ~np.isfinite(values.to_numpy())
+        if bad.any():
+            i = int(np.argmax(bad))
+            shown = raw.iloc[i]
+            if pd.isna(shown) or str(shown).strip() == "":
+                why = "missing value"
+            elif np.isnan(values.iloc[i]) and str(shown).strip().lower() not in ("nan", "-nan", "+nan"):
+                why = f"{shown!r} is not a number"
+            else:
+                why = f"{shown!r} is not finite"
+            raise ScenarioError(f"{source}: {_where(bad)} field {col}: {why}")
+        if col in POSITIVE and (values <= 0).any():
+            mask = (values <= 0).to_numpy()
+            raise ScenarioError(
+                f"{source}: {_where(mask)} field {col}: must be > 0, got {values[mask].iloc[0]:g}"
+            )
+        out[col] = values
+    dup = out["id"].duplicated()
+    if dup.any():
+        i = int(np.argmax(dup.to_numpy()))
+        first = int(np.flatnonzero((out["id"] == out["id"].iloc[i]).to_numpy())[0])
+        raise ScenarioError(
+            f"{source}: {_where(dup.to_numpy())} field id: duplicate id {out['id'].iloc[i]!r} "
+            f"(first at row {first + 1})"
+        )
+    return out.reset_index(drop=True)
+
+
+def _where(mask):
+    i = int(np.argmax(np.asarray(mask)))
+    return f"row {i + 1} (line {i + 2})"
+
+
+def read_scenario(path):
+    """Read and validate a scenario CSV file."""
+    path = Path(path)
+    try:
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
+    except FileNotFoundError:
+        raise ScenarioError(f"{path}: file not found") from None
+    except pd.errors.EmptyDataError:
+        raise ScenarioError(f"{path}: empty file (no header, no rows)") from None
+    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise ScenarioError(f"{path}: not a readable CSV file: {exc}") from None
+    frame.columns = [c.strip() for c in frame.columns]
+    return Scenario(path.stem, validate_frame(frame, str(path)))
+
+
+def write_scenario(path, scenario):
+    io.write_csv(path, scenario.frame)
+
+
+# --------------------------------------------------------------------------- schedules
+
+def schedule_frame(scenario, start, end, machine):
+    """The schedule table: every scenario column plus the schedule columns."""
+    f = scenario.frame.copy()
+    _, _, _, weight, due = scenario.arrays
+    f["machine"] = np.asarray(machine, dtype=np.int64)
+    f["start_s"] = np.asarray(start, dtype=np.float64)
+    f["end_s"] = np.asarray(end, dtype=np.float64)
+    f["tardiness_s"] = np.maximum(f["end_s"].to_numpy() - due, 0.0)
+    f["weighted_tardiness_s"] = weight * f["tardiness_s"].to_numpy()
+    return f
+
+
+def summarize(schedule):
+    """Summary numbers of a schedule table."""
+    n = len(schedule)
+    wt = schedule["weighted_tardiness_s"].to_numpy()
+    tard = schedule["tardiness_s"].to_numpy()
+    flow = schedule["end_s"].to_numpy() - schedule["arrival_s"].to_numpy()
+    return {
+        "tasks": n,
+        "total_weighted_tardiness_s": float(wt.sum()),
+        "mean_weighted_tardiness_s": float(wt.sum() / n),
+        "mean_tardiness_s": float(tard.mean()),
+        "max_tardiness_s": float(tard.max()),
+        "tardy_fraction": float((tard > 0).mean()),
+        "mean_flow_time_s": float(flow.mean()),
+        "makespan_s": float(schedule["end_s"].max()),
+    }
+
+
+# --------------------------------------------------------------------------- generation
+
+def kind_specs(cfg):
+    """Kinds with their share and duration distribution: {kind: spec}.
+
+    From the calibration file when the config names one, else from
+    ``scenario.kinds``. A spec has ``share``, ``distribution`` and the
+    distribution's parameters (see the config schema).
+    """
+    sc = cfg["scenario"]
+    if sc.get("calibration"):
+        from .calibration_file import kind_specs_from_calibration
+
+        return kind_specs_from_calibration(sc["calibration"])
+    return {k: dict(v) for k, v in sc["kinds"].items()}
+
+
+def estimate_noise_sigma(cfg):
+    """Sigma of the log-normal estimate noise the generator applies."""
+    return float(cfg["scenario"]["estimate_noise_sigma"])
+
+
+def distribution_mean(spec):
+    d = spec["distribution"]
+    if d == "lognormal":
+        return spec["median_s"] * np.exp(spec["sigma"] ** 2 / 2.0)
+    if d == "gamma":
+        return spec["shape"] * spec["scale_s"]
+    if d == "empirical":
+        return float(np.mean(spec["samples_s"]))
+    raise ValueError(f"distribution: unknown family {d!r}")
+
+
+def sample_durations(spec, rng, size):
+    d = spec["distribution"]
+    if d == "lognormal":
+        return spec["median_s"] * np.exp(spec["sigma"] * rng.standard_normal(size))
+    if d == "gamma":
+        return rng.gamma(spec["shape"], spec["scale_s"], size)
+    if d == "empirical":
+        return rng.choice(np.asarray(spec["samples_s"], dtype=np.float64), size)
+    raise ValueError(f"distribution: unknown family {d!r}")
+
+
+def mean_duration(specs):
+    """E[duration] over the kind mix."""
+    total = sum(s["share"] for s in specs.values())
+    return sum(s["share"] / total * distribution_mean(s) for s in specs.values())
+
+
+def check_seed(seed):
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed: must be a non-negative integer, got {seed!r}")
+    return int(seed)
+
+
+def generate(cfg, seed, tasks=None, load=None, machines=None):
+    """Generate the scenario of ``seed`` under ``cfg`` (a validated config)."""
+    seed = check_seed(seed)
+    sc = cfg["scenario"]
+    n = int(tasks if tasks is not None else sc["tasks"])
+    rho = float(load if load is not None else sc["load"])
+    M = int(machines if machines is not None else sc["machines"])
+    specs = kind_specs(cfg)
+    kinds = sorted(specs)
+    shares = np.array([specs[k]["share"] for k in kinds], dtype=np.float64)
+    shares = shares / shares.sum()
+    r_arrival, r_kind, r_duration, r_priority, r_due, r_noise = (
+        np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(6)
+    )
+    # Poisson arrivals: rate lambda such that rho = lambda * E[p] / M
+    rate = rho * M / mean_duration(specs)
+    arrival = np.cumsum(r_arrival.exponential(1.0 / rate, n))
+
+    kind_idx = r_kind.choice(len(kinds), size=n, p=shares)
+    duration = np.empty(n)
+    for i, k in enumerate(kinds):
+        # a full stream per kind keeps each kind's draws fixed when shares change
+        draws = sample_durations(specs[k], np.random.default_rng(r_duration.integers(2**63)), n)
+        duration[kind_idx == i] = draws[kind_idx == i]
+
+    sigma = estimate_noise_sigma(cfg)
+    z = r_noise.standard_normal(n)
+    estimate = duration * np.exp(sigma * z) if sigma > 0 else duration.copy()
+
+    classes = sorted(sc["priorities"], key=lambda c: sc["priorities"][c]["weight"])
+    probs = np.array([sc["priorities"][c]["prob"] for c in classes], dtype=np.float64)
+    cls_idx = r_priority.choice(len(classes), size=n, p=probs / probs.sum())
+    weight = np.array([sc["priorities"][c]["weight"] for c in classes], dtype=np.float64)[cls_idx]
+
+    # deadline set at submission from what is known then: the estimate
+    ff_lo, ff_hi = sc["due"]["flow_factor"]
+    sl_lo, sl_hi = sc["due"]["slack_s"]
+    due = arrival + r_due.uniform(ff_lo, ff_hi, n) * estimate + r_due.uniform(sl_lo, sl_hi, n)
+
+    frame = pd.DataFrame({
+        "id": [str(i) for i in range(n)],
+        "kind": np.array(kinds, dtype=object)[kind_idx],
+        "arrival_s": arrival,
+        "duration_s": duration,
+        "weight": weight,
+        "due_s": due,
+        "estimate_s": estimate,
+        "priority": np.array(classes, dtype=object)[cls_idx],
+    })
+    return Scenario(f"seed-{seed}", frame)

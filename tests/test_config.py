@@ -1,0 +1,56 @@
+"""The config file is validated against the workflow's JSON schema."""
+from pathlib import Path
+
+import pytest
+import yaml
+
+from sched.config import ConfigError, load_config, validate_config
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_shipped_config_is_valid_and_matches_schema_defaults():
+    shipped = load_config(ROOT / "config.yaml")
+    defaults = validate_config({})
+    assert shipped["scenario"]["load"] == 0.85 and shipped["rules"]["atc_k"] == 2.0
+    assert shipped["seeds"] == defaults["seeds"]
+
+
+def test_defaults_are_filled_without_touching_the_schema():
+    a = validate_config({"scenario": {"load": 0.7}})
+    assert a["scenario"]["load"] == 0.7 and a["scenario"]["tasks"] == 400
+    a["scenario"]["kinds"]["image"]["median_s"] = 1.0
+    assert validate_config({})["scenario"]["kinds"]["image"]["median_s"] == 25.0
+
+
+@pytest.mark.parametrize("cfg,match", [
+    ({"scenario": {"load": -1}}, r"scenario.load: -1 is less than or equal to the minimum of 0"),
+    ({"scenario": {"machines": 0}}, r"scenario.machines: 0 is less than the minimum of 1"),
+    ({"scenario": {"tasks": "many"}}, r"scenario.tasks: 'many' is not of type 'integer'"),
+    ({"scenario": {"lod": 0.8}}, r"scenario: Additional properties are not allowed \('lod'"),
+    ({"scenario": {"kinds": {"image": {"share": 1.0, "distribution": "lognormal"}}}},
+     r"scenario.kinds.image: 'median_s' is a required property"),
+    ({"scenario": {"kinds": {"image": {"share": 0.5, "distribution": "gamma", "shape": 2, "scale_s": 3}}}},
+     r"scenario.kinds: shares must sum to 1"),
+    ({"scenario": {"due": {"slack_s": [10, 5]}}}, r"scenario.due.slack_s: low 10 is above high 5"),
+    ({"rules": {"atc_k": 0}}, r"rules.atc_k: 0 is less than or equal to the minimum of 0"),
+])
+def test_invalid_configs_name_the_field(cfg, match):
+    with pytest.raises(ConfigError, match=match):
+        validate_config(cfg, "test.yaml")
+
+
+def test_missing_and_broken_files(tmp_path):
+    with pytest.raises(ConfigError, match="not found"):
+        load_config(tmp_path / "nope.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("scenario: [unclosed\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config(bad)
+
+
+def test_schema_is_draft_2020_12_with_descriptions():
+    schema = yaml.safe_load((ROOT / "workflow/schemas/config.schema.yaml").read_text())
+    assert schema["$schema"].endswith("2020-12/schema")
+    for name, sub in schema["properties"].items():
+        assert "description" in sub, name

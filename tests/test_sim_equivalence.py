@@ -1,0 +1,95 @@
+"""The compiled core and the plain-Python reference give identical schedules."""
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sched import rules, sim_numba, sim_reference
+
+
+@st.composite
+def scenarios(draw, max_tasks=14):
+    """Small scenarios on a coarse integer grid, so ties and coincident events are common."""
+    n = draw(st.integers(1, max_tasks))
+    static = draw(st.booleans())
+    arrival = [0.0] * n if static else [float(draw(st.integers(0, 12))) for _ in range(n)]
+    duration = [float(draw(st.integers(1, 6))) for _ in range(n)]
+    noisy = draw(st.booleans())
+    estimate = [float(draw(st.integers(1, 6))) if noisy else d for d in duration]
+    weight = [float(draw(st.sampled_from([1, 2, 4]))) for _ in range(n)]
+    due = [a + float(draw(st.integers(-3, 15))) for a in arrival]
+    return arrival, duration, estimate, weight, due
+
+
+def _same(compiled, reference):
+    start, end, mach = compiled
+    rs, re_, rm = (np.array(x) for x in reference)
+    return np.array_equal(start, rs.astype(float)) and np.array_equal(end, re_.astype(float)) \
+        and np.array_equal(mach, rm.astype(int))
+
+
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(sc=scenarios(), rule=st.sampled_from(rules.RULES), machines=st.integers(1, 3),
+       k=st.sampled_from([0.5, 2.0, 5.0]))
+def test_compiled_equals_reference(sc, rule, machines, k):
+    got = sim_numba.simulate(*sc, rule, machines=machines, k=k)
+    want = sim_reference.simulate(*sc, rule, machines=machines, k=k)
+    assert _same(got, want)
+
+
+@settings(max_examples=100, deadline=None)
+@given(sc=scenarios(), rule=st.sampled_from(rules.RULES),
+       free=st.lists(st.integers(-2, 10), min_size=2, max_size=2))
+def test_busy_machines_equal_reference(sc, rule, free):
+    free = [float(f) for f in free]
+    got = sim_numba.simulate(*sc, rule, machines=2, machine_free=free)
+    want = sim_reference.simulate(*sc, rule, machines=2, machine_free=free)
+    assert _same(got, want)
+    assert all(s >= f for s, m in zip(got[0], got[2]) for f in [free[m]])
+
+
+@pytest.mark.parametrize("machines", [1, 3])
+@pytest.mark.parametrize("rule", rules.RULES)
+def test_generated_scenarios_equal_reference(cfg, rule, machines):
+    from sched.scenario import generate
+
+    scs = [generate(cfg, s, tasks=150, machines=machines) for s in range(4)]
+    got = sim_numba.simulate_batch([s.arrays for s in scs], rule, machines=machines)
+    for sc, g in zip(scs, got):
+        assert _same(g, sim_reference.simulate(*sc.arrays, rule, machines=machines))
+
+
+def test_ties_go_to_earlier_arrival_then_row():
+    # Three identical tasks: rows 1 and 2 arrive at 0, row 0 arrives at 1.
+    arrival = [1.0, 0.0, 0.0]
+    same = [2.0, 2.0, 2.0]
+    for rule in rules.RULES:
+        start, _, _ = sim_numba.simulate(arrival, same, same, [1.0] * 3, [5.0] * 3, rule)
+        assert list(np.argsort(start)) == [1, 2, 0], rule
+
+
+def test_arrival_when_machine_frees_is_in_the_decision():
+    # Task 0 runs [0, 4); at t=4 task 1 (long, arrived at 1) and task 2 (short,
+    # arriving exactly at 4) wait: SPT must see task 2 and start it first.
+    arrival, duration = [0.0, 1.0, 4.0], [4.0, 5.0, 1.0]
+    start, _, _ = sim_numba.simulate(arrival, duration, duration, [1.0] * 3, [9.0] * 3, "spt")
+    assert start.tolist() == [0.0, 5.0, 4.0]
+
+
+def test_idle_gap_between_arrivals():
+    start, end, _ = sim_numba.simulate([0.0, 10.0], [2.0, 3.0], [2.0, 3.0], [1.0, 1.0],
+                                       [1.0, 1.0], "atc")
+    assert start.tolist() == [0.0, 10.0] and end.tolist() == [2.0, 13.0]
+
+
+def test_free_machines_filled_lowest_index_first():
+    start, _, mach = sim_numba.simulate([0.0] * 4, [3.0, 1.0, 2.0, 1.0], [3.0, 1.0, 2.0, 1.0],
+                                        [1.0] * 4, [0.0] * 4, "fifo", machines=3)
+    assert mach.tolist() == [0, 1, 2, 1] and start.tolist() == [0.0, 0.0, 0.0, 1.0]
+
+
+def test_rules_see_the_estimate_not_the_duration():
+    # The long task looks short: SPT starts it first.
+    duration, estimate = [10.0, 2.0], [1.0, 2.0]
+    start, _, _ = sim_numba.simulate([0.0, 0.0], duration, estimate, [1.0, 1.0], [5.0, 5.0], "spt")
+    assert start.tolist() == [0.0, 10.0]
