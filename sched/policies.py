@@ -3,14 +3,21 @@ and, once trained, the PPO policy."""
 from . import rules
 
 
-def schedule_scenarios(scenarios, policy, machines=1, k=rules.ATC_K_DEFAULT, policy_file=None):
-    """(start, end, machine) arrays, row order, for each scenario under ``policy``."""
+def schedule_scenarios(scenarios, policy, machines=1, k=rules.ATC_K_DEFAULT, policy_file=None,
+                       machine_free=None):
+    """(start, end, machine) arrays, row order, for each scenario under ``policy``.
+
+    ``policy``: a rule name (``sched.rules.RULES``) or ``"ppo"`` with
+    ``policy_file``. ``machine_free``: when each machine is first free
+    (default: all free from the start).
+    """
     if policy in rules.RULES:
         if policy_file:
             raise ValueError(f"--policy-file is only used with --policy ppo, not {policy!r}")
         from .sim_numba import simulate_batch
 
-        return simulate_batch([s.arrays for s in scenarios], policy, machines=machines, k=k)
+        return simulate_batch([s.arrays for s in scenarios], policy, machines=machines, k=k,
+                              machine_free=machine_free)
     if policy == "ppo":
         raise ValueError("policy ppo: not available yet (needs a trained policy file)")
     raise ValueError(f"unknown policy {policy!r}; expected one of {', '.join(rules.RULES)} or ppo")
