@@ -224,13 +224,20 @@ def check_seed(seed):
     return int(seed)
 
 
-def generate(cfg, seed, tasks=None, load=None, machines=None):
-    """Generate the scenario of ``seed`` under ``cfg`` (a validated config)."""
+def draw(cfg, seed, tasks=None, load=None, machines=None):
+    """The random part of :func:`generate`: a dict of task arrays, no table.
+
+    Keys: arrival, duration, estimate, weight, due (float64), kind and
+    priority (int indices into ``kinds`` and ``classes``, also returned).
+    Training draws thousands of scenarios through this, so it avoids pandas.
+    """
     seed = check_seed(seed)
     sc = cfg["scenario"]
     n = int(tasks if tasks is not None else sc["tasks"])
     rho = float(load if load is not None else sc["load"])
     M = int(machines if machines is not None else sc["machines"])
+    if n < 1 or not rho > 0 or M < 1:
+        raise ValueError(f"tasks, load, machines: must be >= 1, > 0, >= 1; got {n}, {rho}, {M}")
     specs = kind_specs(cfg)
     kinds = sorted(specs)
     shares = np.array([specs[k]["share"] for k in kinds], dtype=np.float64)
@@ -262,15 +269,21 @@ def generate(cfg, seed, tasks=None, load=None, machines=None):
     ff_lo, ff_hi = sc["due"]["flow_factor"]
     sl_lo, sl_hi = sc["due"]["slack_s"]
     due = arrival + r_due.uniform(ff_lo, ff_hi, n) * estimate + r_due.uniform(sl_lo, sl_hi, n)
+    return {"arrival": arrival, "duration": duration, "estimate": estimate, "weight": weight,
+            "due": due, "kind": kind_idx, "priority": cls_idx, "kinds": kinds, "classes": classes}
 
+
+def generate(cfg, seed, tasks=None, load=None, machines=None):
+    """Generate the scenario of ``seed`` under ``cfg`` (a validated config)."""
+    d = draw(cfg, seed, tasks=tasks, load=load, machines=machines)
     frame = pd.DataFrame({
-        "id": [str(i) for i in range(n)],
-        "kind": np.array(kinds, dtype=object)[kind_idx],
-        "arrival_s": arrival,
-        "duration_s": duration,
-        "weight": weight,
-        "due_s": due,
-        "estimate_s": estimate,
-        "priority": np.array(classes, dtype=object)[cls_idx],
+        "id": [str(i) for i in range(len(d["arrival"]))],
+        "kind": np.array(d["kinds"], dtype=object)[d["kind"]],
+        "arrival_s": d["arrival"],
+        "duration_s": d["duration"],
+        "weight": d["weight"],
+        "due_s": d["due"],
+        "estimate_s": d["estimate"],
+        "priority": np.array(d["classes"], dtype=object)[d["priority"]],
     })
-    return Scenario(f"seed-{seed}", frame)
+    return Scenario(f"seed-{int(seed)}", frame)
