@@ -19,5 +19,11 @@ def schedule_scenarios(scenarios, policy, machines=1, k=rules.ATC_K_DEFAULT, pol
         return simulate_batch([s.arrays for s in scenarios], policy, machines=machines, k=k,
                               machine_free=machine_free)
     if policy == "ppo":
-        raise ValueError("policy ppo: not available yet (needs a trained policy file)")
+        if not policy_file:
+            raise ValueError("policy ppo needs a policy file (--policy-file, from `sched train`)")
+        from .env import run_greedy
+        from .policy import load
+
+        return run_greedy(load(policy_file), [s.arrays for s in scenarios], machines=machines,
+                          machine_free=machine_free)
     raise ValueError(f"unknown policy {policy!r}; expected one of {', '.join(rules.RULES)} or ppo")

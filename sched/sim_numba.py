@@ -324,6 +324,17 @@ def advance_batch(s, skip_forced):
 
 
 @core_jit
+def advance_slot(s, b, skip_forced):
+    """:func:`advance_batch` for one slot (e.g. one just reloaded with a new scenario)."""
+    if s.done[b]:
+        s.accrued[b] = 0.0
+        return
+    if _advance(s, b, skip_forced):
+        s.decisions[b] += 1
+    _report(s, b)
+
+
+@core_jit
 def apply_batch(s, actions):
     """Lockstep step, part 1: start ``queue[b, actions[b]]`` in every pending slot."""
     for b in range(s.n.shape[0]):

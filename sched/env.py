@@ -1,0 +1,211 @@
+"""Environments over the compiled simulator.
+
+* :class:`VecQueue`: many scenarios stepped in lockstep inside the compiled
+  core; one batched policy forward per step serves all of them. Used by the
+  PPO trainer.
+* :func:`run_greedy`: a policy's greedy (argmax) rollout over given scenarios,
+  batched the same way. Used by ``sched simulate --policy ppo``, the benchmark
+  and ``rank()``.
+* :class:`RenderQueueEnv`: a Gymnasium environment over one scenario, with an
+  action mask, for users who want to plug in another RL library.
+
+A decision happens when a machine is free and at least one task waits; the
+action picks one waiting task (a queue position). Decisions with a single
+waiting task have no choice and are taken inside the simulator.
+
+Reward (one definition, :func:`reward`): minus ``reward_scale`` (0.001: one
+unit = 1,000 weighted seconds, as in the original card) times the weighted
+tardiness accrued by all tasks since the previous decision. Tardiness accrues
+at rate w for every task past its due date and not yet complete; a started
+task is charged up to its completion. The rewards of an episode sum to
+-0.001 x the schedule's total weighted tardiness, and each action is charged
+soon after it is taken (a dense signal instead of one number at the end).
+"""
+import numpy as np
+
+from . import features as F
+from . import sim_numba
+from .scenario import draw, kind_specs, mean_duration
+
+
+def reward(accrued, reward_scale):
+    """The reward of a step: minus the scaled weighted tardiness accrued since the last one."""
+    return -reward_scale * accrued
+
+
+def p_ref_of(cfg):
+    """Reference duration (mean of the scenario model) that normalises global features."""
+    return float(mean_duration(kind_specs(cfg)))
+
+
+class VecQueue:
+    """``num_envs`` training scenarios stepped in lockstep.
+
+    Each slot plays whole scenarios; when one ends, the slot is reloaded with
+    the next scenario, whose seed is drawn from ``seeds`` (a range, e.g. the
+    config's training range) by ``rng``. ``loads`` lists the loads episodes
+    are drawn from (a curriculum when several).
+    """
+
+    def __init__(self, cfg, num_envs, rng, seeds, encoding, atc_k, tasks=None, loads=None,
+                 machines=None, reward_scale=0.001):
+        self.cfg = cfg
+        self.B = int(num_envs)
+        self.rng = rng
+        self.seeds = seeds
+        self.tasks = int(tasks or cfg["scenario"]["tasks"])
+        self.M = int(machines or cfg["scenario"]["machines"])
+        self.loads = [float(x) for x in (loads or [cfg["scenario"]["load"]])]
+        self.reward_scale = float(reward_scale)
+        self.encoder = F.Encoder(encoding, atc_k, p_ref_of(cfg), self.loads[0])
+        self.state = sim_numba.empty_state(self.B, self.tasks, self.M)
+        self.slot_load = np.zeros(self.B)
+        self.slot_seed = np.zeros(self.B, dtype=np.int64)
+        self.finished = []   # (seed, load, total weighted tardiness) of episodes that ended
+
+    def _load(self, b):
+        """Put a new scenario in slot b and run it to its first real decision."""
+        while True:
+            seed = int(self.rng.integers(self.seeds.start, self.seeds.stop))
+            load = self.loads[int(self.rng.integers(len(self.loads)))] if len(self.loads) > 1 \
+                else self.loads[0]
+            d = draw(self.cfg, seed, tasks=self.tasks, load=load, machines=self.M)
+            sim_numba.load_slot(self.state, b, d["arrival"], d["duration"], d["estimate"],
+                                d["weight"], d["due"])
+            self.slot_load[b], self.slot_seed[b] = load, seed
+            sim_numba.advance_slot(self.state, b, True)
+            if not self.state.done[b]:
+                return
+            self.finished.append((seed, load, float(self.state.wt_started[b])))
+
+    def reset(self):
+        for b in range(self.B):
+            self._load(b)
+        return self.observe()
+
+    def observe(self):
+        return self.encoder(self.state, self.slot_load)
+
+    def step(self, actions):
+        """Apply one action per slot; returns (obs, reward, done)."""
+        s = self.state
+        sim_numba.apply_batch(s, np.asarray(actions, dtype=np.int64))
+        sim_numba.advance_batch(s, True)
+        r = reward(s.accrued, self.reward_scale).astype(np.float32)
+        done = s.done.copy()
+        for b in np.flatnonzero(done):
+            self.finished.append((int(self.slot_seed[b]), float(self.slot_load[b]),
+                                  float(s.wt_started[b])))
+            self._load(b)
+        return self.observe(), r, done
+
+    # checkpointing: the whole simulator state and the seed stream
+    def get_state(self):
+        return {"arrays": {k: np.array(v) for k, v in self.state._asdict().items()},
+                "slot_load": self.slot_load.copy(), "slot_seed": self.slot_seed.copy(),
+                "rng": self.rng.bit_generator.state}
+
+    def set_state(self, st):
+        for k, v in st["arrays"].items():
+            getattr(self.state, k)[...] = v
+        self.slot_load[:] = st["slot_load"]
+        self.slot_seed[:] = st["slot_seed"]
+        self.rng.bit_generator.state = st["rng"]
+
+
+def run_greedy(policy, scenarios, machines=1, machine_free=None):
+    """Greedy rollout of ``policy`` over scenarios (lists of the 5 task arrays).
+
+    All scenarios step in lockstep, one batched forward per step. Returns a
+    list of (start, end, machine) arrays in row order, like the rule rollouts.
+    """
+    state, orders = sim_numba.pack(scenarios, machines, machine_free)
+    sim_numba.advance_batch(state, True)
+    while not state.done.all():
+        sim_numba.apply_batch(state, policy.act(state))
+        sim_numba.advance_batch(state, True)
+    return sim_numba._unpack(state, orders)
+
+
+def make_gym_env(cfg=None, max_queue=64, reward_scale=0.001):
+    """The Gymnasium environment class, built lazily so gymnasium is imported only when used."""
+    import gymnasium as gym
+    from gymnasium import spaces
+
+    from .config import seed_range, validate_config
+
+    class RenderQueueEnv(gym.Env):
+        """One render-queue scenario as a Gymnasium environment.
+
+        Observation (dict): ``tasks`` (max_queue, N_TASK) per-task features of
+        the visible waiting tasks, ``globals`` (N_GLOBAL,), ``action_mask``
+        (max_queue,) 1 for a visible task. When more than ``max_queue`` tasks
+        wait, the ``max_queue`` with the highest ATC index are visible, best
+        first; otherwise rows are in queue order. The action is a row index. An
+        action on a masked row is replaced by row 0 and reported in
+        ``info["masked_action"]`` (so a random agent cannot crash the queue).
+        ``reset(seed=...)`` draws the scenario seed from the training range;
+        ``options={"scenario_seed": N}`` picks one.
+        """
+
+        metadata = {"render_modes": []}
+
+        def __init__(self):
+            self.cfg = validate_config({}) if cfg is None else cfg
+            self.max_queue = int(max_queue)
+            self.reward_scale = float(reward_scale)
+            self.seeds = seed_range(self.cfg, "train")
+            sc = self.cfg["scenario"]
+            self.encoder = F.Encoder("tasks", self.cfg["rules"]["atc_k"], p_ref_of(self.cfg), sc["load"])
+            self.observation_space = spaces.Dict({
+                "tasks": spaces.Box(-1e4, 1e4, (self.max_queue, F.N_TASK), np.float32),
+                "globals": spaces.Box(-1e4, 1e4, (F.N_GLOBAL,), np.float32),
+                "action_mask": spaces.Box(0, 1, (self.max_queue,), np.int8),
+            })
+            self.action_space = spaces.Discrete(self.max_queue)
+            self.state = sim_numba.empty_state(1, sc["tasks"], sc["machines"])
+            self._rows = np.zeros(0, dtype=np.int64)
+
+        def _obs(self):
+            x, mask, g, _ = self.encoder(self.state)
+            ql = int(self.state.qlen[0]) if self.state.pending[0] >= 0 else 0
+            if ql > self.max_queue:
+                rows = np.argsort(x[0, :ql, F.TASK_FEATURES.index("atc_rank")], kind="stable")[: self.max_queue]
+            else:
+                rows = np.arange(ql)
+            self._rows = rows
+            tasks = np.zeros((self.max_queue, F.N_TASK), np.float32)
+            tasks[: len(rows)] = x[0, rows]
+            am = np.zeros(self.max_queue, np.int8)
+            am[: len(rows)] = 1
+            return {"tasks": tasks, "globals": g[0].astype(np.float32), "action_mask": am}
+
+        def reset(self, *, seed=None, options=None):
+            super().reset(seed=seed)
+            options = options or {}
+            if "scenario_seed" in options:
+                self.scenario_seed = int(options["scenario_seed"])
+            else:
+                self.scenario_seed = int(self.np_random.integers(self.seeds.start, self.seeds.stop))
+            d = draw(self.cfg, self.scenario_seed)
+            sim_numba.load_slot(self.state, 0, d["arrival"], d["duration"], d["estimate"],
+                                d["weight"], d["due"])
+            sim_numba.advance_slot(self.state, 0, True)
+            obs = self._obs()
+            return obs, {"action_mask": obs["action_mask"], "scenario_seed": self.scenario_seed}
+
+        def step(self, action):
+            masked = not (0 <= int(action) < len(self._rows))
+            row = 0 if masked else int(action)
+            qpos = int(self._rows[row])
+            sim_numba.apply_batch(self.state, np.array([qpos], dtype=np.int64))
+            sim_numba.advance_batch(self.state, True)
+            r = float(reward(self.state.accrued[0], self.reward_scale))
+            terminated = bool(self.state.done[0])
+            obs = self._obs()
+            info = {"action_mask": obs["action_mask"], "masked_action": masked}
+            if terminated:
+                info["total_weighted_tardiness_s"] = float(self.state.wt_started[0])
+            return obs, r, terminated, False, info
+
+    return RenderQueueEnv()

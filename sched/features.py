@@ -1,0 +1,222 @@
+"""The state encoding: what a learned policy sees at a decision.
+
+One definition, compiled with numba, used by training, greedy evaluation, the
+benchmark and ``rank()``. Two encodings share the per-task features:
+
+* per-task rows (default, size-free): one row of ``TASK_FEATURES`` for every
+  waiting task, in queue order, plus ``GLOBAL_FEATURES``;
+* the original card's flat vector: the ``FLAT_SLOTS`` = 24 waiting tasks with the
+  highest ATC index, best first, ``FLAT_TASK_FEATURES`` = 8 features each, then
+  ``FLAT_GLOBAL_FEATURES`` = 4 globals: 24 x 8 + 4 = 196 inputs. Empty slots are
+  zero and masked; when more than 24 tasks wait, the others are not visible
+  (the ATC ordering keeps the most urgent candidates in view).
+
+Times are divided by ``pbar``, the mean estimate of the waiting tasks, so the
+features do not depend on the time unit or the duration scale, and the
+classic rules are representable exactly: the ``atc`` feature is the ATC log
+index relative to the queue's best (argmax = ATC), ``wmdd`` and ``wspt``
+likewise (argmax = WMDD, WSPT), ``due_rel`` gives EDD and ``est_rel`` SPT.
+"""
+import math
+
+import numba as nb
+import numpy as np
+
+from . import rules
+
+TASK_FEATURES = (
+    "est_rel",        # p / pbar
+    "log_est_rel",    # log(p / pbar)
+    "log_weight",     # log w
+    "slack_rel",      # asinh((d - t - p) / pbar)
+    "due_rel",        # asinh((d - t) / pbar)
+    "waited_rel",     # asinh((t - arrival) / pbar)
+    "atc",            # ATC log index minus the queue's largest (<= 0), floored at ATC_FLOOR
+    "wmdd",           # -(log WMDD key - the queue's smallest) (<= 0), floored
+    "wspt",           # log(w / p) minus the queue's largest (<= 0)
+    "late",           # 1 when d < t + p: late even if started now
+    "atc_rank",       # position in the ATC order / queue length, in [0, 1)
+)
+GLOBAL_FEATURES = (
+    "log_qlen",       # log(1 + waiting tasks)
+    "log_work",       # log(1 + waiting work / p_ref)
+    "log_pbar",       # log(pbar / p_ref)
+    "busy",           # asinh(mean remaining busy time of the machines / p_ref)
+    "free_frac",      # share of machines free now
+    "late_frac",      # share of waiting tasks already doomed to be late
+    "load",           # the scenario model's load
+)
+N_TASK = len(TASK_FEATURES)
+N_GLOBAL = len(GLOBAL_FEATURES)
+ATC_INDEX = TASK_FEATURES.index("atc")
+ATC_FLOOR = -30.0
+
+FLAT_SLOTS = 24
+FLAT_TASK_FEATURES = ("est_rel", "log_weight", "slack_rel", "waited_rel", "atc", "wmdd", "wspt", "late")
+FLAT_GLOBAL_FEATURES = ("log_qlen", "log_work", "late_frac", "busy")
+_FLAT_T = np.array([TASK_FEATURES.index(f) for f in FLAT_TASK_FEATURES], dtype=np.int64)
+_FLAT_G = np.array([GLOBAL_FEATURES.index(f) for f in FLAT_GLOBAL_FEATURES], dtype=np.int64)
+FLAT_SIZE = FLAT_SLOTS * len(FLAT_TASK_FEATURES) + len(FLAT_GLOBAL_FEATURES)
+FLAT_ATC_INDEX = FLAT_TASK_FEATURES.index("atc")
+assert FLAT_SIZE == 196
+
+
+@nb.njit(cache=True)
+def _encode_slot(s, b, k, p_ref, load, x, g):
+    # ``load``: the load of the scenario model slot b was drawn from
+    """Fill x[:qlen] (per-task rows, queue order) and g for slot b; returns the ATC order."""
+    ql = s.qlen[b]
+    t = s.t[b]
+    pbar = 0.0
+    work = 0.0
+    for q in range(ql):
+        pbar += s.est[b, s.queue[b, q]]
+    work = pbar
+    pbar /= ql
+    atc = np.empty(ql)
+    atc_max = -np.inf
+    wspt_max = -np.inf
+    wmdd_min = np.inf
+    late = 0
+    for q in range(ql):
+        j = s.queue[b, q]
+        p, w, d = s.est[b, j], s.w[b, j], s.due[b, j]
+        log_wp = rules.static_part(rules.ATC, p, w)
+        a = rules.atc_log_index(log_wp, p, d, t, k, pbar)
+        atc[q] = a
+        atc_max = max(atc_max, a)
+        wspt_max = max(wspt_max, log_wp)
+        key = math.log(max(p, d - t) / w)
+        wmdd_min = min(wmdd_min, key)
+        x[q, 0] = p / pbar
+        x[q, 1] = math.log(p / pbar)
+        x[q, 2] = math.log(w)
+        x[q, 3] = math.asinh((d - t - p) / pbar)
+        x[q, 4] = math.asinh((d - t) / pbar)
+        x[q, 5] = math.asinh((t - s.arr[b, j]) / pbar)
+        x[q, 6] = a
+        x[q, 7] = key
+        x[q, 8] = log_wp
+        if d < t + p:
+            x[q, 9] = 1.0
+            late += 1
+        else:
+            x[q, 9] = 0.0
+    order = np.argsort(-atc, kind="mergesort")   # stable: ties in queue order, as the rules
+    for r in range(ql):
+        q = order[r]
+        x[q, 6] = max(x[q, 6] - atc_max, ATC_FLOOR)
+        x[q, 7] = max(-(x[q, 7] - wmdd_min), ATC_FLOOR)
+        x[q, 8] = x[q, 8] - wspt_max
+        x[q, 10] = r / ql
+    M = s.mfree.shape[1]
+    busy = 0.0
+    free = 0
+    for m in range(M):
+        if s.mfree[b, m] <= t:
+            free += 1
+        else:
+            busy += s.mfree[b, m] - t
+    g[0] = math.log1p(ql)
+    g[1] = math.log1p(work / p_ref)
+    g[2] = math.log(pbar / p_ref)
+    g[3] = math.asinh(busy / M / p_ref)
+    g[4] = free / M
+    g[5] = late / ql
+    g[6] = load
+    return order
+
+
+@nb.njit(cache=True)
+def encode_tasks(s, k, p_ref, loads, x, mask, g):
+    """Per-task encoding of every slot with a pending decision.
+
+    ``loads``: (B,) the load of each slot's scenario model.
+    ``x``: (B, Q, N_TASK) float32 with Q >= the longest queue, ``mask``: (B, Q)
+    bool, ``g``: (B, N_GLOBAL) float32. Row q of slot b is the task at queue
+    position q, so an action is a queue position. Slots without a pending
+    decision are all zero and fully masked.
+    """
+    x[:] = 0.0
+    mask[:] = False
+    g[:] = 0.0
+    xb = np.empty((x.shape[1], N_TASK))
+    gb = np.empty(N_GLOBAL)
+    for b in range(s.n.shape[0]):
+        if s.pending[b] < 0:
+            continue
+        ql = s.qlen[b]
+        _encode_slot(s, b, k, p_ref, loads[b], xb, gb)
+        for q in range(ql):
+            mask[b, q] = True
+            for f in range(N_TASK):
+                x[b, q, f] = xb[q, f]
+        for f in range(N_GLOBAL):
+            g[b, f] = gb[f]
+
+
+@nb.njit(cache=True)
+def encode_flat(s, k, p_ref, loads, flat, mask, slot_qpos):
+    """The card's 196-input encoding for every slot with a pending decision.
+
+    ``flat``: (B, 196) float32, ``mask``: (B, 24) bool, ``slot_qpos``: (B, 24)
+    int64, the queue position shown in each slot (-1 when empty): an action
+    ``a`` on the flat encoding starts ``queue[slot_qpos[b, a]]``.
+    """
+    flat[:] = 0.0
+    mask[:] = False
+    slot_qpos[:] = -1
+    nt = _FLAT_T.shape[0]
+    xb = np.empty((s.queue.shape[1], N_TASK))
+    gb = np.empty(N_GLOBAL)
+    for b in range(s.n.shape[0]):
+        if s.pending[b] < 0:
+            continue
+        order = _encode_slot(s, b, k, p_ref, loads[b], xb, gb)
+        for i in range(min(FLAT_SLOTS, s.qlen[b])):
+            q = order[i]
+            mask[b, i] = True
+            slot_qpos[b, i] = q
+            for f in range(nt):
+                flat[b, i * nt + f] = xb[q, _FLAT_T[f]]
+        for f in range(_FLAT_G.shape[0]):
+            flat[b, FLAT_SLOTS * nt + f] = gb[_FLAT_G[f]]
+
+
+class Encoder:
+    """Allocates the arrays and calls the compiled encoders for a State.
+
+    ``kind`` is "tasks" (per-task rows) or "flat" (196 inputs). ``k`` is the
+    ATC look-ahead used by the ``atc`` feature, ``p_ref`` the mean duration of
+    the scenario model (seconds), ``load`` its load (a number, or one per slot
+    when slots come from models of different loads).
+    """
+
+    def __init__(self, kind, k, p_ref, load):
+        if kind not in ("tasks", "flat"):
+            raise ValueError(f"encoding: expected 'tasks' or 'flat', got {kind!r}")
+        self.kind, self.k, self.p_ref, self.load = kind, float(k), float(p_ref), load
+
+    def __call__(self, state, loads=None):
+        """Observation of every pending slot: (x, mask, g, slot_qpos).
+
+        For "tasks": x (B, Q, N_TASK), mask (B, Q), g (B, N_GLOBAL), slot_qpos None.
+        For "flat": x (B, 196), mask (B, 24), g None, slot_qpos (B, 24).
+        """
+        B = state.n.shape[0]
+        if loads is None:
+            loads = np.broadcast_to(np.asarray(self.load, dtype=np.float64), (B,))
+        loads = np.ascontiguousarray(loads, dtype=np.float64)
+        if self.kind == "tasks":
+            pend = state.pending >= 0
+            Q = max(int(state.qlen[pend].max()) if pend.any() else 1, 1)
+            x = np.empty((B, Q, N_TASK), dtype=np.float32)
+            mask = np.empty((B, Q), dtype=np.bool_)
+            g = np.empty((B, N_GLOBAL), dtype=np.float32)
+            encode_tasks(state, self.k, self.p_ref, loads, x, mask, g)
+            return x, mask, g, None
+        flat = np.empty((B, FLAT_SIZE), dtype=np.float32)
+        mask = np.empty((B, FLAT_SLOTS), dtype=np.bool_)
+        slot_qpos = np.empty((B, FLAT_SLOTS), dtype=np.int64)
+        encode_flat(state, self.k, self.p_ref, loads, flat, mask, slot_qpos)
+        return flat, mask, None, slot_qpos

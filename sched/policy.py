@@ -1,0 +1,240 @@
+"""Policy networks and the policy file format.
+
+Two architectures (config ``ppo.architecture``):
+
+* ``scorer`` (default, size-free): a shared network embeds every waiting task
+  from its own features, pools the embeddings (masked mean and max) into a
+  queue context, and scores each task from its embedding and the context.
+  The critic reads the context. It works for any queue length, and permuting
+  the queue permutes the scores.
+* ``flat``: the original card's encoding, 196 inputs (24 task slots x 8
+  features + 4 globals), a 256 x 256 MLP actor and a 256 x 256 MLP critic.
+
+With ``atc_prior`` the logits are ``scale * atc + correction``: the ``atc``
+feature is the ATC log index relative to the queue's best, so a network whose
+correction is zero picks exactly what ATC picks, and learning starts from the
+field's reference rule instead of from a random policy. ``scale`` is learned.
+
+Policy file: a ``torch.save`` of plain containers and tensors only (weights,
+architecture, feature names, ATC k, normalisers, config hash), read back with
+``torch.load(..., weights_only=True)`` so that loading never executes code.
+"""
+import math
+
+import numpy as np
+import torch
+from torch import nn
+
+from . import features as F
+
+FORMAT = "render-queue-sched/policy"
+VERSION = 1
+
+
+class PolicyFileError(ValueError):
+    """A policy file is missing, unreadable or has unexpected contents."""
+
+
+def layer(n_in, n_out, std=math.sqrt(2), bias=0.0):
+    """Linear layer with orthogonal initialisation (as in CleanRL's PPO)."""
+    lin = nn.Linear(n_in, n_out)
+    nn.init.orthogonal_(lin.weight, std)
+    nn.init.constant_(lin.bias, bias)
+    return lin
+
+
+# ---------------------------------------------------------------- ragged batches
+# A batch of decisions holds a different number of waiting tasks per decision.
+# Rather than padding every queue to the longest one (mean queue ~8, longest
+# ~100: mostly padding), the valid candidates of all decisions are stored as
+# consecutive rows: ``seg[r]`` is the decision of row r, and the rows of one
+# decision are its candidates in order (queue positions, or flat slots).
+
+
+def segment_max(values, seg, n):
+    out = torch.full((n,) + values.shape[1:], -torch.inf, dtype=values.dtype)
+    index = seg.view(-1, *([1] * (values.dim() - 1))).expand_as(values)
+    return out.scatter_reduce(0, index, values, "amax", include_self=True)
+
+
+def segment_mean(values, seg, n, counts):
+    out = torch.zeros((n,) + values.shape[1:], dtype=values.dtype).index_add(0, seg, values)
+    return out / counts.clamp(min=1).to(values.dtype).view(-1, *([1] * (values.dim() - 1)))
+
+
+def segment_log_softmax(logits, seg, n):
+    """Log-probabilities of each row within its decision."""
+    m = segment_max(logits, seg, n).detach()   # a constant shift, for stability only
+    total = torch.zeros(n, dtype=logits.dtype).index_add(0, seg, (logits - m[seg]).exp())
+    return logits - (total.log() + m)[seg]
+
+
+def segment_entropy(logp, seg, n):
+    """Entropy of each decision's distribution over its valid candidates only."""
+    return -torch.zeros(n, dtype=logp.dtype).index_add(0, seg, logp.exp() * logp)
+
+
+def segment_argmax(values, seg, n, starts):
+    """Position (within its decision) of the first row with the largest value."""
+    m = segment_max(values, seg, n)
+    rows = torch.arange(len(values))
+    cand = torch.where(values == m[seg], rows, torch.full_like(rows, len(values)))
+    first = torch.full((n,), len(values), dtype=rows.dtype).scatter_reduce(
+        0, seg, cand, "amin", include_self=True)
+    return first - starts
+
+
+def starts_of(counts):
+    return torch.cumsum(counts, 0) - counts
+
+
+class TaskScorer(nn.Module):
+    """Size-free actor-critic over per-task feature rows."""
+
+    def __init__(self, n_task=F.N_TASK, n_global=F.N_GLOBAL, hidden=64, atc_prior=True,
+                 prior_scale=3.0):
+        super().__init__()
+        self.embed = nn.Sequential(layer(n_task, hidden), nn.Tanh(), layer(hidden, hidden), nn.Tanh())
+        ctx = 2 * hidden + n_global
+        self.task_proj = layer(hidden, hidden)
+        self.ctx_proj = layer(ctx, hidden)
+        self.head = layer(hidden, 1, std=0.01)   # small: corrections start near zero
+        self.critic = nn.Sequential(layer(ctx, hidden), nn.Tanh(), layer(hidden, hidden), nn.Tanh(),
+                                    layer(hidden, 1, std=1.0))
+        self.atc_prior = bool(atc_prior)
+        self.log_prior_scale = nn.Parameter(torch.tensor(math.log(prior_scale)),
+                                            requires_grad=self.atc_prior)
+
+    def forward(self, batch):
+        """Logits of every candidate row and the value of every decision."""
+        x, seg, n, counts, g = batch["x"], batch["seg"], batch["n"], batch["counts"], batch["g"]
+        h = self.embed(x)
+        c = torch.cat([segment_mean(h, seg, n, counts), segment_max(h, seg, n), g], -1)
+        z = torch.tanh(self.task_proj(h) + self.ctx_proj(c)[seg])
+        logits = self.head(z).squeeze(-1)
+        if self.atc_prior:
+            logits = logits + self.log_prior_scale.exp() * x[:, F.ATC_INDEX]
+        return logits, self.critic(c).squeeze(-1)
+
+
+class FlatMLP(nn.Module):
+    """The original card's 196-input actor and critic (256 x 256 MLPs)."""
+
+    def __init__(self, n_in=F.FLAT_SIZE, n_out=F.FLAT_SLOTS, hidden=256, atc_prior=True,
+                 prior_scale=3.0):
+        super().__init__()
+        self.actor = nn.Sequential(layer(n_in, hidden), nn.Tanh(), layer(hidden, hidden), nn.Tanh(),
+                                   layer(hidden, n_out, std=0.01))
+        self.critic = nn.Sequential(layer(n_in, hidden), nn.Tanh(), layer(hidden, hidden), nn.Tanh(),
+                                    layer(hidden, 1, std=1.0))
+        self.atc_prior = bool(atc_prior)
+        self.log_prior_scale = nn.Parameter(torch.tensor(math.log(prior_scale)),
+                                            requires_grad=self.atc_prior)
+        nt = len(F.FLAT_TASK_FEATURES)
+        self.register_buffer("atc_cols", torch.arange(F.FLAT_SLOTS) * nt + F.FLAT_ATC_INDEX,
+                             persistent=False)
+
+    def forward(self, batch):
+        x, counts = batch["x"], batch["counts"]
+        logits = self.actor(x)
+        if self.atc_prior:
+            logits = logits + self.log_prior_scale.exp() * x[:, self.atc_cols]
+        valid = torch.arange(F.FLAT_SLOTS).unsqueeze(0) < counts.unsqueeze(1)
+        return logits[valid], self.critic(x).squeeze(-1)
+
+
+ARCHITECTURES = {"scorer": TaskScorer, "flat": FlatMLP}
+ENCODINGS = {"scorer": "tasks", "flat": "flat"}
+
+
+def build(arch):
+    """A network from an architecture dict {"name", "hidden", "atc_prior", "prior_scale"}."""
+    name = arch["name"]
+    if name not in ARCHITECTURES:
+        raise ValueError(f"architecture: expected one of {', '.join(ARCHITECTURES)}, got {name!r}")
+    return ARCHITECTURES[name](hidden=int(arch["hidden"]), atc_prior=bool(arch["atc_prior"]),
+                               prior_scale=float(arch["prior_scale"]))
+
+
+class Policy:
+    """A trained network with what is needed to encode states for it."""
+
+    def __init__(self, net, meta):
+        self.net = net.eval()
+        self.meta = meta
+        self.encoder = F.Encoder(ENCODINGS[meta["arch"]["name"]], meta["atc_k"], meta["p_ref"],
+                                 meta["load"])
+
+    @torch.no_grad()
+    def act(self, state):
+        """Greedy (argmax) action, as a queue position, for every pending slot (-1 elsewhere)."""
+        obs = self.encoder(state)
+        batch = make_batch(obs)
+        logits, _ = self.net(batch)
+        a = segment_argmax(logits, batch["seg"], batch["n"], batch["starts"]).numpy()
+        slot_qpos = obs[3]
+        if slot_qpos is not None:
+            a = slot_qpos[np.arange(len(a)), np.minimum(a, slot_qpos.shape[1] - 1)]
+        return np.where(state.pending >= 0, a, -1).astype(np.int64)
+
+
+def make_batch(obs):
+    """A ragged batch (dict of tensors) from an encoder's observation."""
+    x, mask, g, slot_qpos = obs
+    mask = torch.from_numpy(mask)
+    counts = mask.sum(1)
+    n = len(counts)
+    seg = torch.repeat_interleave(torch.arange(n), counts)
+    if slot_qpos is None:
+        rows = torch.from_numpy(x)[mask]
+        return {"x": rows, "seg": seg, "n": n, "counts": counts, "starts": starts_of(counts),
+                "g": torch.from_numpy(g)}
+    return {"x": torch.from_numpy(x), "seg": seg, "n": n, "counts": counts,
+            "starts": starts_of(counts), "g": None}
+
+
+def save(path, net, meta):
+    """Write a policy file atomically."""
+    from .io import atomic_path
+
+    blob = {"format": FORMAT, "version": VERSION, "meta": meta,
+            "state_dict": {k: v.detach().cpu() for k, v in net.state_dict().items()}}
+    with atomic_path(path) as tmp:
+        torch.save(blob, tmp)
+
+
+REQUIRED_META = ("arch", "atc_k", "p_ref", "load", "task_features", "global_features", "config_hash")
+
+
+def load(path):
+    """Read a policy file without executing code; PolicyFileError on anything unexpected."""
+    try:
+        blob = torch.load(path, map_location="cpu", weights_only=True)
+    except FileNotFoundError:
+        raise PolicyFileError(f"{path}: policy file not found") from None
+    except Exception as exc:   # pickle refusals, truncated files, not a torch file
+        raise PolicyFileError(f"{path}: not a readable policy file ({type(exc).__name__}: "
+                              f"{str(exc).splitlines()[0][:200] if str(exc) else ''})") from None
+    if not isinstance(blob, dict) or blob.get("format") != FORMAT:
+        raise PolicyFileError(f"{path}: not a render-queue-sched policy file (format field missing)")
+    if blob.get("version") != VERSION:
+        raise PolicyFileError(f"{path}: policy file version {blob.get('version')!r}, expected {VERSION}")
+    meta = blob.get("meta")
+    missing = [k for k in REQUIRED_META if not isinstance(meta, dict) or k not in meta]
+    if missing:
+        raise PolicyFileError(f"{path}: policy file lacks {', '.join(missing)}")
+    enc = ENCODINGS.get(meta["arch"].get("name"))
+    want_t = list(F.TASK_FEATURES) if enc == "tasks" else list(F.FLAT_TASK_FEATURES)
+    if enc is None or list(meta["task_features"]) != want_t:
+        raise PolicyFileError(f"{path}: policy was trained on other features or architecture "
+                              f"({meta['arch'].get('name')!r}); retrain it with this version")
+    try:
+        net = build(meta["arch"])
+        net.load_state_dict(blob["state_dict"])
+    except (RuntimeError, KeyError, ValueError, TypeError) as exc:
+        raise PolicyFileError(f"{path}: weights do not fit the architecture: "
+                              f"{str(exc).splitlines()[0][:200]}") from None
+    return Policy(net, meta)
+
+
+load_policy = load

@@ -1,0 +1,250 @@
+"""PPO: training, the policy file, resume, the Gymnasium environment, the scorer."""
+import copy
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from sched import features as F
+from sched import policy as P
+from sched import sim_numba
+from sched.ppo import Args, train
+from sched.scenario import generate
+
+from .conftest import run_cli
+
+TINY = dict(iterations=6, num_envs=4, num_steps=8, num_minibatches=2, update_epochs=2,
+            tasks=60, eval_every=3, validation_scenarios=3, checkpoint_every=2, hidden=16)
+
+
+@pytest.fixture(scope="module")
+def tiny_cfg(cfg):
+    c = copy.deepcopy(cfg)
+    c["scenario"]["tasks"] = 60
+    return c
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory, tiny_cfg):
+    out = tmp_path_factory.mktemp("train") / "politique.pt"
+    summary = train(tiny_cfg, Args(seed=3, **TINY), out, progress=False)
+    return out, summary
+
+
+def test_training_writes_a_loadable_policy_and_log(trained):
+    out, summary = trained
+    assert out.exists() and not out.with_name(out.name + ".ckpt").exists()
+    log = pd.read_csv(out.with_name("train_log.csv"))
+    assert list(log["iteration"]) == list(range(1, TINY["iterations"] + 1))
+    for col in ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction",
+                "explained_variance", "steps_per_s", "wall_s"):
+        assert log[col].notna().all(), col
+    assert (log["entropy"] > 0).all() and (log["env_steps"].diff().dropna() == 32).all()
+    assert log["val_weighted_tardiness_s"].notna().sum() == 2   # iterations 3 and 6
+    pol = P.load(out)
+    assert pol.meta["arch"]["name"] == "scorer" and pol.meta["best_iteration"] in (3, 6)
+
+
+def test_greedy_policy_is_deterministic_and_feasible(trained, tiny_cfg):
+    out, _ = trained
+    pol = P.load(out)
+    from sched.env import run_greedy
+
+    scs = [generate(tiny_cfg, s, tasks=80, machines=2).arrays for s in range(3)]
+    a = run_greedy(pol, scs, machines=2)
+    b = run_greedy(pol, scs, machines=2)
+    for (s1, e1, m1), (s2, e2, m2), sc in zip(a, b, scs):
+        assert np.array_equal(s1, s2) and np.array_equal(m1, m2)
+        assert (s1 >= sc[0]).all() and np.allclose(e1 - s1, sc[1])
+        for m in range(2):
+            order = np.argsort(s1[m1 == m])
+            assert (s1[m1 == m][order][1:] >= e1[m1 == m][order][:-1]).all()
+
+
+def test_simulate_with_ppo_policy_file(trained, tmp_path):
+    out, _ = trained
+    r = run_cli("simulate", "--policy", "ppo", "--policy-file", out, "--seed", 5, 6,
+                "--out", tmp_path / "sched")
+    assert r.returncode == 0, r.stderr
+    lines = [json.loads(x) for x in r.stdout.splitlines()]
+    for line in lines:
+        sched = pd.read_csv(tmp_path / "sched" / f"{line['scenario']}.csv")
+        assert sched["weighted_tardiness_s"].sum() == pytest.approx(line["total_weighted_tardiness_s"])
+    r2 = run_cli("simulate", "--policy", "ppo", "--policy-file", out, "--seed", 5, 6)
+    assert r2.stdout == r.stdout   # replayable
+
+
+def test_resume_gives_the_same_result(tmp_path, tiny_cfg, trained):
+    ref_out, _ = trained
+    out = tmp_path / "politique.pt"
+    args = Args(seed=3, **TINY)
+    # interrupted after 4 iterations (a checkpoint was written at 4) ...
+    partial = dataclass_replace(args, iterations=4, checkpoint_every=2)
+    train(tiny_cfg, partial, out, progress=False)
+    # ... simulate the interruption: put back the checkpoint of iteration 4 of the full run
+    full = tmp_path / "full" / "politique.pt"
+    _train_until_checkpoint(tiny_cfg, args, full, stop_after=4)
+    ckpt = full.with_name(full.name + ".ckpt")
+    assert ckpt.exists()
+    train(tiny_cfg, args, full, progress=False)   # resumes at iteration 5
+    a, b = torch.load(ref_out, weights_only=True), torch.load(full, weights_only=True)
+    for k in a["state_dict"]:
+        assert torch.equal(a["state_dict"][k], b["state_dict"][k]), k
+    la = pd.read_csv(ref_out.with_name("train_log.csv")).drop(columns=["wall_s", "steps_per_s"])
+    lb = pd.read_csv(full.with_name("train_log.csv")).drop(columns=["wall_s", "steps_per_s"])
+    pd.testing.assert_frame_equal(la, lb)
+
+
+def dataclass_replace(obj, **kw):
+    import dataclasses
+
+    return dataclasses.replace(obj, **kw)
+
+
+class _Stop(Exception):
+    pass
+
+
+def _train_until_checkpoint(cfg, args, out, stop_after):
+    """Run training and kill it right after the checkpoint of iteration ``stop_after``."""
+    import sched.ppo as ppo
+
+    real_save = torch.save
+
+    def save_then_stop(obj, f, *a, **k):
+        real_save(obj, f, *a, **k)
+        if isinstance(obj, dict) and obj.get("iteration") == stop_after and "optimizer" in obj:
+            raise _Stop
+
+    ppo.torch.save = save_then_stop
+    try:
+        with pytest.raises(_Stop):
+            train(cfg, args, out, progress=False)
+    finally:
+        ppo.torch.save = real_save
+
+
+def test_bad_policy_files_are_refused(tmp_path, trained):
+    out, _ = trained
+    with pytest.raises(P.PolicyFileError, match="not found"):
+        P.load(tmp_path / "missing.pt")
+    junk = tmp_path / "junk.pt"
+    junk.write_bytes(b"not a torch file")
+    with pytest.raises(P.PolicyFileError, match="not a readable policy file"):
+        P.load(junk)
+    other = tmp_path / "other.pt"
+    torch.save({"weights": torch.zeros(3)}, other)
+    with pytest.raises(P.PolicyFileError, match="format field missing"):
+        P.load(other)
+    blob = torch.load(out, weights_only=True)
+    blob["state_dict"]["embed.0.weight"] = torch.zeros(2, 2)
+    bad = tmp_path / "bad_weights.pt"
+    torch.save(blob, bad)
+    with pytest.raises(P.PolicyFileError, match="weights do not fit"):
+        P.load(bad)
+
+    class Evil:
+        def __reduce__(self):
+            return (print, ("executed",))
+
+    evil = tmp_path / "evil.pt"
+    torch.save({"format": P.FORMAT, "x": Evil()}, evil)
+    with pytest.raises(P.PolicyFileError):
+        P.load(evil)   # weights_only refuses to unpickle arbitrary objects
+    r = run_cli("simulate", "--policy", "ppo", "--policy-file", junk, "--seed", 1)
+    assert r.returncode == 2 and "junk.pt" in r.stderr
+
+
+def test_scorer_is_permutation_equivariant():
+    torch.manual_seed(0)
+    net = P.TaskScorer(hidden=16).eval()
+    q = 9
+    x = torch.randn(q, F.N_TASK)
+    g = torch.randn(1, F.N_GLOBAL)
+    batch = lambda rows: {"x": rows, "seg": torch.zeros(q, dtype=torch.long), "n": 1,  # noqa: E731
+                          "counts": torch.tensor([q]), "g": g}
+    perm = torch.randperm(q)
+    with torch.no_grad():
+        s1, v1 = net(batch(x))
+        s2, v2 = net(batch(x[perm]))
+    assert torch.allclose(s1[perm], s2, atol=1e-6) and torch.allclose(v1, v2, atol=1e-6)
+    assert not torch.allclose(s1, s1[perm])   # the scores do depend on the task
+
+
+def test_scorer_works_for_any_queue_length_and_batches_agree():
+    torch.manual_seed(1)
+    net = P.TaskScorer(hidden=16).eval()
+    sizes = [1, 5, 300]
+    xs = [torch.randn(n, F.N_TASK) for n in sizes]
+    g = torch.randn(3, F.N_GLOBAL)
+    counts = torch.tensor(sizes)
+    joint = {"x": torch.cat(xs), "seg": torch.repeat_interleave(torch.arange(3), counts), "n": 3,
+             "counts": counts, "g": g}
+    with torch.no_grad():
+        logits, values = net(joint)
+        for i, n in enumerate(sizes):
+            alone = {"x": xs[i], "seg": torch.zeros(n, dtype=torch.long), "n": 1,
+                     "counts": torch.tensor([n]), "g": g[i: i + 1]}
+            li, vi = net(alone)
+            lo = int(counts[:i].sum())
+            assert torch.allclose(logits[lo: lo + n], li, atol=1e-5)
+            assert torch.allclose(values[i], vi[0], atol=1e-5)
+
+
+def test_untrained_prior_policy_picks_what_atc_picks(tiny_cfg):
+    """With the ATC prior and zero corrections the greedy policy is ATC exactly."""
+    for arch in ("scorer", "flat"):
+        net = P.build({"name": arch, "hidden": 16, "atc_prior": True, "prior_scale": 3.0})
+        head = net.head if arch == "scorer" else net.actor[-1]
+        torch.nn.init.zeros_(head.weight)
+        torch.nn.init.zeros_(head.bias)
+        meta = {"arch": {"name": arch}, "atc_k": 2.0, "p_ref": 80.0, "load": 0.85}
+        pol = P.Policy(net, meta)
+        from sched.env import run_greedy
+
+        scs = [generate(tiny_cfg, s, tasks=150).arrays for s in range(3)]
+        got = run_greedy(pol, scs)
+        want = sim_numba.simulate_batch(scs, "atc", k=2.0)
+        if arch == "scorer":
+            for (s1, _, _), (s2, _, _) in zip(got, want):
+                assert np.array_equal(s1, s2)
+        else:   # the flat encoding only sees 24 tasks, ATC's best among them is ATC's best
+            for (s1, _, _), (s2, _, _) in zip(got, want):
+                assert np.array_equal(s1, s2)
+
+
+def test_gymnasium_env_passes_check_env(cfg):
+    from gymnasium.utils.env_checker import check_env
+
+    from sched.env import make_gym_env
+
+    c = copy.deepcopy(cfg)
+    c["scenario"]["tasks"] = 40
+    env = make_gym_env(c, max_queue=16)
+    check_env(env, skip_render_check=True)
+    obs, info = env.reset(seed=7)
+    total, done = 0.0, False
+    while not done:
+        valid = np.flatnonzero(obs["action_mask"])
+        obs, r, done, trunc, info = env.step(int(valid[-1]))
+        assert not info["masked_action"]
+        total += r
+    assert total == pytest.approx(-0.001 * info["total_weighted_tardiness_s"], rel=1e-9, abs=1e-12)
+
+
+def test_flat_encoding_has_196_inputs_and_shows_the_atc_best(cfg):
+    sc = generate(cfg, 2, tasks=300)
+    state, _ = sim_numba.pack([sc.arrays], 1)
+    sim_numba.advance_batch(state, True)
+    n = 0
+    while not state.done[0] and n < 200:
+        flat, mask, g, slot_qpos = F.Encoder("flat", 2.0, 80.0, 0.85)(state)
+        assert flat.shape == (1, 196) and mask.sum() == min(24, state.qlen[0])
+        sim_numba.set_rule(state, 0, sim_numba.rules.ATC)
+        assert slot_qpos[0, 0] == sim_numba.pick(state, 0, sim_numba.rules.ATC, 2.0)
+        sim_numba.apply_batch(state, np.array([slot_qpos[0, 0]]))
+        sim_numba.advance_batch(state, True)
+        n += 1
+    assert n > 50
