@@ -22,6 +22,7 @@ against the same schema definition), so the generator samples from it with
 import copy
 import json
 import math
+import os
 from pathlib import Path
 
 FORMAT = "sched-calibration/1"
@@ -39,13 +40,19 @@ class CalibrationFileError(ValueError):
 
 def load_calibration(path):
     """Read and check a calibration file; returns its content (a fresh dict)."""
-    path = Path(path)
+    return copy.deepcopy(_cached(path))
+
+
+def _cached(path):
+    # the generator asks for the same file for every scenario it draws: parse
+    # and check it once per version of the file; callers must not mutate it
     try:
-        st = path.stat()
+        st = os.stat(path)
     except FileNotFoundError:
         raise CalibrationFileError(f"calibration file {path} not found; {HOW_TO_MAKE}") from None
-    key = (str(path.resolve()), st.st_mtime_ns, st.st_size)
+    key = (os.path.abspath(path), st.st_mtime_ns, st.st_size, st.st_ino)
     if key not in _cache:
+        path = Path(path)
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -56,7 +63,7 @@ def load_calibration(path):
         check_calibration(data, str(path))
         _cache.clear()          # one file in use at a time is the common case
         _cache[key] = data
-    return copy.deepcopy(_cache[key])
+    return _cache[key]
 
 
 def check_calibration(data, source="calibration"):
@@ -121,20 +128,19 @@ def _spec_validator():
 
 def kind_specs_from_calibration(path):
     """{kind: spec} from a calibration file, ready for ``sched.scenario``."""
-    cal = load_calibration(path)
-    return {k: dict(e["spec"]) for k, e in cal["kinds"].items()}
+    return {k: copy.deepcopy(e["spec"]) for k, e in _cached(path)["kinds"].items()}
 
 
 def estimate_noise_sigma_from_calibration(path):
     """The calibration's estimate noise (duration-model residual sigma), or None."""
-    return load_calibration(path).get("estimate_noise_sigma")
+    return _cached(path).get("estimate_noise_sigma")
 
 
 def _calibration(calibration):
     if isinstance(calibration, dict):
         check_calibration(calibration)
         return calibration
-    return load_calibration(calibration)
+    return _cached(calibration)
 
 
 def feature_values(features, source="task"):
