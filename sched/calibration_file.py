@@ -28,8 +28,12 @@ from pathlib import Path
 FORMAT = "sched-calibration/1"
 #: Features of the log-linear duration model, in this order.
 FEATURES = ("pixels", "frames", "steps")
-HOW_TO_MAKE = ("make it with `snakemake results/calibration.json` or "
-               "`sched calibrate BENCH [BENCH ...] --out FILE`")
+
+
+def _how_to_make(path):
+    return (f"make it with `snakemake results/calibration.json` or "
+            f"`sched calibrate [BENCH ...] --out {path}`")
+
 
 _cache = {}
 
@@ -49,7 +53,7 @@ def _cached(path):
     try:
         st = os.stat(path)
     except FileNotFoundError:
-        raise CalibrationFileError(f"calibration file {path} not found; {HOW_TO_MAKE}") from None
+        raise CalibrationFileError(f"calibration file {path} not found; {_how_to_make(path)}") from None
     key = (os.path.abspath(path), st.st_mtime_ns, st.st_size, st.st_ino)
     if key not in _cache:
         path = Path(path)
@@ -57,9 +61,9 @@ def _cached(path):
             data = json.loads(path.read_text(encoding="utf-8"))
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise CalibrationFileError(
-                f"calibration file {path}: not valid JSON ({exc}); {HOW_TO_MAKE}") from None
+                f"calibration file {path}: not valid JSON ({exc}); {_how_to_make(path)}") from None
         except IsADirectoryError:
-            raise CalibrationFileError(f"calibration file {path} is a folder; {HOW_TO_MAKE}") from None
+            raise CalibrationFileError(f"calibration file {path} is a folder; {_how_to_make(path)}") from None
         check_calibration(data, str(path))
         _cache.clear()          # one file in use at a time is the common case
         _cache[key] = data
@@ -69,7 +73,7 @@ def _cached(path):
 def check_calibration(data, source="calibration"):
     """Raise CalibrationFileError unless ``data`` is a usable calibration."""
     def fail(field, why):
-        raise CalibrationFileError(f"calibration file {source}: {field}: {why}; {HOW_TO_MAKE}")
+        raise CalibrationFileError(f"calibration file {source}: {field}: {why}; {_how_to_make(source)}")
 
     if not isinstance(data, dict):
         fail("(top level)", f"expected a JSON object, got {type(data).__name__}")
