@@ -213,14 +213,13 @@ def fit_family(name, x):
         warnings.simplefilter("ignore", RuntimeWarning)
         if name == "lognormal":
             s, _, scale = stats.lognorm.fit(x, floc=0)
-            dist = stats.lognorm(s, 0, scale)
             params = {"median_s": float(scale), "sigma": float(s)}
         elif name == "gamma":
             a, _, scale = stats.gamma.fit(x, floc=0)
-            dist = stats.gamma(a, 0, scale)
             params = {"shape": float(a), "scale_s": float(scale)}
         else:
             raise ValueError(f"distribution: unknown family {name!r}")
+    dist = frozen(name, params)
     ll = float(np.sum(dist.logpdf(x)))
     ks = stats.kstest(x, dist.cdf)
     return {
@@ -235,7 +234,7 @@ def fit_family(name, x):
 
 
 def frozen(family, params):
-    """The scipy distribution of a fitted family (for plots)."""
+    """The scipy distribution of a family with calibration-file parameters."""
     from scipy import stats
 
     if family == "lognormal":
