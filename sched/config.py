@@ -5,7 +5,7 @@ as ``sched/config.schema.yaml``) is the single description of every setting and
 its default. Snakemake validates the config with ``snakemake.utils.validate``;
 the command line validates the same file with the same schema here, filling in
 defaults the same way, then adds the checks a schema cannot express (shares
-that sum to one, disjoint seed ranges).
+that sum to one, disjoint seed ranges, distinct bench-log columns).
 """
 import copy
 import hashlib
@@ -86,6 +86,13 @@ def check_semantics(cfg, source="config"):
         if lo > hi:
             raise ConfigError(f"{source}: scenario.due.{name}: low {lo} is above high {hi}")
     check_seed_ranges(cfg["seeds"], source)
+    cols = cfg["calibration"]["columns"]
+    names = list(cols.values())
+    for field, name in cols.items():
+        if names.count(name) > 1:
+            others = [f for f, n in cols.items() if n == name and f != field]
+            raise ConfigError(f"{source}: calibration.columns.{field}: column {name!r} is also "
+                              f"calibration.columns.{others[0]}; each field needs its own column")
 
 
 def check_seed_ranges(seeds, source="config"):

@@ -186,8 +186,20 @@ def kind_specs(cfg):
 
 
 def estimate_noise_sigma(cfg):
-    """Sigma of the log-normal estimate noise the generator applies."""
-    return float(cfg["scenario"]["estimate_noise_sigma"])
+    """Sigma of the log-normal estimate noise the generator applies.
+
+    ``scenario.estimate_noise_sigma`` when it is a number; when it is null, the
+    residual sigma of the duration model of the calibration the config names
+    (how far a duration predicted from the task's features is from the
+    measured one), else 0.
+    """
+    sc = cfg["scenario"]
+    sigma = sc.get("estimate_noise_sigma")
+    if sigma is None and sc.get("calibration"):
+        from .calibration_file import estimate_noise_sigma_from_calibration
+
+        sigma = estimate_noise_sigma_from_calibration(sc["calibration"])
+    return float(sigma) if sigma is not None else 0.0
 
 
 def distribution_mean(spec):

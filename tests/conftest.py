@@ -2,8 +2,10 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 ORLIB = Path(os.environ.get("SCHED_ORLIB", ROOT.parent / "shared" / "orlib"))
@@ -29,3 +31,24 @@ def run_cli(*args, cwd=None, input=None):
         [sys.executable, "-m", "sched", *map(str, args)],
         cwd=cwd or ROOT, capture_output=True, text=True, input=input,
     )
+
+
+@pytest.fixture(scope="session")
+def calibrated(tmp_path_factory):
+    """The shipped config.yaml, with its calibration built in a temporary folder.
+
+    config.yaml names results/calibration.json, which exists only once the
+    workflow (or `sched calibrate`) has run; tests that run the command line
+    with the shipped settings use this copy, so they pass from a fresh clone.
+    Fields: config, calibration, figure (paths) and run (the `sched calibrate`
+    CompletedProcess, on the config's bench logs: the example logs).
+    """
+    d = tmp_path_factory.mktemp("calibrated")
+    cal = d / "calibration.json"
+    r = run_cli("calibrate", "--out", cal)
+    assert r.returncode == 0, r.stderr
+    cfg = yaml.safe_load((ROOT / "config.yaml").read_text())
+    cfg["scenario"]["calibration"] = str(cal)
+    path = d / "config.yaml"
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    return SimpleNamespace(config=path, calibration=cal, figure=d / "calibration.png", run=r)

@@ -12,6 +12,13 @@ from sched.scenario import read_scenario
 
 from .conftest import ROOT, run_cli
 
+
+@pytest.fixture
+def cli(calibrated):
+    """`sched` with the shipped config.yaml (its calibration built for the session)."""
+    return lambda *args, **kw: run_cli("--config", calibrated.config, *args, **kw)
+
+
 HAND_MADE = """id,kind,arrival_s,duration_s,weight,due_s,estimate_s,note
 a,image,0,30,1,40,30,first
 b,video,0,200,4,150,180,already tight
@@ -48,17 +55,17 @@ def check_schedule(path, scenario_path, rule, machines, summary):
 
 
 @pytest.mark.parametrize("machines", [1, 3])
-def test_every_rule_on_generated_and_hand_made_files(tmp_path, machines):
+def test_every_rule_on_generated_and_hand_made_files(tmp_path, machines, cli):
     hand = tmp_path / "hand.csv"
     hand.write_text(HAND_MADE)
     gen = tmp_path / "gen.csv"
-    r = run_cli("scenario", "--seed", 7, "--tasks", 200, "--machines", machines, "--out", gen)
+    r = cli("scenario", "--seed", 7, "--tasks", 200, "--machines", machines, "--out", gen)
     assert r.returncode == 0, r.stderr
     totals = {}
     for rule in rules.RULES:
         out = tmp_path / f"out-{rule}-{machines}"
-        r = run_cli("simulate", "--policy", rule, "--scenario", hand, gen,
-                    "--machines", machines, "--out", out)
+        r = cli("simulate", "--policy", rule, "--scenario", hand, gen,
+                "--machines", machines, "--out", out)
         assert r.returncode == 0, r.stderr
         lines = [json.loads(x) for x in r.stdout.splitlines()]
         assert [x["scenario"] for x in lines] == ["hand", "gen"]
@@ -71,9 +78,9 @@ def test_every_rule_on_generated_and_hand_made_files(tmp_path, machines):
     assert len({round(totals[(r, "gen")], 6) for r in rules.RULES}) >= 4
 
 
-def test_single_scenario_to_a_file_and_seed_mode(tmp_path):
+def test_single_scenario_to_a_file_and_seed_mode(tmp_path, cli):
     out = tmp_path / "one.csv"
-    r = run_cli("simulate", "--policy", "wmdd", "--seed", 3, "--out", out)
+    r = cli("simulate", "--policy", "wmdd", "--seed", 3, "--out", out)
     assert r.returncode == 0, r.stderr
     line = json.loads(r.stdout)
     assert line["scenario"] == "seed-3" and line["tasks"] == 400
@@ -81,36 +88,36 @@ def test_single_scenario_to_a_file_and_seed_mode(tmp_path):
         line["total_weighted_tardiness_s"])
 
 
-def test_atc_k_changes_the_schedule(tmp_path):
-    a = json.loads(run_cli("simulate", "--policy", "atc", "--seed", 1, "--atc-k", 0.3).stdout)
-    b = json.loads(run_cli("simulate", "--policy", "atc", "--seed", 1, "--atc-k", 6).stdout)
+def test_atc_k_changes_the_schedule(tmp_path, cli):
+    a = json.loads(cli("simulate", "--policy", "atc", "--seed", 1, "--atc-k", 0.3).stdout)
+    b = json.loads(cli("simulate", "--policy", "atc", "--seed", 1, "--atc-k", 6).stdout)
     assert a["atc_k"] == 0.3 and b["atc_k"] == 6.0
     assert a["total_weighted_tardiness_s"] != b["total_weighted_tardiness_s"]
 
 
-def test_bad_file_fails_cleanly_and_writes_nothing(tmp_path):
+def test_bad_file_fails_cleanly_and_writes_nothing(tmp_path, cli):
     good, bad = tmp_path / "good.csv", tmp_path / "bad.csv"
     good.write_text(HAND_MADE)
     bad.write_text("id,kind,arrival_s,duration_s,weight,due_s\n1,image,0,-5,1,3\n")
     out = tmp_path / "out"
-    r = run_cli("simulate", "--policy", "atc", "--scenario", good, bad, "--out", out)
+    r = cli("simulate", "--policy", "atc", "--scenario", good, bad, "--out", out)
     assert r.returncode == 2
     assert r.stderr.count("\n") == 1 and "bad.csv: row 1 (line 2) field duration_s" in r.stderr
     assert not out.exists()
 
 
-def test_unknown_policy_and_bad_machines(tmp_path):
-    r = run_cli("simulate", "--policy", "lifo", "--seed", 1)
+def test_unknown_policy_and_bad_machines(tmp_path, cli):
+    r = cli("simulate", "--policy", "lifo", "--seed", 1)
     assert r.returncode == 2 and "unknown policy 'lifo'" in r.stderr
-    r = run_cli("simulate", "--policy", "atc", "--seed", 1, "--machines", 0)
+    r = cli("simulate", "--policy", "atc", "--seed", 1, "--machines", 0)
     assert r.returncode == 2 and "--machines" in r.stderr
 
 
 @pytest.mark.parametrize("command", [["scenario", "--seed", "1", "--tasks", "3"],
                                      ["simulate", "--policy", "atc", "--seed", "1"]])
-def test_light_commands_do_not_import_torch(command):
-    code = ("import sys; from sched.cli import main; main(%r); "
-            "sys.exit(3 if 'torch' in sys.modules else 0)" % command)
+def test_light_commands_do_not_import_torch(command, calibrated):
+    code = ("import sys; from sched.cli import main; rc = main(%r); "
+            "sys.exit(3 if 'torch' in sys.modules else rc)" % (["--config", str(calibrated.config)] + command))
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
 

@@ -11,6 +11,8 @@ def register(sub):
     s.add_argument("--tasks", type=int, help="override scenario.tasks")
     s.add_argument("--load", type=float, help="override scenario.load")
     s.add_argument("--machines", type=int, help="override scenario.machines (sets the arrival rate)")
+    s.add_argument("--calibration", metavar="FILE",
+                   help="calibration file from `sched calibrate` (overrides scenario.calibration)")
     s.set_defaults(func=run)
 
 
@@ -18,6 +20,8 @@ def run(args):
     from ..scenario import generate, write_scenario
 
     cfg = load_cfg(args)
+    if args.calibration:
+        cfg["scenario"]["calibration"] = args.calibration
     sc = generate(cfg, args.seed, tasks=args.tasks, load=args.load, machines=args.machines)
     if args.out:
         write_scenario(args.out, sc)

@@ -1,0 +1,218 @@
+"""Read a calibration file (the output of ``sched calibrate``) and use it.
+
+Kept light (json, numpy, jsonschema): the scenario generator and ``rank()``
+import it, so it must not pull in scipy or matplotlib. The fitting itself lives
+in ``sched/calibrate.py``.
+
+File layout (JSON, ``format`` = ``FORMAT``)::
+
+    {"format": "sched-calibration/1",
+     "kinds": {KIND: {"count", "share", "median_s", "mean_s", "distribution",
+                      "parameters", "goodness_of_fit", "candidates",
+                      "spec": {share, distribution, <parameters>},
+                      "duration_model": {features, coefficients, residual_sigma, r2, ...} | null,
+                      ...}},
+     "estimate_noise_sigma": FLOAT | null,
+     ...}
+
+``spec`` is exactly a ``scenario.kinds`` entry of the config (validated
+against the same schema definition), so the generator samples from it with
+``sched.scenario.sample_durations``.
+"""
+import copy
+import json
+import math
+import os
+from pathlib import Path
+
+FORMAT = "sched-calibration/1"
+#: Features of the log-linear duration model, in this order.
+FEATURES = ("pixels", "frames", "steps")
+
+
+def _how_to_make(path):
+    return (f"make it with `snakemake results/calibration.json` or "
+            f"`sched calibrate [BENCH ...] --out {path}`")
+
+
+_cache = {}
+
+
+class CalibrationFileError(ValueError):
+    """A calibration file is missing or invalid; the message names the file and field."""
+
+
+def load_calibration(path):
+    """Read and check a calibration file; returns its content (a fresh dict)."""
+    return copy.deepcopy(_cached(path))
+
+
+def _cached(path):
+    # the generator asks for the same file for every scenario it draws: parse
+    # and check it once per version of the file; callers must not mutate it
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise CalibrationFileError(f"calibration file {path} not found; {_how_to_make(path)}") from None
+    key = (os.path.abspath(path), st.st_mtime_ns, st.st_size, st.st_ino)
+    if key not in _cache:
+        path = Path(path)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise CalibrationFileError(
+                f"calibration file {path}: not valid JSON ({exc}); {_how_to_make(path)}") from None
+        except IsADirectoryError:
+            raise CalibrationFileError(f"calibration file {path} is a folder; {_how_to_make(path)}") from None
+        check_calibration(data, str(path))
+        _cache.clear()          # one file in use at a time is the common case
+        _cache[key] = data
+    return _cache[key]
+
+
+def check_calibration(data, source="calibration"):
+    """Raise CalibrationFileError unless ``data`` is a usable calibration."""
+    def fail(field, why):
+        raise CalibrationFileError(f"calibration file {source}: {field}: {why}; {_how_to_make(source)}")
+
+    if not isinstance(data, dict):
+        fail("(top level)", f"expected a JSON object, got {type(data).__name__}")
+    if data.get("format") != FORMAT:
+        fail("format", f"expected {FORMAT!r}, got {data.get('format')!r}")
+    kinds = data.get("kinds")
+    if not isinstance(kinds, dict) or not kinds:
+        fail("kinds", "expected a non-empty object of kinds")
+    validator = _spec_validator()
+    for kind, entry in kinds.items():
+        if not isinstance(entry, dict) or not isinstance(entry.get("spec"), dict):
+            fail(f"kinds.{kind}.spec", "missing")
+        errors = sorted(validator.iter_errors(entry["spec"]), key=lambda e: list(e.absolute_path))
+        if errors:
+            e = errors[0]
+            where = ".".join(str(p) for p in e.absolute_path)
+            fail(f"kinds.{kind}.spec" + (f".{where}" if where else ""), e.message)
+        model = entry.get("duration_model")
+        if model is not None:
+            _check_model(model, f"kinds.{kind}.duration_model", fail)
+    if sum(e["spec"]["share"] for e in kinds.values()) <= 0:
+        fail("kinds", "the shares sum to 0")
+    sigma = data.get("estimate_noise_sigma")
+    if sigma is not None and not (_is_number(sigma) and sigma >= 0):
+        fail("estimate_noise_sigma", f"expected null or a number >= 0, got {sigma!r}")
+
+
+def _check_model(model, field, fail):
+    if not isinstance(model, dict):
+        fail(field, "expected an object or null")
+    feats = model.get("features")
+    if not isinstance(feats, list) or not feats or any(f not in FEATURES for f in feats):
+        fail(f"{field}.features", f"expected a non-empty list drawn from {list(FEATURES)}, got {feats!r}")
+    coef = model.get("coefficients")
+    need = ["intercept"] + [f"log_{f}" for f in feats]
+    if not isinstance(coef, dict) or any(not _is_number(coef.get(k)) for k in need):
+        fail(f"{field}.coefficients", f"expected numbers for {need}, got {coef!r}")
+    s = model.get("residual_sigma")
+    if not (_is_number(s) and s >= 0):
+        fail(f"{field}.residual_sigma", f"expected a number >= 0, got {s!r}")
+
+
+def _is_number(x):
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _spec_validator():
+    # the same definition the config schema uses for scenario.kinds entries
+    from jsonschema import Draft202012Validator
+
+    from .config import load_schema
+
+    schema = load_schema()
+    return Draft202012Validator({"$defs": schema["$defs"], "$ref": "#/$defs/kind"})
+
+
+def kind_specs_from_calibration(path):
+    """{kind: spec} from a calibration file, ready for ``sched.scenario``."""
+    return {k: copy.deepcopy(e["spec"]) for k, e in _cached(path)["kinds"].items()}
+
+
+def estimate_noise_sigma_from_calibration(path):
+    """The calibration's estimate noise (duration-model residual sigma), or None."""
+    return _cached(path).get("estimate_noise_sigma")
+
+
+def _calibration(calibration):
+    if isinstance(calibration, dict):
+        check_calibration(calibration)
+        return calibration
+    return _cached(calibration)
+
+
+def feature_values(features, source="task"):
+    """{feature: value} for the model features a task carries.
+
+    ``features`` may hold ``pixels`` or ``width`` and ``height``, ``frames`` and
+    ``steps``. Absent or None values are left out; any other value must be a
+    finite number > 0.
+    """
+    def number(name):
+        v = features.get(name)
+        if v is None:
+            return None
+        try:
+            x = float(v)
+        except (TypeError, ValueError):
+            raise ValueError(f"{source}: field {name}: {v!r} is not a number") from None
+        if isinstance(v, bool) or not math.isfinite(x) or x <= 0:
+            raise ValueError(f"{source}: field {name}: must be a finite number > 0, got {v!r}")
+        return x
+
+    out = {}
+    pixels = number("pixels")
+    if pixels is None:
+        w, h = number("width"), number("height")
+        if w is not None and h is not None:
+            pixels = w * h
+    if pixels is not None:
+        out["pixels"] = pixels
+    for name in ("frames", "steps"):
+        v = number(name)
+        if v is not None:
+            out[name] = v
+    return out
+
+
+def model_log_prediction(model, values):
+    """log(duration) the duration model predicts from {feature: value}."""
+    coef = model["coefficients"]
+    return coef["intercept"] + sum(coef[f"log_{f}"] * math.log(values[f]) for f in model["features"])
+
+
+def predict_duration(calibration, kind, features=None, statistic="median"):
+    """Estimated duration in seconds of a ``kind`` task with ``features``.
+
+    ``calibration`` is a calibration dict or file path. When the kind has a
+    duration model and ``features`` carry all its features, the model's
+    prediction (log-linear in pixels, frames, steps); otherwise the kind's
+    measured median (``statistic="median"``) or its distribution's mean
+    (``"mean"``). The model's median is exp(predicted log duration), its mean
+    that times exp(residual_sigma**2 / 2). The simulator's estimate noise is
+    median-unbiased like the default.
+    """
+    if statistic not in ("median", "mean"):
+        raise ValueError(f"statistic: expected 'median' or 'mean', got {statistic!r}")
+    cal = _calibration(calibration)
+    entry = cal["kinds"].get(kind)
+    if entry is None:
+        raise ValueError(f"kind {kind!r} is not in the calibration (kinds: {', '.join(sorted(cal['kinds']))})")
+    model = entry.get("duration_model")
+    values = feature_values(features or {}, f"task of kind {kind!r}")
+    if model is not None and all(f in values for f in model["features"]):
+        d = math.exp(model_log_prediction(model, values))
+        if statistic == "mean":
+            d *= math.exp(model["residual_sigma"] ** 2 / 2.0)
+        return d
+    if statistic == "mean":
+        from .scenario import distribution_mean
+
+        return float(distribution_mean(entry["spec"]))
+    return float(entry["median_s"])
