@@ -52,3 +52,9 @@ def calibrated(tmp_path_factory):
     path = d / "config.yaml"
     path.write_text(yaml.safe_dump(cfg, sort_keys=False))
     return SimpleNamespace(config=path, calibration=cal, figure=d / "calibration.png", run=r)
+
+
+@pytest.fixture
+def cli(calibrated):
+    """`sched` with the shipped config.yaml (its calibration built for the session)."""
+    return lambda *args, **kw: run_cli("--config", calibrated.config, *args, **kw)

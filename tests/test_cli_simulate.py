@@ -13,12 +13,6 @@ from sched.scenario import read_scenario
 from .conftest import ROOT, run_cli
 
 
-@pytest.fixture
-def cli(calibrated):
-    """`sched` with the shipped config.yaml (its calibration built for the session)."""
-    return lambda *args, **kw: run_cli("--config", calibrated.config, *args, **kw)
-
-
 HAND_MADE = """id,kind,arrival_s,duration_s,weight,due_s,estimate_s,note
 a,image,0,30,1,40,30,first
 b,video,0,200,4,150,180,already tight

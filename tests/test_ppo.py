@@ -13,7 +13,6 @@ from sched import sim_numba
 from sched.ppo import Args, train
 from sched.scenario import generate
 
-from .conftest import run_cli
 
 TINY = dict(iterations=6, num_envs=4, num_steps=8, num_minibatches=2, update_epochs=2,
             tasks=60, eval_every=3, validation_scenarios=3, checkpoint_every=2, hidden=16)
@@ -63,16 +62,16 @@ def test_greedy_policy_is_deterministic_and_feasible(trained, tiny_cfg):
             assert (s1[m1 == m][order][1:] >= e1[m1 == m][order][:-1]).all()
 
 
-def test_simulate_with_ppo_policy_file(trained, tmp_path):
+def test_simulate_with_ppo_policy_file(trained, tmp_path, cli):
     out, _ = trained
-    r = run_cli("simulate", "--policy", "ppo", "--policy-file", out, "--seed", 5, 6,
+    r = cli("simulate", "--policy", "ppo", "--policy-file", out, "--seed", 5, 6,
                 "--out", tmp_path / "sched")
     assert r.returncode == 0, r.stderr
     lines = [json.loads(x) for x in r.stdout.splitlines()]
     for line in lines:
         sched = pd.read_csv(tmp_path / "sched" / f"{line['scenario']}.csv")
         assert sched["weighted_tardiness_s"].sum() == pytest.approx(line["total_weighted_tardiness_s"])
-    r2 = run_cli("simulate", "--policy", "ppo", "--policy-file", out, "--seed", 5, 6)
+    r2 = cli("simulate", "--policy", "ppo", "--policy-file", out, "--seed", 5, 6)
     assert r2.stdout == r.stdout   # replayable
 
 
@@ -126,7 +125,7 @@ def _train_until_checkpoint(cfg, args, out, stop_after):
         ppo.torch.save = real_save
 
 
-def test_bad_policy_files_are_refused(tmp_path, trained):
+def test_bad_policy_files_are_refused(tmp_path, trained, cli):
     out, _ = trained
     with pytest.raises(P.PolicyFileError, match="not found"):
         P.load(tmp_path / "missing.pt")
@@ -153,7 +152,7 @@ def test_bad_policy_files_are_refused(tmp_path, trained):
     torch.save({"format": P.FORMAT, "x": Evil()}, evil)
     with pytest.raises(P.PolicyFileError):
         P.load(evil)   # weights_only refuses to unpickle arbitrary objects
-    r = run_cli("simulate", "--policy", "ppo", "--policy-file", junk, "--seed", 1)
+    r = cli("simulate", "--policy", "ppo", "--policy-file", junk, "--seed", 1)
     assert r.returncode == 2 and "junk.pt" in r.stderr
 
 
