@@ -29,6 +29,7 @@ TASK_FEATURES = (
     "log_est_rel",    # log(p / pbar)
     "log_weight",     # log w
     "slack_rel",      # asinh((d - t - p) / pbar)
+    "slack_pos",      # max(d - t - p, 0) / pbar: with wspt, ATC of any k is linear in features
     "due_rel",        # asinh((d - t) / pbar)
     "waited_rel",     # asinh((t - arrival) / pbar)
     "atc",            # ATC log index minus the queue's largest (<= 0), floored at ATC_FLOOR
@@ -49,6 +50,7 @@ GLOBAL_FEATURES = (
 N_TASK = len(TASK_FEATURES)
 N_GLOBAL = len(GLOBAL_FEATURES)
 ATC_INDEX = TASK_FEATURES.index("atc")
+assert TASK_FEATURES.index("wspt") == 9 and TASK_FEATURES.index("atc_rank") == 11
 ATC_FLOOR = -30.0
 
 FLAT_SLOTS = 24
@@ -92,23 +94,24 @@ def _encode_slot(s, b, k, p_ref, load, x, g):
         x[q, 1] = math.log(p / pbar)
         x[q, 2] = math.log(w)
         x[q, 3] = math.asinh((d - t - p) / pbar)
-        x[q, 4] = math.asinh((d - t) / pbar)
-        x[q, 5] = math.asinh((t - s.arr[b, j]) / pbar)
-        x[q, 6] = a
-        x[q, 7] = key
-        x[q, 8] = log_wp
+        x[q, 4] = min(max(d - t - p, 0.0) / pbar, -ATC_FLOOR)
+        x[q, 5] = math.asinh((d - t) / pbar)
+        x[q, 6] = math.asinh((t - s.arr[b, j]) / pbar)
+        x[q, 7] = a
+        x[q, 8] = key
+        x[q, 9] = log_wp
         if d < t + p:
-            x[q, 9] = 1.0
+            x[q, 10] = 1.0
             late += 1
         else:
-            x[q, 9] = 0.0
+            x[q, 10] = 0.0
     order = np.argsort(-atc, kind="mergesort")   # stable: ties in queue order, as the rules
     for r in range(ql):
         q = order[r]
-        x[q, 6] = max(x[q, 6] - atc_max, ATC_FLOOR)
-        x[q, 7] = max(-(x[q, 7] - wmdd_min), ATC_FLOOR)
-        x[q, 8] = x[q, 8] - wspt_max
-        x[q, 10] = r / ql
+        x[q, 7] = max(x[q, 7] - atc_max, ATC_FLOOR)
+        x[q, 8] = max(-(x[q, 8] - wmdd_min), ATC_FLOOR)
+        x[q, 9] = max(x[q, 9] - wspt_max, ATC_FLOOR)
+        x[q, 11] = r / ql
     M = s.mfree.shape[1]
     busy = 0.0
     free = 0

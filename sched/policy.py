@@ -101,9 +101,17 @@ class TaskScorer(nn.Module):
         self.head = layer(hidden, 1, std=0.01)   # small: corrections start near zero
         self.critic = nn.Sequential(layer(ctx, hidden), nn.Tanh(), layer(hidden, hidden), nn.Tanh(),
                                     layer(hidden, 1, std=1.0))
+        # A linear score over the task's own features, beside the nonlinear
+        # correction: the classic rules and their mixtures live in this
+        # low-dimensional space, where policy gradients move fast. With the
+        # ATC prior it starts as prior_scale x the ATC feature: the policy
+        # starts as ATC.
+        self.linear = nn.Linear(n_task, 1, bias=False)
+        nn.init.zeros_(self.linear.weight)
         self.atc_prior = bool(atc_prior)
-        self.log_prior_scale = nn.Parameter(torch.tensor(math.log(prior_scale)),
-                                            requires_grad=self.atc_prior)
+        if self.atc_prior:
+            with torch.no_grad():
+                self.linear.weight[0, F.ATC_INDEX] = prior_scale
 
     def forward(self, batch):
         """Logits of every candidate row and the value of every decision."""
@@ -111,9 +119,7 @@ class TaskScorer(nn.Module):
         h = self.embed(x)
         c = torch.cat([segment_mean(h, seg, n, counts), segment_max(h, seg, n), g], -1)
         z = torch.tanh(self.task_proj(h) + self.ctx_proj(c)[seg])
-        logits = self.head(z).squeeze(-1)
-        if self.atc_prior:
-            logits = logits + self.log_prior_scale.exp() * x[:, F.ATC_INDEX]
+        logits = self.head(z).squeeze(-1) + self.linear(x).squeeze(-1)
         return logits, self.critic(c).squeeze(-1)
 
 

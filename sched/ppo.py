@@ -59,6 +59,7 @@ class Args:
     num_envs: int = 16                 # scenarios stepped in lockstep
     num_steps: int = 32                # steps per scenario per iteration
     learning_rate: float = 3e-4
+    linear_lr_mult: float = 10.0       # the linear (rule-mixture) score learns faster
     anneal_lr: bool = True
     gamma: float = 0.995
     gae_lambda: float = 0.95
@@ -116,6 +117,18 @@ def policy_meta(cfg, args):
         "config_hash": config_hash(cfg, ["scenario", "rules", "seeds"]),
         "train_args": dataclasses.asdict(args),
     }
+
+
+def make_optimizer(net, args):
+    """Adam; the linear score (few weights, the rule mixture) learns ``linear_lr_mult`` x faster."""
+    lin = [p for n, p in net.named_parameters() if n.startswith("linear.")]
+    rest = [p for n, p in net.named_parameters() if not n.startswith("linear.")]
+    groups = [{"params": rest, "lr_mult": 1.0}]
+    if lin:
+        groups.append({"params": lin, "lr_mult": args.linear_lr_mult})
+    for g in groups:
+        g["lr"] = args.learning_rate * g["lr_mult"]
+    return torch.optim.Adam(groups, lr=args.learning_rate, eps=1e-5)
 
 
 class RolloutStore:
@@ -205,7 +218,7 @@ def train(cfg, args, out, progress=True, resume=True, log=print):
     env_rng = np.random.default_rng([args.seed, 20240601])
     meta = policy_meta(cfg, args)
     net = P.build(meta["arch"])
-    optimizer = torch.optim.Adam(net.parameters(), lr=args.learning_rate, eps=1e-5)
+    optimizer = make_optimizer(net, args)
     env = VecQueue(cfg, args.num_envs, env_rng, seed_range(cfg, "train"),
                    P.ENCODINGS[args.architecture], meta["atc_k"], tasks=args.tasks,
                    loads=args.loads, reward_scale=args.reward_scale)
@@ -243,7 +256,8 @@ def train(cfg, args, out, progress=True, resume=True, log=print):
     for it in range(start_iter, args.iterations + 1):
         if args.anneal_lr:
             frac = 1.0 - (it - 1.0) / args.iterations
-            optimizer.param_groups[0]["lr"] = frac * args.learning_rate
+            for group in optimizer.param_groups:
+                group["lr"] = frac * args.learning_rate * group["lr_mult"]
         t_iter = time.perf_counter()
 
         # ------------------------------------------------------------ rollout
