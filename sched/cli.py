@@ -11,7 +11,7 @@ import importlib
 import sys
 
 #: Subcommands, in the order ``sched --help`` lists them.
-COMMANDS = ("scenario", "simulate")
+COMMANDS = ("scenario", "simulate", "rank")
 
 
 class UsageError(Exception):
