@@ -88,5 +88,8 @@ def run(args):
     out = rank(tasks, now=now, policy=policy, machines=machines, explain=args.explain,
                config=cfg, policy_file=args.policy_file)
     if args.explain:
-        out = explain_records(out)
-    print(json.dumps(out))
+        # one record a line: still one JSON document, and readable
+        records = [json.dumps(r) for r in explain_records(out)]
+        print("[" + ",\n ".join(records) + "]")
+    else:
+        print(json.dumps(out))
