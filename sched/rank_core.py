@@ -10,6 +10,11 @@ the compiled code and drives it with ``sim_numba``'s own step functions
 event loop, the machine model, the tie rule and the rule formulas
 (``sched.rules``) are the simulator's, not a copy. The only thing added is
 the record of the order in which tasks were started.
+
+numba's on-disk cache (``cache=True``) does not notice a change in a function
+defined in another file: after editing ``sim_numba.py`` or ``rules.py``,
+delete ``sched/__pycache__/rank_core*.nb[ic]`` (tests compare this path with
+``sim_numba.simulate`` and would show a stale build).
 """
 import numba as nb
 import numpy as np
