@@ -11,7 +11,7 @@ import importlib
 import sys
 
 #: Subcommands, in the order ``sched --help`` lists them.
-COMMANDS = ("calibrate", "scenario", "simulate", "train")
+COMMANDS = ("calibrate", "scenario", "simulate", "train", "rank")
 
 
 class UsageError(Exception):

@@ -1,0 +1,86 @@
+"""The compiled path of ``rank()``: one queue, one rule, one compiled call.
+
+``sim_numba.simulate_batch`` is built for many scenarios: it packs a
+25-array :class:`~sched.sim_numba.State` in Python and hands it to several
+compiled functions. For one queue of a few dozen tasks that costs more than
+the scheduling itself (each dispatch with the State unboxes every array).
+:func:`rollout_order` takes five plain arrays, builds a one-slot State inside
+the compiled code and drives it with ``sim_numba``'s own step functions
+(``reset_slot``, ``set_rule``, ``_advance``, ``pick``, ``_start``): the
+event loop, the machine model, the tie rule and the rule formulas
+(``sched.rules``) are the simulator's, not a copy. The only thing added is
+the record of the order in which tasks were started.
+
+numba's on-disk cache (``cache=True``) does not notice a change in a function
+defined in another file: after editing ``sim_numba.py`` or ``rules.py``,
+delete ``sched/__pycache__/rank_core*.nb[ic]`` (tests compare this path with
+``sim_numba.simulate`` and would show a stale build).
+"""
+import numba as nb
+import numpy as np
+
+from .sim_numba import State, _advance, _start, pick, reset_slot, set_rule
+
+
+@nb.njit(cache=True)
+def _one_slot_state(n, machines):
+    # The layout of sim_numba.empty_state(1, n, machines).
+    N, M = max(n, 1), machines
+    return State(
+        arr=np.zeros((1, N)), dur=np.zeros((1, N)), est=np.zeros((1, N)),
+        w=np.zeros((1, N)), due=np.zeros((1, N)),
+        n=np.zeros(1, np.int64), mfree0=np.zeros((1, M)), static=np.zeros((1, N)),
+        t=np.zeros(1), nxt=np.zeros(1, np.int64),
+        queue=np.zeros((1, N), np.int64), qlen=np.zeros(1, np.int64),
+        mfree=np.zeros((1, M)), mtask=np.zeros((1, M), np.int64),
+        start=np.zeros((1, N)), end=np.zeros((1, N)), mach=np.zeros((1, N), np.int64),
+        nstarted=np.zeros(1, np.int64), pending=np.zeros(1, np.int64),
+        done=np.zeros(1, np.bool_),
+        wt_started=np.zeros(1), wt_prev=np.zeros(1), accrued=np.zeros(1),
+        decisions=np.zeros(1, np.int64),
+    )
+
+
+@nb.njit(cache=True)
+def rollout_order(arrival, estimate, weight, due, machine_free, rule, k):
+    """Greedy rollout of ``rule`` on one queue, planned with the estimates.
+
+    Arrays in the caller's row order; ``machine_free[m]`` is when machine
+    ``m`` is first free. Returns ``(order, start, end, machine)``: ``order``
+    the rows in the order they start (decision order), the others in row
+    order.
+    """
+    n = arrival.shape[0]
+    s = _one_slot_state(n, machine_free.shape[0])
+    # stable: equal arrivals keep row order, the simulator's tie rule
+    rows = np.argsort(arrival, kind="mergesort")
+    for i in range(n):
+        r = rows[i]
+        s.arr[0, i] = arrival[r]
+        s.dur[0, i] = estimate[r]    # the plan: a task lasts what it is estimated to
+        s.est[0, i] = estimate[r]
+        s.w[0, i] = weight[r]
+        s.due[0, i] = due[r]
+    s.n[0] = n
+    for m in range(machine_free.shape[0]):
+        s.mfree0[0, m] = machine_free[m]
+    reset_slot(s, 0)
+    set_rule(s, 0, rule)
+    order = np.empty(n, np.int64)
+    c = 0
+    # Without skip_forced every start goes through here, so the decision
+    # order is recorded exactly; a lone waiting task is picked either way.
+    while _advance(s, 0, False):
+        q = pick(s, 0, rule, k)
+        order[c] = rows[s.queue[0, q]]
+        c += 1
+        _start(s, 0, q, s.pending[0])
+    start = np.empty(n)
+    end = np.empty(n)
+    mach = np.empty(n, np.int64)
+    for i in range(n):
+        r = rows[i]
+        start[r] = s.start[0, i]
+        end[r] = s.end[0, i]
+        mach[r] = s.mach[0, i]
+    return order, start, end, mach
