@@ -3,10 +3,46 @@
 ``from sched import rank`` is the entry point a render queue calls; the other
 modules are listed in the README.
 """
+import os
 import sys
 import types
 
 __version__ = "0.1.0"
+
+
+def _numba_cache_dir():
+    """A numba cache folder named after a hash of this package's sources.
+
+    numba's on-disk cache (``cache=True``) checks only the timestamp of the
+    file a compiled function is defined in, not of the functions it calls in
+    other files (the rule formulas in rules.py, the event loop in
+    sim_numba.py, ...): after an edit or an upgrade it would silently run the
+    old code. Keying the folder on all the sources makes any change start a
+    fresh cache. Folders of older sources are removed.
+    """
+    import hashlib
+    import shutil
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    digest = hashlib.sha256()
+    for name in sorted(os.listdir(here)):
+        if name.endswith(".py"):
+            with open(os.path.join(here, name), "rb") as fh:
+                digest.update(name.encode() + b"\0" + fh.read())
+    tag = f"numba-{digest.hexdigest()[:16]}"
+    base = os.path.join(here, "__pycache__")
+    if not os.access(here, os.W_OK):
+        base = os.path.join(os.path.expanduser("~"), ".cache", "render-queue-sched")
+    for old in (os.listdir(base) if os.path.isdir(base) else []):
+        if old.startswith("numba-") and old != tag:
+            shutil.rmtree(os.path.join(base, old), ignore_errors=True)
+    return os.path.join(base, tag)
+
+
+if "NUMBA_CACHE_DIR" not in os.environ:
+    os.environ["NUMBA_CACHE_DIR"] = _numba_cache_dir()
+    if "numba" in sys.modules:   # numba read its settings already
+        sys.modules["numba"].config.CACHE_DIR = os.environ["NUMBA_CACHE_DIR"]
 
 # `rank` is loaded on first use, so that `import sched` stays light (no numba,
 # no pandas).

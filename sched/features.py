@@ -50,6 +50,7 @@ GLOBAL_FEATURES = (
 N_TASK = len(TASK_FEATURES)
 N_GLOBAL = len(GLOBAL_FEATURES)
 ATC_INDEX = TASK_FEATURES.index("atc")
+ATC_RANK_INDEX = TASK_FEATURES.index("atc_rank")
 assert TASK_FEATURES.index("wspt") == 9 and TASK_FEATURES.index("atc_rank") == 11
 ATC_FLOOR = -30.0
 

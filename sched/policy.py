@@ -92,8 +92,9 @@ class TaskScorer(nn.Module):
     """Size-free actor-critic over per-task feature rows."""
 
     def __init__(self, n_task=F.N_TASK, n_global=F.N_GLOBAL, hidden=64, atc_prior=True,
-                 prior_scale=3.0):
+                 prior_scale=3.0, top_k=0):
         super().__init__()
+        self.top_k = int(top_k)
         self.embed = nn.Sequential(layer(n_task, hidden), nn.Tanh(), layer(hidden, hidden), nn.Tanh())
         ctx = 2 * hidden + n_global
         self.task_proj = layer(hidden, hidden)
@@ -120,6 +121,9 @@ class TaskScorer(nn.Module):
         c = torch.cat([segment_mean(h, seg, n, counts), segment_max(h, seg, n), g], -1)
         z = torch.tanh(self.task_proj(h) + self.ctx_proj(c)[seg])
         logits = self.head(z).squeeze(-1) + self.linear(x).squeeze(-1)
+        if self.top_k > 0:   # only the top_k tasks by ATC index are candidates
+            rank = torch.round(x[:, F.ATC_RANK_INDEX] * counts[seg])
+            logits = logits.masked_fill(rank >= self.top_k, -1e9)
         return logits, self.critic(c).squeeze(-1)
 
 
@@ -127,8 +131,9 @@ class FlatMLP(nn.Module):
     """The original card's 196-input actor and critic (256 x 256 MLPs)."""
 
     def __init__(self, n_in=F.FLAT_SIZE, n_out=F.FLAT_SLOTS, hidden=256, atc_prior=True,
-                 prior_scale=3.0):
+                 prior_scale=3.0, top_k=0):
         super().__init__()
+        self.top_k = int(top_k)
         self.actor = nn.Sequential(layer(n_in, hidden), nn.Tanh(), layer(hidden, hidden), nn.Tanh(),
                                    layer(hidden, n_out, std=0.01))
         self.critic = nn.Sequential(layer(n_in, hidden), nn.Tanh(), layer(hidden, hidden), nn.Tanh(),
@@ -146,6 +151,8 @@ class FlatMLP(nn.Module):
         if self.atc_prior:
             logits = logits + self.log_prior_scale.exp() * x[:, self.atc_cols]
         valid = torch.arange(F.FLAT_SLOTS).unsqueeze(0) < counts.unsqueeze(1)
+        if self.top_k > 0:   # slots are in ATC order: slot i has ATC rank i
+            logits = logits.masked_fill(torch.arange(F.FLAT_SLOTS).unsqueeze(0) >= self.top_k, -1e9)
         return logits[valid], self.critic(x).squeeze(-1)
 
 
@@ -159,7 +166,7 @@ def build(arch):
     if name not in ARCHITECTURES:
         raise ValueError(f"architecture: expected one of {', '.join(ARCHITECTURES)}, got {name!r}")
     return ARCHITECTURES[name](hidden=int(arch["hidden"]), atc_prior=bool(arch["atc_prior"]),
-                               prior_scale=float(arch["prior_scale"]))
+                               prior_scale=float(arch["prior_scale"]), top_k=int(arch.get("top_k", 0)))
 
 
 class Policy:

@@ -77,6 +77,7 @@ class Args:
     hidden: int = 64
     atc_prior: bool = True
     prior_scale: float = 3.0
+    top_k: int = 0                     # > 0: only the top_k tasks by ATC index are candidates
     tasks: Optional[int] = None        # tasks per training scenario (default: scenario.tasks)
     loads: Optional[list] = None       # loads episodes are drawn from (default: [scenario.load])
     eval_every: int = 50
@@ -102,7 +103,7 @@ class Args:
 
 def arch_of(args):
     return {"name": args.architecture, "hidden": args.hidden, "atc_prior": args.atc_prior,
-            "prior_scale": args.prior_scale}
+            "prior_scale": args.prior_scale, "top_k": args.top_k}
 
 
 def policy_meta(cfg, args):

@@ -11,10 +11,9 @@ event loop, the machine model, the tie rule and the rule formulas
 (``sched.rules``) are the simulator's, not a copy. The only thing added is
 the record of the order in which tasks were started.
 
-numba's on-disk cache (``cache=True``) does not notice a change in a function
-defined in another file: after editing ``sim_numba.py`` or ``rules.py``,
-delete ``sched/__pycache__/rank_core*.nb[ic]`` (tests compare this path with
-``sim_numba.simulate`` and would show a stale build).
+numba's on-disk cache alone would not notice a change in ``sim_numba.py`` or
+``rules.py`` (it checks only this file's timestamp); ``sched/__init__.py``
+keys the cache folder on a hash of all the package's sources for that reason.
 """
 import numba as nb
 import numpy as np

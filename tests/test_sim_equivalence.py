@@ -93,3 +93,31 @@ def test_rules_see_the_estimate_not_the_duration():
     duration, estimate = [10.0, 2.0], [1.0, 2.0]
     start, _, _ = sim_numba.simulate([0.0, 0.0], duration, estimate, [1.0, 1.0], [5.0, 5.0], "spt")
     assert start.tolist() == [0.0, 10.0]
+
+
+def test_numba_cache_folder_follows_the_sources(tmp_path):
+    """Editing any source file must select a fresh numba cache (no stale compiled code)."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    import sched
+
+    pkg = tmp_path / "sched"
+    shutil.copytree(os.path.dirname(sched.__file__), pkg,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    code = "import os, sched; print(os.environ['NUMBA_CACHE_DIR'])"
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+
+    def cache_dir():
+        r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env,
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        return r.stdout.strip()
+
+    first = cache_dir()
+    assert first.startswith(str(pkg)) and first == cache_dir()
+    with open(pkg / "rules.py", "a") as fh:
+        fh.write("\n# an edit\n")
+    assert cache_dir() != first
