@@ -250,4 +250,24 @@ def load(path):
     return Policy(net, meta)
 
 
+_CACHE = {}
+
+
+def load_cached(path):
+    """:func:`load`, remembered per file (path, size, modification time): a queue
+    calling ``rank()`` many times reads and rebuilds the network once."""
+    import os
+
+    p = os.path.abspath(path)
+    try:
+        st = os.stat(p)
+    except FileNotFoundError:
+        raise PolicyFileError(f"{path}: policy file not found") from None
+    key = (p, st.st_size, st.st_mtime_ns)
+    if key not in _CACHE:
+        _CACHE.clear()
+        _CACHE[key] = load(path)
+    return _CACHE[key]
+
+
 load_policy = load

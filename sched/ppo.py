@@ -44,7 +44,7 @@ from . import policy as P
 from . import sim_numba
 from .config import config_hash, seed_range
 from .env import VecQueue, p_ref_of, run_greedy
-from .io import atomic_path, write_text
+from .io import atomic_path
 
 LOG_COLUMNS = ("iteration", "env_steps", "episodes", "mean_episode_weighted_tardiness_s",
                "policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction",

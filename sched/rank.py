@@ -262,21 +262,14 @@ def _ppo_plan(name, pfile, where):
 
 
 def _ppo_rollout(plan, q):
-    """Greedy (argmax) rollout of a trained policy, through sched.policies."""
-    import pandas as pd
+    """Greedy (argmax) rollout of a trained policy over the queue (sched.env.run_greedy)."""
+    from .env import run_greedy
+    from .policy import load_cached
 
-    from .policies import schedule_scenarios
-    from .scenario import Scenario
-
-    frame = pd.DataFrame({
-        "id": [str(i) for i in range(q.n)],
-        "kind": [k if k is not None else "task" for k in q.kinds],
-        "arrival_s": q.arrival, "duration_s": q.estimate, "weight": q.weight,
-        "due_s": q.due, "estimate_s": q.estimate,
-    })
-    (start, end, mach), = schedule_scenarios(
-        [Scenario("rank", frame)], "ppo", machines=len(q.machine_free),
-        policy_file=str(plan.policy_file), machine_free=q.machine_free)
+    policy = load_cached(plan.policy_file)
+    (start, end, mach), = run_greedy(
+        policy, [(q.arrival, q.estimate, q.estimate, q.weight, q.due)],
+        machines=len(q.machine_free), machine_free=q.machine_free)
     start, end = np.asarray(start, np.float64), np.asarray(end, np.float64)
     mach = np.asarray(mach, np.int64)
     # Equal start times go to the lowest free machine first, one decision after

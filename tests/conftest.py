@@ -58,3 +58,27 @@ def calibrated(tmp_path_factory):
 def cli(calibrated):
     """`sched` with the shipped config.yaml (its calibration built for the session)."""
     return lambda *args, **kw: run_cli("--config", calibrated.config, *args, **kw)
+
+
+#: A tiny PPO configuration: a few iterations on short scenarios (seconds).
+TINY_TRAIN = dict(iterations=6, num_envs=4, num_steps=8, num_minibatches=2, update_epochs=2,
+                  tasks=60, eval_every=3, validation_scenarios=3, checkpoint_every=2, hidden=16)
+
+
+@pytest.fixture(scope="session")
+def tiny_cfg(cfg):
+    import copy
+
+    c = copy.deepcopy(cfg)
+    c["scenario"]["tasks"] = 60
+    return c
+
+
+@pytest.fixture(scope="session")
+def tiny_policy(tmp_path_factory, tiny_cfg):
+    """A policy file trained for a few iterations, and the training summary."""
+    from sched.ppo import Args, train
+
+    out = tmp_path_factory.mktemp("train") / "politique.pt"
+    summary = train(tiny_cfg, Args(seed=3, **TINY_TRAIN), out, progress=False)
+    return out, summary

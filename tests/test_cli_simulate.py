@@ -10,7 +10,7 @@ import pytest
 from sched import rules, sim_reference
 from sched.scenario import read_scenario
 
-from .conftest import ROOT, run_cli
+from .conftest import ROOT
 
 
 HAND_MADE = """id,kind,arrival_s,duration_s,weight,due_s,estimate_s,note

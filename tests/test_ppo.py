@@ -14,22 +14,12 @@ from sched.ppo import Args, train
 from sched.scenario import generate
 
 
-TINY = dict(iterations=6, num_envs=4, num_steps=8, num_minibatches=2, update_epochs=2,
-            tasks=60, eval_every=3, validation_scenarios=3, checkpoint_every=2, hidden=16)
+from .conftest import TINY_TRAIN as TINY
 
 
 @pytest.fixture(scope="module")
-def tiny_cfg(cfg):
-    c = copy.deepcopy(cfg)
-    c["scenario"]["tasks"] = 60
-    return c
-
-
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory, tiny_cfg):
-    out = tmp_path_factory.mktemp("train") / "politique.pt"
-    summary = train(tiny_cfg, Args(seed=3, **TINY), out, progress=False)
-    return out, summary
+def trained(tiny_policy):
+    return tiny_policy
 
 
 def test_training_writes_a_loadable_policy_and_log(trained):

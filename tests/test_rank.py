@@ -1,11 +1,9 @@
 """rank(tasks): order, policies, machines, clocks, input checks and the CLI."""
 import json
-import math
 import os
 import subprocess
 import sys
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -262,28 +260,23 @@ def test_a_file_that_is_not_a_policy_is_refused(tmp_path):
         rank(static_queue(seed=1, n=5), now=NOW, policy=str(junk), config=conf(tmp_path))
 
 
-def _policy_file():
-    f = os.environ.get("SCHED_RANK_POLICY_FILE") or str(ROOT / "results/train/seed-1/politique.pt")
-    return f if Path(f).is_file() else None
-
-
-@pytest.mark.skipif(_policy_file() is None, reason="no trained policy file (set "
-                    "SCHED_RANK_POLICY_FILE or run the training)")
-def test_ppo_order_is_the_greedy_rollouts_start_order(tmp_path):
+def test_ppo_order_is_the_greedy_rollouts_start_order(tmp_path, tiny_policy):
     from sched.policies import schedule_scenarios
     from sched.scenario import Scenario
+
+    policy_file = str(tiny_policy[0])
 
     tasks = static_queue(seed=9, n=50)
     arr, dur, _, w, due = columns(tasks)
     frame = pd.DataFrame({"id": [t["id"] for t in tasks], "kind": "image", "arrival_s": arr,
                           "duration_s": dur, "weight": w, "due_s": due, "estimate_s": dur})
     (start, _, mach), = schedule_scenarios([Scenario("q", frame)], "ppo", machines=2,
-                                           policy_file=_policy_file(), machine_free=[NOW, NOW])
+                                           policy_file=policy_file, machine_free=[NOW, NOW])
     expected = [tasks[j]["id"] for j in start_order(list(start), list(mach))]
-    got = rank(tasks, now=NOW, policy="ppo", policy_file=_policy_file(), machines=2,
+    got = rank(tasks, now=NOW, policy="ppo", policy_file=policy_file, machines=2,
                config=conf(tmp_path))
     assert got == expected
-    assert got == rank(tasks, now=NOW, policy=_policy_file(), machines=2, config=conf(tmp_path))
+    assert got == rank(tasks, now=NOW, policy=policy_file, machines=2, config=conf(tmp_path))
 
 
 # --------------------------------------------------------------------------- input forms
@@ -408,14 +401,10 @@ def test_duration_model_estimates_tasks_without_an_estimate(tmp_path, monkeypatc
         rank([{"id": "k", "weight": 1, "due": 0}], now=0.0, config=c)
 
 
-def test_duration_model_of_a_real_calibration(request):
-    # With the calibration of issue 3: its `calibrated` fixture builds one from
-    # the example bench logs. Skipped where that work is not merged yet.
-    try:
-        calibrated = request.getfixturevalue("calibrated")
-        from sched.calibration_file import predict_duration
-    except (pytest.FixtureLookupError, ImportError):
-        pytest.skip("no calibration fixture / sched.calibration_file.predict_duration yet")
+def test_duration_model_of_a_real_calibration(calibrated):
+    # The `calibrated` fixture builds a calibration from the example bench logs.
+    from sched.calibration_file import predict_duration
+
     tasks = [{"id": "clip", "kind": "video", "width": 1280, "height": 720, "frames": 120,
               "steps": 20, "weight": 2, "due": 900},
              {"id": "still", "kind": "image", "width": 1024, "height": 1024, "frames": 1,
