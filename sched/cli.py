@@ -11,7 +11,7 @@ import importlib
 import sys
 
 #: Subcommands, in the order ``sched --help`` lists them.
-COMMANDS = ("scenario", "simulate")
+COMMANDS = ("scenario", "simulate", "tune", "benchmark", "gather", "clairvoyant", "report", "demo")
 
 
 class UsageError(Exception):

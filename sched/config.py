@@ -86,6 +86,24 @@ def check_semantics(cfg, source="config"):
         if lo > hi:
             raise ConfigError(f"{source}: scenario.due.{name}: low {lo} is above high {hi}")
     check_seed_ranges(cfg["seeds"], source)
+    check_benchmark_counts(cfg, source)
+
+
+def check_benchmark_counts(cfg, source="config"):
+    """The benchmark's scenario counts must fit in their seed ranges."""
+    b = cfg.get("benchmark")
+    if not b:
+        return
+    for field, split in (("scenarios", "test"), ("validation_scenarios", "validation")):
+        have = cfg["seeds"][split]["count"]
+        if b[field] > have:
+            raise ConfigError(f"{source}: benchmark.{field}: {b[field]} is more than the "
+                              f"{have} seeds of seeds.{split}")
+    limits = (("shards", b["shards"]), ("clairvoyant.scenarios", b["clairvoyant"]["scenarios"]))
+    for field, value in limits:
+        if value > b["scenarios"]:
+            raise ConfigError(f"{source}: benchmark.{field}: {value} is more than "
+                              f"benchmark.scenarios ({b['scenarios']})")
 
 
 def check_seed_ranges(seeds, source="config"):
