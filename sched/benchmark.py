@@ -436,9 +436,15 @@ def bootstrap_counts(n, resamples, seed):
 
 
 def _interval(samples, level):
+    """Percentile interval of the finite bootstrap samples.
+
+    A resample can be undefined (every drawn scenario has a zero reference
+    total, so the relative difference is 0/0): such resamples are left out.
+    When more than half are, no interval is given (NaN).
+    """
     a = (1.0 - level) / 2.0
     finite = samples[np.isfinite(samples)]
-    if finite.size < samples.size or finite.size == 0:
+    if finite.size == 0 or finite.size < samples.size / 2:
         return float("nan"), float("nan")
     lo, hi = np.quantile(finite, [a, 1.0 - a])
     return float(lo), float(hi)
@@ -532,15 +538,18 @@ def choose_winner(twt, specs, counts, level, bh=None):
     The policy with the lowest mean wins when the paired interval of its
     difference to the runner-up lies entirely below zero. The runner-up is the
     next-lowest mean, leaving out the other training seeds of PPO when the
-    best is a PPO policy: they are replicas of the same method, and the
+    best is a PPO policy (they are replicas of the same method, and the
     question winner.json answers is whether the learned policy beats the
-    rules. Otherwise the best heuristic is kept, with ``significant`` false.
+    rules) and any policy that is the same rule with the same k (atc-tuned
+    when the tuning kept k = 2: the same schedules). Otherwise the best
+    heuristic is kept, with ``significant`` false.
     """
     bh = bh or best_heuristic(twt)
     means = {p: v.mean() for p, v in twt.items()}
     order = sorted(twt, key=lambda p: (means[p], policy_key(p)))
     best = order[0]
-    others = [p for p in order[1:] if not (is_ppo(best) and is_ppo(p))]
+    others = [p for p in order[1:] if not (is_ppo(best) and is_ppo(p))
+              and not _same_rule(specs.get(best), specs.get(p))]
     if not others:
         raise BenchmarkError("the winner needs at least two policies to compare")
     runner = others[0]
@@ -575,6 +584,11 @@ def choose_winner(twt, specs, counts, level, bh=None):
         "ci95_pct": [lo, hi],
         "reason": reason,
     }
+
+
+def _same_rule(a, b):
+    return bool(a and b and a.get("kind") == b.get("kind") == "rule"
+                and a["rule"] == b["rule"] and a.get("atc_k") == b.get("atc_k"))
 
 
 def write_outputs(out_dir, frame, cfg, specs, full):
@@ -646,15 +660,18 @@ def run_demo(cfg, seed, specs):
     return sc, schedules, pd.DataFrame(rows, columns=list(PER_SCENARIO_COLUMNS))
 
 
-def demo_pair(table):
+def demo_pair(table, specs=None):
     """The two policies the demonstration's Gantt chart shows: ATC and its challenger.
 
     The challenger is the PPO policy with the lowest weighted tardiness on the
-    scenario, or, without PPO, the best other heuristic on it.
+    scenario, or, without PPO, the best other heuristic on it (not ATC again
+    under another name: atc-tuned when the tuning kept ATC's k).
     """
+    specs = specs or {}
     twt = dict(zip(table["policy"], table["total_weighted_tardiness_s"]))
     ppo = [p for p in twt if is_ppo(p)]
-    pool = ppo or [p for p in twt if p != "atc"]
+    pool = ppo or [p for p in twt if p != "atc"
+                   and not _same_rule(specs.get("atc"), specs.get(p))]
     if "atc" not in twt or not pool:
         raise BenchmarkError("demo: the Gantt chart needs atc and at least one other policy")
     return "atc", min(pool, key=lambda p: (twt[p], policy_key(p)))

@@ -62,7 +62,7 @@ def paired_differences(per_scenario, path, dpi, ref="atc", unit=1000.0):
     pols = [p for p in sorted(table.columns, key=policy_key) if p != ref]
     data = [(table[p] - table[ref]).to_numpy() / unit for p in pols]
     fig, ax = plt.subplots(figsize=(7, 0.45 * len(pols) + 1.2))
-    bp = ax.boxplot(data, vert=False, showfliers=True, patch_artist=True,
+    bp = ax.boxplot(data, orientation="horizontal", showfliers=True, patch_artist=True,
                     flierprops={"markersize": 2, "alpha": 0.4})
     for patch, p in zip(bp["boxes"], pols):
         patch.set_facecolor(_color(p))

@@ -223,7 +223,7 @@ def results_section(cfg, d):
     bh = r["best_heuristic"].iloc[0]
     lv = _lv(level)
     lines = ["## Results", "",
-             f"Total weighted tardiness per scenario, in units of 1,000 weighted seconds, over "
+             f"Total weighted tardiness per scenario, in k w·s (units of 1,000 weighted seconds), over "
              f"{int(r['scenarios'].iloc[0])} test scenarios. Gain vs FIFO: how much lower than "
              f"FIFO (positive is better). Differences: negative is better than the reference. "
              f"Best heuristic: **{bh}** (lowest mean among the rules).", "",
@@ -262,12 +262,14 @@ def ppo_lines(d):
     below = int((ppo["diff_vs_best_heuristic_ci_hi_pct"] < 0).sum())
     above = int((ppo["diff_vs_best_heuristic_ci_lo_pct"] > 0).sum())
     n = len(ppo)
+    if n < 2:
+        return []
     return [
-        f"Across the {n} training seed(s), the learned policy's mean ranges from "
-        f"{k(ppo['mean_twt_k'].min())} to {k(ppo['mean_twt_k'].max())}, that is from "
+        f"Across the {n} training seeds, the learned policy's mean ranges from "
+        f"{k(ppo['mean_twt_k'].min())} to {k(ppo['mean_twt_k'].max())} k w·s, that is from "
         f"{pct(ppo['diff_vs_best_heuristic_pct'].min())} to "
         f"{pct(ppo['diff_vs_best_heuristic_pct'].max())} against the best heuristic {bh}; "
-        f"it is significantly below {bh} for {below} of {n} seed(s) and significantly above it "
+        f"it is significantly below {bh} for {below} of {n} seeds and significantly above it "
         f"for {above} of {n}."]
 
 
@@ -295,8 +297,8 @@ def clairvoyant_section(cfg, d):
         f"a contestant: no real scheduler knows the future.")
     if n and b_tot > 0:
         lines += ["", f"On these {n} scenarios, the clairvoyant schedules total "
-                      f"{k(c_tot / n / bm.UNIT)} per scenario on average against "
-                      f"{k(b_tot / n / bm.UNIT)} for the best policy, {best}: "
+                      f"{k(c_tot / n / bm.UNIT)} k w·s per scenario on average against "
+                      f"{k(b_tot / n / bm.UNIT)} k w·s for the best policy, {best}: "
                       f"{rel((c_tot - b_tot) / b_tot * 100)}, and "
                       f"{rel((c_tot - s_tot) / s_tot * 100 if s_tot > 0 else 0.0)} than the best "
                       f"rule of each scenario (the search's start)."]
@@ -339,13 +341,14 @@ def conclusion_section(cfg, d):
         kind = "the learned policy" if bm.is_ppo(w["policy"]) else "a dispatching rule"
         lines.append(
             f"**The winner is {w['policy']}** ({kind}): its mean total weighted tardiness, "
-            f"{k(r.loc[w['policy'], 'mean_twt_k'])}, is {rel(w['mean_difference_pct'], 2)} than "
-            f"the runner-up {w['runner_up']} ({k(r.loc[w['runner_up'], 'mean_twt_k'])}), paired "
+            f"{k(r.loc[w['policy'], 'mean_twt_k'])} k w·s, is {rel(w['mean_difference_pct'], 2)} "
+            f"than the runner-up {w['runner_up']}'s "
+            f"({k(r.loc[w['runner_up'], 'mean_twt_k'])} k w·s), paired "
             f"{_lv(level)} interval {ci(lo, hi, 2)} %, entirely below zero.")
     else:
         lines.append(
             f"**No policy wins significantly.** {w['reason']} The recorded winner is {w['policy']} "
-            f"(mean {k(r.loc[w['policy'], 'mean_twt_k'])}).")
+            f"(mean {k(r.loc[w['policy'], 'mean_twt_k'])} k w·s).")
     ppo = [p for p in r.index if bm.is_ppo(p)]
     if not ppo:
         lines.append("No learned policy was benchmarked (no PPO policy file), so this compares "
@@ -373,7 +376,9 @@ def conclusion_section(cfg, d):
             f"is {rel(b.diff_vs_atc_pct)} ({_lv(level)} interval "
             f"{ci(b.diff_vs_atc_ci_lo_pct, b.diff_vs_atc_ci_hi_pct)} %, "
             f"{int(b.wins_vs_atc)}/{int(b.ties_vs_atc)}/{int(b.losses_vs_atc)} W/T/L).")
-    if "atc-tuned" in r.index:
+    if "atc-tuned" in r.index and r.loc["atc-tuned", "atc_k"] == atc.atc_k:
+        lines.append(f"Tuning k on validation scenarios kept k = {atc.atc_k:g}: atc-tuned is ATC.")
+    elif "atc-tuned" in r.index:
         t = r.loc["atc-tuned"]
         lines.append(
             f"Tuning k on validation scenarios (k = {t.atc_k:g}) changes ATC's mean on the test "

@@ -37,7 +37,7 @@ def run(args):
     for s in skipped:
         print(f"sched demo: left out {s}", file=sys.stderr)
     sc, schedules, table = bm.run_demo(cfg, seed, specs)
-    left, right = bm.demo_pair(table)
+    left, right = bm.demo_pair(table, specs)
     out = Path(args.out)
     twt = dict(zip(table["policy"], table["total_weighted_tardiness_s"]))
     label = lambda p: (f"{p} (k = {specs[p]['atc_k']:g})" if specs[p]["rule"] == "atc" else p)  # noqa: E731
