@@ -97,10 +97,16 @@ def ecdf(per_scenario, path, dpi, unit=1000.0):
     return save(fig, path, dpi)
 
 
-def learning_curves(logs, path, dpi, unit=1000.0):
-    """Mean episode weighted tardiness along training, one line per training seed."""
+def learning_curves(logs, path, dpi, unit=1000.0, reference=None):
+    """Mean episode weighted tardiness along training, one line per training seed.
+
+    ``reference``: (label, value in weighted s) drawn as a horizontal line,
+    e.g. ATC's mean on the validation scenarios.
+    """
     plt = _plt()
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    if reference is not None:
+        axes[0].axhline(reference[1] / unit, color="black", ls=":", lw=1, label=reference[0])
     for seed, log in sorted(logs.items()):
         axes[0].plot(log["env_steps"], log["mean_episode_weighted_tardiness_s"] / unit,
                      label=f"ppo-{seed}", lw=1.2)

@@ -100,6 +100,15 @@ def load(bench_dir, train_dir, demo_dir, cfg):
     tuned = _read_json(bench_dir / "tuned.json") if (bench_dir / "tuned.json").exists() else None
     if tuned is None and "atc-tuned" in set(resume["policy"]):
         raise ReportError(f"{bench_dir / 'tuned.json'}: file not found (atc-tuned was benchmarked)")
+    # the setup section describes the config: it must be the one the files came from
+    sc = {key: cfg["scenario"][key] for key in ("tasks", "load", "machines")}
+    if tuned is not None and tuned.get("scenario") != sc:
+        raise ReportError(f"{bench_dir / 'tuned.json'}: made with scenario settings "
+                          f"{tuned.get('scenario')}, the config has {sc}; rerun the benchmark")
+    if set(per["tasks"]) != {sc["tasks"]}:
+        raise ReportError(f"{bench_dir / 'per_scenario.csv'}: scenarios of "
+                          f"{sorted(set(per['tasks']))} tasks, the config has scenario.tasks "
+                          f"{sc['tasks']}; rerun the benchmark")
     clair = None
     if (bench_dir / "clairvoyant.csv").exists():
         clair = pd.read_csv(bench_dir / "clairvoyant.csv")
@@ -454,7 +463,14 @@ def make_figures(cfg, d, figures_dir):
     made["paired"] = figures.paired_differences(d["per"], fd / FIGURES["paired"], dpi)
     made["ecdf"] = figures.ecdf(d["per"], fd / FIGURES["ecdf"], dpi)
     if d["logs"]:
-        made["learning"] = figures.learning_curves(d["logs"], fd / FIGURES["learning"], dpi)
+        ref = None
+        tuned = d["tuned"]
+        if tuned is not None:
+            at = [g for g in tuned["grid"] if g["atc_k"] == tuned["reference_atc_k"]]
+            if at:
+                ref = (f"ATC k = {at[0]['atc_k']:g}, validation scenarios", at[0]["mean_twt_s"])
+        made["learning"] = figures.learning_curves(d["logs"], fd / FIGURES["learning"], dpi,
+                                                   reference=ref)
     else:
         notes.append("Learning curves: no training log (`results/train/seed-<S>/train_log.csv`) "
                      "was found, so there is no learning-curve figure.")

@@ -184,3 +184,15 @@ def test_conclusion_with_ppo_follows_the_numbers(built, tiny, factor, verdict): 
         assert w["policy"] == bh and r.diff_vs_best_heuristic_ci_lo_pct > 0
         assert "**No policy wins significantly.**" in text
     assert f"{abs(r.diff_vs_best_heuristic_pct):.1f} % {'lower' if factor < 1 else 'higher'}" in text
+
+
+def test_files_from_another_config_are_refused(built, tiny, tmp_path):  # noqa: F811
+    import yaml
+
+    conf = tmp_path / "other.yaml"
+    conf.write_text(yaml.safe_dump(dict(tiny["cfg"], scenario=dict(tiny["cfg"]["scenario"],
+                                                                   load=0.7))))
+    r = run_cli("--config", conf, "report", "--bench", built["bench"], "--out", tmp_path / "r.md",
+                "--figures", tmp_path / "f", "--train-dir", built["train"], "--demo", built["demo"])
+    assert r.returncode == 2 and "made with scenario settings" in r.stderr
+    assert not (tmp_path / "r.md").exists()
