@@ -181,16 +181,17 @@ def setup_section(cfg, d):
         f"{'/'.join(str(t) for t in tasks)} tasks each, streaming Poisson arrivals at load "
         f"{sc['load']:g} on {sc['machines']} identical GPU(s). Every policy runs on the same "
         f"scenarios (common random numbers).")
-    if sc.get("calibration"):
-        lines.append(f"* **Durations**: from the calibration file `{sc['calibration']}`.")
-    else:
-        kinds = ", ".join(
-            f"{name} {spec['share'] * 100:g} % ({_dist(spec)})" for name, spec in sc["kinds"].items())
-        lines.append(f"* **Durations**: the config's task kinds: {kinds}.")
-    noise = sc["estimate_noise_sigma"]
+    from .scenario import estimate_noise_sigma, kind_specs
+
+    kinds = ", ".join(f"{name} {spec['share'] * 100:.1f} % ({_dist(spec)})"
+                      for name, spec in kind_specs(cfg).items())
+    source = (f"the calibration file `{sc['calibration']}`" if sc.get("calibration")
+              else "the config's task kinds")
+    lines.append(f"* **Durations**: from {source}: {kinds}.")
+    noise = estimate_noise_sigma(cfg)
     lines.append("* **Estimates**: " + (
         "the scheduler sees the true durations." if noise == 0 else
-        f"the scheduler sees estimates with log-normal noise, sigma {noise:g}."))
+        f"the scheduler sees estimates with log-normal noise, sigma {noise:.3g}."))
     if tuned is not None:
         vs = tuned["validation_seeds"]
         grid = ", ".join(f"{g['atc_k']:g}: {k(g['mean_twt_s'] / bm.UNIT)}" for g in tuned["grid"])
@@ -218,11 +219,17 @@ def setup_section(cfg, d):
 
 
 def _dist(spec):
-    if spec["distribution"] == "lognormal":
-        return f"log-normal, median {spec['median_s']:g} s, sigma {spec['sigma']:g}"
-    if spec["distribution"] == "gamma":
-        return f"gamma, shape {spec['shape']:g}, scale {spec['scale_s']:g} s"
-    return f"empirical, {len(spec['samples_s'])} samples"
+    d = spec.get("distribution")
+    try:
+        if d == "lognormal":
+            return f"log-normal, median {spec['median_s']:.4g} s, sigma {spec['sigma']:.3g}"
+        if d == "gamma":
+            return f"gamma, shape {spec['shape']:.4g}, scale {spec['scale_s']:.4g} s"
+        if d == "empirical":
+            return f"empirical, {len(spec['samples_s'])} samples"
+    except (KeyError, TypeError):
+        pass
+    return str(d)
 
 
 def results_section(cfg, d):
