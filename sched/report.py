@@ -163,7 +163,7 @@ def _lv(level):
 
 
 def _minutes(seconds):
-    return f"{seconds / 60:.1f} min"
+    return f"{seconds:.1f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
 
 
 # --------------------------------------------------------------------------- sections
