@@ -11,7 +11,8 @@ import importlib
 import sys
 
 #: Subcommands, in the order ``sched --help`` lists them.
-COMMANDS = ("calibrate", "scenario", "simulate", "train", "rank")
+COMMANDS = ("calibrate", "scenario", "simulate", "train", "tune", "benchmark", "gather",
+            "clairvoyant", "report", "demo", "rank")
 
 
 class UsageError(Exception):

@@ -93,6 +93,24 @@ def check_semantics(cfg, source="config"):
             others = [f for f, n in cols.items() if n == name and f != field]
             raise ConfigError(f"{source}: calibration.columns.{field}: column {name!r} is also "
                               f"calibration.columns.{others[0]}; each field needs its own column")
+    check_benchmark_counts(cfg, source)
+
+
+def check_benchmark_counts(cfg, source="config"):
+    """The benchmark's scenario counts must fit in their seed ranges."""
+    b = cfg.get("benchmark")
+    if not b:
+        return
+    for field, split in (("scenarios", "test"), ("validation_scenarios", "validation")):
+        have = cfg["seeds"][split]["count"]
+        if b[field] > have:
+            raise ConfigError(f"{source}: benchmark.{field}: {b[field]} is more than the "
+                              f"{have} seeds of seeds.{split}")
+    limits = (("shards", b["shards"]), ("clairvoyant.scenarios", b["clairvoyant"]["scenarios"]))
+    for field, value in limits:
+        if value > b["scenarios"]:
+            raise ConfigError(f"{source}: benchmark.{field}: {value} is more than "
+                              f"benchmark.scenarios ({b['scenarios']})")
 
 
 def check_seed_ranges(seeds, source="config"):

@@ -1,0 +1,415 @@
+"""Clairvoyant reference: the best schedule a local search finds knowing the future.
+
+Not a contestant. It knows every arrival, true duration, weight and due date of
+the scenario in advance, which no dispatching policy does, and shows how much
+room is left below the best policy (the headroom).
+
+Method
+------
+A schedule is encoded as a *sequence* of the tasks (the order in which they
+start). The decoder starts each task, in sequence order, on the machine that is
+free earliest, at max(that machine's free time, the task's arrival). It may
+leave a machine idle while tasks wait (unlike the non-delay rules), so every
+semi-active schedule is reachable: the sequence of an optimal schedule decodes
+to a schedule that is at least as good (by induction, each task starts no later
+than in the optimal one). Decoding the start order of a rule's non-delay
+schedule gives back that schedule exactly.
+
+The search is an iterated local search compiled with numba:
+
+* start: the start order of the best of the dispatching rules on the scenario
+  (the six rules, plus ATC at every k of ``benchmark.atc_k_grid``);
+* descent: first-improvement over insertion moves (one task moved to another
+  position) and pairwise interchanges within ``window`` positions;
+* a move is evaluated from the machine state saved before the first changed
+  position, stops as soon as the partial cost reaches the current total (the
+  cost only grows along the sequence) and, after the last changed position,
+  as soon as the machine state equals the saved one (the rest of the schedule
+  is then unchanged, its cost is known);
+* when no move improves: a perturbation (a few random interchanges inside a
+  random window), a descent around it, kept when not worse, else undone;
+* the budget is a number of move evaluations per scenario, not a wall time,
+  so the result is the same on any machine and under any load; the random
+  draws come from a seed.
+
+Limits: a local search gives an upper bound on the optimum, not the optimum.
+Each move changes at most ``window`` positions, so a task is never moved
+far from where the rule put it in one step.
+"""
+import numba as nb
+import numpy as np
+
+from . import rules as rules_mod
+
+INSERT, SWAP = 0, 1
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+
+
+@nb.njit(cache=True)
+def _rand(state, n):
+    """Uniform integer in [0, n) from a splitmix64 stream held in ``state[0]``."""
+    state[0] += _GOLDEN
+    z = state[0]
+    z = (z ^ (z >> np.uint64(30))) * _M1
+    z = (z ^ (z >> np.uint64(27))) * _M2
+    z = z ^ (z >> np.uint64(31))
+    return np.int64(z % np.uint64(n))
+
+
+@nb.njit(cache=True)
+def _place(F, a, p):
+    """Start a task (arrival a, duration p) on the earliest-free machine.
+
+    ``F`` holds the machines' free times sorted ascending (which machine is
+    which does not matter to the cost). Returns the start time.
+    """
+    s = max(F[0], a)
+    e = s + p
+    i = 0
+    M = F.shape[0]
+    while i + 1 < M and F[i + 1] < e:
+        F[i] = F[i + 1]
+        i += 1
+    F[i] = e
+    return s
+
+
+@nb.njit(cache=True)
+def _forward(seq, lo, arr, dur, w, due, FS, CS):
+    """Recompute the saved states FS[k] and cumulative costs CS[k] for k > lo."""
+    n = seq.shape[0]
+    F = FS[lo].copy()
+    c = CS[lo]
+    for k in range(lo, n):
+        j = seq[k]
+        s = _place(F, arr[j], dur[j])
+        late = s + dur[j] - due[j]
+        if late > 0.0:
+            c += w[j] * late
+        FS[k + 1, :] = F
+        CS[k + 1] = c
+
+
+@nb.njit(cache=True)
+def _task_at(seq, k, kind, i, j):
+    """Task at position k of the sequence after the move (kind, i, j)."""
+    if kind == SWAP:
+        if k == i:
+            return seq[j]
+        if k == j:
+            return seq[i]
+        return seq[k]
+    # INSERT: the task at i moves to position j
+    if k == j:
+        return seq[i]
+    if i < j:
+        if i <= k < j:
+            return seq[k + 1]
+        return seq[k]
+    if j < k <= i:
+        return seq[k - 1]
+    return seq[k]
+
+
+@nb.njit(cache=True)
+def _eval_move(seq, kind, i, j, arr, dur, w, due, FS, CS, F, bound):
+    """Total cost of the sequence after the move, or a value >= bound when it cannot beat it."""
+    n = seq.shape[0]
+    lo, hi = min(i, j), max(i, j)
+    F[:] = FS[lo]
+    c = CS[lo]
+    for k in range(lo, hi + 1):
+        t = _task_at(seq, k, kind, i, j)
+        s = _place(F, arr[t], dur[t])
+        late = s + dur[t] - due[t]
+        if late > 0.0:
+            c += w[t] * late
+            if c >= bound:
+                return c
+    M = F.shape[0]
+    for k in range(hi + 1, n):
+        same = True
+        for m in range(M):
+            if F[m] != FS[k, m]:
+                same = False
+                break
+        if same:
+            return c + (CS[n] - CS[k])
+        t = seq[k]
+        s = _place(F, arr[t], dur[t])
+        late = s + dur[t] - due[t]
+        if late > 0.0:
+            c += w[t] * late
+            if c >= bound:
+                return c
+    return c
+
+
+@nb.njit(cache=True)
+def _apply(seq, kind, i, j):
+    if kind == SWAP:
+        seq[i], seq[j] = seq[j], seq[i]
+        return
+    t = seq[i]
+    if i < j:
+        for k in range(i, j):
+            seq[k] = seq[k + 1]
+    else:
+        for k in range(i, j, -1):
+            seq[k] = seq[k - 1]
+    seq[j] = t
+
+
+@nb.njit(cache=True)
+def _better(c, ref):
+    # a relative margin keeps rounding noise from counting as an improvement
+    return c < ref - 1e-12 * max(ref, 1.0)
+
+
+@nb.njit(cache=True)
+def _descent(seq, rlo, rhi, window, arr, dur, w, due, FS, CS, F, evals, budget):
+    """First-improvement descent over moves of tasks at positions rlo..rhi."""
+    n = seq.shape[0]
+    improved = True
+    while improved and evals < budget:
+        improved = False
+        for i in range(rlo, rhi + 1):
+            for d in range(1, window + 1):
+                for sgn in (-1, 1):
+                    j = i + sgn * d
+                    if j < 0 or j >= n:
+                        continue
+                    # an interchange of neighbours is an insertion by one: skip the duplicate
+                    for kind in (INSERT, SWAP):
+                        if kind == SWAP and d == 1:
+                            continue
+                        if evals >= budget:
+                            return evals
+                        evals += 1
+                        cur = CS[n]
+                        c = _eval_move(seq, kind, i, j, arr, dur, w, due, FS, CS, F, cur)
+                        if _better(c, cur):
+                            _apply(seq, kind, i, j)
+                            _forward(seq, min(i, j), arr, dur, w, due, FS, CS)
+                            improved = True
+    return evals
+
+
+@nb.njit(cache=True)
+def _search_one(seq, arr, dur, w, due, mfree0, window, budget, seed):
+    """Iterated local search from ``seq`` (changed in place to the best found).
+
+    Returns (best cost, evaluations used).
+    """
+    n = seq.shape[0]
+    M = mfree0.shape[0]
+    FS = np.empty((n + 1, M))
+    CS = np.zeros(n + 1)
+    FS[0, :] = np.sort(mfree0)
+    F = np.empty(M)
+    _forward(seq, 0, arr, dur, w, due, FS, CS)
+    if n < 2:
+        return CS[n], 0
+    window = max(1, min(window, n - 1))
+    evals = _descent(seq, 0, n - 1, window, arr, dur, w, due, FS, CS, F, 0, budget)
+    best = CS[n]
+    best_seq = seq.copy()
+    state = np.zeros(1, dtype=np.uint64)
+    state[0] = np.uint64(seed)
+    span = min(n, 2 * window)
+    while evals < budget and best > 0.0:
+        p = _rand(state, n - span + 1)
+        for _ in range(2 + _rand(state, 2)):
+            a = p + _rand(state, span)
+            b = p + _rand(state, span)
+            seq[a], seq[b] = seq[b], seq[a]
+        _forward(seq, p, arr, dur, w, due, FS, CS)
+        lo = max(0, p - window)
+        hi = min(n - 1, p + span + window)
+        evals = _descent(seq, lo, hi, window, arr, dur, w, due, FS, CS, F, evals, budget)
+        if CS[n] <= best:
+            best = CS[n]
+            best_seq[:] = seq
+        else:
+            seq[:] = best_seq
+            _forward(seq, 0, arr, dur, w, due, FS, CS)
+    seq[:] = best_seq
+    return best, evals
+
+
+@nb.njit(cache=True, parallel=True)
+def _search_batch(seqs, n, arr, dur, w, due, mfree0, window, budget, seeds, costs, evals):
+    for b in nb.prange(seqs.shape[0]):
+        k = n[b]
+        c, e = _search_one(seqs[b, :k], arr[b, :k], dur[b, :k], w[b, :k], due[b, :k],
+                           mfree0, window, budget, seeds[b])
+        costs[b] = c
+        evals[b] = e
+
+
+@nb.njit(cache=True)
+def decode(seq, arr, dur, mfree0):
+    """(start, end, machine) per task (task index order) of the sequence ``seq``.
+
+    Each task goes, in sequence order, to the machine free earliest (lowest
+    index on ties), at max(free time, arrival).
+    """
+    n = seq.shape[0]
+    M = mfree0.shape[0]
+    free = mfree0.copy()
+    start = np.empty(n)
+    end = np.empty(n)
+    mach = np.empty(n, dtype=np.int64)
+    for k in range(n):
+        j = seq[k]
+        m = 0
+        for mm in range(1, M):
+            if free[mm] < free[m]:
+                m = mm
+        s = max(free[m], arr[j])
+        start[j] = s
+        end[j] = s + dur[j]
+        mach[j] = m
+        free[m] = end[j]
+    return start, end, mach
+
+
+def start_sequence(start, end):
+    """Start order of a schedule (ties by end time, then row)."""
+    return np.lexsort((np.arange(len(start)), np.asarray(end), np.asarray(start))).astype(np.int64)
+
+
+def search(scenarios, start_seqs, machines=1, window=30, evaluations=200_000, seeds=0):
+    """Improve each scenario's start sequence by iterated local search.
+
+    ``scenarios``: (arrival, duration, estimate, weight, due) arrays (the true
+    durations are used: the search knows them). ``start_seqs``: a sequence
+    (permutation of rows) per scenario. Returns, per scenario, a dict with
+    ``start``, ``end``, ``machine`` (row order), ``sequence``, ``cost`` (total
+    weighted tardiness) and ``evaluations``. ``seeds``: one search seed per
+    scenario, or one integer from which they are derived by position.
+    """
+    B = len(scenarios)
+    if B == 0:
+        return []
+    if int(window) < 1 or int(evaluations) < 0 or int(machines) < 1:
+        raise ValueError(f"clairvoyant search: window must be >= 1, evaluations >= 0 and "
+                         f"machines >= 1, got {window}, {evaluations}, {machines}")
+    n = np.array([len(sc[0]) for sc in scenarios], dtype=np.int64)
+    N = int(n.max())
+    cols = [np.zeros((B, N)) for _ in range(4)]
+    seqs = np.zeros((B, N), dtype=np.int64)
+    for b, (sc, s0) in enumerate(zip(scenarios, start_seqs)):
+        arrival, duration, _estimate, weight, due = sc
+        for dst, src in zip(cols, (arrival, duration, weight, due)):
+            dst[b, :n[b]] = np.asarray(src, dtype=np.float64)
+        s0 = np.asarray(s0, dtype=np.int64)
+        if sorted(s0.tolist()) != list(range(n[b])):
+            raise ValueError(f"clairvoyant search: start sequence of scenario {b} is not a "
+                             f"permutation of its {n[b]} rows")
+        seqs[b, :n[b]] = s0
+    mfree0 = np.full(int(machines), -np.inf)
+    if np.ndim(seeds) == 0:
+        seeds = np.random.SeedSequence(int(seeds)).generate_state(B, dtype=np.uint64)
+    seeds = np.asarray(seeds, dtype=np.uint64)
+    if seeds.shape != (B,):
+        raise ValueError(f"clairvoyant search: {seeds.size} seeds for {B} scenarios")
+    costs = np.zeros(B)
+    evals = np.zeros(B, dtype=np.int64)
+    _search_batch(seqs, n, *cols, mfree0, int(window), int(evaluations), seeds, costs, evals)
+    out = []
+    for b in range(B):
+        seq = seqs[b, :n[b]].copy()
+        start, end, mach = decode(seq, cols[0][b, :n[b]], cols[1][b, :n[b]], mfree0)
+        out.append({"start": start, "end": end, "machine": mach, "sequence": seq,
+                    "cost": float(costs[b]), "evaluations": int(evals[b])})
+    return out
+
+
+def sequence_cost(seq, arrival, duration, weight, due, machines=1):
+    """Total weighted tardiness of the decoded sequence (a direct evaluation)."""
+    _, end, _ = decode(np.asarray(seq, dtype=np.int64), np.asarray(arrival, dtype=np.float64),
+                       np.asarray(duration, dtype=np.float64), np.full(int(machines), -np.inf))
+    return float((np.asarray(weight) * np.maximum(end - np.asarray(due), 0.0)).sum())
+
+
+# --------------------------------------------------------------------------- the reference run
+
+CLAIRVOYANT_COLUMNS = (
+    "scenario_seed", "tasks", "machines", "start_rule", "start_atc_k", "start_twt_s",
+    "clairvoyant_twt_s", "improvement_vs_start_pct", "evaluations", "budget_evaluations",
+    "window", "search_seed",
+)
+
+
+def scenario_search_seed(search_seed, scenario_seed):
+    """The search's random stream for one scenario: depends on nothing else (shards agree)."""
+    return int(np.random.SeedSequence([int(search_seed), int(scenario_seed)])
+               .generate_state(1, dtype=np.uint64)[0])
+
+
+def start_candidates(cfg):
+    """(rule, k) pairs whose schedules seed the search: every rule, and ATC at each grid k."""
+    k0 = float(cfg["rules"]["atc_k"])
+    cands = [(r, k0 if r == "atc" else None) for r in rules_mod.RULES]
+    cands += [("atc", float(k)) for k in cfg["benchmark"]["atc_k_grid"] if float(k) != k0]
+    return cands
+
+
+def best_rule_starts(arrays, machines, candidates):
+    """Per scenario: (rule, k, its total weighted tardiness, its start sequence) of the best candidate."""
+    from .sim_numba import simulate_batch
+
+    best = [None] * len(arrays)
+    for rule, k in candidates:
+        res = simulate_batch(arrays, rule, machines=machines,
+                             k=k if k is not None else rules_mod.ATC_K_DEFAULT)
+        for b, ((_, _, _, w, due), (start, end, _)) in enumerate(zip(arrays, res)):
+            twt = float((w * np.maximum(end - due, 0.0)).sum())
+            if best[b] is None or twt < best[b][2]:
+                best[b] = (rule, k, twt, start_sequence(start, end))
+    return best
+
+
+def run_reference(cfg, seeds, progress=False):
+    """The clairvoyant table (CLAIRVOYANT_COLUMNS) for the scenarios of ``seeds``."""
+    import pandas as pd
+
+    from .benchmark import _bar, generate_scenarios
+
+    c = cfg["benchmark"]["clairvoyant"]
+    machines = cfg["scenario"]["machines"]
+    seeds = list(seeds)
+    arrays = [s.arrays for s in generate_scenarios(cfg, seeds, progress)]
+    starts = best_rule_starts(arrays, machines, start_candidates(cfg))
+    for (a, d, _e, w, due), (rule, k, twt, seq) in zip(arrays, starts):
+        # the decoder must give back the rule's schedule from its start order:
+        # this is what makes the search never worse than its start
+        again = sequence_cost(seq, a, d, w, due, machines)
+        if not abs(again - twt) <= 1e-9 * max(twt, 1.0):
+            raise RuntimeError(f"clairvoyant: decoding {rule}'s start order gives {again}, "
+                               f"not its {twt}")
+    sseeds = [scenario_search_seed(c["seed"], s) for s in seeds]
+    results = []
+    # in chunks, so the progress bar moves; each chunk is one parallel compiled call
+    chunk = 8
+    for lo in _bar(range(0, len(seeds), chunk), "clairvoyant search", progress,
+                   total=-(-len(seeds) // chunk)):
+        hi = lo + chunk
+        results += search(arrays[lo:hi], [s[3] for s in starts[lo:hi]], machines=machines,
+                          window=c["window"], evaluations=c["evaluations"], seeds=sseeds[lo:hi])
+    rows = []
+    for seed, arr, (rule, k, twt, _), res, ss in zip(seeds, arrays, starts, results, sseeds):
+        a, d, _e, w, due = arr
+        cost = sequence_cost(res["sequence"], a, d, w, due, machines)
+        rows.append({
+            "scenario_seed": seed, "tasks": len(a), "machines": machines,
+            "start_rule": rule, "start_atc_k": k, "start_twt_s": twt,
+            "clairvoyant_twt_s": cost,
+            "improvement_vs_start_pct": (twt - cost) / twt * 100.0 if twt > 0 else 0.0,
+            "evaluations": res["evaluations"], "budget_evaluations": c["evaluations"],
+            "window": c["window"], "search_seed": ss,
+        })
+    return pd.DataFrame(rows, columns=list(CLAIRVOYANT_COLUMNS))

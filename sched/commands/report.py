@@ -1,0 +1,28 @@
+"""`sched report`: rapport.md and the figures, from the benchmark's files."""
+import sys
+
+from ..cli import load_cfg
+
+
+def register(sub):
+    s = sub.add_parser("report", help="write rapport.md and the figures from the benchmark's files")
+    s.add_argument("--bench", default="results/benchmark",
+                   help="folder with per_scenario.csv, resume.csv, winner.json, tuned.json, "
+                        "clairvoyant.csv (default: %(default)s)")
+    s.add_argument("--out", default="results/rapport.md", help="report file (default: %(default)s)")
+    s.add_argument("--figures", default="results/figures", help="figure folder (default: %(default)s)")
+    s.add_argument("--train-dir", default="results/train",
+                   help="training output folder with seed-<S>/train_log.csv (default: %(default)s)")
+    s.add_argument("--demo", default="results/demo",
+                   help="`sched demo` output folder (default: %(default)s)")
+    s.set_defaults(func=run)
+
+
+def run(args):
+    from ..report import build
+
+    cfg = load_cfg(args)
+    written = build(cfg, args.bench, args.out, args.figures, args.train_dir, args.demo,
+                    config_path=args.config)
+    for p in written:
+        print(f"wrote {p}", file=sys.stderr)

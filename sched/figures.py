@@ -1,0 +1,162 @@
+"""Figures of the benchmark report and the demonstration (PNG, matplotlib Agg).
+
+Each function draws from tables the benchmark wrote and saves atomically
+(a reader never sees half a PNG).
+"""
+import numpy as np
+
+from .io import atomic_path
+
+HEURISTIC_COLOR = "#4C72B0"
+PPO_COLOR = "#DD8452"
+REF_COLOR = "#55A868"
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def save(fig, path, dpi):
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=dpi, bbox_inches="tight")
+    _plt().close(fig)
+    return path
+
+
+def _color(policy):
+    if policy.startswith("ppo-"):
+        return PPO_COLOR
+    return REF_COLOR if policy == "atc" else HEURISTIC_COLOR
+
+
+def mean_with_ci(resume, path, dpi, level):
+    """Mean total weighted tardiness per policy with its bootstrap interval."""
+    plt = _plt()
+    r = resume.sort_values("rank", ascending=False)
+    fig, ax = plt.subplots(figsize=(7, 0.45 * len(r) + 1.2))
+    y = np.arange(len(r))
+    m = r["mean_twt_k"].to_numpy()
+    err = np.vstack([m - r["mean_twt_ci_lo_k"].to_numpy(), r["mean_twt_ci_hi_k"].to_numpy() - m])
+    ax.barh(y, m, color=[_color(p) for p in r["policy"]], alpha=0.85)
+    ax.errorbar(m, y, xerr=err, fmt="none", ecolor="black", capsize=3, lw=1)
+    ax.set_yticks(y, r["policy"])
+    ax.set_xlabel("mean total weighted tardiness per scenario (1,000 weighted s)")
+    ax.set_title(f"Mean over {int(r['scenarios'].iloc[0])} test scenarios, "
+                 f"bootstrap {level * 100:g} % interval")
+    ax.grid(axis="x", alpha=0.3)
+    return save(fig, path, dpi)
+
+
+def paired_differences(per_scenario, path, dpi, ref="atc", unit=1000.0):
+    """Per-scenario difference (policy - ATC) of total weighted tardiness, one box per policy."""
+    plt = _plt()
+    table = per_scenario.pivot(index="scenario_seed", columns="policy",
+                               values="total_weighted_tardiness_s")
+    from .benchmark import policy_key
+
+    pols = [p for p in sorted(table.columns, key=policy_key) if p != ref]
+    data = [(table[p] - table[ref]).to_numpy() / unit for p in pols]
+    fig, ax = plt.subplots(figsize=(7, 0.45 * len(pols) + 1.2))
+    bp = ax.boxplot(data, orientation="horizontal", showfliers=True, patch_artist=True,
+                    flierprops={"markersize": 2, "alpha": 0.4})
+    for patch, p in zip(bp["boxes"], pols):
+        patch.set_facecolor(_color(p))
+        patch.set_alpha(0.6)
+    ax.set_yticks(np.arange(1, len(pols) + 1), pols)
+    ax.axvline(0, color="black", lw=1)
+    ax.set_xscale("symlog", linthresh=1.0)
+    ax.set_xlabel(f"policy minus {ref}, per scenario (1,000 weighted s; < 0: better than {ref})")
+    ax.set_title(f"Paired per-scenario differences against {ref}")
+    ax.grid(axis="x", alpha=0.3)
+    return save(fig, path, dpi)
+
+
+def ecdf(per_scenario, path, dpi, unit=1000.0):
+    """Empirical CDF of the per-scenario total weighted tardiness of each policy."""
+    plt = _plt()
+    from .benchmark import policy_key
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for p in sorted(set(per_scenario["policy"]), key=policy_key):
+        v = np.sort(per_scenario.loc[per_scenario["policy"] == p,
+                                     "total_weighted_tardiness_s"].to_numpy()) / unit
+        ax.step(v, np.arange(1, len(v) + 1) / len(v), where="post", label=p,
+                lw=2 if p in ("atc",) or p.startswith("ppo-") else 1.2,
+                ls="--" if p.startswith("ppo-") else "-")
+    ax.set_xscale("symlog", linthresh=0.1)
+    ax.set_xlabel("total weighted tardiness of a scenario (1,000 weighted s)")
+    ax.set_ylabel("fraction of scenarios")
+    ax.set_title("ECDF of per-scenario total weighted tardiness")
+    ax.legend(fontsize=8, ncol=2)
+    ax.grid(alpha=0.3)
+    return save(fig, path, dpi)
+
+
+def learning_curves(logs, path, dpi, unit=1000.0, reference=None):
+    """Mean episode weighted tardiness along training, one line per training seed.
+
+    ``reference``: (label, value in weighted s) drawn as a horizontal line,
+    e.g. ATC's mean on the validation scenarios.
+    """
+    plt = _plt()
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    if reference is not None:
+        axes[0].axhline(reference[1] / unit, color="black", ls=":", lw=1, label=reference[0])
+    for seed, log in sorted(logs.items()):
+        axes[0].plot(log["env_steps"], log["mean_episode_weighted_tardiness_s"] / unit,
+                     label=f"ppo-{seed}", lw=1.2)
+        if "entropy" in log:
+            axes[1].plot(log["env_steps"], log["entropy"], label=f"ppo-{seed}", lw=1.2)
+    axes[0].set_xlabel("environment steps")
+    axes[0].set_ylabel("mean episode weighted tardiness (1,000 weighted s)")
+    axes[0].set_title("Training: weighted tardiness")
+    axes[1].set_xlabel("environment steps")
+    axes[1].set_ylabel("policy entropy")
+    axes[1].set_title("Training: entropy")
+    for ax in axes:
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    return save(fig, path, dpi)
+
+
+def gantt(scenario, schedules, machines, path, dpi, hours, title):
+    """Gantt chart of a scenario under several policies, one panel each.
+
+    ``schedules``: {label: (start, end, machine)}. Bars are coloured by
+    weight; tardy tasks are outlined in red. Only the first ``hours`` hours
+    are shown.
+    """
+    plt = _plt()
+    _, _, _, weight, due = scenario.arrays
+    horizon = hours * 3600.0
+    wvals = sorted(set(weight.tolist()))
+    cmap = plt.get_cmap("viridis", max(len(wvals), 2))
+    wcolor = {w: cmap(i) for i, w in enumerate(wvals)}
+    fig, axes = plt.subplots(len(schedules), 1, figsize=(11, 1.1 + 0.55 * machines * len(schedules)
+                                                         + 0.6 * len(schedules)),
+                             sharex=True, squeeze=False)
+    for ax, (label, (start, end, mach)) in zip(axes[:, 0], schedules.items()):
+        shown = start < horizon
+        for j in np.flatnonzero(shown):
+            late = end[j] > due[j]
+            ax.barh(mach[j], (min(end[j], horizon) - start[j]) / 60.0, left=start[j] / 60.0,
+                    height=0.7, color=wcolor[weight[j]],
+                    edgecolor="red" if late else "white", linewidth=1.2 if late else 0.3)
+        ax.set_yticks(range(machines), [f"GPU {m}" for m in range(machines)])
+        ax.set_ylim(-0.6, machines - 0.4)
+        ax.set_title(label, fontsize=10, loc="left")
+    axes[-1, 0].set_xlabel("time (minutes)")
+    last = max(float(np.max(e)) for _, e, _ in schedules.values())
+    axes[-1, 0].set_xlim(0, min(horizon, last) / 60.0)
+    handles = [plt.Rectangle((0, 0), 1, 1, color=wcolor[w]) for w in wvals]
+    handles.append(plt.Rectangle((0, 0), 1, 1, facecolor="white", edgecolor="red"))
+    fig.suptitle(title, x=0.01, ha="left", fontsize=11)
+    fig.legend(handles, [f"weight {w:g}" for w in wvals] + ["tardy"], loc="lower center",
+               bbox_to_anchor=(0.5, -0.02), ncol=len(handles), fontsize=8)
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    return save(fig, path, dpi)

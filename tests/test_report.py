@@ -1,0 +1,198 @@
+"""rapport.md: every number comes from the benchmark's files."""
+import json
+import re
+import shutil
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sched import benchmark as bm
+from sched import report
+
+from .conftest import run_cli
+from .test_benchmark import HEURISTICS, ok, tiny  # noqa: F401  (tiny: the shared fixture)
+
+LOG_COLUMNS = ["iteration", "env_steps", "episodes", "mean_episode_weighted_tardiness_s",
+               "policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction",
+               "explained_variance", "steps_per_s", "wall_s", "learning_rate"]
+
+
+@pytest.fixture(scope="module")
+def built(tiny, tmp_path_factory):  # noqa: F811
+    d = tmp_path_factory.mktemp("report")
+    bench = d / "bench"
+    shutil.copytree(tiny["bench"], bench)
+    c = ("--config", tiny["conf"])
+    ok(run_cli(*c, "clairvoyant", "--out", bench / "clairvoyant.csv"))
+    ok(run_cli(*c, "demo", "--policies", HEURISTICS, "--tuned", bench / "tuned.json",
+               "--out", d / "demo", "--figures", d / "figures"))
+    train = d / "train" / "seed-1"
+    train.mkdir(parents=True)
+    it = np.arange(1, 21)
+    pd.DataFrame({c: it * 1.0 for c in LOG_COLUMNS} | {
+        "iteration": it, "env_steps": it * 4096, "wall_s": it * 9.5,
+        "mean_episode_weighted_tardiness_s": 20000.0 / it}).to_csv(train / "train_log.csv", index=False)
+    paths = {"bench": bench, "out": d / "rapport.md", "figures": d / "figures",
+             "train": d / "train", "demo": d / "demo", "dir": d}
+    ok(render(tiny, paths))
+    return paths
+
+
+def render(tiny, p, out=None):  # noqa: F811
+    return run_cli("--config", tiny["conf"], "report", "--bench", p["bench"], "--out",
+                   out or p["out"], "--figures", p["figures"], "--train-dir", p["train"],
+                   "--demo", p["demo"])
+
+
+def table_rows(text):
+    section = text[text.index("## Results"):text.index("### Ranking")]
+    rows = [r for r in section.splitlines() if r.startswith("| ") and not r.startswith("| policy")]
+    return {r.split("|")[1].strip().split(" ")[0]: [c.strip() for c in r.split("|")[2:-1]]
+            for r in rows}
+
+
+def numbers(cell):
+    return [float(x.replace(",", "")) for x in re.findall(r"[-+]?\d[\d,]*\.?\d*", cell)]
+
+
+def test_report_and_figures_are_written(built):
+    text = built["out"].read_text()
+    for name in report.FIGURES.values():
+        assert (built["figures"] / name).stat().st_size > 5_000, name
+        assert f"figures/{name}" in text
+    for heading in ("## Setup", "## Results", "### Ranking", "## Clairvoyant headroom",
+                    "## Demonstration scenario", "## Conclusion", "## Reproduce"):
+        assert heading in text
+
+
+def test_every_table_cell_is_read_from_resume_csv(built):
+    resume = pd.read_csv(built["bench"] / "resume.csv").set_index("policy")
+    rows = table_rows(built["out"].read_text())
+    assert list(rows) == HEURISTICS.split(",")
+    for policy, cells in rows.items():
+        r = resume.loc[policy]
+        mean, lo, hi = numbers(cells[0])
+        assert mean == pytest.approx(r.mean_twt_k, abs=5e-4)
+        assert (lo, hi) == pytest.approx((r.mean_twt_ci_lo_k, r.mean_twt_ci_hi_k), abs=5e-4)
+        assert numbers(cells[1])[0] == pytest.approx(r.p90_twt_k, abs=5e-4)
+        assert numbers(cells[2])[0] == pytest.approx(r.gain_vs_fifo_pct, abs=0.05)
+        for cell, ref in ((cells[3], "atc"), (cells[5], "best_heuristic")):
+            got = numbers(cell)
+            want = [r[f"diff_vs_{ref}_pct"], r[f"diff_vs_{ref}_ci_lo_pct"], r[f"diff_vs_{ref}_ci_hi_pct"]]
+            finite = [w for w in want[1:] if np.isfinite(w)]
+            assert got[0] == pytest.approx(want[0], abs=0.05)
+            assert got[1:] == pytest.approx(finite, abs=0.05)
+        for cell, ref in ((cells[4], "atc"), (cells[6], "best_heuristic")):
+            assert cell == f"{r[f'wins_vs_{ref}']}/{r[f'ties_vs_{ref}']}/{r[f'losses_vs_{ref}']}"
+
+
+def test_changed_files_change_the_report(built, tiny):  # noqa: F811
+    """Numbers are read from the files, not typed: edit the files, the report follows."""
+    p = dict(built, bench=built["dir"] / "edited")
+    shutil.copytree(built["bench"], p["bench"])
+    resume = pd.read_csv(p["bench"] / "resume.csv")
+    i = {name: j for j, name in enumerate(resume["policy"])}
+    resume.loc[i["wmdd"], "p90_twt_k"] = 987.654321
+    resume.loc[i["spt"], "diff_vs_atc_ci_lo_pct"] = -55.44
+    resume.loc[i["edd"], ["wins_vs_atc", "ties_vs_atc", "losses_vs_atc"]] = [77, 0, 1]
+    resume.to_csv(p["bench"] / "resume.csv", index=False)
+    w = json.loads((p["bench"] / "winner.json").read_text())
+    w.update(significant=False, reason="A reason written by the test.")
+    (p["bench"] / "winner.json").write_text(json.dumps(w))
+    tuned = json.loads((p["bench"] / "tuned.json").read_text())
+    tuned["validation_seeds"]["count"] = 4321
+    (p["bench"] / "tuned.json").write_text(json.dumps(tuned))
+    out = p["dir"] / "edited.md"
+    ok(render(tiny, p, out))
+    text = out.read_text()
+    rows = table_rows(text)
+    assert rows["wmdd"][1] == "987.654"
+    assert "[-55.4," in rows["spt"][3]
+    assert rows["edd"][4] == "77/0/1"
+    assert "A reason written by the test." in text
+    assert "k chosen on 4321 validation scenarios" in text
+
+
+def test_inconsistent_files_are_refused(built, tiny):  # noqa: F811
+    p = dict(built, bench=built["dir"] / "stale")
+    shutil.copytree(built["bench"], p["bench"])
+    resume = pd.read_csv(p["bench"] / "resume.csv")
+    resume.loc[0, "mean_twt_k"] *= 1.01
+    resume.to_csv(p["bench"] / "resume.csv", index=False)
+    out = p["dir"] / "stale.md"
+    r = render(tiny, p, out)
+    assert r.returncode == 2 and "does not match per_scenario.csv" in r.stderr
+    assert not out.exists()
+
+
+def test_setup_headroom_and_demo_are_read_from_their_files(built):
+    text = built["out"].read_text()
+    per = pd.read_csv(built["bench"] / "per_scenario.csv")
+    seeds = sorted(set(per["scenario_seed"]))
+    assert f"{len(seeds)} scenarios, seeds {seeds[0]}-{seeds[-1]}" in text
+    assert "ppo-1: 20 iterations, 81,920 environment steps, 3.2 min" in text
+    clair = pd.read_csv(built["bench"] / "clairvoyant.csv")
+    resume = pd.read_csv(built["bench"] / "resume.csv")
+    best = resume.sort_values("rank")["policy"].iloc[0]
+    b = per[(per.policy == best) & per.scenario_seed.isin(clair.scenario_seed)]
+    n = len(clair)
+    assert (f"clairvoyant schedules total {clair.clairvoyant_twt_s.sum() / n / 1000:,.3f} k w·s "
+            f"per scenario on average against {b.total_weighted_tardiness_s.sum() / n / 1000:,.3f} "
+            f"k w·s for the best policy, {best}") in text
+    demo = pd.read_csv(built["demo"] / "demo.csv")
+    for r in demo.itertuples():
+        assert f"| {r.policy} | {r.total_weighted_tardiness_s / 1000:,.3f} |" in text
+    ranking = text[text.index("### Ranking"):].split("\n\n")[1]
+    assert re.findall(r"\d+\. ([\w-]+) \(", ranking) == list(resume.sort_values("rank")["policy"])
+
+
+def test_conclusion_without_ppo_says_so(built):
+    text = built["out"].read_text()
+    w = json.loads((built["bench"] / "winner.json").read_text())
+    assert "No learned policy was benchmarked" in text
+    assert f"`winner.json` records {w['policy']}" in text
+
+
+@pytest.mark.parametrize("factor,verdict", [(0.8, "beats"), (1.3, "loses to")])
+def test_conclusion_with_ppo_follows_the_numbers(built, tiny, factor, verdict):  # noqa: F811
+    """A synthetic PPO column (a multiple of the best heuristic) goes through the same code."""
+    per = bm.read_per_scenario(built["bench"] / "per_scenario.csv")
+    cfg = tiny["cfg"]
+    _, twt = bm.matrix(per)
+    bh = bm.best_heuristic(twt)
+    rng = np.random.default_rng(1)
+    ppo = per[per.policy == bh].copy()
+    ppo["policy"] = "ppo-1"
+    ppo["total_weighted_tardiness_s"] *= factor * rng.uniform(0.97, 1.03, len(ppo))
+    frame = bm.sort_frame(pd.concat([per, ppo], ignore_index=True))
+    specs, _ = bm.resolve_policies(cfg, HEURISTICS.split(","), tuned=built["bench"] / "tuned.json")
+    specs["ppo-1"] = {"kind": "ppo", "rule": None, "atc_k": None, "policy_file": "p.pt"}
+    d = built["dir"] / f"ppo-{factor}"
+    shutil.copytree(built["bench"], d)
+    bm.write_outputs(d, frame, cfg, specs, full=True)
+    out = d / "rapport.md"
+    report.build(cfg, d, out, d / "figs", built["train"], built["demo"])
+    text = out.read_text()
+    w = json.loads((d / "winner.json").read_text())
+    r = pd.read_csv(d / "resume.csv").set_index("policy").loc["ppo-1"]
+    assert f"The best training seed, ppo-1, {verdict} the best heuristic {bh}" in text
+    if verdict == "beats":
+        assert (w["policy"], w["significant"], w["policy_file"]) == ("ppo-1", True, "p.pt")
+        assert f"**The winner is ppo-1** (the learned policy)" in text
+    else:
+        assert w["policy"] == bh and r.diff_vs_best_heuristic_ci_lo_pct > 0
+        assert "**No policy wins significantly.**" in text
+    assert f"{abs(r.diff_vs_best_heuristic_pct):.1f} % {'lower' if factor < 1 else 'higher'}" in text
+
+
+def test_files_from_another_config_are_refused(built, tiny, tmp_path):  # noqa: F811
+    import yaml
+
+    conf = tmp_path / "other.yaml"
+    conf.write_text(yaml.safe_dump(dict(tiny["cfg"], scenario=dict(tiny["cfg"]["scenario"],
+                                                                   load=0.7))))
+    r = run_cli("--config", conf, "report", "--bench", built["bench"], "--out", tmp_path / "r.md",
+                "--figures", tmp_path / "f", "--train-dir", built["train"], "--demo", built["demo"])
+    assert r.returncode == 2 and "made with scenario settings" in r.stderr
+    assert not (tmp_path / "r.md").exists()
