@@ -4,7 +4,7 @@ from . import rules
 
 
 def schedule_scenarios(scenarios, policy, machines=1, k=rules.ATC_K_DEFAULT, policy_file=None,
-                       machine_free=None):
+                       machine_free=None, threads=1):
     """(start, end, machine) arrays, row order, for each scenario under ``policy``.
 
     ``policy``: a rule name (``sched.rules.RULES``) or ``"ppo"`` with
@@ -25,5 +25,5 @@ def schedule_scenarios(scenarios, policy, machines=1, k=rules.ATC_K_DEFAULT, pol
         from .policy import load
 
         return run_greedy(load(policy_file), [s.arrays for s in scenarios], machines=machines,
-                          machine_free=machine_free)
+                          machine_free=machine_free, threads=threads)
     raise ValueError(f"unknown policy {policy!r}; expected one of {', '.join(rules.RULES)} or ppo")
