@@ -48,7 +48,7 @@ class VecQueue:
     """
 
     def __init__(self, cfg, num_envs, rng, seeds, encoding, atc_k, tasks=None, loads=None,
-                 machines=None, reward_scale=0.001):
+                 machines=None, reward_scale=0.001, privileged=False):
         self.cfg = cfg
         self.B = int(num_envs)
         self.rng = rng
@@ -62,6 +62,19 @@ class VecQueue:
         self.slot_load = np.zeros(self.B)
         self.slot_seed = np.zeros(self.B, dtype=np.int64)
         self.finished = []   # (seed, load, total weighted tardiness) of episodes that ended
+        self.atc_k = float(atc_k)
+        self.scratch = sim_numba.empty_state(self.B, self.tasks, self.M) if privileged else None
+        self._ctg = np.zeros(self.B)
+
+    def value_hint(self):
+        """Privileged value estimate of every slot, for the critic only: minus the
+        scaled weighted tardiness still to accrue if ATC took every decision from
+        now on, with the slot's true future arrivals (hindsight). Zero when the
+        environment was built without ``privileged``."""
+        if self.scratch is None:
+            return np.zeros(self.B, dtype=np.float32)
+        sim_numba.cost_to_go_batch(self.state, self.scratch, sim_numba.rules.ATC, self.atc_k, self._ctg)
+        return reward(self._ctg, self.reward_scale).astype(np.float32)
 
     def _load(self, b):
         """Put a new scenario in slot b and run it to its first real decision."""

@@ -78,6 +78,7 @@ class Args:
     atc_prior: bool = True
     prior_scale: float = 3.0
     top_k: int = 0                     # > 0: only the top_k tasks by ATC index are candidates
+    privileged_critic: bool = True     # critic gets the hindsight ATC cost-to-go (training only)
     tasks: Optional[int] = None        # tasks per training scenario (default: scenario.tasks)
     loads: Optional[list] = None       # loads episodes are drawn from (default: [scenario.load])
     eval_every: int = 50
@@ -222,7 +223,8 @@ def train(cfg, args, out, progress=True, resume=True, log=print):
     optimizer = make_optimizer(net, args)
     env = VecQueue(cfg, args.num_envs, env_rng, seed_range(cfg, "train"),
                    P.ENCODINGS[args.architecture], meta["atc_k"], tasks=args.tasks,
-                   loads=args.loads, reward_scale=args.reward_scale)
+                   loads=args.loads, reward_scale=args.reward_scale,
+                   privileged=args.privileged_critic)
     validator = Validator(cfg, args) if args.eval_every > 0 else None
 
     fingerprint = {"config": meta["config_hash"], "args": dataclasses.asdict(args)}
@@ -263,21 +265,23 @@ def train(cfg, args, out, progress=True, resume=True, log=print):
 
         # ------------------------------------------------------------ rollout
         store = RolloutStore(P.ENCODINGS[args.architecture])
-        acts, logps, vals, rews, dones = ([] for _ in range(5))
+        acts, logps, vals, rews, dones, hints = ([] for _ in range(6))
         with torch.no_grad():
             for _ in range(args.num_steps):
                 batch = P.make_batch(obs)
                 logits, value = net(batch)
+                hint = env.value_hint()
+                value = value + torch.from_numpy(hint)
                 a = sample_actions(logits, batch, gen)
                 logp = P.segment_log_softmax(logits, batch["seg"], batch["n"])[batch["starts"] + a]
                 a_np = a.numpy()
                 slot_qpos = obs[3]
                 act = a_np if slot_qpos is None else slot_qpos[np.arange(len(a_np)), a_np]
                 store.add(batch)
-                acts.append(a); logps.append(logp); vals.append(value.numpy())
+                acts.append(a); logps.append(logp); vals.append(value.numpy()); hints.append(hint)
                 obs, r, done = env.step(act)
                 rews.append(r); dones.append(done)
-            next_value = net(P.make_batch(obs))[1].numpy()
+            next_value = net(P.make_batch(obs))[1].numpy() + env.value_hint()
         store.finish()
         env_steps += args.batch_size
         new_eps = env.finished
@@ -303,6 +307,7 @@ def train(cfg, args, out, progress=True, resume=True, log=print):
         badv = torch.from_numpy(adv.reshape(-1))
         bret = torch.from_numpy(ret.reshape(-1).astype(np.float32))
         bval = torch.from_numpy(vals.reshape(-1).astype(np.float32))
+        bhint = torch.from_numpy(np.stack(hints).reshape(-1))
 
         clipfracs, approx_kl = [], torch.tensor(0.0)
         for _epoch in range(args.update_epochs):
@@ -311,6 +316,7 @@ def train(cfg, args, out, progress=True, resume=True, log=print):
                 mb = perm[lo: lo + args.minibatch_size]
                 batch = store.batch(mb)
                 logits, newv = net(batch)
+                newv = newv + bhint[mb]   # the network learns the residual on the hint
                 logprobs = P.segment_log_softmax(logits, batch["seg"], batch["n"])
                 newlogp = logprobs[batch["starts"] + bact[mb]]
                 entropy = P.segment_entropy(logprobs, batch["seg"], batch["n"])

@@ -324,6 +324,64 @@ def advance_batch(s, skip_forced):
 
 
 @core_jit
+def copy_slot(src, b, dst, d):
+    """Copy slot ``b`` of ``src`` into slot ``d`` of ``dst`` (same task capacity)."""
+    n = src.n[b]
+    dst.n[d] = n
+    for j in range(n):
+        dst.arr[d, j] = src.arr[b, j]
+        dst.dur[d, j] = src.dur[b, j]
+        dst.est[d, j] = src.est[b, j]
+        dst.w[d, j] = src.w[b, j]
+        dst.due[d, j] = src.due[b, j]
+        dst.static[d, j] = src.static[b, j]
+        dst.start[d, j] = src.start[b, j]
+        dst.end[d, j] = src.end[b, j]
+        dst.mach[d, j] = src.mach[b, j]
+    for q in range(src.qlen[b]):
+        dst.queue[d, q] = src.queue[b, q]
+    for m in range(src.mfree.shape[1]):
+        dst.mfree0[d, m] = src.mfree0[b, m]
+        dst.mfree[d, m] = src.mfree[b, m]
+        dst.mtask[d, m] = src.mtask[b, m]
+    dst.qlen[d] = src.qlen[b]
+    dst.t[d] = src.t[b]
+    dst.nxt[d] = src.nxt[b]
+    dst.nstarted[d] = src.nstarted[b]
+    dst.pending[d] = src.pending[b]
+    dst.done[d] = src.done[b]
+    dst.wt_started[d] = src.wt_started[b]
+    dst.wt_prev[d] = src.wt_prev[b]
+    dst.accrued[d] = src.accrued[b]
+    dst.decisions[d] = src.decisions[b]
+
+
+@core_jit
+def _cost_to_go(s, b, scratch, rule, k):
+    copy_slot(s, b, scratch, b)
+    set_rule(scratch, b, rule)
+    now = accrued_weighted_tardiness(scratch, b)
+    if scratch.pending[b] >= 0:
+        _start(scratch, b, pick(scratch, b, rule, k), scratch.pending[b])
+    while _advance(scratch, b, True):
+        _start(scratch, b, pick(scratch, b, rule, k), scratch.pending[b])
+    return scratch.wt_started[b] - now
+
+
+@nb.njit(cache=True, parallel=True, _nrt=False)
+def cost_to_go_batch(s, scratch, rule, k, out):
+    """Hindsight cost-to-go of every slot: the weighted tardiness still to accrue
+    if ``rule`` took every decision from now on, with the slot's true future
+    arrivals and durations. 0 for finished slots. ``scratch`` is a State of
+    the same shape, overwritten.
+
+    Training only (the critic's privileged input): a scheduler never knows this.
+    """
+    for b in nb.prange(s.n.shape[0]):
+        out[b] = 0.0 if s.done[b] else _cost_to_go(s, b, scratch, rule, k)
+
+
+@core_jit
 def advance_slot(s, b, skip_forced):
     """:func:`advance_batch` for one slot (e.g. one just reloaded with a new scenario)."""
     if s.done[b]:
