@@ -77,7 +77,7 @@ class Args:
     hidden: int = 64
     atc_prior: bool = True
     prior_scale: float = 3.0
-    top_k: int = 0                     # > 0: only the top_k tasks by ATC index are candidates
+    top_k: int = 16                    # > 0: only the top_k tasks by ATC index are candidates
     privileged_critic: bool = True     # critic gets the hindsight ATC cost-to-go (training only)
     tasks: Optional[int] = None        # tasks per training scenario (default: scenario.tasks)
     loads: Optional[list] = None       # loads episodes are drawn from (default: [scenario.load])

@@ -263,12 +263,12 @@ def _ppo_plan(name, pfile, where):
 
 def _ppo_rollout(plan, q):
     """Greedy (argmax) rollout of a trained policy over the queue (sched.env.run_greedy)."""
-    from .env import run_greedy
+    from .env import run_greedy_one
     from .policy import load_cached
 
     policy = load_cached(plan.policy_file)
-    (start, end, mach), = run_greedy(
-        policy, [(q.arrival, q.estimate, q.estimate, q.weight, q.due)],
+    start, end, mach = run_greedy_one(
+        policy, (q.arrival, q.estimate, q.estimate, q.weight, q.due),
         machines=len(q.machine_free), machine_free=q.machine_free)
     start, end = np.asarray(start, np.float64), np.asarray(end, np.float64)
     mach = np.asarray(mach, np.int64)

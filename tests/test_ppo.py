@@ -148,7 +148,7 @@ def test_bad_policy_files_are_refused(tmp_path, trained, cli):
 
 def test_scorer_is_permutation_equivariant():
     torch.manual_seed(0)
-    net = P.TaskScorer(hidden=16).eval()
+    net = P.TaskScorer(hidden=16, top_k=0).eval()
     q = 9
     x = torch.randn(q, F.N_TASK)
     g = torch.randn(1, F.N_GLOBAL)
@@ -164,7 +164,7 @@ def test_scorer_is_permutation_equivariant():
 
 def test_scorer_works_for_any_queue_length_and_batches_agree():
     torch.manual_seed(1)
-    net = P.TaskScorer(hidden=16).eval()
+    net = P.TaskScorer(hidden=16, top_k=0).eval()
     sizes = [1, 5, 300]
     xs = [torch.randn(n, F.N_TASK) for n in sizes]
     g = torch.randn(3, F.N_GLOBAL)
@@ -186,7 +186,7 @@ def test_untrained_prior_policy_picks_what_atc_picks(tiny_cfg):
     """With the ATC prior and zero corrections the greedy policy is ATC exactly."""
     for arch in ("scorer", "flat"):
         net = P.build({"name": arch, "hidden": 16, "atc_prior": True, "prior_scale": 3.0})
-        head = net.head if arch == "scorer" else net.actor[-1]
+        head = net.actor[-1]
         torch.nn.init.zeros_(head.weight)
         torch.nn.init.zeros_(head.bias)
         meta = {"arch": {"name": arch}, "atc_k": 2.0, "p_ref": 80.0, "load": 0.85}
@@ -269,3 +269,30 @@ def test_privileged_hint_is_the_atc_cost_to_go(tiny_cfg):
         total = float((arrays[3] * np.maximum(end - arrays[4], 0)).sum())
         # at the first decision every earlier one was forced, so ATC's schedule got here too
         assert -hint[b] / 0.001 + s.wt_prev[b] == pytest.approx(total, rel=1e-6)
+
+
+def test_one_queue_fast_path_matches_the_batched_greedy(trained, tiny_cfg):
+    from sched.env import run_greedy, run_greedy_one
+
+    pol = P.load(trained[0])
+    for seed, machines, free in ((1, 1, None), (2, 2, [30.0, 0.0]), (3, 3, None)):
+        sc = generate(tiny_cfg, seed, tasks=120, machines=machines).arrays
+        a = run_greedy_one(pol, sc, machines, free)
+        (b,) = run_greedy(pol, [sc], machines, free)
+        for u, v in zip(a, b):
+            assert np.array_equal(u, v)
+
+
+def test_only_the_top_k_atc_tasks_are_candidates():
+    torch.manual_seed(2)
+    q, k = 30, 4
+    x = torch.randn(q, F.N_TASK)
+    x[:, F.ATC_RANK_INDEX] = torch.randperm(q).float() / q
+    batch = {"x": x, "seg": torch.zeros(q, dtype=torch.long), "n": 1, "counts": torch.tensor([q]),
+             "g": torch.randn(1, F.N_GLOBAL)}
+    with torch.no_grad():
+        logits, _ = P.TaskScorer(hidden=8, top_k=k)(batch)
+        free, _ = P.TaskScorer(hidden=8, top_k=0)(batch)
+    cand = x[:, F.ATC_RANK_INDEX] * q < k
+    assert (logits[~cand] == -1e9).all() and (logits[cand] > -1e8).all()
+    assert (free > -1e8).all()
