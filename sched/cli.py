@@ -11,7 +11,7 @@ import importlib
 import sys
 
 #: Subcommands, in the order ``sched --help`` lists them.
-COMMANDS = ("calibrate", "scenario", "simulate", "train", "tune", "benchmark", "gather",
+COMMANDS = ("calibrate", "scenario", "simulate", "teach", "train", "tune", "benchmark", "gather",
             "clairvoyant", "report", "demo", "rank")
 
 

@@ -77,8 +77,15 @@ class Args:
     hidden: int = 64
     atc_prior: bool = True
     prior_scale: float = 3.0
-    top_k: int = 16                    # > 0: only the top_k tasks by ATC index are candidates
+    top_k: int = 4                     # > 0: only the top_k tasks by ATC index are candidates
     privileged_critic: bool = True     # critic gets the hindsight ATC cost-to-go (training only)
+    teacher_scenarios: int = 400       # warm start: scenarios labelled by the rollout teacher (0 = none)
+    teacher_samples: int = 16          # sampled futures per candidate
+    teacher_horizon: int = 100         # future arrivals per sample
+    distill_epochs: int = 6            # passes over the teacher's labels
+    distill_lr: float = 1e-3
+    distill_batch: int = 256
+    distill_scale: float = 100.0       # weighted seconds per unit of the distillation loss
     tasks: Optional[int] = None        # tasks per training scenario (default: scenario.tasks)
     loads: Optional[list] = None       # loads episodes are drawn from (default: [scenario.load])
     eval_every: int = 50
@@ -200,7 +207,62 @@ class Validator:
         return out
 
 
-def train(cfg, args, out, progress=True, resume=True, log=print):
+def distill(net, labels, args, gen, progress=False):
+    """Warm start: cost-sensitive imitation of the rollout teacher (sched/teacher.py).
+
+    For each labelled decision the loss is the expected label (extra weighted
+    tardiness over ATC's choice, in units of ``distill_scale``) under the
+    policy's softmax over the teacher's candidates: the gradient pushes
+    probability towards the cheaper candidates in proportion to what a wrong
+    pick costs. The critic is left to PPO. Returns the mean loss of the last epoch.
+    """
+    x, g = torch.from_numpy(labels["x"]), torch.from_numpy(labels["g"])
+    cand, lab = torch.from_numpy(labels["cand"]), torch.from_numpy(labels["label"])
+    counts = torch.from_numpy(labels["counts"])
+    starts = P.starts_of(counts)
+    valid = cand >= 0
+    regret = (lab - lab.masked_fill(~valid, float("inf")).min(1, keepdim=True).values) \
+        .masked_fill(~valid, 0.0) / args.distill_scale
+    opt = torch.optim.Adam(net.parameters(), lr=args.distill_lr)
+    n = len(counts)
+    epochs = range(args.distill_epochs)
+    if progress:
+        from tqdm import tqdm
+
+        epochs = tqdm(epochs, desc="distil teacher", unit="epoch", dynamic_ncols=True)
+    last = float("nan")
+    for _ in epochs:
+        perm = torch.randperm(n, generator=gen)
+        total = 0.0
+        for lo in range(0, n, args.distill_batch):
+            idx = perm[lo: lo + args.distill_batch]
+            c = counts[idx]
+            seg = torch.repeat_interleave(torch.arange(len(idx)), c)
+            st = P.starts_of(c)
+            rows = starts[idx][seg] + torch.arange(len(seg)) - st[seg]
+            batch = {"x": x[rows], "seg": seg, "n": len(idx), "counts": c, "starts": st, "g": g[idx]}
+            logits, _ = net(batch)
+            picked = logits[st.unsqueeze(1) + cand[idx].clamp(min=0)].masked_fill(~valid[idx], -1e9)
+            loss = (torch.softmax(picked, 1) * regret[idx]).sum(1).mean()
+            opt.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(net.parameters(), args.max_grad_norm)
+            opt.step()
+            total += loss.item() * len(idx)
+        last = total / n
+    return last
+
+
+def teacher_labels(cfg, args, progress=False):
+    """The teacher's labels on the first ``teacher_scenarios`` training seeds."""
+    from .teacher import make_labels
+
+    seeds = list(seed_range(cfg, "train"))[: args.teacher_scenarios]
+    return make_labels(cfg, seeds, args.teacher_horizon, args.teacher_samples, args.top_k,
+                       progress=progress)
+
+
+def train(cfg, args, out, progress=True, resume=True, log=print, labels=None):
     """Train a policy; write ``out`` (policy file), ``train_log.csv`` beside it.
 
     Returns a summary dict. Resumes from ``<out>.ckpt`` when it exists and was
@@ -226,6 +288,10 @@ def train(cfg, args, out, progress=True, resume=True, log=print):
                    loads=args.loads, reward_scale=args.reward_scale,
                    privileged=args.privileged_critic)
     validator = Validator(cfg, args) if args.eval_every > 0 else None
+    if args.teacher_scenarios > 0 and (args.top_k <= 0 or args.architecture != "scorer"):
+        raise ValueError(f"train.teacher_scenarios: the teacher warm start labels the top_k "
+                         f"candidates of the scorer; got architecture {args.architecture!r}, "
+                         f"top_k {args.top_k} (set teacher_scenarios: 0 to train without it)")
 
     fingerprint = {"config": meta["config_hash"], "args": dataclasses.asdict(args)}
     start_iter, rows, best = 1, [], {"score": math.inf, "iteration": 0, "state": None}
@@ -248,6 +314,25 @@ def train(cfg, args, out, progress=True, resume=True, log=print):
             obs = env.reset()
     else:
         obs = env.reset()
+    if start_iter == 1 and args.teacher_scenarios > 0:
+        # ---------------------------------------------------------------- warm start
+        if labels is None:
+            labels = teacher_labels(cfg, args, progress=progress)
+        t_d = time.perf_counter()
+        loss = distill(net, labels, args, gen, progress=progress)
+        val_score = validator(net, meta) if validator is not None else float("nan")
+        if validator is not None:
+            best = {"score": val_score, "iteration": 0,
+                    "state": {k: v.detach().clone() for k, v in net.state_dict().items()}}
+        nan = float("nan")
+        rows.append({"iteration": 0, "env_steps": 0, "episodes": 0,
+                     "mean_episode_weighted_tardiness_s": nan, "policy_loss": loss,
+                     "value_loss": nan, "entropy": nan, "approx_kl": nan, "clip_fraction": nan,
+                     "explained_variance": nan, "steps_per_s": nan,
+                     "wall_s": time.perf_counter() - t_d, "learning_rate": args.distill_lr,
+                     "val_weighted_tardiness_s": val_score,
+                     "val_atc_weighted_tardiness_s": validator.atc if validator else nan})
+        wall_before = rows[-1]["wall_s"]
 
     bar = None
     if progress:

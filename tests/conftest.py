@@ -62,7 +62,8 @@ def cli(calibrated):
 
 #: A tiny PPO configuration: a few iterations on short scenarios (seconds).
 TINY_TRAIN = dict(iterations=6, num_envs=4, num_steps=8, num_minibatches=2, update_epochs=2,
-                  tasks=60, eval_every=3, validation_scenarios=3, checkpoint_every=2, hidden=16)
+                  tasks=60, eval_every=3, validation_scenarios=3, checkpoint_every=2, hidden=16,
+                  teacher_scenarios=3, teacher_samples=2, teacher_horizon=10, distill_epochs=1)
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,54 @@
+"""`sched teach`: label training scenarios with the Monte Carlo rollout teacher."""
+import json
+import sys
+
+from ..cli import UsageError, load_cfg
+
+
+def register(sub):
+    s = sub.add_parser("teach", help="label training scenarios with the rollout teacher "
+                                     "(the policy's warm start; sched/teacher.py)")
+    s.add_argument("--seeds", help="training seeds A-B (default: the first train.teacher_scenarios "
+                                   "of seeds.train); shards of that range can run in parallel")
+    s.add_argument("--out", default="results/teacher/labels.npz", help="label file (default: %(default)s)")
+    s.add_argument("--no-progress", action="store_true", help="no progress bar")
+    s.set_defaults(func=run)
+
+
+def teacher_seeds(cfg, args):
+    from ..config import seed_range
+    from ..ppo import Args
+
+    a = Args.from_config(cfg)
+    wanted = list(seed_range(cfg, "train"))[: a.teacher_scenarios]
+    if not args.seeds:
+        return wanted, a
+    try:
+        lo, hi = (int(v) for v in args.seeds.split("-"))
+    except ValueError:
+        raise UsageError(f"--seeds: expected A-B, got {args.seeds!r}") from None
+    seeds = list(range(lo, hi + 1))
+    outside = [s for s in seeds if s not in set(wanted)]
+    if outside or not seeds:
+        raise UsageError(f"--seeds: {args.seeds} is not within the teacher's scenarios "
+                         f"{wanted[0]}-{wanted[-1]} (train.teacher_scenarios of seeds.train)")
+    return seeds, a
+
+
+def run(args):
+    from ..config import config_hash
+    from ..teacher import LABEL_FORMAT, make_labels, save_labels
+
+    cfg = load_cfg(args)
+    seeds, a = teacher_seeds(cfg, args)
+    if a.teacher_scenarios <= 0:
+        raise UsageError("train.teacher_scenarios is 0: there is nothing to label")
+    labels = make_labels(cfg, seeds, a.teacher_horizon, a.teacher_samples, a.top_k,
+                         progress=not args.no_progress)
+    meta = {"format": LABEL_FORMAT, "config_hash": config_hash(cfg, ["scenario", "rules", "seeds"]),
+            "samples": a.teacher_samples, "horizon": a.teacher_horizon, "top_k": a.top_k,
+            "tasks": a.tasks, "seeds": [seeds[0], seeds[-1]]}
+    save_labels(args.out, labels, meta)
+    print(json.dumps({"out": args.out, "scenarios": len(seeds), "decisions": int(len(labels["counts"])),
+                      "teacher_differs_from_atc": float((labels["label"].min(1) < 0).mean())}),
+          file=sys.stdout)

@@ -1,0 +1,212 @@
+"""A Monte Carlo rollout teacher, to warm-start the policy before PPO.
+
+At each decision of a training scenario the teacher compares the ``top_k``
+candidates by ATC index: for each, it starts that task now, then lets ATC
+take every later decision, on ``samples`` futures drawn from the scenario
+model (the same futures for every candidate: common random numbers), up to
+``horizon`` future arrivals. The mean weighted tardiness of each candidate,
+minus that of ATC's own choice, is the label (negative = better than ATC).
+The teacher then starts its best candidate and moves on, so the labelled
+states are those a better-than-ATC policy visits.
+
+It is not clairvoyant: the futures are samples from the model, not the
+scenario's real arrivals. It does use the true durations of the tasks
+already in the queue, which a scheduler only knows as estimates: a teacher
+may know more than the student; the student (the policy) only ever sees the
+features of ``sched.features``. It is about a thousand times slower than a
+policy (several rollouts per candidate per decision), which is why it only
+labels training data.
+
+The student learns by minimising the expected label of its own softmax over
+the candidates (``distillation_loss``): a cost-sensitive imitation that
+weighs each mistake by what it costs, not a plain classification.
+"""
+import json
+from pathlib import Path
+
+import numba as nb
+import numpy as np
+
+from . import features as F
+from . import rules
+from . import sim_numba as S
+from .scenario import draw
+
+LABEL_FORMAT = "render-queue-sched/teacher-labels/1"
+
+
+@nb.njit(cache=True)
+def _with_future(s, b, dst, fa, fd, fe, fw, fdue, horizon):
+    """Slot 0 of ``dst`` := slot b's tasks arrived so far + a sampled future after t."""
+    t = s.t[b]
+    nxt = s.nxt[b]
+    for j in range(nxt):
+        dst.arr[0, j] = s.arr[b, j]
+        dst.dur[0, j] = s.dur[b, j]
+        dst.est[0, j] = s.est[b, j]
+        dst.w[0, j] = s.w[b, j]
+        dst.due[0, j] = s.due[b, j]
+        dst.static[0, j] = s.static[b, j]
+        dst.start[0, j] = s.start[b, j]
+        dst.end[0, j] = s.end[b, j]
+        dst.mach[0, j] = s.mach[b, j]
+    for i in range(horizon):
+        j = nxt + i
+        dst.arr[0, j] = t + fa[i]
+        dst.dur[0, j] = fd[i]
+        dst.est[0, j] = fe[i]
+        dst.w[0, j] = fw[i]
+        dst.due[0, j] = t + fdue[i]
+        dst.static[0, j] = rules.static_part(rules.ATC, fe[i], fw[i])
+    dst.n[0] = nxt + horizon
+    for q in range(s.qlen[b]):
+        dst.queue[0, q] = s.queue[b, q]
+    dst.qlen[0] = s.qlen[b]
+    for m in range(s.mfree.shape[1]):
+        dst.mfree[0, m] = s.mfree[b, m]
+        dst.mtask[0, m] = s.mtask[b, m]
+    dst.t[0] = t
+    dst.nxt[0] = nxt
+    dst.nstarted[0] = s.nstarted[b]
+    dst.pending[0] = s.pending[b]
+    dst.done[0] = False
+    dst.wt_started[0] = s.wt_started[b]
+
+
+@nb.njit(cache=True)
+def _atc_candidates(s, b, k, K):
+    """Queue positions of the K waiting tasks with the highest ATC index, best first."""
+    ql = s.qlen[b]
+    t = s.t[b]
+    pbar = 0.0
+    for q in range(ql):
+        pbar += s.est[b, s.queue[b, q]]
+    pbar /= ql
+    v = np.empty(ql)
+    for q in range(ql):
+        j = s.queue[b, q]
+        v[q] = rules.atc_log_index(rules.static_part(rules.ATC, s.est[b, j], s.w[b, j]),
+                                   s.est[b, j], s.due[b, j], t, k, pbar)
+    return np.argsort(-v, kind="mergesort")[: min(K, ql)]   # the features' atc_rank order
+
+
+@nb.njit(cache=True)
+def label_scenario(s, b, scratch, k, K, FA, FD, FE, FW, FDUE, horizon, samples, first_future,
+                   p_ref, load, X, G, C, Q, L, nrows, ndec):
+    """Run the teacher on slot b, appending its decisions; returns (nrows, ndec).
+
+    X: feature rows of every waiting task, G: globals, C: candidate queue
+    positions (-1 padding), Q: label of each candidate (0 for ATC's choice),
+    L: queue length (rows of X) of each decision.
+    """
+    S.reset_slot(s, b)
+    S.set_rule(s, b, rules.ATC)
+    xb = np.empty((s.queue.shape[1], F.N_TASK))
+    gb = np.empty(F.N_GLOBAL)
+    nf = FA.shape[0]
+    dec = 0
+    while S._advance(s, b, True):
+        ql = s.qlen[b]
+        cands = _atc_candidates(s, b, k, K)
+        F._encode_slot(s, b, k, p_ref, load, xb, gb)
+        cost = np.zeros(K)
+        for r in range(samples):
+            f = (first_future + dec * samples + r) % nf
+            for ci in range(len(cands)):
+                _with_future(s, b, scratch, FA[f], FD[f], FE[f], FW[f], FDUE[f], horizon)
+                S._start(scratch, 0, cands[ci], scratch.pending[0])
+                while S._advance(scratch, 0, True):
+                    S._start(scratch, 0, S.pick(scratch, 0, rules.ATC, k), scratch.pending[0])
+                cost[ci] += scratch.wt_started[0]
+        best = 0
+        for i in range(K):
+            if i < len(cands):
+                C[ndec, i] = cands[i]
+                Q[ndec, i] = (cost[i] - cost[0]) / samples
+                if cost[i] < cost[best] - 1e-9:
+                    best = i
+            else:
+                C[ndec, i] = -1
+                Q[ndec, i] = 0.0
+        for q in range(ql):
+            for f2 in range(F.N_TASK):
+                X[nrows + q, f2] = xb[q, f2]
+        for f2 in range(F.N_GLOBAL):
+            G[ndec, f2] = gb[f2]
+        L[ndec] = ql
+        nrows += ql
+        ndec += 1
+        dec += 1
+        S._start(s, b, cands[best], s.pending[b])
+    return nrows, ndec
+
+
+def make_labels(cfg, seeds, horizon, samples, top_k, futures=2000, progress=False):
+    """Teacher labels for the training scenarios ``seeds`` (dict of arrays)."""
+    from .env import p_ref_of
+
+    k = float(cfg["rules"]["atc_k"])
+    load = float(cfg["scenario"]["load"])
+    p_ref = p_ref_of(cfg)
+    seeds = list(seeds)
+    # futures: the scenario model's first `horizon` arrivals, for seeds taken
+    # from the end of the training range (scenario seeds come from its start)
+    tr = cfg["seeds"]["train"]
+    fut_seeds = range(tr["start"] + tr["count"] - futures, tr["start"] + tr["count"])
+    pool = [draw(cfg, s, tasks=horizon) for s in fut_seeds]
+    FA, FD, FE, FW, FDUE = (np.ascontiguousarray([p[key] for p in pool], dtype=np.float64)
+                            for key in ("arrival", "duration", "estimate", "weight", "due"))
+    n = int(cfg["train"].get("tasks") or cfg["scenario"]["tasks"])
+    X, G, C, Q, L, SEG = [], [], [], [], [], []
+    it = seeds
+    if progress:
+        from tqdm import tqdm
+
+        it = tqdm(seeds, desc="teacher", unit="scenario", dynamic_ncols=True)
+    scratch = S.empty_state(1, n + horizon, cfg["scenario"]["machines"])
+    for i, seed in enumerate(it):
+        d = draw(cfg, seed, tasks=n)
+        state, _ = S.pack([(d["arrival"], d["duration"], d["estimate"], d["weight"], d["due"])],
+                          cfg["scenario"]["machines"])
+        x = np.empty((n * n // 2 + n, F.N_TASK))
+        g = np.empty((n, F.N_GLOBAL))
+        c = np.empty((n, top_k), dtype=np.int64)
+        q = np.empty((n, top_k))
+        ql = np.empty(n, dtype=np.int64)
+        nr, nd = label_scenario(state, 0, scratch, k, top_k, FA, FD, FE, FW, FDUE, horizon,
+                                samples, i * 7919, p_ref, load, x, g, c, q, ql, 0, 0)
+        X.append(x[:nr].astype(np.float32)); G.append(g[:nd].astype(np.float32))
+        C.append(c[:nd]); Q.append(q[:nd].astype(np.float32)); L.append(ql[:nd])
+        SEG.append(np.full(nd, seed, dtype=np.int64))
+    return {"x": np.concatenate(X), "g": np.concatenate(G), "cand": np.concatenate(C),
+            "label": np.concatenate(Q), "counts": np.concatenate(L),
+            "scenario_seed": np.concatenate(SEG)}
+
+
+def save_labels(path, labels, meta):
+    from .io import atomic_path
+
+    with atomic_path(path) as tmp:
+        with open(tmp, "wb") as fh:
+            np.savez(fh, meta=np.array(json.dumps(meta)), **labels)
+
+
+def load_labels(paths):
+    """Concatenate label files (numpy only, no pickle); checks they agree."""
+    parts, meta = [], None
+    for p in paths:
+        try:
+            with np.load(p, allow_pickle=False) as z:
+                m = json.loads(str(z["meta"]))
+                parts.append({k: z[k] for k in z.files if k != "meta"})
+        except (OSError, ValueError, KeyError) as exc:
+            raise ValueError(f"{p}: not a teacher label file ({exc})") from None
+        if m.get("format") != LABEL_FORMAT:
+            raise ValueError(f"{p}: not a teacher label file (format {m.get('format')!r})")
+        same = {k: v for k, v in m.items() if k != "seeds"}
+        if meta is not None and same != meta:
+            raise ValueError(f"{p}: made with other settings than {paths[0]}")
+        meta = same
+    if not parts:
+        raise ValueError("no teacher label file given")
+    return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}, meta
