@@ -78,6 +78,7 @@ class Args:
     atc_prior: bool = True
     prior_scale: float = 3.0
     top_k: int = 4                     # > 0: only the top_k tasks by ATC index are candidates
+    atc_k: Optional[float] = None      # ATC k of the features, the prior and the teacher (None: rules.atc_k)
     privileged_critic: bool = True     # critic gets the hindsight ATC cost-to-go (training only)
     teacher_scenarios: int = 400       # warm start: scenarios labelled by the rollout teacher (0 = none)
     teacher_samples: int = 16          # sampled futures per candidate
@@ -118,7 +119,7 @@ def policy_meta(cfg, args):
     enc = P.ENCODINGS[args.architecture]
     return {
         "arch": arch_of(args),
-        "atc_k": float(cfg["rules"]["atc_k"]),
+        "atc_k": float(args.atc_k if args.atc_k is not None else cfg["rules"]["atc_k"]),
         "p_ref": p_ref_of(cfg),
         "load": float(cfg["scenario"]["load"]),
         "task_features": list(F.TASK_FEATURES if enc == "tasks" else F.FLAT_TASK_FEATURES),
@@ -259,7 +260,7 @@ def teacher_labels(cfg, args, progress=False):
 
     seeds = list(seed_range(cfg, "train"))[: args.teacher_scenarios]
     return make_labels(cfg, seeds, args.teacher_horizon, args.teacher_samples, args.top_k,
-                       progress=progress)
+                       progress=progress, atc_k=args.atc_k)
 
 
 def train(cfg, args, out, progress=True, resume=True, log=print, labels=None):

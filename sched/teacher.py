@@ -141,11 +141,15 @@ def label_scenario(s, b, scratch, k, K, FA, FD, FE, FW, FDUE, horizon, samples, 
     return nrows, ndec
 
 
-def make_labels(cfg, seeds, horizon, samples, top_k, futures=2000, progress=False):
-    """Teacher labels for the training scenarios ``seeds`` (dict of arrays)."""
+def make_labels(cfg, seeds, horizon, samples, top_k, futures=2000, progress=False, atc_k=None):
+    """Teacher labels for the training scenarios ``seeds`` (dict of arrays).
+
+    ``atc_k``: ATC's k for the candidates, the continuation and the features
+    (default: the config's rules.atc_k).
+    """
     from .env import p_ref_of
 
-    k = float(cfg["rules"]["atc_k"])
+    k = float(atc_k if atc_k is not None else cfg["rules"]["atc_k"])
     load = float(cfg["scenario"]["load"])
     p_ref = p_ref_of(cfg)
     seeds = list(seeds)

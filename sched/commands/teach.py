@@ -44,10 +44,10 @@ def run(args):
     if a.teacher_scenarios <= 0:
         raise UsageError("train.teacher_scenarios is 0: there is nothing to label")
     labels = make_labels(cfg, seeds, a.teacher_horizon, a.teacher_samples, a.top_k,
-                         progress=not args.no_progress)
+                         progress=not args.no_progress, atc_k=a.atc_k)
     meta = {"format": LABEL_FORMAT, "config_hash": config_hash(cfg, ["scenario", "rules", "seeds"]),
             "samples": a.teacher_samples, "horizon": a.teacher_horizon, "top_k": a.top_k,
-            "tasks": a.tasks, "seeds": [seeds[0], seeds[-1]]}
+            "tasks": a.tasks, "atc_k": a.atc_k, "seeds": [seeds[0], seeds[-1]]}
     save_labels(args.out, labels, meta)
     print(json.dumps({"out": args.out, "scenarios": len(seeds), "decisions": int(len(labels["counts"])),
                       "teacher_differs_from_atc": float((labels["label"].min(1) < 0).mean())}),

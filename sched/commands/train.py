@@ -51,7 +51,7 @@ def _checked_labels(cfg, a, paths):
     labels, meta = load_labels(paths)
     want = {"config_hash": config_hash(cfg, ["scenario", "rules", "seeds"]),
             "samples": a.teacher_samples, "horizon": a.teacher_horizon, "top_k": a.top_k,
-            "tasks": a.tasks}
+            "tasks": a.tasks, "atc_k": a.atc_k}
     for key, value in want.items():
         if meta.get(key) != value:
             raise UsageError(f"--teacher: {paths[0]}: {key} is {meta.get(key)!r}, this config "
