@@ -153,23 +153,15 @@ def run_greedy(policy, scenarios, machines=1, machine_free=None, threads=1):
 def run_greedy_one(policy, scenario, machines=1, machine_free=None):
     """:func:`run_greedy` for a single scenario, the fast way for the scorer.
 
-    One compiled call per decision and a NumPy forward: used by ``rank()``,
-    where a queue of a few dozen tasks must be ordered in milliseconds. Falls
-    back to :func:`run_greedy` for the flat architecture.
+    The whole rollout is one compiled call (``sched.policy_numba``): used by
+    ``rank()``, where a queue of a few dozen tasks must be ordered in a couple
+    of milliseconds. Falls back to :func:`run_greedy` for the flat architecture.
     """
     if policy.meta["arch"]["name"] != "scorer":
         return run_greedy(policy, [scenario], machines, machine_free)[0]
-    state, (order,) = sim_numba.pack([scenario], machines, machine_free)
-    enc = policy.encoder
-    n = len(order)
-    x = np.empty((max(n, 1), F.N_TASK), dtype=np.float64)
-    g = np.empty(F.N_GLOBAL, dtype=np.float64)
-    load = float(np.asarray(enc.load).ravel()[0])
-    q = F.step_encode_one(state, -1, enc.k, enc.p_ref, load, x, g)
-    while q > 0:
-        logits = policy.logits_one(x[:q].astype(np.float32), g.astype(np.float32))
-        q = F.step_encode_one(state, int(np.argmax(logits)), enc.k, enc.p_ref, load, x, g)
-    return sim_numba._unpack(state, [order])[0]
+    from .policy_numba import run_one
+
+    return run_one(policy, scenario, machines, machine_free)
 
 
 def make_gym_env(cfg=None, max_queue=64, reward_scale=0.001):

@@ -23,14 +23,6 @@ import numba as nb
 import numpy as np
 
 from . import rules
-from .sim_numba import _advance as sim_numba_advance
-from .sim_numba import _start
-
-
-@nb.njit(cache=True)
-def sim_numba_apply_one(s, action):
-    _start(s, 0, action, s.pending[0])
-    s.pending[0] = -1
 
 TASK_FEATURES = (
     "est_rel",        # p / pbar
@@ -193,24 +185,6 @@ def encode_flat(s, k, p_ref, loads, flat, mask, slot_qpos):
                 flat[b, i * nt + f] = xb[q, _FLAT_T[f]]
         for f in range(_FLAT_G.shape[0]):
             flat[b, FLAT_SLOTS * nt + f] = gb[_FLAT_G[f]]
-
-
-@nb.njit(cache=True)
-def step_encode_one(s, action, k, p_ref, load, x, g):
-    """One greedy step on slot 0, for a single queue (``rank()`` with a policy).
-
-    Starts the task at queue position ``action`` (when >= 0), runs to the next
-    decision and encodes it into ``x`` (rows in queue order) and ``g``.
-    Returns the queue length, or 0 once every task has started. One compiled
-    call per decision: the per-call cost of handing a State to numba is paid
-    once, not three times.
-    """
-    if action >= 0:
-        sim_numba_apply_one(s, action)
-    while sim_numba_advance(s, 0, True):
-        _encode_slot(s, 0, k, p_ref, load, x, g)
-        return s.qlen[0]
-    return 0
 
 
 class Encoder:

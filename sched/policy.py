@@ -188,36 +188,6 @@ class Policy:
         self.encoder = F.Encoder(ENCODINGS[meta["arch"]["name"]], meta["atc_k"], meta["p_ref"],
                                  meta["load"])
 
-    def numpy_scorer(self):
-        """The scorer's weights as float32 NumPy arrays, for one-queue inference."""
-        if getattr(self, "_np", None) is None:
-            sd = {k: v.detach().numpy().astype(np.float32) for k, v in self.net.state_dict().items()}
-            self._np = sd
-        return self._np
-
-    def logits_one(self, x, g):
-        """Scorer logits of one queue (x: (q, N_TASK), g: (N_GLOBAL,)) with NumPy.
-
-        The same function as ``TaskScorer.forward`` for a batch of one decision;
-        no torch dispatch, which dominates for a queue of a few dozen tasks.
-        """
-        w = self.numpy_scorer()
-        q = len(x)
-        c = np.concatenate([x.mean(0), x.max(0), g])
-        top_k = self.net.top_k
-        if top_k > 0:
-            cand = np.flatnonzero(np.rint(x[:, F.ATC_RANK_INDEX] * q) < top_k)
-        else:
-            cand = np.arange(q)
-        xc = x[cand]
-        inp = np.concatenate([xc, np.broadcast_to(c, (len(cand), len(c)))], 1)
-        h = np.tanh(inp @ w["actor.0.weight"].T + w["actor.0.bias"])
-        h = np.tanh(h @ w["actor.2.weight"].T + w["actor.2.bias"])
-        scores = (h @ w["actor.4.weight"].T).ravel() + w["actor.4.bias"] + xc @ w["linear.weight"].ravel()
-        logits = np.full(q, np.float32(-1e9), dtype=np.float32)
-        logits[cand] = scores
-        return logits
-
     @torch.no_grad()
     def act(self, state):
         """Greedy (argmax) action, as a queue position, for every pending slot (-1 elsewhere)."""

@@ -77,7 +77,7 @@ class Args:
     hidden: int = 64
     atc_prior: bool = True
     prior_scale: float = 3.0
-    top_k: int = 4                     # > 0: only the top_k tasks by ATC index are candidates
+    top_k: int = 16                    # > 0: only the top_k tasks by ATC index are candidates
     atc_k: Optional[float] = None      # ATC k of the features, the prior and the teacher (None: rules.atc_k)
     privileged_critic: bool = True     # critic gets the hindsight ATC cost-to-go (training only)
     teacher_scenarios: int = 400       # warm start: scenarios labelled by the rollout teacher (0 = none)

@@ -22,7 +22,6 @@ the candidates (``distillation_loss``): a cost-sensitive imitation that
 weighs each mistake by what it costs, not a plain classification.
 """
 import json
-from pathlib import Path
 
 import numba as nb
 import numpy as np

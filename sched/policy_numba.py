@@ -1,0 +1,101 @@
+"""The scorer's greedy rollout of one queue, compiled: the fast path of ``rank()``.
+
+``rank()`` orders a queue of a few dozen tasks in a couple of milliseconds:
+calling torch (or even NumPy) once per decision costs more than the
+decision. Here the whole rollout (advance, encode, score the ``top_k``
+candidates, start the best) is one compiled call, with the scorer's weights
+passed as arrays. It computes the same function as ``TaskScorer.forward``
+(``sched/policy.py``) in float64; the tests check both pick the same tasks.
+"""
+import math
+
+import numba as nb
+import numpy as np
+
+from . import features as F
+from . import sim_numba as S
+
+
+@nb.njit(cache=True, fastmath=True)
+def _affine(W, b, x, lo, hi, out):
+    """out = b + W[:, lo:hi] @ x[lo:hi] (fastmath: vectorised sums, float rounding may differ
+    from torch's in the last bits)."""
+    for i in range(W.shape[0]):
+        acc = b[i]
+        for j in range(lo, hi):
+            acc += W[i, j] * x[j]
+        out[i] = acc
+
+
+@nb.njit(cache=True)
+def greedy_rollout(s, k, p_ref, load, top_k, W0, b0, W1, b1, W2, b2, lin):
+    """Run the greedy scorer on slot 0 of ``s`` until every task has started."""
+    n_task = F.N_TASK
+    xb = np.empty((s.queue.shape[1], n_task))
+    gb = np.empty(F.N_GLOBAL)
+    n_in = W0.shape[1]
+    inp = np.empty(n_in)
+    ctx = np.empty(W0.shape[0])
+    h0 = np.empty(W0.shape[0])
+    h1 = np.empty(W1.shape[0])
+    while S._advance(s, 0, True):
+        ql = s.qlen[0]
+        F._encode_slot(s, 0, k, p_ref, load, xb, gb)
+        # context: mean and max of every waiting task's features, then globals
+        for f in range(n_task):
+            m = 0.0
+            mx = -np.inf
+            for q in range(ql):
+                v = xb[q, f]
+                m += v
+                if v > mx:
+                    mx = v
+            inp[n_task + f] = m / ql
+            inp[2 * n_task + f] = mx
+        for f in range(F.N_GLOBAL):
+            inp[3 * n_task + f] = gb[f]
+        # the first layer's context part is the same for every candidate
+        _affine(W0, b0, inp, n_task, n_in, ctx)
+        best = -1
+        best_v = -np.inf
+        for q in range(ql):
+            if top_k > 0 and round(xb[q, F.ATC_RANK_INDEX] * ql) >= top_k:
+                continue
+            for f in range(n_task):
+                inp[f] = xb[q, f]
+            _affine(W0, ctx, inp, 0, n_task, h0)
+            for i in range(h0.shape[0]):
+                h0[i] = math.tanh(h0[i])
+            _affine(W1, b1, h0, 0, h0.shape[0], h1)
+            for i in range(h1.shape[0]):
+                h1[i] = math.tanh(h1[i])
+            v = b2[0]
+            for i in range(h1.shape[0]):
+                v += W2[0, i] * h1[i]
+            for f in range(n_task):
+                v += lin[f] * xb[q, f]
+            if v > best_v:
+                best_v = v
+                best = q
+        S._start(s, 0, best, s.pending[0])
+
+
+def weights_of(policy):
+    """The scorer's weights as float64 arrays, in greedy_rollout's order."""
+    w = getattr(policy, "_nb_weights", None)
+    if w is None:
+        sd = {k: v.detach().double().numpy() for k, v in policy.net.state_dict().items()}
+        w = tuple(np.ascontiguousarray(sd[name]) for name in (
+            "actor.0.weight", "actor.0.bias", "actor.2.weight", "actor.2.bias",
+            "actor.4.weight", "actor.4.bias")) + (np.ascontiguousarray(sd["linear.weight"][0]),)
+        policy._nb_weights = w
+    return w
+
+
+def run_one(policy, scenario, machines=1, machine_free=None):
+    """(start, end, machine) of one scenario under the greedy scorer, row order."""
+    state, (order,) = S.pack([scenario], machines, machine_free)
+    enc = policy.encoder
+    load = float(np.asarray(enc.load).ravel()[0])
+    greedy_rollout(state, enc.k, enc.p_ref, load, int(policy.net.top_k), *weights_of(policy))
+    return S._unpack(state, [order])[0]
