@@ -36,40 +36,42 @@ LABEL_FORMAT = "render-queue-sched/teacher-labels/1"
 
 @nb.njit(cache=True)
 def _with_future(s, b, dst, fa, fd, fe, fw, fdue, horizon):
-    """Slot 0 of ``dst`` := slot b's tasks arrived so far + a sampled future after t."""
+    """Slot 0 of ``dst`` := slot b's waiting tasks and machines + a sampled future after t.
+
+    Only what a rollout from now needs is copied: the waiting tasks (queue
+    order kept, so the tie rule is unchanged), when each machine frees, the
+    weighted tardiness already fixed, and the sampled arrivals.
+    """
     t = s.t[b]
-    nxt = s.nxt[b]
-    for j in range(nxt):
-        dst.arr[0, j] = s.arr[b, j]
-        dst.dur[0, j] = s.dur[b, j]
-        dst.est[0, j] = s.est[b, j]
-        dst.w[0, j] = s.w[b, j]
-        dst.due[0, j] = s.due[b, j]
-        dst.static[0, j] = s.static[b, j]
-        dst.start[0, j] = s.start[b, j]
-        dst.end[0, j] = s.end[b, j]
-        dst.mach[0, j] = s.mach[b, j]
+    ql = s.qlen[b]
+    for q in range(ql):
+        j = s.queue[b, q]
+        dst.arr[0, q] = s.arr[b, j]
+        dst.dur[0, q] = s.dur[b, j]
+        dst.est[0, q] = s.est[b, j]
+        dst.w[0, q] = s.w[b, j]
+        dst.due[0, q] = s.due[b, j]
+        dst.static[0, q] = s.static[b, j]
+        dst.queue[0, q] = q
     for i in range(horizon):
-        j = nxt + i
+        j = ql + i
         dst.arr[0, j] = t + fa[i]
         dst.dur[0, j] = fd[i]
         dst.est[0, j] = fe[i]
         dst.w[0, j] = fw[i]
         dst.due[0, j] = t + fdue[i]
         dst.static[0, j] = rules.static_part(rules.ATC, fe[i], fw[i])
-    dst.n[0] = nxt + horizon
-    for q in range(s.qlen[b]):
-        dst.queue[0, q] = s.queue[b, q]
-    dst.qlen[0] = s.qlen[b]
+    dst.n[0] = ql + horizon
+    dst.qlen[0] = ql
     for m in range(s.mfree.shape[1]):
         dst.mfree[0, m] = s.mfree[b, m]
-        dst.mtask[0, m] = s.mtask[b, m]
+        dst.mtask[0, m] = -1
     dst.t[0] = t
-    dst.nxt[0] = nxt
-    dst.nstarted[0] = s.nstarted[b]
+    dst.nxt[0] = ql
+    dst.nstarted[0] = 0
     dst.pending[0] = s.pending[b]
     dst.done[0] = False
-    dst.wt_started[0] = s.wt_started[b]
+    dst.wt_started[0] = 0.0
 
 
 @nb.njit(cache=True)
@@ -166,7 +168,7 @@ def make_labels(cfg, seeds, horizon, samples, top_k, futures=2000, progress=Fals
         from tqdm import tqdm
 
         it = tqdm(seeds, desc="teacher", unit="scenario", dynamic_ncols=True)
-    scratch = S.empty_state(1, n + horizon, cfg["scenario"]["machines"])
+    scratch = S.empty_state(1, n + horizon, cfg["scenario"]["machines"])   # queue + future
     for i, seed in enumerate(it):
         d = draw(cfg, seed, tasks=n)
         state, _ = S.pack([(d["arrival"], d["duration"], d["estimate"], d["weight"], d["due"])],
