@@ -2,6 +2,7 @@
 import sys
 from pathlib import Path
 
+from .. import threads
 from ..cli import load_cfg
 
 
@@ -19,6 +20,7 @@ def register(sub):
                    help="folder for demo.csv and each policy's schedule (default: %(default)s)")
     s.add_argument("--figures", default="results/figures",
                    help="folder for demo_gantt.png (default: %(default)s)")
+    threads.add_option(s)
     s.set_defaults(func=run)
 
 
@@ -36,6 +38,7 @@ def run(args):
                                          missing_ok=not explicit)
     for s in skipped:
         print(f"sched demo: left out {s}", file=sys.stderr)
+    threads.apply(args.threads, torch=any(s["kind"] == "ppo" for s in specs.values()))
     sc, schedules, table = bm.run_demo(cfg, seed, specs)
     left, right = bm.demo_pair(table, specs)
     out = Path(args.out)
