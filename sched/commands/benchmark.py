@@ -28,6 +28,7 @@ def run(args):
     from .. import benchmark as bm
 
     cfg = load_cfg(args)
+    threads.apply(args.threads)
     all_seeds = bm.benchmark_seeds(cfg)
     seeds = all_seeds if args.seeds is None else bm.check_within(
         bm.parse_seed_range(args.seeds), all_seeds, "--seeds")
@@ -42,7 +43,8 @@ def run(args):
                                     f"{' and '.join(missing)}; add {','.join(missing)}")
     specs, _ = bm.resolve_policies(cfg, names, tuned=args.tuned,
                                    policy_files=bm.parse_policy_files(args.policy_file))
-    threads.apply(args.threads, torch=any(s["kind"] == "ppo" for s in specs.values()))
+    if any(s["kind"] == "ppo" for s in specs.values()):
+        threads.apply(args.threads, torch=True)
     timings = {}
     frame = bm.run_policies(cfg, seeds, specs, progress=True, timings=timings)
     written = bm.write_outputs(out, frame, cfg, specs, full)

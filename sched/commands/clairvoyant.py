@@ -23,9 +23,9 @@ def run(args):
     from ..clairvoyant import run_reference
 
     cfg = load_cfg(args)
+    threads.apply(args.threads)
     seeds = bm.clairvoyant_seeds(cfg) if args.seeds is None else bm.check_within(
         bm.parse_seed_range(args.seeds), bm.benchmark_seeds(cfg), "--seeds")
-    threads.apply(args.threads)
     t0 = time.perf_counter()
     table = run_reference(cfg, seeds, progress=True)
     wall = time.perf_counter() - t0

@@ -30,6 +30,7 @@ def run(args):
     from ..scenario import check_seed, schedule_frame
 
     cfg = load_cfg(args)
+    threads.apply(args.threads)
     seed = check_seed(args.seed if args.seed is not None else cfg["benchmark"]["demo_seed"])
     explicit = args.policies is not None
     names = bm.parse_policies(args.policies, cfg)
@@ -38,7 +39,8 @@ def run(args):
                                          missing_ok=not explicit)
     for s in skipped:
         print(f"sched demo: left out {s}", file=sys.stderr)
-    threads.apply(args.threads, torch=any(s["kind"] == "ppo" for s in specs.values()))
+    if any(s["kind"] == "ppo" for s in specs.values()):
+        threads.apply(args.threads, torch=True)
     sc, schedules, table = bm.run_demo(cfg, seed, specs)
     left, right = bm.demo_pair(table, specs)
     out = Path(args.out)
