@@ -21,7 +21,12 @@ configfile: "config.yaml"
 # stops here, before any job runs.
 validate(config, "workflow/schemas/config.schema.yaml")
 
-from sched.config import ConfigError, check_semantics
+try:
+    from sched.config import ConfigError, check_semantics
+except ImportError as exc:   # e.g. the standard library's `sched`, not this project's
+    raise WorkflowError(f"cannot import the project's package `sched` ({exc}): run the "
+                        f"Snakemake of the environment it is installed in (.venv/bin/snakemake, "
+                        f"after `.venv/bin/pip install -e '.[dev]'`)") from None
 
 try:
     check_semantics(config, "config")

@@ -13,7 +13,6 @@ import re
 import shutil
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -110,7 +109,7 @@ def expected_outputs():
 SUBMIT = """\
 #!/usr/bin/env bash
 set -eu
-n="$(date +%s%N)"
+n="$(date +%s%N)-$$"
 cp "$1" "$PROBE_DIR/job-$n.sh"
 PROBE_JOB="$n" nohup bash "$1" > "$PROBE_DIR/job-$n.out" 2>&1 < /dev/null &
 echo "$!"
