@@ -31,7 +31,7 @@ FEATURES = ("pixels", "frames", "steps")
 
 
 def _how_to_make(path):
-    return (f"make it with `snakemake results/calibration.json` or "
+    return (f"make it with `snakemake -j1 results/calibration.json` or "
             f"`sched calibrate [BENCH ...] --out {path}`")
 
 

@@ -398,7 +398,7 @@ def test_calibration_file_errors_name_the_file_and_the_remedy(tmp_path, cfg):
     c = copy.deepcopy(cfg)
     c["scenario"]["calibration"] = str(tmp_path / "missing.json")
     with pytest.raises(CalibrationFileError, match=r"missing.json not found; make it with "
-                                                   r"`snakemake results/calibration.json` or `sched calibrate"):
+                                                   r"`snakemake -j1 results/calibration.json` or `sched calibrate"):
         generate(c, 1)
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
@@ -482,7 +482,7 @@ def test_cli_column_options_jsonl_and_figure_path(tmp_path):
     assert data["columns"]["kind"] == "type" and fig.read_bytes()[:4] == b"\x89PNG"
     r = run_cli("scenario", "--seed", 1, "--tasks", 5, "--calibration", tmp_path / "none.json")
     assert r.returncode == 2 and r.stderr.count("\n") == 1
-    assert "none.json not found; make it with `snakemake results/calibration.json`" in r.stderr
+    assert "none.json not found; make it with `snakemake -j1 results/calibration.json`" in r.stderr
 
 
 def test_scenario_with_a_calibration_stays_light(calibrated):

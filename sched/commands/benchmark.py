@@ -2,6 +2,7 @@
 import sys
 from pathlib import Path
 
+from .. import threads
 from ..cli import load_cfg
 
 
@@ -19,6 +20,7 @@ def register(sub):
                         "(default: results/train/seed-<S>/politique.pt); repeatable")
     s.add_argument("--out", help="output folder (default: results/benchmark for a full run, "
                    "results/benchmark/shards/A-B for a shard)")
+    threads.add_option(s)
     s.set_defaults(func=run)
 
 
@@ -26,6 +28,7 @@ def run(args):
     from .. import benchmark as bm
 
     cfg = load_cfg(args)
+    threads.apply(args.threads)
     all_seeds = bm.benchmark_seeds(cfg)
     seeds = all_seeds if args.seeds is None else bm.check_within(
         bm.parse_seed_range(args.seeds), all_seeds, "--seeds")
@@ -40,6 +43,8 @@ def run(args):
                                     f"{' and '.join(missing)}; add {','.join(missing)}")
     specs, _ = bm.resolve_policies(cfg, names, tuned=args.tuned,
                                    policy_files=bm.parse_policy_files(args.policy_file))
+    if any(s["kind"] == "ppo" for s in specs.values()):
+        threads.apply(args.threads, torch=True)
     timings = {}
     frame = bm.run_policies(cfg, seeds, specs, progress=True, timings=timings)
     written = bm.write_outputs(out, frame, cfg, specs, full)

@@ -2,6 +2,7 @@
 import sys
 import time
 
+from .. import threads
 from ..cli import load_cfg
 
 
@@ -12,6 +13,7 @@ def register(sub):
                    "benchmark.clairvoyant.scenarios test seeds)")
     s.add_argument("--out", default="results/benchmark/clairvoyant.csv",
                    help="output CSV (default: %(default)s)")
+    threads.add_option(s)
     s.set_defaults(func=run)
 
 
@@ -21,6 +23,7 @@ def run(args):
     from ..clairvoyant import run_reference
 
     cfg = load_cfg(args)
+    threads.apply(args.threads)
     seeds = bm.clairvoyant_seeds(cfg) if args.seeds is None else bm.check_within(
         bm.parse_seed_range(args.seeds), bm.benchmark_seeds(cfg), "--seeds")
     t0 = time.perf_counter()

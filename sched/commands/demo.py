@@ -2,6 +2,7 @@
 import sys
 from pathlib import Path
 
+from .. import threads
 from ..cli import load_cfg
 
 
@@ -19,6 +20,7 @@ def register(sub):
                    help="folder for demo.csv and each policy's schedule (default: %(default)s)")
     s.add_argument("--figures", default="results/figures",
                    help="folder for demo_gantt.png (default: %(default)s)")
+    threads.add_option(s)
     s.set_defaults(func=run)
 
 
@@ -28,6 +30,7 @@ def run(args):
     from ..scenario import check_seed, schedule_frame
 
     cfg = load_cfg(args)
+    threads.apply(args.threads)
     seed = check_seed(args.seed if args.seed is not None else cfg["benchmark"]["demo_seed"])
     explicit = args.policies is not None
     names = bm.parse_policies(args.policies, cfg)
@@ -36,6 +39,8 @@ def run(args):
                                          missing_ok=not explicit)
     for s in skipped:
         print(f"sched demo: left out {s}", file=sys.stderr)
+    if any(s["kind"] == "ppo" for s in specs.values()):
+        threads.apply(args.threads, torch=True)
     sc, schedules, table = bm.run_demo(cfg, seed, specs)
     left, right = bm.demo_pair(table, specs)
     out = Path(args.out)

@@ -1,6 +1,7 @@
 """`sched tune`: choose ATC's look-ahead k on the validation seeds."""
 import sys
 
+from .. import threads
 from ..cli import load_cfg
 
 
@@ -8,6 +9,7 @@ def register(sub):
     s = sub.add_parser("tune", help="tune ATC's k on validation seeds (benchmark.atc_k_grid)")
     s.add_argument("--out", default="results/benchmark/tuned.json",
                    help="output JSON (default: %(default)s)")
+    threads.add_option(s)
     s.set_defaults(func=run)
 
 
@@ -16,6 +18,7 @@ def run(args):
     from ..benchmark import tune_atc_k
 
     cfg = load_cfg(args)
+    threads.apply(args.threads)
     result = tune_atc_k(cfg, progress=True)
     io.write_json(args.out, result)
     vs = result["validation_seeds"]

@@ -1,0 +1,63 @@
+# Render-queue scheduler: calibrate -> train -> benchmark -> report.
+#
+#   snakemake -j4                       everything (the default target, rule all)
+#   snakemake -j4 results/rapport.md    only what the report needs
+#   snakemake --report results/report.html
+#
+# Every job is a `sched` command (see the log of each job under results/logs/
+# for its output), reading its own config file results/config/<step>.yaml: see
+# workflow/rules/common.smk and the README's "Workflow" section.
+from snakemake.exceptions import WorkflowError
+from snakemake.utils import min_version, validate
+
+min_version("8.0")
+
+
+configfile: "config.yaml"
+
+
+# The schema fills in the defaults; the package adds the checks a schema cannot
+# express (disjoint seed ranges, shares summing to one, ...). An invalid config
+# stops here, before any job runs.
+validate(config, "workflow/schemas/config.schema.yaml")
+
+try:
+    from sched.config import ConfigError, check_semantics
+except ImportError as exc:   # e.g. the standard library's `sched`, not this project's
+    raise WorkflowError(f"cannot import the project's package `sched` ({exc}): run the "
+                        f"Snakemake of the environment it is installed in (.venv/bin/snakemake, "
+                        f"after `.venv/bin/pip install -e '.[dev]'`)") from None
+
+try:
+    check_semantics(config, "config")
+except ConfigError as exc:
+    raise WorkflowError(f"invalid config: {exc}") from None
+
+
+report: "workflow/report/workflow.rst"
+
+
+wildcard_constraints:
+    seed=r"\d+",
+    seeds=r"\d+(-\d+)?",
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/config.smk"
+include: "workflow/rules/calibrate.smk"
+include: "workflow/rules/train.smk"
+include: "workflow/rules/benchmark.smk"
+include: "workflow/rules/report.smk"
+
+
+rule all:
+    """Everything: calibration, policies, benchmark, demonstration, report."""
+    default_target: True
+    input:
+        rules.calibrate.output,
+        expand(rules.train.output, seed=TRAIN_SEEDS),
+        expand(rules.benchmark.output, seeds=SHARDS),
+        rules.gather.output,
+        rules.clairvoyant.output,
+        rules.demo.output,
+        rules.report.output,

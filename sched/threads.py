@@ -1,0 +1,29 @@
+"""Thread limits of the compiled core (numba) and torch, one ``--threads`` option.
+
+Left alone, numba starts one thread per core and torch its own pool; several
+jobs side by side (the workflow's shards, training seeds) then oversubscribe
+the cores, and PPO's small batched forwards get slower, not faster. The
+commands that run numba or torch work take ``--threads`` (default 1) and the
+workflow passes each rule's ``threads``.
+"""
+
+
+def add_option(parser):
+    parser.add_argument("--threads", type=int, default=1,
+                        help="threads for the compiled core and torch (default: %(default)s; "
+                             "the workflow passes the rule's threads)")
+
+
+def apply(threads, torch=False):
+    """Limit numba (and torch when ``torch``) to ``threads`` threads."""
+    from .cli import UsageError
+
+    if threads is None or threads < 1:
+        raise UsageError(f"--threads: must be >= 1, got {threads}")
+    import numba
+
+    numba.set_num_threads(min(int(threads), numba.config.NUMBA_NUM_THREADS))
+    if torch:
+        import torch as _torch
+
+        _torch.set_num_threads(int(threads))

@@ -1,0 +1,30 @@
+"""--threads: how many threads the compiled core and torch may use."""
+import pytest
+
+from sched import threads
+
+from .conftest import run_cli
+
+
+def test_apply_limits_numba_and_torch():
+    import numba
+    import torch
+
+    before = numba.get_num_threads(), torch.get_num_threads()
+    try:
+        threads.apply(1, torch=True)
+        assert numba.get_num_threads() == 1 and torch.get_num_threads() == 1
+        threads.apply(10_000)    # more than the machine has: numba takes what there is
+        assert numba.get_num_threads() == numba.config.NUMBA_NUM_THREADS
+    finally:
+        numba.set_num_threads(before[0])
+        torch.set_num_threads(before[1])
+
+
+@pytest.mark.parametrize("command, out", [("tune", "tuned.json"), ("benchmark", "bench"),
+                                          ("clairvoyant", "clairvoyant.csv"), ("demo", "demo")])
+def test_commands_refuse_fewer_than_one_thread(command, out, tmp_path):
+    r = run_cli(command, "--threads", "0", "--out", tmp_path / out)
+    assert r.returncode == 2
+    assert r.stderr.strip() == f"sched {command}: error: --threads: must be >= 1, got 0"
+    assert not any(tmp_path.iterdir())

@@ -1,0 +1,350 @@
+"""The Snakemake workflow on a small config, in temporary folders.
+
+Two full runs start together (they are independent, and the machine waits on
+imports more than it computes): one with Snakemake's local executor, as the
+README's main command runs it, and one through snakemake-executor-plugin-
+cluster-generic with a local submit script, each job a background process.
+The other checks are dry runs (`snakemake -n`) on the first one's results.
+"""
+import copy
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import yaml
+
+from sched import benchmark as bm
+from sched.config import validate_config
+
+from .conftest import ROOT
+
+pytestmark = pytest.mark.slow
+
+#: Few scenarios and tasks, three PPO iterations, two training seeds, two shards.
+SMALL = {
+    "scenario": {"tasks": 40, "calibration": "results/calibration.json"},
+    "train": {"seeds": [1, 2], "iterations": 3, "num_envs": 4, "num_steps": 8,
+              "num_minibatches": 2, "update_epochs": 1, "tasks": 40, "eval_every": 3,
+              "validation_scenarios": 2, "checkpoint_every": 0, "hidden": 16},
+    "benchmark": {"scenarios": 8, "validation_scenarios": 4, "shards": 2,
+                  "atc_k_grid": [1.0, 2.0], "bootstrap_resamples": 200,
+                  "clairvoyant": {"scenarios": 2, "evaluations": 2000, "window": 10}},
+}
+#: Jobs the cluster runs (every rule but the local ones: step_config and all).
+CLUSTER_JOBS = {"calibrate": 1, "train": 2, "tune": 1, "benchmark": 2, "gather": 1,
+                "clairvoyant": 1, "demo": 1, "report": 1}
+
+
+def workspace(path, cfg=SMALL):
+    """A project folder: the workflow, the example bench logs and a config."""
+    path.mkdir(parents=True, exist_ok=True)
+    shutil.copy(ROOT / "Snakefile", path / "Snakefile")
+    ignore = shutil.ignore_patterns("__pycache__")
+    shutil.copytree(ROOT / "workflow", path / "workflow", ignore=ignore)
+    shutil.copytree(ROOT / "profiles", path / "profiles", ignore=ignore)
+    (path / "resources").symlink_to(ROOT / "resources")
+    (path / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+    return path
+
+
+def environment(*first):
+    """Jobs import this checkout's package (and, for the cluster run, the probe)."""
+    paths = [str(p) for p in (*first, ROOT)]
+    if os.environ.get("PYTHONPATH"):
+        paths.append(os.environ["PYTHONPATH"])
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+
+
+def snakemake_cmd(*args):
+    return [sys.executable, "-m", "snakemake", "--nocolor", *map(str, args)]
+
+
+def snakemake(cwd, *args):
+    r = subprocess.run(snakemake_cmd(*args), cwd=cwd, env=environment(),
+                       capture_output=True, text=True)
+    r.output = r.stdout + r.stderr
+    return r
+
+
+def planned_jobs(cwd, *args):
+    """{rule: jobs} that `snakemake -n` plans ({} when there is nothing to do)."""
+    r = snakemake(cwd, "-n", *args)
+    assert r.returncode == 0, r.output[-3000:]
+    if "Nothing to be done" in r.output:
+        return {}
+    m = re.search(r"Job stats:\s*\njob\s+count\s*\n[-\s]+\n(.*?)\ntotal\s+\d+", r.output, re.S)
+    assert m, r.output[-3000:]
+    return {name: int(n) for name, n in (line.split() for line in m.group(1).strip().splitlines())}
+
+
+def expected_outputs():
+    cfg = validate_config(copy.deepcopy(SMALL))
+    shards = [bm.range_text(r) for r in bm.shard_ranges(cfg)]
+    policies = bm.default_policies(cfg)
+    out = ["results/calibration.json", "results/calibration.png",
+           "results/benchmark/tuned.json", "results/benchmark/per_scenario.csv",
+           "results/benchmark/resume.csv", "results/benchmark/winner.json",
+           "results/benchmark/clairvoyant.csv", "results/rapport.md",
+           "results/demo/demo.csv", "results/figures/demo_gantt.png",
+           "results/figures/benchmark_mean_ci.png", "results/figures/benchmark_paired_vs_atc.png",
+           "results/figures/benchmark_ecdf.png", "results/figures/learning_curves.png"]
+    for s in cfg["train"]["seeds"]:
+        out += [f"results/train/seed-{s}/{f}"
+                for f in ("politique.pt", "train_log.csv", "learning_curve.png")]
+    out += [f"results/benchmark/shards/{s}/per_scenario.csv" for s in shards]
+    out += [f"results/demo/schedule-{p}.csv" for p in policies]
+    return out
+
+
+# A stand-in for a cluster: the submit script starts each job script as its own
+# background process and prints its process id as the job id. The probe, a
+# sitecustomize module on the jobs' PYTHONPATH, records for every
+# `python -m sched` process its working folder and every file it can see there.
+SUBMIT = """\
+#!/usr/bin/env bash
+set -eu
+n="$(date +%s%N)-$$"
+cp "$1" "$PROBE_DIR/job-$n.sh"
+PROBE_JOB="$n" nohup bash "$1" > "$PROBE_DIR/job-$n.out" 2>&1 < /dev/null &
+echo "$!"
+"""
+PROBE = """\
+import json, os, sys
+argv = list(getattr(sys, "orig_argv", []))
+if os.environ.get("PROBE_DIR") and "-m" in argv and argv[argv.index("-m") + 1:][:1] == ["sched"]:
+    here = os.getcwd()
+    seen = [os.path.relpath(os.path.join(d, n), here) for d, _, names in os.walk(here) for n in names]
+    with open(os.path.join(os.environ["PROBE_DIR"], f"sched-{os.getpid()}.json"), "w") as fh:
+        json.dump({"pid": os.getpid(), "cwd": here, "argv": argv,
+                   "job": os.environ.get("PROBE_JOB"), "files": sorted(seen)}, fh)
+"""
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    base = tmp_path_factory.mktemp("workflow")
+    # the cluster run, in the background
+    cl = workspace(base / "cluster")
+    probe = base / "probe"
+    (probe / "out").mkdir(parents=True)
+    (probe / "sitecustomize.py").write_text(PROBE)
+    submit = probe / "submit.sh"
+    submit.write_text(SUBMIT)
+    submit.chmod(0o755)
+    env = {**environment(probe), "PROBE_DIR": str(probe / "out")}
+    cl_log = open(base / "cluster.log", "w")
+    cl_proc = subprocess.Popen(
+        snakemake_cmd("-j4", "--executor", "cluster-generic", "--cluster-generic-submit-cmd",
+                      submit, "--shadow-prefix", base / "scratch",
+                      "--seconds-between-status-checks", "1"),
+        cwd=cl, env=env, stdout=cl_log, stderr=subprocess.STDOUT)
+    try:
+        # the README's main command, on the small config
+        local = workspace(base / "local")
+        lr = snakemake(local, "-j4")
+    finally:
+        cl_rc = cl_proc.wait(timeout=900)
+        cl_log.close()
+    return SimpleNamespace(local=local, local_run=lr, cluster=cl, cluster_rc=cl_rc,
+                           cluster_log=(base / "cluster.log").read_text(),
+                           probes=probe / "out", scratch=base / "scratch")
+
+
+@pytest.fixture(scope="module")
+def built(runs):
+    assert runs.local_run.returncode == 0, runs.local_run.output[-4000:]
+    return runs.local
+
+
+# ------------------------------------------------------------------ full run
+
+def test_builds_every_output_and_one_log_per_job(built):
+    missing = [p for p in expected_outputs() if not (built / p).is_file()]
+    assert not missing
+    assert all((built / p).stat().st_size > 0 for p in expected_outputs())
+    winner = json.loads((built / "results/benchmark/winner.json").read_text())
+    assert tuple(winner) == bm.WINNER_KEYS
+    logs = sorted(p.relative_to(built / "results/logs").as_posix()
+                  for p in (built / "results/logs").rglob("*.log"))
+    jobs = ["calibrate.log", "clairvoyant.log", "demo.log", "gather.log", "report.log",
+            "tune.log", "train/seed-1.log", "train/seed-2.log"]
+    jobs += [f"benchmark/{s}.log" for s in ("2000000-2000003", "2000004-2000007")]
+    assert set(jobs) <= set(logs)
+    assert "wrote results/rapport.md" in (built / "results/logs/report.log").read_text()
+    # each job's measured wall time and memory (Snakemake's benchmark directive)
+    usage = (built / "results/logs/train/seed-1.usage.tsv").read_text().splitlines()
+    assert usage[0].split("\t")[:3] == ["s", "h:m:s", "max_rss"] and len(usage) == 2
+
+
+def test_second_run_has_nothing_to_do(built):
+    assert planned_jobs(built) == {}
+
+
+def test_each_job_reads_only_the_settings_of_its_step(built):
+    def sections(step):
+        return yaml.safe_load((built / f"results/config/{step}.yaml").read_text())
+
+    assert set(sections("calibrate")) == {"calibration"}
+    train = sections("train")
+    assert set(train) == {"scenario", "rules", "seeds", "train"}
+    assert "seeds" not in train["train"] and train["train"]["iterations"] == 3
+    assert "report" not in sections("gather") and "train" not in sections("benchmark")
+    assert set(sections("demo")["report"]) == {"figure_dpi", "gantt_hours"}
+    assert sections("report")["train"] == {"seeds": [1, 2]}
+
+
+def edited(workdir, change):
+    """Context: config.yaml with ``change(cfg)`` applied, restored afterwards."""
+    class Edit:
+        def __enter__(self):
+            self.path = workdir / "config.yaml"
+            self.text = self.path.read_text()
+            cfg = yaml.safe_load(self.text)
+            change(cfg)
+            self.path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+
+        def __exit__(self, *exc):
+            self.path.write_text(self.text)
+
+    return Edit()
+
+
+def reorder(mapping):
+    """The same settings, every mapping's keys in reverse order."""
+    items = list(mapping.items())
+    mapping.clear()
+    for key, value in reversed(items):
+        mapping[key] = value
+        if isinstance(value, dict):
+            reorder(value)
+
+
+EVERYTHING = {"calibrate": 1, "train": 2, "tune": 1, "benchmark": 2, "gather": 1,
+              "clairvoyant": 1, "demo": 1, "report": 1, "all": 1}
+
+
+def unread_or_reordered(cfg):
+    cfg.setdefault("rank", {}).update(winner="elsewhere/winner.json")   # read by rank() only
+    reorder(cfg)
+
+
+@pytest.mark.parametrize("change, jobs", [
+    # a training setting: training and what reads the policies, not calibration
+    (lambda c: c["train"].update(iterations=4),
+     {"step_config": 1, "train": 2, "benchmark": 2, "gather": 1, "demo": 1, "report": 1, "all": 1}),
+    # one more training seed: that seed is trained, the others are not
+    (lambda c: c["train"].update(seeds=[1, 2, 3]),
+     {"step_config": 1, "train": 1, "benchmark": 2, "gather": 1, "demo": 1, "report": 1, "all": 1}),
+    # a report setting: the report only
+    (lambda c: c.setdefault("report", {}).update(title="Another title"),
+     {"step_config": 1, "report": 1, "all": 1}),
+    # the figures' resolution: the report and the demo's Gantt chart
+    (lambda c: c.setdefault("report", {}).update(figure_dpi=80),
+     {"step_config": 2, "demo": 1, "report": 1, "all": 1}),
+    # the bootstrap and the clairvoyant budget: the summary, that reference and the
+    # report; no policy runs again
+    (lambda c: c["benchmark"].update(bootstrap_resamples=300, clairvoyant={
+        **c["benchmark"]["clairvoyant"], "evaluations": 3000}),
+     {"step_config": 3, "gather": 1, "clairvoyant": 1, "report": 1, "all": 1}),
+    # a calibration setting: everything
+    (lambda c: c.setdefault("calibration", {}).update(min_records=29),
+     {"step_config": 1, **EVERYTHING}),
+    # a section no step reads, and the same settings in another order: nothing
+    (unread_or_reordered, {}),
+], ids=["train", "train-seed", "report-title", "report-dpi", "statistics", "calibration", "unread-reordered"])
+def test_a_changed_setting_reruns_exactly_the_steps_that_read_it(built, change, jobs):
+    with edited(built, change):
+        assert planned_jobs(built) == jobs
+
+
+def test_a_target_builds_only_what_it_needs(tmp_path):
+    ws = workspace(tmp_path / "w")
+    assert planned_jobs(ws, "results/benchmark/tuned.json") == {
+        "step_config": 2, "calibrate": 1, "tune": 1}
+    plan = planned_jobs(ws, "results/rapport.md")
+    assert "all" not in plan and plan["report"] == 1 and plan["train"] == 2
+
+
+@pytest.mark.parametrize("change, message", [
+    # the schema's message
+    ({"scenario": {"load": -1}},
+     r"-1 is less than or equal to the minimum of 0.*On instance\['scenario'\]\['load'\]"),
+    # the package's semantic checks
+    ({"seeds": {"validation": {"start": 500000, "count": 1000}}},
+     r"invalid config: config: seeds.train \[100000, 1000000\) overlaps seeds.validation"),
+], ids=["schema", "semantics"])
+def test_an_invalid_config_stops_before_any_job(tmp_path, change, message):
+    cfg = copy.deepcopy(SMALL)
+    for section, values in change.items():
+        cfg.setdefault(section, {}).update(values)
+    ws = workspace(tmp_path / "w", cfg)
+    r = snakemake(ws, "-j1")
+    assert r.returncode != 0
+    assert re.search(message, r.output, re.S), r.output[-3000:]
+    assert not (ws / "results").exists()
+
+
+def test_html_report_has_the_figures_and_captions(built):
+    r = snakemake(built, "--report", "results/report.html")
+    assert r.returncode == 0, r.output[-3000:]
+    html = (built / "results/report.html").read_text(errors="replace")
+    for name in ("calibration.png", "learning_curve.png", "benchmark_mean_ci.png",
+                 "demo_gantt.png", "rapport.md", "resume.csv"):
+        assert name in html
+    assert "Calibration of the task durations" in html        # a caption
+    assert "one PPO dispatching policy per training seed" in html   # the description
+
+
+def test_lint_leaves_only_the_warning_the_readme_explains():
+    r = snakemake(ROOT, "--lint")
+    lints = set(re.findall(r"^    \* (.+?):?$", r.output, re.M))
+    assert lints <= {"Specify a conda environment or container for each rule."}, r.output
+    assert "Specify a conda environment" in " ".join((ROOT / "README.md").read_text().split())
+
+
+def test_slurm_profile_gives_each_rule_its_threads_and_resources(tmp_path):
+    ws = workspace(tmp_path / "w")
+    r = snakemake(ws, "--profile", "profiles/slurm", "-n", "--cores", "16")
+    assert r.returncode == 0, r.output[-3000:]
+    train = r.output[r.output.index("rule train:"):]
+    train = train[:train.index("Shell command")]
+    assert "mem_mb=4000" in train and "runtime=120" in train
+    assert re.search(r"train --seed \d+ .*--threads 4 ", r.output)
+    assert re.search(r"clairvoyant .*--threads 8 ", r.output)
+
+
+# ------------------------------------------------------------------ cluster run
+
+def test_cluster_run_builds_everything_one_process_per_job(runs):
+    assert runs.cluster_rc == 0, runs.cluster_log[-4000:]
+    assert all((runs.cluster / p).is_file() for p in expected_outputs())
+    assert planned_jobs(runs.cluster) == {}
+    scripts = sorted(runs.probes.glob("job-*.sh"))
+    props = [json.loads(re.search(r"^# properties = (.*)$", s.read_text(), re.M).group(1))
+             for s in scripts]
+    submitted = {}
+    for p in props:
+        submitted[p["rule"]] = submitted.get(p["rule"], 0) + 1
+    assert submitted == CLUSTER_JOBS   # the local rules (step_config, all) are not submitted
+
+
+def test_each_cluster_job_sees_only_its_declared_files(runs):
+    assert runs.cluster_rc == 0, runs.cluster_log[-4000:]
+    jobs = {s.name[4:-3]: json.loads(re.search(r"^# properties = (.*)$", s.read_text(),
+                                               re.M).group(1))
+            for s in runs.probes.glob("job-*.sh")}
+    probes = [json.loads(p.read_text()) for p in runs.probes.glob("sched-*.json")]
+    assert sorted(p["job"] for p in probes) == sorted(jobs)   # one sched process per job
+    assert len({p["pid"] for p in probes}) == len(probes)
+    for p in probes:
+        job = jobs[p["job"]]
+        # the command runs in its own shadow folder, not in the project folder...
+        assert Path(p["cwd"]).resolve().is_relative_to(runs.scratch.resolve()), p["cwd"]
+        # ...where the only files are its declared inputs (and its log, opened by the shell)
+        assert set(p["files"]) == set(job["input"]) | set(job["log"]), job["rule"]

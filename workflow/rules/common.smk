@@ -1,0 +1,108 @@
+# Shared definitions: the interpreter the jobs run, the policies, the shards,
+# and the per-step config files that make reruns precise.
+import os
+import shlex
+import sys
+
+import yaml
+
+from sched import benchmark as bm
+
+# Jobs run `python -m sched`: the interpreter running Snakemake (the project's
+# virtual environment, where the package is installed) comes first on their
+# PATH, whether or not the environment is activated.
+# (A prefix replaces Snakemake's default one, bash's strict mode: kept.)
+shell.prefix(f"set -euo pipefail; export PATH={shlex.quote(os.path.dirname(sys.executable))}:\"$PATH\"; ")
+
+BENCH = "results/benchmark"
+TRAIN_SEEDS = [int(s) for s in config["train"]["seeds"]]
+POLICIES = bm.default_policies(config)   # the heuristics, then ppo-<S> per training seed
+SHARDS = [bm.range_text(r) for r in bm.shard_ranges(config)]
+CALIBRATION = config["scenario"]["calibration"]   # None: scenarios use scenario.kinds
+
+
+def calibration_input():
+    """The calibration file scenarios are drawn from (none when scenario.calibration is null)."""
+    return [CALIBRATION] if CALIBRATION else []
+
+
+def policy_files():
+    return [f"results/train/seed-{s}/politique.pt" for s in TRAIN_SEEDS]
+
+
+def policy_file_args():
+    """`--policy-file ppo-S=PATH ...` naming each trained policy explicitly."""
+    return " ".join(f"--policy-file ppo-{s}={shlex.quote(p)}"
+                    for s, p in zip(TRAIN_SEEDS, policy_files()))
+
+
+# ---------------------------------------------------------------- per-step configs
+#
+# Each job reads its settings from its own config file, results/config/<step>.yaml,
+# holding only the settings that step depends on (the commands fill in the
+# schema's defaults for the rest). The rule writing it takes those settings as
+# `params`, Snakemake's rerun trigger: the file is rewritten, and the steps
+# reading it rerun, exactly when one of those settings changes. A training
+# setting reruns training and what reads its policies, not calibration; a
+# `report:` setting reruns the report (and the demo's Gantt chart for its
+# resolution and window), nothing upstream.
+
+# What a generated scenario depends on. scenario.calibration names the file;
+# its contents reach the jobs as a declared input.
+SCENARIO_SECTIONS = ("scenario", "rules", "seeds")
+# The benchmark's counts are checked against each other and the seed ranges
+# (sched.config.check_benchmark_counts), so a step that reads any benchmark
+# setting gets all of them.
+BENCHMARK_COUNTS = ("scenarios", "validation_scenarios", "shards", "clairvoyant.scenarios")
+STATISTICS = ("bootstrap_resamples", "bootstrap_seed", "ci_level", "tie_relative", "tie_absolute_s")
+
+STEP_SETTINGS = {
+    "calibrate": {"calibration": None},
+    # train.seeds is the job's --seed; train.threads its --threads (the rule's threads)
+    "train": {**dict.fromkeys(SCENARIO_SECTIONS), "train": ("-seeds", "-threads")},
+    "tune": {**dict.fromkeys(SCENARIO_SECTIONS), "benchmark": (*BENCHMARK_COUNTS, "atc_k_grid")},
+    "benchmark": {**dict.fromkeys(SCENARIO_SECTIONS), "benchmark": BENCHMARK_COUNTS},
+    "gather": {**dict.fromkeys(SCENARIO_SECTIONS), "benchmark": (*BENCHMARK_COUNTS, *STATISTICS)},
+    "clairvoyant": {**dict.fromkeys(SCENARIO_SECTIONS),
+                    "benchmark": (*BENCHMARK_COUNTS, "atc_k_grid", "clairvoyant")},
+    "demo": {**dict.fromkeys(SCENARIO_SECTIONS), "benchmark": (*BENCHMARK_COUNTS, "demo_seed"),
+             "report": ("figure_dpi", "gantt_hours")},
+    "report": {**dict.fromkeys(SCENARIO_SECTIONS), "benchmark": None, "train": ("seeds",),
+               "report": None},
+}
+
+
+def _pick(section, keys):
+    """The settings ``keys`` of a config section (dotted for nested ones; None: all of
+    them; a leading '-' leaves a key out)."""
+    if keys is None:
+        return section
+    if all(k.startswith("-") for k in keys):
+        return {k: v for k, v in section.items() if f"-{k}" not in keys}
+    out = {}
+    for key in keys:
+        head, _, rest = key.partition(".")
+        if rest:
+            out.setdefault(head, {})[rest] = section[head][rest]
+        else:
+            out[head] = section[head]
+    return out
+
+
+def step_settings(step):
+    """The settings ``step`` depends on, taken from the validated config (defaults filled in)."""
+    return {name: _pick(config[name], keys) for name, keys in STEP_SETTINGS[step].items()}
+
+
+def step_config_text(step):
+    """results/config/<step>.yaml; as the rule's params, it is the rerun trigger."""
+    header = (f"# Written by the workflow from its config: the settings `sched {step}` depends\n"
+              f"# on; the others take the defaults of workflow/schemas/config.schema.yaml.\n"
+              f"# Rewritten, and the step rerun, when one of them changes.\n")
+    # sorted keys: reordering config.yaml changes nothing
+    return header + yaml.safe_dump(step_settings(step), sort_keys=True)
+
+
+def step_config(step):
+    return f"results/config/{step}.yaml"
+
