@@ -31,13 +31,14 @@ SMALL = {
     "scenario": {"tasks": 40, "calibration": "results/calibration.json"},
     "train": {"seeds": [1, 2], "iterations": 3, "num_envs": 4, "num_steps": 8,
               "num_minibatches": 2, "update_epochs": 1, "tasks": 40, "eval_every": 3,
-              "validation_scenarios": 2, "checkpoint_every": 0, "hidden": 16},
+              "validation_scenarios": 2, "checkpoint_every": 0, "hidden": 16,
+              "teacher_scenarios": 2, "teacher_samples": 2, "teacher_horizon": 10},
     "benchmark": {"scenarios": 8, "validation_scenarios": 4, "shards": 2,
                   "atc_k_grid": [1.0, 2.0], "bootstrap_resamples": 200,
                   "clairvoyant": {"scenarios": 2, "evaluations": 2000, "window": 10}},
 }
 #: Jobs the cluster runs (every rule but the local ones: step_config and all).
-CLUSTER_JOBS = {"calibrate": 1, "train": 2, "tune": 1, "benchmark": 2, "gather": 1,
+CLUSTER_JOBS = {"calibrate": 1, "teach": 2, "train": 2, "tune": 1, "benchmark": 2, "gather": 1,
                 "clairvoyant": 1, "demo": 1, "report": 1}
 
 
@@ -88,6 +89,7 @@ def expected_outputs():
     shards = [bm.range_text(r) for r in bm.shard_ranges(cfg)]
     policies = bm.default_policies(cfg)
     out = ["results/calibration.json", "results/calibration.png",
+           "results/teacher/labels-100000-100000.npz", "results/teacher/labels-100001-100001.npz",
            "results/benchmark/tuned.json", "results/benchmark/per_scenario.csv",
            "results/benchmark/resume.csv", "results/benchmark/winner.json",
            "results/benchmark/clairvoyant.csv", "results/rapport.md",
@@ -173,7 +175,8 @@ def test_builds_every_output_and_one_log_per_job(built):
     logs = sorted(p.relative_to(built / "results/logs").as_posix()
                   for p in (built / "results/logs").rglob("*.log"))
     jobs = ["calibrate.log", "clairvoyant.log", "demo.log", "gather.log", "report.log",
-            "tune.log", "train/seed-1.log", "train/seed-2.log"]
+            "tune.log", "teach/100000-100000.log", "teach/100001-100001.log",
+            "train/seed-1.log", "train/seed-2.log"]
     jobs += [f"benchmark/{s}.log" for s in ("2000000-2000003", "2000004-2000007")]
     assert set(jobs) <= set(logs)
     assert "wrote results/rapport.md" in (built / "results/logs/report.log").read_text()
@@ -225,7 +228,7 @@ def reorder(mapping):
             reorder(value)
 
 
-EVERYTHING = {"calibrate": 1, "train": 2, "tune": 1, "benchmark": 2, "gather": 1,
+EVERYTHING = {"calibrate": 1, "teach": 2, "train": 2, "tune": 1, "benchmark": 2, "gather": 1,
               "clairvoyant": 1, "demo": 1, "report": 1, "all": 1}
 
 

@@ -19,6 +19,20 @@ TRAIN_SEEDS = [int(s) for s in config["train"]["seeds"]]
 POLICIES = bm.default_policies(config)   # the heuristics, then ppo-<S> per training seed
 SHARDS = [bm.range_text(r) for r in bm.shard_ranges(config)]
 CALIBRATION = config["scenario"]["calibration"]   # None: scenarios use scenario.kinds
+# The rollout teacher's labels (the policies' warm start) are made once, by `sched teach`,
+# for every training seed, in train.teacher_shards parallel jobs over the labelled seeds.
+def _teacher_shards():
+    n = config["train"]["teacher_scenarios"]
+    if n <= 0:
+        return []
+    first = config["seeds"]["train"]["start"]
+    k = max(1, min(config["train"]["teacher_shards"], n))
+    bounds = [first + (n * i) // k for i in range(k + 1)]
+    return [f"{lo}-{hi - 1}" for lo, hi in zip(bounds, bounds[1:])]
+
+
+TEACHER_SHARDS = _teacher_shards()
+TEACHER = [f"results/teacher/labels-{r}.npz" for r in TEACHER_SHARDS]
 
 
 def calibration_input():
@@ -60,6 +74,10 @@ STEP_SETTINGS = {
     "calibrate": {"calibration": None},
     # train.seeds is the job's --seed; train.threads its --threads (the rule's threads)
     "train": {**dict.fromkeys(SCENARIO_SECTIONS), "train": ("-seeds", "-threads")},
+    # what `sched teach` reads, and what `sched train --teacher` checks the labels against
+    "teach": {**dict.fromkeys(SCENARIO_SECTIONS),
+              "train": ("teacher_scenarios", "teacher_samples", "teacher_horizon", "top_k",
+                        "tasks", "atc_k")},
     "tune": {**dict.fromkeys(SCENARIO_SECTIONS), "benchmark": (*BENCHMARK_COUNTS, "atc_k_grid")},
     "benchmark": {**dict.fromkeys(SCENARIO_SECTIONS), "benchmark": BENCHMARK_COUNTS},
     "gather": {**dict.fromkeys(SCENARIO_SECTIONS), "benchmark": (*BENCHMARK_COUNTS, *STATISTICS)},
