@@ -47,6 +47,7 @@ include: "workflow/rules/config.smk"
 include: "workflow/rules/calibrate.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/benchmark.smk"
+include: "workflow/rules/robustness.smk"
 include: "workflow/rules/report.smk"
 
 
@@ -61,3 +62,4 @@ rule all:
         rules.clairvoyant.output,
         rules.demo.output,
         rules.report.output,
+        expand(f"{ROBUST_DIR}/{{variant}}/resume.csv", variant=list(ROBUST)),

@@ -382,6 +382,14 @@ def conclusion_section(cfg, d):
             f"lower on {int(x.wins_vs_best_heuristic)} of {int(x.scenarios)} scenarios and higher "
             f"on {int(x.losses_vs_best_heuristic)}.")
         lines += ppo_lines(d)
+        goal = float(cfg["report"]["goal_pct"])
+        met = [p for p in ppo if r.loc[p, "diff_vs_best_heuristic_pct"] <= -goal
+               and r.loc[p, "diff_vs_best_heuristic_ci_hi_pct"] < 0]
+        lines.append(
+            f"The project's goal, a learned policy at least {goal:g} % below the best heuristic "
+            f"with its interval entirely below zero for every training seed, is "
+            f"{'met' if len(met) == len(ppo) else 'not met'}: {len(met)} of {len(ppo)} seeds "
+            f"({', '.join(met) if met else 'none'}).")
     atc = r.loc["atc"]
     if bh == "atc":
         lines.append(f"ATC with k = {atc.atc_k:g}, the field's reference, is the best heuristic.")
@@ -409,6 +417,52 @@ def conclusion_section(cfg, d):
         how = f" (policy file `{w['policy_file']}`)"
     return ["## Conclusion", "", " ".join(lines), "",
             f"`winner.json` records {w['policy']}{how}; `rank(tasks, policy=\"auto\")` uses it."]
+
+
+def read_robustness(cfg, robust_dir):
+    """[(setting, resume frame or None)] for each setting of robustness.settings."""
+    out = []
+    for setting in cfg["robustness"]["settings"]:
+        p = Path(robust_dir) / setting["name"] / "resume.csv"
+        out.append((setting, read_resume(p) if p.exists() else None))
+    return out
+
+
+def robustness_section(cfg, robust):
+    if not robust:
+        return []
+    level = cfg["benchmark"]["ci_level"]
+    sc = cfg["scenario"]
+    lines = ["## Other settings", "",
+             f"The same test seeds under other settings (config `robustness.settings`), each with "
+             f"ATC's k tuned for it on the validation seeds. Difference of each learned policy "
+             f"with the setting's best heuristic, {_lv(level)} paired interval, and the verdict "
+             f"(better / worse when the interval excludes zero).", "",
+             "| setting | policies | best heuristic (mean k w·s) | learned policies vs best heuristic | verdict |",
+             "|---|---|---|---|---|"]
+    for setting, res in robust:
+        what = ", ".join(f"{key} {setting[key]:g}" for key in ("load", "machines") if key in setting)
+        base = ", ".join(f"{key} {sc[key]:g}" for key in ("load", "machines") if key not in setting)
+        desc = f"{setting['name']}: {what}" + (f" ({base})" if base else "")
+        trained = "retrained for it" if setting.get("train") else "trained on the main setting"
+        if res is None:
+            lines.append(f"| {desc} | {trained} | not run | | |")
+            continue
+        r = res.set_index("policy")
+        bh = r["best_heuristic"].iloc[0]
+        ppo = [p for p in r.index if bm.is_ppo(p)]
+        diffs, verdicts = [], []
+        for p in ppo:
+            x = r.loc[p]
+            diffs.append(f"{p} {pct(x.diff_vs_best_heuristic_pct)} "
+                         f"{ci(x.diff_vs_best_heuristic_ci_lo_pct, x.diff_vs_best_heuristic_ci_hi_pct)}")
+            verdicts.append("better" if x.diff_vs_best_heuristic_ci_hi_pct < 0 else
+                            "worse" if x.diff_vs_best_heuristic_ci_lo_pct > 0 else "no significant difference")
+        verdict = ", ".join(f"{v} ({n})" for v in dict.fromkeys(verdicts)
+                            for n in [sum(1 for x in verdicts if x == v)])
+        lines.append(f"| {desc} | {trained} | {bh} ({k(r.loc[bh, 'mean_twt_k'])}) | "
+                     f"{'; '.join(diffs) or 'none'} | {verdict or 'no learned policy'} |")
+    return lines
 
 
 def figures_section(made, notes, rapport_dir):
@@ -495,17 +549,20 @@ def render(cfg, d, made, notes, paths):
         clairvoyant_section(cfg, d),
         demo_section(d, rapport_dir, paths["figures"]),
         conclusion_section(cfg, d),
+        robustness_section(cfg, d.get("robust")),
         figures_section(made, notes, rapport_dir),
         reproduce_section(cfg, d, paths),
     ]
     return "\n".join("\n".join(s) + "\n" for s in sections)
 
 
-def build(cfg, bench_dir, out, figures_dir, train_dir, demo_dir, config_path=None):
+def build(cfg, bench_dir, out, figures_dir, train_dir, demo_dir, config_path=None,
+          robust_dir="results/robustness"):
     """Write the figures and rapport.md; returns the paths written."""
     from . import io
 
     d = load(bench_dir, train_dir, demo_dir, cfg)
+    d["robust"] = read_robustness(cfg, robust_dir)
     paths = {"bench": str(bench_dir), "out": str(out), "figures": str(figures_dir),
              "demo": str(demo_dir), "config": config_path}
     made, notes = make_figures(cfg, d, figures_dir)

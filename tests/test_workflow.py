@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
+import pandas as pd
 import pytest
 import yaml
 
@@ -351,3 +352,47 @@ def test_each_cluster_job_sees_only_its_declared_files(runs):
         assert Path(p["cwd"]).resolve().is_relative_to(runs.scratch.resolve()), p["cwd"]
         # ...where the only files are its declared inputs (and its log, opened by the shell)
         assert set(p["files"]) == set(job["input"]) | set(job["log"]), job["rule"]
+
+
+#: SMALL with two robustness settings: one benchmarks the main policies, one retrains.
+ROBUST = {**copy.deepcopy(SMALL), "robustness": {"settings": [
+    {"name": "load-0.70", "load": 0.7},
+    {"name": "machines-2", "machines": 2,
+     "train": {"atc_k": "tuned", "teacher_scenarios": 1, "iterations": 2}}]}}
+
+
+def test_robustness_settings_are_benchmarked_and_reported(tmp_path):
+    ws = workspace(tmp_path / "w", ROBUST)
+    plan = planned_jobs(ws)
+    assert plan["robust_tune"] == 2 and plan["robust_benchmark"] == 2
+    assert plan["robust_train"] == 2 and plan["robust_teach"] == 1   # the retrained setting only
+    r = snakemake(ws, "-j4")
+    assert r.returncode == 0, r.output[-4000:]
+    for name in ("load-0.70", "machines-2"):
+        d = ws / "results/robustness" / name
+        resume = pd.read_csv(d / "resume.csv")
+        assert set(resume["policy"]) >= {"atc", "atc-tuned", "wmdd", "ppo-1", "ppo-2"}
+        assert (d / "winner.json").exists() and (d / "tuned.json").exists()
+    # the setting's scenarios: load 0.7 means fewer tasks per hour than the main setting
+    per_main = pd.read_csv(ws / "results/benchmark/per_scenario.csv")
+    per_low = pd.read_csv(ws / "results/robustness/load-0.70/per_scenario.csv")
+    assert per_low["mean_flow_time_s"].mean() < per_main["mean_flow_time_s"].mean()
+    # the retrained policies started from the setting's own tuned k
+    tuned = json.loads((ws / "results/robustness/machines-2/tuned.json").read_text())
+    import torch
+
+    meta = torch.load(ws / "results/robustness/machines-2/train/seed-1/politique.pt",
+                      weights_only=True)["meta"]
+    assert meta["atc_k"] == tuned["atc_k"]
+    rapport = (ws / "results/rapport.md").read_text()
+    assert "## Other settings" in rapport
+    for name in ("load-0.70", "machines-2"):
+        row = next(line for line in rapport.splitlines() if line.startswith(f"| {name}:"))
+        resume = pd.read_csv(ws / "results/robustness" / name / "resume.csv").set_index("policy")
+        assert f"{resume.loc['ppo-1', 'diff_vs_best_heuristic_pct']:+.1f} %" in row
+    # changing one setting reruns that setting and the report, nothing else
+    cfg = copy.deepcopy(ROBUST)
+    cfg["robustness"]["settings"][0]["load"] = 0.75
+    (ws / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+    assert planned_jobs(ws) == {"robust_config": 2, "step_config": 1, "robust_tune": 1,
+                                "robust_benchmark": 1, "report": 1, "all": 1}

@@ -15,6 +15,9 @@ def register(sub):
                    help="training output folder with seed-<S>/train_log.csv (default: %(default)s)")
     s.add_argument("--demo", default="results/demo",
                    help="`sched demo` output folder (default: %(default)s)")
+    s.add_argument("--robustness", default="results/robustness",
+                   help="folder with <setting>/resume.csv for each robustness setting "
+                        "(default: %(default)s)")
     s.set_defaults(func=run)
 
 
@@ -23,6 +26,6 @@ def run(args):
 
     cfg = load_cfg(args)
     written = build(cfg, args.bench, args.out, args.figures, args.train_dir, args.demo,
-                    config_path=args.config)
+                    config_path=args.config, robust_dir=args.robustness)
     for p in written:
         print(f"wrote {p}", file=sys.stderr)

@@ -11,6 +11,8 @@ def register(sub):
     s.add_argument("--seeds", help="training seeds A-B (default: the first train.teacher_scenarios "
                                    "of seeds.train); shards of that range can run in parallel")
     s.add_argument("--out", default="results/teacher/labels.npz", help="label file (default: %(default)s)")
+    s.add_argument("--atc-k", type=float, dest="atc_k",
+                   help="ATC k of the candidates, rollouts and features (default: train.atc_k)")
     s.add_argument("--no-progress", action="store_true", help="no progress bar")
     s.set_defaults(func=run)
 
@@ -19,7 +21,9 @@ def teacher_seeds(cfg, args):
     from ..config import seed_range
     from ..ppo import Args
 
-    a = Args.from_config(cfg)
+    a = Args.from_config(cfg, atc_k=args.atc_k)
+    if a.atc_k is not None and not a.atc_k > 0:
+        raise UsageError(f"--atc-k: must be > 0, got {a.atc_k}")
     wanted = list(seed_range(cfg, "train"))[: a.teacher_scenarios]
     if not args.seeds:
         return wanted, a

@@ -14,6 +14,8 @@ def register(sub):
     s.add_argument("--threads", type=int, help="torch/numba threads (default: config train.threads)")
     s.add_argument("--teacher", nargs="+", metavar="LABELS",
                    help="teacher label files from `sched teach` (default: label in this process)")
+    s.add_argument("--atc-k", type=float, dest="atc_k",
+                   help="ATC k of the features, prior, teacher and critic (default: train.atc_k)")
     s.add_argument("--fresh", action="store_true", help="ignore an existing checkpoint")
     s.add_argument("--no-progress", action="store_true", help="no progress bar")
     s.set_defaults(func=run)
@@ -26,7 +28,10 @@ def run(args):
     if args.iterations is not None and args.iterations < 1:
         raise UsageError(f"--iterations: must be >= 1, got {args.iterations}")
     seed = args.seed if args.seed is not None else cfg["train"]["seeds"][0]
-    a = Args.from_config(cfg, iterations=args.iterations, seed=seed, threads=args.threads)
+    a = Args.from_config(cfg, iterations=args.iterations, seed=seed, threads=args.threads,
+                         atc_k=args.atc_k)
+    if a.atc_k is not None and not a.atc_k > 0:
+        raise UsageError(f"--atc-k: must be > 0, got {a.atc_k}")
     out = Path(args.out)
     labels = None
     if args.teacher:

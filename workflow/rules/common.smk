@@ -86,7 +86,7 @@ STEP_SETTINGS = {
     "demo": {**dict.fromkeys(SCENARIO_SECTIONS), "benchmark": (*BENCHMARK_COUNTS, "demo_seed"),
              "report": ("figure_dpi", "gantt_hours")},
     "report": {**dict.fromkeys(SCENARIO_SECTIONS), "benchmark": None, "train": ("seeds",),
-               "report": None},
+               "report": None, "robustness": None},
 }
 
 
@@ -124,3 +124,77 @@ def step_config_text(step):
 def step_config(step):
     return f"results/config/{step}.yaml"
 
+
+
+# ---------------------------------------------------------------- robustness settings
+#
+# Each setting of `robustness.settings` reruns the benchmark (and, with `train`,
+# the teacher and the training) with scenario.load / scenario.machines
+# overridden, from its own per-step config files under
+# results/robustness/<name>/config/: the same commands, the same contracts.
+ROBUST = {s["name"]: s for s in config["robustness"]["settings"]}
+ROBUST_DIR = "results/robustness"
+
+
+def variant_settings(variant, step):
+    """step_settings(step) under the setting ``variant``."""
+    import copy
+
+    v = ROBUST[variant]
+    st = copy.deepcopy(step_settings(step))
+    for key in ("load", "machines"):
+        if key in v and "scenario" in st:
+            st["scenario"][key] = v[key]
+    if "train" in st and v.get("train"):
+        # atc_k: tuned is passed on the command line, from the setting's tuned.json
+        st["train"].update({k: val for k, val in v["train"].items()
+                            if k != "atc_k" and (step == "train" or k in st["train"])})
+    return st
+
+
+def variant_config_text(variant, step):
+    return (f"# Written by the workflow: the settings `sched {step}` depends on, under the\n"
+            f"# robustness setting {variant!r} (see config.yaml, robustness.settings).\n"
+            + yaml.safe_dump(variant_settings(variant, step), sort_keys=True))
+
+
+def variant_config(variant, step):
+    return f"{ROBUST_DIR}/{variant}/config/{step}.yaml"
+
+
+def variant_retrains(variant):
+    return bool(ROBUST[variant].get("train"))
+
+
+def variant_teacher_shards(variant):
+    n = variant_settings(variant, "teach")["train"]["teacher_scenarios"]
+    if n <= 0:
+        return []
+    first = config["seeds"]["train"]["start"]
+    k = max(1, min(config["train"]["teacher_shards"], n))
+    bounds = [first + (n * i) // k for i in range(k + 1)]
+    return [f"{lo}-{hi - 1}" for lo, hi in zip(bounds, bounds[1:])]
+
+
+def variant_policy_files(variant):
+    if variant_retrains(variant):
+        return [f"{ROBUST_DIR}/{variant}/train/seed-{s}/politique.pt" for s in TRAIN_SEEDS]
+    return policy_files()
+
+
+def variant_policy_file_args(variant):
+    return " ".join(f"--policy-file ppo-{s}={shlex.quote(p)}"
+                    for s, p in zip(TRAIN_SEEDS, variant_policy_files(variant)))
+
+
+def variant_atc_k_arg(variant, tuned_path):
+    """`--atc-k K` when the setting trains from its own tuned k (train.atc_k: tuned)."""
+    wanted = (ROBUST[variant].get("train") or {}).get("atc_k")
+    if wanted is None:
+        return ""
+    if wanted == "tuned":
+        import json
+
+        with open(tuned_path) as fh:
+            wanted = json.load(fh)["atc_k"]
+    return f"--atc-k {float(wanted)!r}"

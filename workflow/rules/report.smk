@@ -47,6 +47,7 @@ rule report:
         demo="results/demo/demo.csv",
         gantt=f"{FIGURES}/demo_gantt.png",
         train_logs=expand("results/train/seed-{seed}/train_log.csv", seed=TRAIN_SEEDS),
+        robustness=expand(f"{ROBUST_DIR}/{{variant}}/resume.csv", variant=list(ROBUST)),
     output:
         rapport=report("results/rapport.md", caption="../report/rapport.rst",
                        category="5. Report"),
@@ -58,6 +59,7 @@ rule report:
         demo=lambda wildcards, input: os.path.dirname(input.demo),
         train=lambda wildcards, input: os.path.dirname(os.path.dirname(input.train_logs[0])),
         figures=lambda wildcards, output: os.path.dirname(output.figures[0]),
+        robustness=ROBUST_DIR,
     log:
         "results/logs/report.log",
     benchmark:
@@ -68,4 +70,4 @@ rule report:
     shell:
         "python -m sched --config {input.config:q} report --bench {params.bench:q}"
         " --out {output.rapport:q} --figures {params.figures:q} --train-dir {params.train:q}"
-        " --demo {params.demo:q} > {log:q} 2>&1"
+        " --demo {params.demo:q} --robustness {params.robustness:q} > {log:q} 2>&1"
