@@ -315,24 +315,35 @@ def train(cfg, args, out, progress=True, resume=True, log=print, labels=None):
             obs = env.reset()
     else:
         obs = env.reset()
-    if start_iter == 1 and args.teacher_scenarios > 0:
-        # ---------------------------------------------------------------- warm start
-        if labels is None:
-            labels = teacher_labels(cfg, args, progress=progress)
-        t_d = time.perf_counter()
-        loss = distill(net, labels, args, gen, progress=progress)
-        val_score = validator(net, meta) if validator is not None else float("nan")
-        if validator is not None:
-            best = {"score": val_score, "iteration": 0,
-                    "state": {k: v.detach().clone() for k, v in net.state_dict().items()}}
+    if start_iter == 1:
+        # ------------------------------------------------ starting points, validated
+        # Model selection covers where training starts too: the untrained network
+        # (the ATC prior: ATC with train.atc_k) and, with a teacher, the warm start.
+        # A warm start or PPO that does worse on validation is not kept.
         nan = float("nan")
-        rows.append({"iteration": 0, "env_steps": 0, "episodes": 0,
-                     "mean_episode_weighted_tardiness_s": nan, "policy_loss": loss,
-                     "value_loss": nan, "entropy": nan, "approx_kl": nan, "clip_fraction": nan,
-                     "explained_variance": nan, "steps_per_s": nan,
-                     "wall_s": time.perf_counter() - t_d, "learning_rate": args.distill_lr,
-                     "val_weighted_tardiness_s": val_score,
-                     "val_atc_weighted_tardiness_s": validator.atc if validator else nan})
+        t_d = time.perf_counter()
+
+        def start_row(iteration, loss, lr):
+            nonlocal best
+            score = validator(net, meta) if validator is not None else nan
+            if validator is not None and score < best["score"]:
+                best = {"score": score, "iteration": iteration,
+                        "state": {k: v.detach().clone() for k, v in net.state_dict().items()}}
+            rows.append({"iteration": iteration, "env_steps": 0, "episodes": 0,
+                         "mean_episode_weighted_tardiness_s": nan, "policy_loss": loss,
+                         "value_loss": nan, "entropy": nan, "approx_kl": nan, "clip_fraction": nan,
+                         "explained_variance": nan, "steps_per_s": nan,
+                         "wall_s": time.perf_counter() - t_d, "learning_rate": lr,
+                         "val_weighted_tardiness_s": score,
+                         "val_atc_weighted_tardiness_s": validator.atc if validator else nan})
+
+        if args.teacher_scenarios > 0:
+            start_row(-1, nan, nan)                      # the untrained network: ATC prior
+            if labels is None:
+                labels = teacher_labels(cfg, args, progress=progress)
+            start_row(0, distill(net, labels, args, gen, progress=progress), args.distill_lr)
+        else:
+            start_row(0, nan, nan)
         wall_before = rows[-1]["wall_s"]
 
     bar = None
