@@ -98,26 +98,33 @@ def ecdf(per_scenario, path, dpi, unit=1000.0):
 
 
 def learning_curves(logs, path, dpi, unit=1000.0, reference=None):
-    """Mean episode weighted tardiness along training, one line per training seed.
+    """Training of each seed: the greedy policy on the validation scenarios (left) and
+    the sampled policy's training episodes (right).
 
-    ``reference``: (label, value in weighted s) drawn as a horizontal line,
-    e.g. ATC's mean on the validation scenarios.
+    Left, one line per seed through the validated points: -1 the untrained
+    network (the ATC prior), 0 the teacher warm start, then PPO iterations;
+    ``reference``: (label, value in weighted s), ATC on the same validation
+    scenarios. Right, the mean weighted tardiness of the last training
+    episodes (different scenarios each time, sampled actions: noisy).
     """
     plt = _plt()
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     if reference is not None:
         axes[0].axhline(reference[1] / unit, color="black", ls=":", lw=1, label=reference[0])
     for seed, log in sorted(logs.items()):
-        axes[0].plot(log["env_steps"], log["mean_episode_weighted_tardiness_s"] / unit,
-                     label=f"ppo-{seed}", lw=1.2)
-        if "entropy" in log:
-            axes[1].plot(log["env_steps"], log["entropy"], label=f"ppo-{seed}", lw=1.2)
-    axes[0].set_xlabel("environment steps")
-    axes[0].set_ylabel("mean episode weighted tardiness (1,000 weighted s)")
-    axes[0].set_title("Training: weighted tardiness")
-    axes[1].set_xlabel("environment steps")
-    axes[1].set_ylabel("policy entropy")
-    axes[1].set_title("Training: entropy")
+        if "val_weighted_tardiness_s" in log:
+            v = log.dropna(subset=["val_weighted_tardiness_s"])
+            axes[0].plot(v["iteration"], v["val_weighted_tardiness_s"] / unit, "o-", ms=3,
+                         label=f"ppo-{seed}", lw=1.2)
+        ppo = log[log["iteration"] > 0]
+        axes[1].plot(ppo["iteration"], ppo["mean_episode_weighted_tardiness_s"] / unit,
+                     label=f"ppo-{seed}", lw=1)
+    axes[0].set_xlabel("iteration (-1: ATC prior, 0: teacher warm start)")
+    axes[0].set_ylabel("mean weighted tardiness (1,000 weighted s)")
+    axes[0].set_title("Validation scenarios, greedy policy")
+    axes[1].set_xlabel("PPO iteration")
+    axes[1].set_ylabel("mean weighted tardiness (1,000 weighted s)")
+    axes[1].set_title("Training episodes, sampled actions (last 50)")
     for ax in axes:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)

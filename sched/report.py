@@ -206,6 +206,20 @@ def setup_section(cfg, d):
             parts.append(f"ppo-{s}: {int(last['iteration']):,} iterations, "
                          f"{int(last['env_steps']):,} environment steps, {_minutes(last['wall_s'])}")
         lines.append("* **Training budget** (from each seed's `train_log.csv`): " + "; ".join(parts) + ".")
+        kept = []
+        for s, log in sorted(logs.items()):
+            if "val_weighted_tardiness_s" in log.columns and log["val_weighted_tardiness_s"].notna().any():
+                v = log.dropna(subset=["val_weighted_tardiness_s"])
+                it = int(v.loc[v["val_weighted_tardiness_s"].idxmin(), "iteration"])
+                what = {-1: "the untrained ATC prior", 0: "the teacher warm start"}.get(it, f"PPO iteration {it:,}")
+                kept.append(f"ppo-{s}: {what}")
+        if kept:
+            warm = any((log["iteration"] == 0).any() and (log["iteration"] == -1).any()
+                       for log in logs.values())
+            lines.append(
+                "* **Kept checkpoint** (lowest validation weighted tardiness in the log"
+                + (", the teacher warm start logged as iteration 0 and the untrained network as -1"
+                   if warm else "") + "): " + "; ".join(kept) + ".")
     else:
         lines.append("* **Training**: no training log found; no learned policy is described.")
     lines.append(
@@ -525,11 +539,11 @@ def make_figures(cfg, d, figures_dir):
     made["ecdf"] = figures.ecdf(d["per"], fd / FIGURES["ecdf"], dpi)
     if d["logs"]:
         ref = None
-        tuned = d["tuned"]
-        if tuned is not None:
-            at = [g for g in tuned["grid"] if g["atc_k"] == tuned["reference_atc_k"]]
-            if at:
-                ref = (f"ATC k = {at[0]['atc_k']:g}, validation scenarios", at[0]["mean_twt_s"])
+        atc_val = [log["val_atc_weighted_tardiness_s"].dropna() for log in d["logs"].values()
+                   if "val_atc_weighted_tardiness_s" in log]
+        atc_val = [v.iloc[0] for v in atc_val if len(v)]
+        if atc_val:   # ATC (rules.atc_k) on the same validation scenarios, from the logs
+            ref = (f"ATC k = {cfg['rules']['atc_k']:g}, same scenarios", atc_val[0])
         made["learning"] = figures.learning_curves(d["logs"], fd / FIGURES["learning"], dpi,
                                                    reference=ref)
     else:
