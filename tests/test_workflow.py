@@ -354,18 +354,24 @@ def test_each_cluster_job_sees_only_its_declared_files(runs):
         assert set(p["files"]) == set(job["input"]) | set(job["log"]), job["rule"]
 
 
-#: SMALL with two robustness settings: one benchmarks the main policies, one retrains.
-ROBUST = {**copy.deepcopy(SMALL), "robustness": {"settings": [
+#: Two robustness settings: one benchmarks the main policies, one retrains.
+ROBUST_SETTINGS = {"settings": [
     {"name": "load-0.70", "load": 0.7},
     {"name": "machines-2", "machines": 2,
-     "train": {"atc_k": "tuned", "teacher_scenarios": 1, "iterations": 2}}]}}
+     "train": {"atc_k": "tuned", "teacher_scenarios": 1, "iterations": 2}}]}
 
 
-def test_robustness_settings_are_benchmarked_and_reported(tmp_path):
-    ws = workspace(tmp_path / "w", ROBUST)
+def test_robustness_settings_are_benchmarked_and_reported(built, tmp_path):
+    # a copy of the built project (outputs, Snakemake's records), with the settings added:
+    # only their jobs and the report run
+    ws = tmp_path / "w"
+    shutil.copytree(built, ws, symlinks=True, ignore=shutil.ignore_patterns("shadow", "incomplete"))
+    cfg = yaml.safe_load((ws / "config.yaml").read_text())
+    cfg["robustness"] = copy.deepcopy(ROBUST_SETTINGS)
+    (ws / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
     plan = planned_jobs(ws)
-    assert plan["robust_tune"] == 2 and plan["robust_benchmark"] == 2
-    assert plan["robust_train"] == 2 and plan["robust_teach"] == 1   # the retrained setting only
+    assert plan == {"robust_config": 6, "step_config": 1, "robust_tune": 2, "robust_teach": 1,
+                    "robust_train": 2, "robust_benchmark": 2, "report": 1, "all": 1}
     r = snakemake(ws, "-j4")
     assert r.returncode == 0, r.output[-4000:]
     for name in ("load-0.70", "machines-2"):
@@ -373,14 +379,14 @@ def test_robustness_settings_are_benchmarked_and_reported(tmp_path):
         resume = pd.read_csv(d / "resume.csv")
         assert set(resume["policy"]) >= {"atc", "atc-tuned", "wmdd", "ppo-1", "ppo-2"}
         assert (d / "winner.json").exists() and (d / "tuned.json").exists()
-    # the setting's scenarios: load 0.7 means fewer tasks per hour than the main setting
+    # the setting's scenarios: at load 0.7 tasks wait less than at the main load
     per_main = pd.read_csv(ws / "results/benchmark/per_scenario.csv")
     per_low = pd.read_csv(ws / "results/robustness/load-0.70/per_scenario.csv")
     assert per_low["mean_flow_time_s"].mean() < per_main["mean_flow_time_s"].mean()
     # the retrained policies started from the setting's own tuned k
-    tuned = json.loads((ws / "results/robustness/machines-2/tuned.json").read_text())
     import torch
 
+    tuned = json.loads((ws / "results/robustness/machines-2/tuned.json").read_text())
     meta = torch.load(ws / "results/robustness/machines-2/train/seed-1/politique.pt",
                       weights_only=True)["meta"]
     assert meta["atc_k"] == tuned["atc_k"]
@@ -389,9 +395,8 @@ def test_robustness_settings_are_benchmarked_and_reported(tmp_path):
     for name in ("load-0.70", "machines-2"):
         row = next(line for line in rapport.splitlines() if line.startswith(f"| {name}:"))
         resume = pd.read_csv(ws / "results/robustness" / name / "resume.csv").set_index("policy")
-        assert f"{resume.loc['ppo-1', 'diff_vs_best_heuristic_pct']:+.1f} %" in row
+        assert f"ppo-1 {resume.loc['ppo-1', 'diff_vs_best_heuristic_pct']:+.1f} %" in row
     # changing one setting reruns that setting and the report, nothing else
-    cfg = copy.deepcopy(ROBUST)
     cfg["robustness"]["settings"][0]["load"] = 0.75
     (ws / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
     assert planned_jobs(ws) == {"robust_config": 2, "step_config": 1, "robust_tune": 1,

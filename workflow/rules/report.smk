@@ -59,7 +59,7 @@ rule report:
         demo=lambda wildcards, input: os.path.dirname(input.demo),
         train=lambda wildcards, input: os.path.dirname(os.path.dirname(input.train_logs[0])),
         figures=lambda wildcards, output: os.path.dirname(output.figures[0]),
-        robustness=ROBUST_DIR,
+        robustness=lambda wildcards: ROBUST_DIR,   # a folder (settings may be none)
     log:
         "results/logs/report.log",
     benchmark:
