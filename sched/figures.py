@@ -127,7 +127,8 @@ def learning_curves(logs, path, dpi, unit=1000.0, reference=None):
     axes[1].set_title("Training episodes, sampled actions (last 50)")
     for ax in axes:
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=8)
     return save(fig, path, dpi)
 
 
