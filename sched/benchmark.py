@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import rules
+from . import io, rules
 from .config import ConfigError, seed_range
 
 #: The heuristics in the order every table lists them.
@@ -350,14 +350,7 @@ def sort_frame(frame):
 def read_per_scenario(path):
     """Read and check a per-scenario CSV (exact columns, valid values)."""
     path = Path(path)
-    try:
-        frame = pd.read_csv(path, dtype={"policy": str})
-    except FileNotFoundError:
-        raise BenchmarkError(f"{path}: file not found") from None
-    except pd.errors.EmptyDataError:
-        raise BenchmarkError(f"{path}: empty file") from None
-    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
-        raise BenchmarkError(f"{path}: not a readable CSV file: {exc}") from None
+    frame = io.read_csv(path, BenchmarkError, dtype={"policy": str})
     if tuple(frame.columns) != PER_SCENARIO_COLUMNS:
         raise BenchmarkError(f"{path}: columns {', '.join(map(str, frame.columns))}; expected "
                              f"exactly {', '.join(PER_SCENARIO_COLUMNS)}")
@@ -596,8 +589,6 @@ def write_outputs(out_dir, frame, cfg, specs, full):
 
     Everything is computed before anything is written.
     """
-    from . import io
-
     out_dir = Path(out_dir)
     if full:
         resume, winner = analyse(frame, cfg, specs)

@@ -47,6 +47,20 @@ def write_csv(path, frame):
         frame.to_csv(tmp, index=False)
 
 
+def read_csv(path, error, **kwargs):
+    """pandas.read_csv with the usual failures turned into ``error`` naming the file."""
+    import pandas as pd
+
+    try:
+        return pd.read_csv(path, **kwargs)
+    except FileNotFoundError:
+        raise error(f"{path}: file not found") from None
+    except pd.errors.EmptyDataError:
+        raise error(f"{path}: empty file (no header, no rows)") from None
+    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise error(f"{path}: not a readable CSV file: {exc}") from None
+
+
 def _jsonable(value):
     # numpy scalars and arrays
     if hasattr(value, "tolist"):

@@ -120,14 +120,8 @@ def _where(mask):
 def read_scenario(path):
     """Read and validate a scenario CSV file."""
     path = Path(path)
-    try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
-    except FileNotFoundError:
-        raise ScenarioError(f"{path}: file not found") from None
-    except pd.errors.EmptyDataError:
-        raise ScenarioError(f"{path}: empty file (no header, no rows)") from None
-    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
-        raise ScenarioError(f"{path}: not a readable CSV file: {exc}") from None
+    frame = io.read_csv(path, ScenarioError, dtype=str, keep_default_na=False,
+                        skipinitialspace=True)
     frame.columns = [c.strip() for c in frame.columns]
     return Scenario(path.stem, validate_frame(frame, str(path)))
 

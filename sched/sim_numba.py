@@ -306,6 +306,17 @@ def rollout_batch(s, rule, k):
 
 
 @core_jit
+def advance_slot(s, b, skip_forced):
+    """:func:`advance_batch` for one slot (e.g. one just reloaded with a new scenario)."""
+    if s.done[b]:
+        s.accrued[b] = 0.0
+        return
+    if _advance(s, b, skip_forced):
+        s.decisions[b] += 1
+    _report(s, b)
+
+
+@core_jit
 def advance_batch(s, skip_forced):
     """Lockstep step, part 2: run every unfinished slot to its next decision.
 
@@ -315,12 +326,7 @@ def advance_batch(s, skip_forced):
     schedule for a slot that has just finished).
     """
     for b in range(s.n.shape[0]):
-        if s.done[b]:
-            s.accrued[b] = 0.0
-            continue
-        if _advance(s, b, skip_forced):
-            s.decisions[b] += 1
-        _report(s, b)
+        advance_slot(s, b, skip_forced)
 
 
 @core_jit
@@ -379,17 +385,6 @@ def cost_to_go_batch(s, scratch, rule, k, out):
     """
     for b in nb.prange(s.n.shape[0]):
         out[b] = 0.0 if s.done[b] else _cost_to_go(s, b, scratch, rule, k)
-
-
-@core_jit
-def advance_slot(s, b, skip_forced):
-    """:func:`advance_batch` for one slot (e.g. one just reloaded with a new scenario)."""
-    if s.done[b]:
-        s.accrued[b] = 0.0
-        return
-    if _advance(s, b, skip_forced):
-        s.decisions[b] += 1
-    _report(s, b)
 
 
 @core_jit

@@ -179,7 +179,7 @@ def test_conclusion_with_ppo_follows_the_numbers(built, tiny, factor, verdict): 
     assert f"The best training seed, ppo-1, {verdict} the best heuristic {bh}" in text
     if verdict == "beats":
         assert (w["policy"], w["significant"], w["policy_file"]) == ("ppo-1", True, "p.pt")
-        assert f"**The winner is ppo-1** (the learned policy)" in text
+        assert "**The winner is ppo-1** (the learned policy)" in text
     else:
         assert w["policy"] == bh and r.diff_vs_best_heuristic_ci_lo_pct > 0
         assert "**No policy wins significantly.**" in text
