@@ -279,5 +279,3 @@ def load_cached(path):
         _CACHE[key] = load(path)
     return _CACHE[key]
 
-
-load_policy = load
