@@ -77,17 +77,22 @@ def _place(F, a, p):
 
 
 @nb.njit(cache=True)
+def _charge(F, t, arr, dur, w, due, c):
+    """Place task t on the machine that frees first; c plus its weighted tardiness."""
+    late = _place(F, arr[t], dur[t]) + dur[t] - due[t]
+    if late > 0.0:
+        c += w[t] * late
+    return c
+
+
+@nb.njit(cache=True)
 def _forward(seq, lo, arr, dur, w, due, FS, CS):
     """Recompute the saved states FS[k] and cumulative costs CS[k] for k > lo."""
     n = seq.shape[0]
     F = FS[lo].copy()
     c = CS[lo]
     for k in range(lo, n):
-        j = seq[k]
-        s = _place(F, arr[j], dur[j])
-        late = s + dur[j] - due[j]
-        if late > 0.0:
-            c += w[j] * late
+        c = _charge(F, seq[k], arr, dur, w, due, c)
         FS[k + 1, :] = F
         CS[k + 1] = c
 
@@ -121,13 +126,9 @@ def _eval_move(seq, kind, i, j, arr, dur, w, due, FS, CS, F, bound):
     F[:] = FS[lo]
     c = CS[lo]
     for k in range(lo, hi + 1):
-        t = _task_at(seq, k, kind, i, j)
-        s = _place(F, arr[t], dur[t])
-        late = s + dur[t] - due[t]
-        if late > 0.0:
-            c += w[t] * late
-            if c >= bound:
-                return c
+        c = _charge(F, _task_at(seq, k, kind, i, j), arr, dur, w, due, c)
+        if c >= bound:
+            return c
     M = F.shape[0]
     for k in range(hi + 1, n):
         same = True
@@ -137,13 +138,9 @@ def _eval_move(seq, kind, i, j, arr, dur, w, due, FS, CS, F, bound):
                 break
         if same:
             return c + (CS[n] - CS[k])
-        t = seq[k]
-        s = _place(F, arr[t], dur[t])
-        late = s + dur[t] - due[t]
-        if late > 0.0:
-            c += w[t] * late
-            if c >= bound:
-                return c
+        c = _charge(F, seq[k], arr, dur, w, due, c)
+        if c >= bound:
+            return c
     return c
 
 
