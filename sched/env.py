@@ -10,16 +10,21 @@
   action mask, for users who want to plug in another RL library.
 
 A decision happens when a machine is free and at least one task waits; the
-action picks one waiting task (a queue position). Decisions with a single
-waiting task have no choice and are taken inside the simulator.
+action picks one waiting task (a queue position). In training and greedy
+rollouts, decisions with a single waiting task have no choice and are taken
+inside the simulator; the Gymnasium environment shows every decision (a step
+with one valid action), so that every episode has at least one step.
 
 Reward (one definition, :func:`reward`): minus ``reward_scale`` (0.001: one
 unit = 1,000 weighted seconds, as in the original card) times the weighted
 tardiness accrued by all tasks since the previous decision. Tardiness accrues
 at rate w for every task past its due date and not yet complete; a started
 task is charged up to its completion. The rewards of an episode sum to
--0.001 x the schedule's total weighted tardiness, and each action is charged
-soon after it is taken (a dense signal instead of one number at the end).
+-0.001 x the schedule's total weighted tardiness (what accrues before the
+first decision is paid with the first reward), and each action is charged
+soon after it is taken (a dense signal instead of one number at the end). A
+training scenario with no choice at all (never more than one task waiting)
+yields no step and is skipped.
 """
 import numpy as np
 
@@ -65,6 +70,10 @@ class VecQueue:
         self.atc_k = float(atc_k)
         self.scratch = sim_numba.empty_state(self.B, self.tasks, self.M) if privileged else None
         self._ctg = np.zeros(self.B)
+        # tardiness accrued between a slot's reload and its first decision: no
+        # action caused it, but it is part of the episode's total, so it is
+        # paid with the episode's first reward (the rewards then sum exactly)
+        self._before_first = np.zeros(self.B)
 
     def value_hint(self):
         """Privileged value estimate of every slot, for the critic only: minus the
@@ -88,6 +97,7 @@ class VecQueue:
             self.slot_load[b], self.slot_seed[b] = load, seed
             sim_numba.advance_slot(self.state, b, True)
             if not self.state.done[b]:
+                self._before_first[b] = self.state.accrued[b]
                 return
             self.finished.append((seed, load, float(self.state.wt_started[b])))
 
@@ -104,7 +114,8 @@ class VecQueue:
         s = self.state
         sim_numba.apply_batch(s, np.asarray(actions, dtype=np.int64))
         sim_numba.advance_batch(s, True)
-        r = reward(s.accrued, self.reward_scale).astype(np.float32)
+        r = reward(s.accrued + self._before_first, self.reward_scale).astype(np.float32)
+        self._before_first[:] = 0.0
         done = s.done.copy()
         for b in np.flatnonzero(done):
             self.finished.append((int(self.slot_seed[b]), float(self.slot_load[b]),
@@ -116,13 +127,14 @@ class VecQueue:
     def get_state(self):
         return {"arrays": {k: np.array(v) for k, v in self.state._asdict().items()},
                 "slot_load": self.slot_load.copy(), "slot_seed": self.slot_seed.copy(),
-                "rng": self.rng.bit_generator.state}
+                "before_first": self._before_first.copy(), "rng": self.rng.bit_generator.state}
 
     def set_state(self, st):
         for k, v in st["arrays"].items():
             getattr(self.state, k)[...] = v
         self.slot_load[:] = st["slot_load"]
         self.slot_seed[:] = st["slot_seed"]
+        self._before_first[:] = st["before_first"]
         self.rng.bit_generator.state = st["rng"]
 
 
@@ -202,12 +214,13 @@ def make_gym_env(cfg=None, max_queue=64, reward_scale=0.001):
             self.action_space = spaces.Discrete(self.max_queue)
             self.state = sim_numba.empty_state(1, sc["tasks"], sc["machines"])
             self._rows = np.zeros(0, dtype=np.int64)
+            self._before_first = 0.0
 
         def _obs(self):
             x, mask, g, _ = self.encoder(self.state)
             ql = int(self.state.qlen[0]) if self.state.pending[0] >= 0 else 0
             if ql > self.max_queue:
-                rows = np.argsort(x[0, :ql, F.TASK_FEATURES.index("atc_rank")], kind="stable")[: self.max_queue]
+                rows = np.argsort(x[0, :ql, F.ATC_RANK_INDEX], kind="stable")[: self.max_queue]
             else:
                 rows = np.arange(ql)
             self._rows = rows
@@ -227,7 +240,8 @@ def make_gym_env(cfg=None, max_queue=64, reward_scale=0.001):
             d = draw(self.cfg, self.scenario_seed)
             sim_numba.load_slot(self.state, 0, d["arrival"], d["duration"], d["estimate"],
                                 d["weight"], d["due"])
-            sim_numba.advance_slot(self.state, 0, True)
+            sim_numba.advance_slot(self.state, 0, False)
+            self._before_first = float(self.state.accrued[0])
             obs = self._obs()
             return obs, {"action_mask": obs["action_mask"], "scenario_seed": self.scenario_seed}
 
@@ -236,8 +250,9 @@ def make_gym_env(cfg=None, max_queue=64, reward_scale=0.001):
             row = 0 if masked else int(action)
             qpos = int(self._rows[row])
             sim_numba.apply_batch(self.state, np.array([qpos], dtype=np.int64))
-            sim_numba.advance_batch(self.state, True)
-            r = float(reward(self.state.accrued[0], self.reward_scale))
+            sim_numba.advance_batch(self.state, False)
+            r = float(reward(self.state.accrued[0] + self._before_first, self.reward_scale))
+            self._before_first = 0.0
             terminated = bool(self.state.done[0])
             obs = self._obs()
             info = {"action_mask": obs["action_mask"], "masked_action": masked}

@@ -18,7 +18,7 @@ policy (several rollouts per candidate per decision), which is why it only
 labels training data.
 
 The student learns by minimising the expected label of its own softmax over
-the candidates (``distillation_loss``): a cost-sensitive imitation that
+the candidates (``sched.ppo.distill``): a cost-sensitive imitation that
 weighs each mistake by what it costs, not a plain classification.
 """
 import json
@@ -142,6 +142,15 @@ def label_scenario(s, b, scratch, k, K, FA, FD, FE, FW, FDUE, horizon, samples, 
     return nrows, ndec
 
 
+def first_future(seed, train_start):
+    """Index of the first sampled future a scenario's decisions use.
+
+    A function of the scenario's own seed, so that the labels do not depend on
+    how the teacher's seeds are split into jobs (``train.teacher_shards``).
+    """
+    return (int(seed) - int(train_start)) * 7919
+
+
 def make_labels(cfg, seeds, horizon, samples, top_k, futures=2000, progress=False, atc_k=None):
     """Teacher labels for the training scenarios ``seeds`` (dict of arrays).
 
@@ -158,6 +167,11 @@ def make_labels(cfg, seeds, horizon, samples, top_k, futures=2000, progress=Fals
     # from the end of the training range (scenario seeds come from its start)
     tr = cfg["seeds"]["train"]
     fut_seeds = range(tr["start"] + tr["count"] - futures, tr["start"] + tr["count"])
+    clash = [s for s in seeds if not tr["start"] <= s < fut_seeds.start]
+    if clash:
+        raise ValueError(f"seeds.train.count: {tr['count']} leaves no room for the teacher's "
+                         f"{futures} sampled futures after its scenarios (seed {clash[0]} is outside "
+                         f"{tr['start']}-{fut_seeds.start - 1}); use a larger training range")
     pool = [draw(cfg, s, tasks=horizon) for s in fut_seeds]
     FA, FD, FE, FW, FDUE = (np.ascontiguousarray([p[key] for p in pool], dtype=np.float64)
                             for key in ("arrival", "duration", "estimate", "weight", "due"))
@@ -169,7 +183,7 @@ def make_labels(cfg, seeds, horizon, samples, top_k, futures=2000, progress=Fals
 
         it = tqdm(seeds, desc="teacher", unit="scenario", dynamic_ncols=True)
     scratch = S.empty_state(1, n + horizon, cfg["scenario"]["machines"])   # queue + future
-    for i, seed in enumerate(it):
+    for seed in it:
         d = draw(cfg, seed, tasks=n)
         state, _ = S.pack([(d["arrival"], d["duration"], d["estimate"], d["weight"], d["due"])],
                           cfg["scenario"]["machines"])
@@ -179,7 +193,7 @@ def make_labels(cfg, seeds, horizon, samples, top_k, futures=2000, progress=Fals
         q = np.empty((n, top_k))
         ql = np.empty(n, dtype=np.int64)
         nr, nd = label_scenario(state, 0, scratch, k, top_k, FA, FD, FE, FW, FDUE, horizon,
-                                samples, i * 7919, p_ref, load, x, g, c, q, ql, 0, 0)
+                                samples, first_future(seed, tr["start"]), p_ref, load, x, g, c, q, ql, 0, 0)
         X.append(x[:nr].astype(np.float32)); G.append(g[:nd].astype(np.float32))
         C.append(c[:nd]); Q.append(q[:nd].astype(np.float32)); L.append(ql[:nd])
         SEG.append(np.full(nd, seed, dtype=np.int64))

@@ -301,3 +301,43 @@ def test_only_the_top_k_atc_tasks_are_candidates():
     cand = x[:, F.ATC_RANK_INDEX] * q < k
     assert (logits[~cand] == -1e9).all() and (logits[cand] > -1e8).all()
     assert (free > -1e8).all()
+
+
+def _late_cfg(cfg, tasks):
+    """Deadlines shorter than the tasks: tardiness accrues before the first choice too."""
+    c = copy.deepcopy(cfg)
+    c["scenario"]["tasks"] = tasks
+    c["scenario"]["due"] = {"flow_factor": [0.1, 0.2], "slack_s": [0.0, 0.0]}
+    return c
+
+
+def test_vec_queue_episode_rewards_sum_to_its_total_weighted_tardiness(cfg):
+    from sched.config import seed_range
+    from sched.env import VecQueue
+
+    c = _late_cfg(cfg, 30)
+    env = VecQueue(c, 2, np.random.default_rng(4), seed_range(c, "train"), "tasks", 2.0)
+    env.reset()
+    assert (env._before_first > 0).any()   # the case this test is about
+    ret, seen = np.zeros(2), 0
+    while seen < 6:
+        n_before, playing = len(env.finished), env.slot_seed.copy()
+        _, r, done = env.step(np.zeros(2, dtype=np.int64))
+        ret += r
+        totals = {seed: total for seed, _, total in env.finished[n_before:]}
+        for b in np.flatnonzero(done):
+            assert ret[b] == pytest.approx(-0.001 * totals[int(playing[b])], rel=1e-5)
+            ret[b] = 0.0
+            seen += 1
+
+
+def test_gymnasium_env_shows_every_decision_and_pays_every_second_of_tardiness(cfg):
+    from sched.env import make_gym_env
+
+    env = make_gym_env(_late_cfg(cfg, 1), max_queue=4)
+    obs, info = env.reset(seed=3)
+    assert obs["action_mask"].sum() == 1   # one task: a step with one valid action
+    obs, r, done, trunc, info = env.step(0)
+    assert done and not trunc
+    assert info["total_weighted_tardiness_s"] > 0
+    assert r == pytest.approx(-0.001 * info["total_weighted_tardiness_s"], rel=1e-9)

@@ -8,7 +8,7 @@ from ..cli import UsageError, load_cfg
 def register(sub):
     s = sub.add_parser("teach", help="label training scenarios with the rollout teacher "
                                      "(the policy's warm start; sched/teacher.py)")
-    s.add_argument("--seeds", help="training seeds A-B (default: the first train.teacher_scenarios "
+    s.add_argument("--seeds", help="training seeds A-B or N (default: the first train.teacher_scenarios "
                                    "of seeds.train); shards of that range can run in parallel")
     s.add_argument("--out", default="results/teacher/labels.npz", help="label file (default: %(default)s)")
     s.add_argument("--atc-k", type=float, dest="atc_k",
@@ -24,19 +24,19 @@ def teacher_seeds(cfg, args):
     a = Args.from_config(cfg, atc_k=args.atc_k)
     if a.atc_k is not None and not a.atc_k > 0:
         raise UsageError(f"--atc-k: must be > 0, got {a.atc_k}")
-    wanted = list(seed_range(cfg, "train"))[: a.teacher_scenarios]
+    if a.teacher_scenarios <= 0:
+        raise UsageError("train.teacher_scenarios is 0: there is nothing to label")
+    wanted = seed_range(cfg, "train")[: a.teacher_scenarios]
     if not args.seeds:
-        return wanted, a
-    try:
-        lo, hi = (int(v) for v in args.seeds.split("-"))
-    except ValueError:
-        raise UsageError(f"--seeds: expected A-B, got {args.seeds!r}") from None
-    seeds = list(range(lo, hi + 1))
-    outside = [s for s in seeds if s not in set(wanted)]
-    if outside or not seeds:
-        raise UsageError(f"--seeds: {args.seeds} is not within the teacher's scenarios "
-                         f"{wanted[0]}-{wanted[-1]} (train.teacher_scenarios of seeds.train)")
-    return seeds, a
+        return list(wanted), a
+    from ..benchmark import parse_seed_range, range_text
+
+    seeds = parse_seed_range(args.seeds)
+    if seeds.start < wanted.start or seeds.stop > wanted.stop:
+        bad = seeds.start if seeds.start < wanted.start else seeds.stop - 1
+        raise UsageError(f"--seeds: seed {bad} is not one of the teacher's scenarios "
+                         f"{range_text(wanted)} (the first train.teacher_scenarios of seeds.train)")
+    return list(seeds), a
 
 
 def run(args):
@@ -45,8 +45,6 @@ def run(args):
 
     cfg = load_cfg(args)
     seeds, a = teacher_seeds(cfg, args)
-    if a.teacher_scenarios <= 0:
-        raise UsageError("train.teacher_scenarios is 0: there is nothing to label")
     labels = make_labels(cfg, seeds, a.teacher_horizon, a.teacher_samples, a.top_k,
                          progress=not args.no_progress, atc_k=a.atc_k)
     meta = {"format": LABEL_FORMAT, "config_hash": config_hash(cfg, ["scenario", "rules", "seeds"]),

@@ -1,0 +1,71 @@
+"""The rollout teacher: labels that do not depend on how the work is split."""
+import copy
+
+import numpy as np
+import pytest
+import yaml
+
+from .conftest import run_cli
+
+
+def _labels(cfg, seeds):
+    from sched.teacher import make_labels
+
+    return make_labels(cfg, seeds, horizon=10, samples=3, top_k=4, futures=50)
+
+
+def test_labels_of_a_scenario_do_not_depend_on_the_other_seeds_of_the_job(tiny_cfg):
+    start = tiny_cfg["seeds"]["train"]["start"]
+    both = _labels(tiny_cfg, [start + 1, start + 2])
+    second = _labels(tiny_cfg, [start + 2])
+    rows = both["scenario_seed"] == start + 2
+    assert rows.any() and (~rows).any()
+    np.testing.assert_array_equal(both["label"][rows], second["label"])
+    np.testing.assert_array_equal(both["cand"][rows], second["cand"])
+    np.testing.assert_array_equal(both["g"][rows], second["g"])
+
+
+def test_teacher_labels_compare_candidates_with_atc_choice(tiny_cfg):
+    start = tiny_cfg["seeds"]["train"]["start"]
+    lab = _labels(tiny_cfg, [start])
+    # candidate 0 is ATC's choice, its label is 0 by definition; padding is -1
+    assert np.all(lab["label"][:, 0] == 0.0)
+    assert np.all(lab["cand"][:, 0] >= 0)
+    assert lab["x"].shape[0] == lab["counts"].sum()
+    assert np.all(lab["counts"] >= 2)   # forced decisions (one waiting task) are not labelled
+
+
+def test_futures_must_not_overlap_the_labelled_scenarios(tiny_cfg):
+    from sched.teacher import make_labels
+
+    c = copy.deepcopy(tiny_cfg)
+    c["seeds"]["train"]["count"] = 60
+    start = c["seeds"]["train"]["start"]
+    with pytest.raises(ValueError, match=r"seeds.train.count: 60 .*\(seed 100010 "):
+        make_labels(c, [start + 10], horizon=10, samples=2, top_k=4, futures=50)
+
+
+def _config_with(tmp_path, calibrated, **train):
+    c = yaml.safe_load(calibrated.config.read_text())
+    c["train"].update(train)
+    p = tmp_path / "config.yaml"
+    p.write_text(yaml.safe_dump(c, sort_keys=False))
+    return p
+
+
+def test_teach_refuses_seeds_outside_its_scenarios(tmp_path, calibrated):
+    cfg = _config_with(tmp_path, calibrated, teacher_scenarios=5)
+    r = run_cli("--config", cfg, "teach", "--seeds", "100003-100009", "--out", tmp_path / "l.npz")
+    assert r.returncode == 2
+    assert "--seeds: seed 100009 is not one of the teacher's scenarios 100000-100004" in r.stderr
+    r = run_cli("--config", cfg, "teach", "--seeds", "10-x", "--out", tmp_path / "l.npz")
+    assert r.returncode == 2 and "--seeds" in r.stderr and "10-x" in r.stderr
+    assert not (tmp_path / "l.npz").exists()
+
+
+def test_teach_with_no_teacher_scenarios_says_so(tmp_path, calibrated):
+    cfg = _config_with(tmp_path, calibrated, teacher_scenarios=0)
+    r = run_cli("--config", cfg, "teach", "--seeds", "100000-100001", "--out", tmp_path / "l.npz")
+    assert r.returncode == 2
+    assert "train.teacher_scenarios is 0" in r.stderr
+    assert "Traceback" not in r.stderr
