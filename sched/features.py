@@ -71,7 +71,6 @@ def _encode_slot(s, b, k, p_ref, load, x, g):
     ql = s.qlen[b]
     t = s.t[b]
     pbar = 0.0
-    work = 0.0
     for q in range(ql):
         pbar += s.est[b, s.queue[b, q]]
     work = pbar

@@ -247,10 +247,14 @@ def load(path):
     if missing:
         raise PolicyFileError(f"{path}: policy file lacks {', '.join(missing)}")
     enc = ENCODINGS.get(meta["arch"].get("name"))
-    want_t = list(F.TASK_FEATURES) if enc == "tasks" else list(F.FLAT_TASK_FEATURES)
-    if enc is None or list(meta["task_features"]) != want_t:
-        raise PolicyFileError(f"{path}: policy was trained on other features or architecture "
-                              f"({meta['arch'].get('name')!r}); retrain it with this version")
+    if enc is None:
+        raise PolicyFileError(f"{path}: unknown architecture {meta['arch'].get('name')!r}")
+    flat = enc != "tasks"
+    for key, want in (("task_features", F.FLAT_TASK_FEATURES if flat else F.TASK_FEATURES),
+                      ("global_features", F.FLAT_GLOBAL_FEATURES if flat else F.GLOBAL_FEATURES)):
+        if list(meta[key]) != list(want):
+            raise PolicyFileError(f"{path}: policy was trained on other {key} ({list(meta[key])}, "
+                                  f"this version has {list(want)}); retrain it with this version")
     try:
         net = build(meta["arch"])
         net.load_state_dict(blob["state_dict"])

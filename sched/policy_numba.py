@@ -58,8 +58,12 @@ def greedy_rollout(s, k, p_ref, load, top_k, W0, b0, W1, b1, W2, b2, lin):
         _affine(W0, b0, inp, n_task, n_in, ctx)
         best = -1
         best_v = -np.inf
+        atc_best = 0
         for q in range(ql):
-            if top_k > 0 and round(xb[q, F.ATC_RANK_INDEX] * ql) >= top_k:
+            rank = round(xb[q, F.ATC_RANK_INDEX] * ql)
+            if rank == 0:
+                atc_best = q
+            if top_k > 0 and rank >= top_k:
                 continue
             for f in range(n_task):
                 inp[f] = xb[q, f]
@@ -77,6 +81,8 @@ def greedy_rollout(s, k, p_ref, load, top_k, W0, b0, W1, b1, W2, b2, lin):
             if v > best_v:
                 best_v = v
                 best = q
+        if best < 0:   # every score NaN (a diverged network): ATC's choice, not garbage
+            best = atc_best
         S._start(s, 0, best, s.pending[0])
 
 

@@ -41,7 +41,7 @@ import torch
 
 from . import features as F
 from . import policy as P
-from . import sim_numba
+from . import sim_numba, threads
 from .config import config_hash, seed_range
 from .env import VecQueue, p_ref_of, run_greedy
 from .io import atomic_path
@@ -272,10 +272,7 @@ def train(cfg, args, out, progress=True, resume=True, log=print, labels=None):
     out = Path(out)
     log_path = out.with_name("train_log.csv")
     ckpt_path = out.with_name(out.name + ".ckpt")
-    torch.set_num_threads(max(1, int(args.threads)))
-    import numba
-
-    numba.set_num_threads(max(1, min(int(args.threads), numba.config.NUMBA_NUM_THREADS)))
+    threads.apply(args.threads, torch=True)
 
     # --- seeding: one seed drives everything
     torch.manual_seed(args.seed)

@@ -13,9 +13,9 @@ import os
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from . import benchmark as bm
+from .io import read_csv
 
 TRAIN_LOG_COLUMNS = ("iteration", "env_steps", "mean_episode_weighted_tardiness_s", "wall_s")
 FIGURES = {
@@ -43,10 +43,7 @@ def _read_json(path):
 
 
 def read_resume(path):
-    try:
-        frame = pd.read_csv(path)
-    except FileNotFoundError:
-        raise ReportError(f"{path}: file not found") from None
+    frame = read_csv(path, ReportError)
     if tuple(frame.columns) != bm.RESUME_COLUMNS:
         raise ReportError(f"{path}: columns {', '.join(frame.columns)}; expected exactly "
                           f"{', '.join(bm.RESUME_COLUMNS)}")
@@ -68,7 +65,7 @@ def read_train_logs(train_dir, seeds):
         p = Path(train_dir) / f"seed-{s}" / "train_log.csv"
         if not p.exists():
             continue
-        log = pd.read_csv(p)
+        log = read_csv(p, ReportError)
         missing = [c for c in TRAIN_LOG_COLUMNS if c not in log.columns]
         if missing:
             raise ReportError(f"{p}: missing column(s) {', '.join(missing)}")
@@ -111,7 +108,7 @@ def load(bench_dir, train_dir, demo_dir, cfg):
                           f"{sc['tasks']}; rerun the benchmark")
     clair = None
     if (bench_dir / "clairvoyant.csv").exists():
-        clair = pd.read_csv(bench_dir / "clairvoyant.csv")
+        clair = read_csv(bench_dir / "clairvoyant.csv", ReportError)
         from .clairvoyant import CLAIRVOYANT_COLUMNS
 
         if tuple(clair.columns) != CLAIRVOYANT_COLUMNS:

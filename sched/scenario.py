@@ -25,10 +25,8 @@ import pandas as pd
 from . import io
 
 REQUIRED = ("id", "kind", "arrival_s", "duration_s", "weight", "due_s")
-OPTIONAL = ("estimate_s",)
 NUMERIC = ("arrival_s", "duration_s", "weight", "due_s", "estimate_s")
 POSITIVE = ("duration_s", "estimate_s", "weight")
-SCHEDULE_COLUMNS = ("machine", "start_s", "end_s", "tardiness_s", "weighted_tardiness_s")
 
 
 class ScenarioError(ValueError):

@@ -30,11 +30,16 @@ def choose(rule, t, waiting, arrival, estimate, weight, due, k):
 
 def simulate(arrival, duration, estimate, weight, due, rule, machines=1,
              k=rules.ATC_K_DEFAULT, machine_free=None):
-    """Schedule one scenario; returns (start, end, machine) lists in row order."""
+    """Schedule one scenario; returns (start, end, machine) lists in row order.
+
+    ``machine_free``: the time each of the ``machines`` GPUs becomes free.
+    """
     arrival, duration, estimate, weight, due = (
         [float(x) for x in col] for col in (arrival, duration, estimate, weight, due))
     n = len(arrival)
     free_at = list(machine_free) if machine_free is not None else [-math.inf] * machines
+    if len(free_at) != machines:
+        raise ValueError(f"machine_free: expected {machines} values, got {len(free_at)}")
     not_arrived = deque(sorted(range(n), key=lambda j: (arrival[j], j)))
     waiting = []
     start, end, machine = [None] * n, [None] * n, [None] * n
@@ -55,6 +60,3 @@ def simulate(arrival, duration, estimate, weight, due, rule, machines=1,
         free_at[m] = end[j]
     return start, end, machine
 
-
-def total_weighted_tardiness(end, weight, due):
-    return sum(w * max(c - d, 0.0) for c, w, d in zip(end, weight, due))

@@ -48,6 +48,13 @@ def test_busy_machines_equal_reference(sc, rule, free):
     assert all(s >= f for s, m in zip(got[0], got[2]) for f in [free[m]])
 
 
+def test_machine_free_must_give_one_time_per_machine():
+    sc = ([0.0], [1.0], [1.0], [1.0], [5.0])
+    for simulate in (sim_numba.simulate, sim_reference.simulate):
+        with pytest.raises(ValueError, match="machine_free: expected 1 values"):
+            simulate(*sc, "atc", machines=1, machine_free=[5.0, 0.0])
+
+
 @pytest.mark.parametrize("machines", [1, 3])
 @pytest.mark.parametrize("rule", rules.RULES)
 def test_generated_scenarios_equal_reference(cfg, rule, machines):

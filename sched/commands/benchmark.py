@@ -43,8 +43,6 @@ def run(args):
                                     f"{' and '.join(missing)}; add {','.join(missing)}")
     specs, _ = bm.resolve_policies(cfg, names, tuned=args.tuned,
                                    policy_files=bm.parse_policy_files(args.policy_file))
-    if any(s["kind"] == "ppo" for s in specs.values()):
-        threads.apply(args.threads, torch=True)
     timings = {}
     frame = bm.run_policies(cfg, seeds, specs, progress=True, timings=timings)
     written = bm.write_outputs(out, frame, cfg, specs, full)

@@ -39,8 +39,6 @@ def run(args):
                                          missing_ok=not explicit)
     for s in skipped:
         print(f"sched demo: left out {s}", file=sys.stderr)
-    if any(s["kind"] == "ppo" for s in specs.values()):
-        threads.apply(args.threads, torch=True)
     sc, schedules, table = bm.run_demo(cfg, seed, specs)
     left, right = bm.demo_pair(table, specs)
     out = Path(args.out)
