@@ -36,7 +36,6 @@ def test_300_scenarios_all_heuristics(benchmark):
 
 
 def test_300_scenarios_ppo(benchmark):
-    pytest.importorskip("sched.policy", reason="PPO (issue 4) not available in this checkout")
     path = Path(bm.PPO_POLICY_FILE.format(seed=bm.train_seeds(CFG)[0]))
     if not path.exists():
         pytest.skip(f"no trained policy at {path}")

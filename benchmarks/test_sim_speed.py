@@ -10,7 +10,11 @@ numba's cache) before any timed round. Three implementations are timed:
 * ``compiled``: ``sim_numba.simulate_batch``, from the same arrays to the same
   schedule (packing into a State, the rollout, unpacking);
 * ``compiled-core``: the rollout alone on an already packed State, what the
-  benchmark and PPO evaluation pay per scenario once data are loaded.
+  benchmark and PPO evaluation pay per scenario once data are loaded; a batch
+  is spread over numba's threads (one per core unless NUMBA_NUM_THREADS says
+  otherwise);
+* ``compiled-core-serial``: the same rollout on one thread, the
+  like-for-like comparison with the single-threaded reference.
 """
 import pytest
 
@@ -38,11 +42,17 @@ def _core(state):
     return state
 
 
+def _core_serial(state):
+    sim_numba._rollout_serial(state, rules.ATC, 2.0)
+    return state
+
+
 def _timed(benchmark, impl, scs, ref_rounds):
-    if impl == "compiled-core":
+    if impl.startswith("compiled-core"):
+        core = _core_serial if impl == "compiled-core-serial" else _core
         state, _ = sim_numba.pack(scs, 1)
-        _core(state)  # warm-up
-        out = benchmark.pedantic(_core, args=(state,), rounds=20, iterations=1)
+        core(state)  # warm-up
+        out = benchmark.pedantic(core, args=(state,), rounds=20, iterations=1)
         assert (out.nstarted == out.n).all()
         return
     fn = _compiled_batch if impl == "compiled" else _reference_batch
@@ -52,7 +62,7 @@ def _timed(benchmark, impl, scs, ref_rounds):
     assert len(result) == len(scs) and len(result[0][0]) == len(scs[0][0])
 
 
-IMPLS = ["compiled", "compiled-core", "reference"]
+IMPLS = ["compiled", "compiled-core", "compiled-core-serial", "reference"]
 
 
 @pytest.mark.parametrize("impl", IMPLS)

@@ -54,3 +54,40 @@ def test_schema_is_draft_2020_12_with_descriptions():
     assert schema["$schema"].endswith("2020-12/schema")
     for name, sub in schema["properties"].items():
         assert "description" in sub, name
+
+
+def _setting(train):
+    return {"robustness": {"settings": [{"name": "m2", "machines": 2, "train": train}]}}
+
+
+@pytest.mark.parametrize("train,match", [
+    ({"iteratons": 300},
+     r"robustness.settings.0.train: Additional properties are not allowed \('iteratons' was unexpected\)"),
+    ({"atc_k": "tunned"},
+     r"robustness.settings.0.train.atc_k: 'tunned' is not valid under any of the given schemas"),
+    ({"atc_k": 0}, r"robustness.settings.0.train.atc_k: 0 is not valid under any of the given schemas"),
+    ({"iterations": 0}, r"robustness.settings.0.train.iterations: 0 is less than the minimum of 1"),
+    ({"seeds": [4]}, r"robustness.settings.0.train: Additional properties are not allowed \('seeds' was"),
+])
+def test_a_robustness_setting_refuses_unknown_or_invalid_train_keys(train, match):
+    with pytest.raises(ConfigError, match=match):
+        validate_config(_setting(train), "test.yaml")
+
+
+def test_a_robustness_setting_takes_the_train_keys_and_no_defaults():
+    train = {"atc_k": "tuned", "teacher_scenarios": 0, "iterations": 300, "loads": [0.7, 0.9]}
+    cfg = validate_config(_setting(dict(train)))
+    # only what the setting sets: the rest is the main train section's
+    assert cfg["robustness"]["settings"][0]["train"] == train
+    assert validate_config(_setting({"atc_k": 1.5}))["robustness"]["settings"][0]["train"] == {"atc_k": 1.5}
+    # the same keys as the train section, each with the train section's schema (atc_k aside)
+    schema = yaml.safe_load((ROOT / "workflow/schemas/config.schema.yaml").read_text())
+    main = schema["properties"]["train"]["properties"]
+    setting = (schema["properties"]["robustness"]["properties"]["settings"]["items"]
+               ["properties"]["train"])
+    assert setting["additionalProperties"] is False
+    # seeds and threads stay the main ones (the same training seeds; the rule's threads)
+    assert list(setting["properties"]) == [k for k in main if k not in ("seeds", "threads")]
+    for key, sub in setting["properties"].items():
+        if key != "atc_k":
+            assert sub == {"$ref": f"#/properties/train/properties/{key}"}, key

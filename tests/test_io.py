@@ -19,11 +19,17 @@ def test_atomic_write_leaves_nothing_on_failure(tmp_path):
 
 
 def test_atomic_write_replaces_and_uses_the_umask(tmp_path):
+    p = tmp_path / "a" / "t.csv"
+    p.parent.mkdir()
+    p.write_text("old,file\nwith,more\nlines,here\n")
+    p.chmod(0o600)
+    before = p.stat().st_ino
     old = os.umask(0o022)
     try:
-        io.write_csv(tmp_path / "a" / "t.csv", pd.DataFrame({"x": [1, 2]}))
+        io.write_csv(p, pd.DataFrame({"x": [1, 2]}))
     finally:
         os.umask(old)
-    p = tmp_path / "a" / "t.csv"
-    assert p.read_text() == "x\n1\n2\n"
-    assert oct(p.stat().st_mode & 0o777) == oct(0o644)
+    assert p.read_text() == "x\n1\n2\n"                  # the new content, nothing of the old
+    assert p.stat().st_ino != before                       # a new file renamed onto it
+    assert oct(p.stat().st_mode & 0o777) == oct(0o644)     # the umask's, not the old file's
+    assert [q.name for q in p.parent.iterdir()] == ["t.csv"]   # no temporary file left

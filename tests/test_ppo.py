@@ -1,4 +1,5 @@
 """PPO: training, the policy file, resume, the Gymnasium environment, the scorer."""
+import contextlib
 import copy
 import json
 
@@ -71,17 +72,17 @@ def test_simulate_with_ppo_policy_file(trained, tmp_path, cli):
 
 def test_resume_gives_the_same_result(tmp_path, tiny_cfg, trained):
     ref_out, _ = trained
-    out = tmp_path / "politique.pt"
     args = Args(seed=3, **TINY)
-    # interrupted after 4 iterations (a checkpoint was written at 4) ...
-    partial = dataclass_replace(args, iterations=4, checkpoint_every=2)
-    train(tiny_cfg, partial, out, progress=False)
-    # ... simulate the interruption: put back the checkpoint of iteration 4 of the full run
+    # the full run, killed right after its checkpoint of iteration 4 ...
     full = tmp_path / "full" / "politique.pt"
     _train_until_checkpoint(tiny_cfg, args, full, stop_after=4)
     ckpt = full.with_name(full.name + ".ckpt")
     assert ckpt.exists()
-    train(tiny_cfg, args, full, progress=False)   # resumes at iteration 5
+    # ... then run again: it resumes at iteration 5
+    said = []
+    train(tiny_cfg, args, full, progress=False, log=said.append)
+    assert said == [f"resuming {full} from iteration 4"]
+    assert not ckpt.exists()
     a, b = torch.load(ref_out, weights_only=True), torch.load(full, weights_only=True)
     for k in a["state_dict"]:
         assert torch.equal(a["state_dict"][k], b["state_dict"][k]), k
@@ -90,33 +91,40 @@ def test_resume_gives_the_same_result(tmp_path, tiny_cfg, trained):
     pd.testing.assert_frame_equal(la, lb)
 
 
-def dataclass_replace(obj, **kw):
-    import dataclasses
-
-    return dataclasses.replace(obj, **kw)
-
-
 class _Stop(Exception):
     pass
 
 
 def _train_until_checkpoint(cfg, args, out, stop_after):
-    """Run training and kill it right after the checkpoint of iteration ``stop_after``."""
+    """Run training and kill it right after the checkpoint of iteration ``stop_after``.
+
+    It stops once that checkpoint is in place (renamed onto ``<out>.ckpt``), not
+    while it is being written: an exception inside the atomic write throws the
+    new checkpoint away and leaves the previous one.
+    """
     import sched.ppo as ppo
 
-    real_save = torch.save
+    real_save, real_atomic = torch.save, ppo.atomic_path
+    saved = []
 
-    def save_then_stop(obj, f, *a, **k):
+    def save(obj, f, *a, **k):
         real_save(obj, f, *a, **k)
-        if isinstance(obj, dict) and obj.get("iteration") == stop_after and "optimizer" in obj:
+        if isinstance(obj, dict) and "optimizer" in obj:
+            saved.append(obj["iteration"])
+
+    @contextlib.contextmanager
+    def atomic_then_stop(path):
+        with real_atomic(path) as tmp:
+            yield tmp
+        if saved and saved.pop() == stop_after:
             raise _Stop
 
-    ppo.torch.save = save_then_stop
+    ppo.torch.save, ppo.atomic_path = save, atomic_then_stop
     try:
         with pytest.raises(_Stop):
             train(cfg, args, out, progress=False)
     finally:
-        ppo.torch.save = real_save
+        ppo.torch.save, ppo.atomic_path = real_save, real_atomic
 
 
 def test_bad_policy_files_are_refused(tmp_path, trained, cli):
@@ -137,6 +145,13 @@ def test_bad_policy_files_are_refused(tmp_path, trained, cli):
     torch.save(blob, bad)
     with pytest.raises(P.PolicyFileError, match="weights do not fit"):
         P.load(bad)
+    for key in ("task_features", "global_features"):
+        blob = torch.load(out, weights_only=True)
+        blob["meta"][key] = list(reversed(blob["meta"][key]))   # same size, other order
+        moved = tmp_path / f"moved_{key}.pt"
+        torch.save(blob, moved)
+        with pytest.raises(P.PolicyFileError, match=f"trained on other {key}"):
+            P.load(moved)
 
     class Evil:
         def __reduce__(self):
@@ -200,12 +215,9 @@ def test_untrained_prior_policy_picks_what_atc_picks(tiny_cfg):
         scs = [generate(tiny_cfg, s, tasks=150).arrays for s in range(3)]
         got = run_greedy(pol, scs)
         want = sim_numba.simulate_batch(scs, "atc", k=2.0)
-        if arch == "scorer":
-            for (s1, _, _), (s2, _, _) in zip(got, want):
-                assert np.array_equal(s1, s2)
-        else:   # the flat encoding only sees 24 tasks, ATC's best among them is ATC's best
-            for (s1, _, _), (s2, _, _) in zip(got, want):
-                assert np.array_equal(s1, s2)
+        # for "flat": the encoding only sees 24 tasks, ATC's best among them is ATC's best
+        for (s1, _, _), (s2, _, _) in zip(got, want):
+            assert np.array_equal(s1, s2)
 
 
 def test_gymnasium_env_passes_check_env(cfg):

@@ -307,8 +307,18 @@ def test_html_report_has_the_figures_and_captions(built):
 
 def test_lint_leaves_only_the_warning_the_readme_explains():
     r = snakemake(ROOT, "--lint")
+    # Snakemake exits with 1 when it printed lints (and on an error: hence the checks below)
+    assert r.returncode == 1, r.output[-3000:]
+    assert "Traceback" not in r.output and "Error" not in r.output, r.output[-3000:]
     lints = set(re.findall(r"^    \* (.+?):?$", r.output, re.M))
-    assert lints <= {"Specify a conda environment or container for each rule."}, r.output
+    assert lints == {"Specify a conda environment or container for each rule."}, r.output
+    # that one warning for every rule that runs a job (all of them but `all`), no other
+    assert not re.search(r"^Lints for snakefile", r.output, re.M), r.output
+    linted = re.findall(r"^Lints for rule (\w+) ", r.output, re.M)
+    listed = snakemake(ROOT, "--list-rules")
+    assert listed.returncode == 0, listed.output[-3000:]
+    rules = set(re.findall(r"^(\w+)(?: \(|$)", listed.stdout, re.M)) - {"all"}
+    assert len(rules) >= 15 and sorted(linted) == sorted(rules), r.output
     assert "Specify a conda environment" in " ".join((ROOT / "README.md").read_text().split())
 
 
@@ -374,6 +384,13 @@ def test_robustness_settings_are_benchmarked_and_reported(built, tmp_path):
                     "robust_train": 2, "robust_benchmark": 2, "report": 1, "all": 1}
     r = snakemake(ws, "-j4")
     assert r.returncode == 0, r.output[-4000:]
+    # every job but robust_config measured its usage beside its log
+    logs = [p for p in (ws / "results/logs/robustness").glob("*/*.log")
+            if not p.name.startswith("config-")]
+    assert len(logs) == 7   # tune and benchmark per setting, one teach, train per seed
+    for log in logs:
+        usage = log.with_suffix(".usage.tsv").read_text().splitlines()
+        assert usage[0].split("\t")[:3] == ["s", "h:m:s", "max_rss"] and len(usage) == 2, log
     for name in ("load-0.70", "machines-2"):
         d = ws / "results/robustness" / name
         resume = pd.read_csv(d / "resume.csv")

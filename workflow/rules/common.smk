@@ -171,7 +171,8 @@ def variant_teacher_shards(variant):
     if n <= 0:
         return []
     first = config["seeds"]["train"]["start"]
-    k = max(1, min(config["train"]["teacher_shards"], n))
+    shards = ROBUST[variant].get("train", {}).get("teacher_shards", config["train"]["teacher_shards"])
+    k = max(1, min(shards, n))
     bounds = [first + (n * i) // k for i in range(k + 1)]
     return [f"{lo}-{hi - 1}" for lo, hi in zip(bounds, bounds[1:])]
 

@@ -28,6 +28,8 @@ rule robust_tune:
         f"{ROBUST_DIR}/{{variant}}/tuned.json",
     log:
         "results/logs/robustness/{variant}/tune.log",
+    benchmark:
+        "results/logs/robustness/{variant}/tune.usage.tsv"
     threads: 1
     shadow:
         "minimal"
@@ -48,6 +50,8 @@ rule robust_teach:
         atc_k=lambda wildcards, input: variant_atc_k_arg(wildcards.variant, input.tuned),
     log:
         "results/logs/robustness/{variant}/teach-{seeds}.log",
+    benchmark:
+        "results/logs/robustness/{variant}/teach-{seeds}.usage.tsv"
     threads: 1
     shadow:
         "minimal"
@@ -73,6 +77,8 @@ rule robust_train:
         teacher=lambda wildcards, input: ("--teacher " + " ".join(input.teacher)) if input.teacher else "",
     log:
         "results/logs/robustness/{variant}/train-seed-{seed}.log",
+    benchmark:
+        "results/logs/robustness/{variant}/train-seed-{seed}.usage.tsv"
     threads: config["train"]["threads"]
     shadow:
         "minimal"
@@ -99,6 +105,8 @@ rule robust_benchmark:
         out=lambda wildcards, output: os.path.dirname(output.per_scenario),
     log:
         "results/logs/robustness/{variant}/benchmark.log",
+    benchmark:
+        "results/logs/robustness/{variant}/benchmark.usage.tsv"
     threads: 1
     shadow:
         "minimal"
