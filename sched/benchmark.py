@@ -124,14 +124,15 @@ def parse_seed_range(text):
     return range(lo, hi + 1)
 
 
-def check_within(seeds, allowed, what):
+def check_within(seeds, allowed, what,
+                 allowed_name="the test seeds", source="benchmark.scenarios of seeds.test"):
     """Refuse seeds outside ``allowed`` (a range), naming the first one."""
     if len(seeds) == 0:
         raise BenchmarkError(f"{what}: no seeds")
     if seeds.start < allowed.start or seeds.stop > allowed.stop:
         bad = seeds.start if seeds.start < allowed.start else seeds.stop - 1
-        raise BenchmarkError(f"{what}: seed {bad} is not one of the test seeds "
-                             f"{range_text(allowed)} (benchmark.scenarios of seeds.test)")
+        raise BenchmarkError(f"{what}: seed {bad} is not one of {allowed_name} "
+                             f"{range_text(allowed)} ({source})")
     return seeds
 
 

@@ -29,13 +29,10 @@ def teacher_seeds(cfg, args):
     wanted = seed_range(cfg, "train")[: a.teacher_scenarios]
     if not args.seeds:
         return list(wanted), a
-    from ..benchmark import parse_seed_range, range_text
+    from ..benchmark import check_within, parse_seed_range
 
-    seeds = parse_seed_range(args.seeds)
-    if seeds.start < wanted.start or seeds.stop > wanted.stop:
-        bad = seeds.start if seeds.start < wanted.start else seeds.stop - 1
-        raise UsageError(f"--seeds: seed {bad} is not one of the teacher's scenarios "
-                         f"{range_text(wanted)} (the first train.teacher_scenarios of seeds.train)")
+    seeds = check_within(parse_seed_range(args.seeds), wanted, "--seeds", "the teacher's scenarios",
+                         "the first train.teacher_scenarios of seeds.train")
     return list(seeds), a
 
 
