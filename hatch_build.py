@@ -6,6 +6,7 @@ would be shadowed: `import sched` would give the stdlib module. The project's
 contract names the package `sched`, so the .pth file installs a one-line import
 hook that resolves the top-level name `sched` outside the standard library.
 """
+
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
 

@@ -16,18 +16,19 @@ Prints one line per policy: mean total weighted tardiness, difference with
 the tuned ATC and its paired bootstrap 95 % interval. Takes about 6 minutes
 on a 2-core machine (5 min 50 s measured, beside the test suite).
 """
+
 import argparse
 import dataclasses
 from pathlib import Path
 
 import numpy as np
 
-from sched import policy as P
-from sched import sim_numba
 from sched.config import load_config, seed_range
-from sched.env import run_greedy
-from sched.ppo import Args, teacher_labels, train
-from sched.scenario import draw
+from sched.data.scenario import draw
+from sched.learn import networks as P
+from sched.learn.ppo import Args, teacher_labels, train
+from sched.learn.vec_env import run_greedy
+from sched.sim import core
 
 
 def main():
@@ -43,16 +44,18 @@ def main():
     M = cfg["scenario"]["machines"]
 
     def arrays(seeds):
-        return [tuple(d[k] for k in ("arrival", "duration", "estimate", "weight", "due"))
-                for d in (draw(cfg, s) for s in seeds)]
+        return [
+            tuple(d[k] for k in ("arrival", "duration", "estimate", "weight", "due"))
+            for d in (draw(cfg, s) for s in seeds)
+        ]
 
     def twt(scs, res):
         return np.array([(sc[3] * np.maximum(end - sc[4], 0.0)).sum() for sc, (_, end, _) in zip(scs, res)])
 
     tune, ev = arrays(tune_seeds), arrays(eval_seeds)
     grid = cfg["benchmark"]["atc_k_grid"]
-    k = min(grid, key=lambda kk: twt(tune, sim_numba.simulate_batch(tune, "atc", M, kk)).mean())
-    ref = twt(ev, sim_numba.simulate_batch(ev, "atc", M, k))
+    k = min(grid, key=lambda kk: twt(tune, core.simulate_batch(tune, "atc", M, kk)).mean())
+    ref = twt(ev, core.simulate_batch(ev, "atc", M, k))
 
     base = Args.from_config(cfg, seed=a.seed)
     labels = teacher_labels(cfg, base, progress=True)
@@ -61,20 +64,31 @@ def main():
         "warm-start": dict(iterations=1),
         "warm-start+ppo": {},
     }
-    print(f"reference: ATC with k = {k:g} (tuned on validation seeds {tune_seeds[0]}-{tune_seeds[-1]}), "
-          f"evaluated on validation seeds {eval_seeds[0]}-{eval_seeds[-1]}: mean {ref.mean() / 1000:.3f} k w.s")
+    print(
+        f"reference: ATC with k = {k:g} (tuned on validation seeds {tune_seeds[0]}-{tune_seeds[-1]}), "
+        f"evaluated on validation seeds {eval_seeds[0]}-{eval_seeds[-1]}: mean {ref.mean() / 1000:.3f} k w.s"
+    )
     rng = np.random.default_rng(0)
     for name, change in variants.items():
         args = dataclasses.replace(base, **change)
         path = out / name / "politique.pt"
-        train(cfg, args, path, progress=True, resume=False,
-              labels=labels if args.teacher_scenarios > 0 else None)
+        train(
+            cfg,
+            args,
+            path,
+            progress=True,
+            resume=False,
+            labels=labels if args.teacher_scenarios > 0 else None,
+        )
         got = twt(ev, run_greedy(P.load(path), ev, M))
         diff = (got - ref) / ref.mean() * 100
         boot = [diff[rng.integers(0, len(diff), len(diff))].mean() for _ in range(10000)]
         lo, hi = np.percentile(boot, [2.5, 97.5])
-        print(f"{name:15s} mean {got.mean() / 1000:.3f} k w.s, vs tuned ATC {diff.mean():+.2f} % "
-              f"[{lo:+.2f}, {hi:+.2f}]", flush=True)
+        print(
+            f"{name:15s} mean {got.mean() / 1000:.3f} k w.s, vs tuned ATC {diff.mean():+.2f} % "
+            f"[{lo:+.2f}, {hi:+.2f}]",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

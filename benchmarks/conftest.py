@@ -1,5 +1,6 @@
 """Print compiled / reference speed ratios, and medians against declared targets,
 after the pytest-benchmark table."""
+
 from collections import defaultdict
 
 
@@ -39,8 +40,10 @@ def _print_targets(terminalreporter, session):
         target = (bench.extra_info or {}).get("target_p50_s")
         if target and bench.stats is not None:
             med = bench.stats.median
-            lines.append(f"{bench.name}: median {med * 1e3:.3f} ms, target {target * 1e3:g} ms: "
-                         f"{'met' if med <= target else 'MISSED'}")
+            lines.append(
+                f"{bench.name}: median {med * 1e3:.3f} ms, target {target * 1e3:g} ms: "
+                f"{'met' if med <= target else 'MISSED'}"
+            )
     if lines:
         terminalreporter.write_sep("-", "targets (medians)")
         for line in lines:

@@ -6,13 +6,14 @@ Prints each rule's mean total weighted tardiness relative to the best rule,
 how many scenarios each rule wins, and the mean of the per-scenario best rule
 relative to the best single rule (room left for a state-aware policy).
 """
+
 import argparse
 
 import numpy as np
 
-from sched import rules, sim_numba
 from sched.config import load_config
-from sched.scenario import generate
+from sched.data.scenario import generate
+from sched.sim import core, rules
 
 
 def main():
@@ -26,10 +27,10 @@ def main():
     arrays = [s.arrays for s in scs]
     twt = {}
     for r in rules.RULES:
-        out = sim_numba.simulate_batch(arrays, r, machines=cfg["scenario"]["machines"],
-                                       k=cfg["rules"]["atc_k"])
-        twt[r] = np.array([(w * np.maximum(e - d, 0)).sum()
-                           for (_, e, _), (_, _, _, w, d) in zip(out, arrays)])
+        out = core.simulate_batch(arrays, r, machines=cfg["scenario"]["machines"], k=cfg["rules"]["atc_k"])
+        twt[r] = np.array(
+            [(w * np.maximum(e - d, 0)).sum() for (_, e, _), (_, _, _, w, d) in zip(out, arrays)]
+        )
     table = np.array([twt[r] for r in rules.RULES])
     best = table.mean(1).min()
     wins = np.bincount(table.argmin(0), minlength=len(rules.RULES))

@@ -8,19 +8,25 @@ test scenarios of the default config, schedule them with each policy (one
 batched compiled call per policy) and compute the per-scenario columns. The
 PPO part is timed the same way when a trained policy file is present.
 """
+
 from pathlib import Path
 
 import pytest
 
-from sched import benchmark as bm
 from sched.config import validate_config
+from sched.evaluate import benchmark as bm
 
 CFG = validate_config({})
 SEEDS = bm.benchmark_seeds(CFG)
 HEURISTIC_SPECS = {
-    name: {"kind": "rule", "rule": "atc" if name == "atc-tuned" else name,
-           "atc_k": 2.0 if name in ("atc", "atc-tuned") else None, "policy_file": None}
-    for name in bm.HEURISTICS}
+    name: {
+        "kind": "rule",
+        "rule": "atc" if name == "atc-tuned" else name,
+        "atc_k": 2.0 if name in ("atc", "atc-tuned") else None,
+        "policy_file": None,
+    }
+    for name in bm.HEURISTICS
+}
 
 
 def _run(specs):
@@ -29,8 +35,8 @@ def _run(specs):
 
 def test_300_scenarios_all_heuristics(benchmark):
     bm.warm_up(1)
-    bm.run_policies(CFG, SEEDS[:4], HEURISTIC_SPECS)   # compile or load from cache, untimed
-    benchmark.extra_info["target_p50_s"] = 60.0   # reported against the median, not asserted
+    bm.run_policies(CFG, SEEDS[:4], HEURISTIC_SPECS)  # compile or load from cache, untimed
+    benchmark.extra_info["target_p50_s"] = 60.0  # reported against the median, not asserted
     frame = benchmark.pedantic(_run, args=(HEURISTIC_SPECS,), rounds=5, iterations=1)
     assert len(frame) == len(SEEDS) * len(bm.HEURISTICS)
 
@@ -40,6 +46,6 @@ def test_300_scenarios_ppo(benchmark):
     if not path.exists():
         pytest.skip(f"no trained policy at {path}")
     specs = {"ppo": {"kind": "ppo", "rule": None, "atc_k": None, "policy_file": str(path)}}
-    bm.run_policies(CFG, SEEDS[:4], specs)      # warm-up: load the policy, compile
+    bm.run_policies(CFG, SEEDS[:4], specs)  # warm-up: load the policy, compile
     frame = benchmark.pedantic(_run, args=(specs,), rounds=2, iterations=1)
     assert len(frame) == len(SEEDS)

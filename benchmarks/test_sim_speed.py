@@ -7,7 +7,7 @@ per task). The compiled functions are warmed up (compiled or loaded from
 numba's cache) before any timed round. Three implementations are timed:
 
 * ``reference``: the plain-Python simulator, from task arrays to schedule;
-* ``compiled``: ``sim_numba.simulate_batch``, from the same arrays to the same
+* ``compiled``: ``core.simulate_batch``, from the same arrays to the same
   schedule (packing into a State, the rollout, unpacking);
 * ``compiled-core``: the rollout alone on an already packed State, what the
   benchmark and PPO evaluation pay per scenario once data are loaded; a batch
@@ -16,41 +16,42 @@ numba's cache) before any timed round. Three implementations are timed:
 * ``compiled-core-serial``: the same rollout on one thread, the
   like-for-like comparison with the single-threaded reference.
 """
+
 import pytest
 
-from sched import rules, sim_numba, sim_reference
 from sched.config import validate_config
-from sched.scenario import generate
+from sched.data.scenario import generate
+from sched.sim import core, reference, rules
 
 CFG = validate_config({})
 # Task arrays are prepared once, outside the timed rounds: both implementations
 # receive the same (arrival, duration, estimate, weight, due) arrays.
-BIG = [generate(CFG, 1, tasks=10_000).arrays]                        # one scenario, load 0.85
-BATCH = [generate(CFG, s, tasks=400).arrays for s in range(100)]     # 100 scenarios
+BIG = [generate(CFG, 1, tasks=10_000).arrays]  # one scenario, load 0.85
+BATCH = [generate(CFG, s, tasks=400).arrays for s in range(100)]  # 100 scenarios
 
 
 def _compiled_batch(scs):
-    return sim_numba.simulate_batch(scs, "atc")
+    return core.simulate_batch(scs, "atc")
 
 
 def _reference_batch(scs):
-    return [sim_reference.simulate(*sc, "atc") for sc in scs]
+    return [reference.simulate(*sc, "atc") for sc in scs]
 
 
 def _core(state):
-    sim_numba.rollout_batch(state, rules.ATC, 2.0)
+    core.rollout_batch(state, rules.ATC, 2.0)
     return state
 
 
 def _core_serial(state):
-    sim_numba._rollout_serial(state, rules.ATC, 2.0)
+    core._rollout_serial(state, rules.ATC, 2.0)
     return state
 
 
 def _timed(benchmark, impl, scs, ref_rounds):
     if impl.startswith("compiled-core"):
         core = _core_serial if impl == "compiled-core-serial" else _core
-        state, _ = sim_numba.pack(scs, 1)
+        state, _ = core.pack(scs, 1)
         core(state)  # warm-up
         out = benchmark.pedantic(core, args=(state,), rounds=20, iterations=1)
         assert (out.nstarted == out.n).all()

@@ -3,9 +3,9 @@
 ``from sched import rank`` is the entry point a render queue calls; the other
 modules are listed in the README.
 """
+
 import os
 import sys
-import types
 
 __version__ = "0.1.0"
 
@@ -16,7 +16,7 @@ def _numba_cache_dir():
     numba's on-disk cache (``cache=True``) checks only the timestamp of the
     file a compiled function is defined in, not of the functions it calls in
     other files (the rule formulas in rules.py, the event loop in
-    sim_numba.py, ...): after an edit or an upgrade it would silently run the
+    sim/core.py, ...): after an edit or an upgrade it would silently run the
     old code. Keying the folder on all the sources makes any change start a
     fresh cache. Folders of older sources are removed.
     """
@@ -25,15 +25,18 @@ def _numba_cache_dir():
 
     here = os.path.dirname(os.path.abspath(__file__))
     digest = hashlib.sha256()
-    for name in sorted(os.listdir(here)):
-        if name.endswith(".py"):
-            with open(os.path.join(here, name), "rb") as fh:
-                digest.update(name.encode() + b"\0" + fh.read())
+    for folder, dirs, names in sorted(os.walk(here)):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(names):
+            if name.endswith(".py"):
+                path = os.path.join(folder, name)
+                with open(path, "rb") as fh:
+                    digest.update(os.path.relpath(path, here).encode() + b"\0" + fh.read())
     tag = f"numba-{digest.hexdigest()[:16]}"
     base = os.path.join(here, "__pycache__")
     if not os.access(here, os.W_OK):
         base = os.path.join(os.path.expanduser("~"), ".cache", "render-queue-sched")
-    for old in (os.listdir(base) if os.path.isdir(base) else []):
+    for old in os.listdir(base) if os.path.isdir(base) else []:
         if old.startswith("numba-") and old != tag:
             shutil.rmtree(os.path.join(base, old), ignore_errors=True)
     return os.path.join(base, tag)
@@ -41,7 +44,7 @@ def _numba_cache_dir():
 
 if "NUMBA_CACHE_DIR" not in os.environ:
     os.environ["NUMBA_CACHE_DIR"] = _numba_cache_dir()
-    if "numba" in sys.modules:   # numba read its settings already
+    if "numba" in sys.modules:  # numba read its settings already
         sys.modules["numba"].config.CACHE_DIR = os.environ["NUMBA_CACHE_DIR"]
 
 # `rank` is loaded on first use, so that `import sched` stays light (no numba,
@@ -53,22 +56,7 @@ def __getattr__(name):
     if name in _LAZY:
         from importlib import import_module
 
-        value = getattr(import_module("sched.rank"), _LAZY[name])
+        value = getattr(import_module("sched.serve.ranker"), _LAZY[name])
         setattr(sys.modules[__name__], name, value)
         return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-class _Package(types.ModuleType):
-    # The function rank() lives in the module sched/rank.py, and importing a
-    # submodule binds it on its package: `sched.rank` would become the module
-    # once anything ran `from sched.rank import ...`, and `from sched import
-    # rank` would then return a module instead of the function. Keep the
-    # function there whatever the import order.
-    def __setattr__(self, name, value):
-        if name == "rank" and isinstance(value, types.ModuleType):
-            value = value.rank
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package

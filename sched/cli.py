@@ -6,22 +6,33 @@ imported inside ``run`` of the commands that need them, so that
 ``sched scenario`` or ``sched simulate --policy atc`` start fast. Invalid input
 ends a command with exit status 2 and a one-line message on standard error.
 """
+
 import argparse
 import importlib
 import sys
 
+from sched.errors import SchedError, UsageError  # noqa: F401  (UsageError: for the commands)
+
 #: Subcommands, in the order ``sched --help`` lists them.
-COMMANDS = ("calibrate", "scenario", "simulate", "teach", "train", "tune", "benchmark", "gather",
-            "clairvoyant", "report", "demo", "rank")
-
-
-class UsageError(Exception):
-    """Bad arguments or input: reported on one line, exit status 2."""
+COMMANDS = (
+    "calibrate",
+    "scenario",
+    "simulate",
+    "teach",
+    "train",
+    "tune",
+    "benchmark",
+    "gather",
+    "clairvoyant",
+    "report",
+    "demo",
+    "rank",
+)
 
 
 def load_cfg(args):
     """The validated config named by ``--config`` (or the default one)."""
-    from .config import load_config
+    from sched.config import load_config
 
     return load_config(args.config)
 
@@ -31,8 +42,11 @@ def build_parser():
         prog="sched",
         description="Render-queue scheduler: scenarios, simulation, dispatching rules and PPO.",
     )
-    p.add_argument("--config", default=None,
-                   help="config file (default: ./config.yaml if present, else built-in defaults)")
+    p.add_argument(
+        "--config",
+        default=None,
+        help="config file (default: ./config.yaml if present, else built-in defaults)",
+    )
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMANDS:
         importlib.import_module(f"sched.commands.{name}").register(sub)
@@ -41,12 +55,9 @@ def build_parser():
 
 def main(argv=None):
     args = build_parser().parse_args(argv)
-    from .config import ConfigError
-    from .scenario import ScenarioError
-
     try:
         args.func(args)
-    except (UsageError, ConfigError, ScenarioError, ValueError, FileNotFoundError) as exc:
+    except (SchedError, ValueError, FileNotFoundError) as exc:
         msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         print(f"sched {args.command}: error: {msg}", file=sys.stderr)
         return 2

@@ -7,6 +7,7 @@ the command line validates the same file with the same schema here, filling in
 defaults the same way, then adds the checks a schema cannot express (shares
 that sum to one, disjoint seed ranges, distinct bench-log columns).
 """
+
 import copy
 import hashlib
 import json
@@ -14,11 +15,13 @@ from pathlib import Path
 
 import yaml
 
+from sched.errors import SchedError
+
 SCHEMA_PATH = Path(__file__).resolve().with_name("config.schema.yaml")
 DEFAULT_CONFIG = "config.yaml"
 
 
-class ConfigError(ValueError):
+class ConfigError(SchedError):
     """A configuration value is invalid; the message names the field and value."""
 
 
@@ -58,7 +61,7 @@ def validate_config(cfg, source="config"):
         cfg = {}
     if not isinstance(cfg, dict):
         raise ConfigError(f"{source}: expected a mapping of settings, got {type(cfg).__name__}")
-    given = set(cfg)   # the sections the file sets; the schema's defaults fill the others
+    given = set(cfg)  # the sections the file sets; the schema's defaults fill the others
     validator = _default_filling_validator(load_schema())
     errors = sorted(validator.iter_errors(cfg), key=lambda e: list(e.absolute_path))
     if errors:
@@ -101,8 +104,10 @@ def check_semantics(cfg, source="config", sections=None):
     for field, name in cols.items():
         if names.count(name) > 1:
             others = [f for f, n in cols.items() if n == name and f != field]
-            raise ConfigError(f"{source}: calibration.columns.{field}: column {name!r} is also "
-                              f"calibration.columns.{others[0]}; each field needs its own column")
+            raise ConfigError(
+                f"{source}: calibration.columns.{field}: column {name!r} is also "
+                f"calibration.columns.{others[0]}; each field needs its own column"
+            )
     if sections is None or "benchmark" in sections:
         check_benchmark_counts(cfg, source)
 
@@ -115,13 +120,15 @@ def check_benchmark_counts(cfg, source="config"):
     for field, split in (("scenarios", "test"), ("validation_scenarios", "validation")):
         have = cfg["seeds"][split]["count"]
         if b[field] > have:
-            raise ConfigError(f"{source}: benchmark.{field}: {b[field]} is more than the "
-                              f"{have} seeds of seeds.{split}")
+            raise ConfigError(
+                f"{source}: benchmark.{field}: {b[field]} is more than the {have} seeds of seeds.{split}"
+            )
     limits = (("shards", b["shards"]), ("clairvoyant.scenarios", b["clairvoyant"]["scenarios"]))
     for field, value in limits:
         if value > b["scenarios"]:
-            raise ConfigError(f"{source}: benchmark.{field}: {value} is more than "
-                              f"benchmark.scenarios ({b['scenarios']})")
+            raise ConfigError(
+                f"{source}: benchmark.{field}: {value} is more than benchmark.scenarios ({b['scenarios']})"
+            )
 
 
 def check_seed_ranges(seeds, source="config"):

@@ -5,21 +5,25 @@ jobs side by side (the workflow's shards, training seeds) then oversubscribe
 the cores, and PPO's small batched forwards get slower, not faster. The
 commands that run numba or torch work take ``--threads`` (default 1) and the
 workflow passes each rule's ``threads``. Greedy PPO rollouts (benchmark, demo,
-rank) run torch on one thread whatever the setting (``sched.env.run_greedy``):
+rank) run torch on one thread whatever the setting (``sched.learn.vec_env.run_greedy``):
 their forwards are too small to gain from more.
 """
 
+from sched.errors import UsageError
+
 
 def add_option(parser):
-    parser.add_argument("--threads", type=int, default=1,
-                        help="threads for the compiled core and torch (default: %(default)s; "
-                             "the workflow passes the rule's threads)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="threads for the compiled core and torch (default: %(default)s; "
+        "the workflow passes the rule's threads)",
+    )
 
 
 def apply(threads, torch=False):
     """Limit numba (and torch when ``torch``) to ``threads`` threads."""
-    from .cli import UsageError
-
     if threads is None or threads < 1:
         raise UsageError(f"--threads: must be >= 1, got {threads}")
     import numba

@@ -29,7 +29,10 @@ def run_cli(*args, cwd=None, input=None):
     """Run `python -m sched ARGS` in a subprocess; returns CompletedProcess."""
     return subprocess.run(
         [sys.executable, "-m", "sched", *map(str, args)],
-        cwd=cwd or ROOT, capture_output=True, text=True, input=input,
+        cwd=cwd or ROOT,
+        capture_output=True,
+        text=True,
+        input=input,
     )
 
 
@@ -61,9 +64,22 @@ def cli(calibrated):
 
 
 #: A tiny PPO configuration: a few iterations on short scenarios (seconds).
-TINY_TRAIN = dict(iterations=6, num_envs=4, num_steps=8, num_minibatches=2, update_epochs=2,
-                  tasks=60, eval_every=3, validation_scenarios=3, checkpoint_every=2, hidden=16,
-                  teacher_scenarios=3, teacher_samples=2, teacher_horizon=10, distill_epochs=1)
+TINY_TRAIN = dict(
+    iterations=6,
+    num_envs=4,
+    num_steps=8,
+    num_minibatches=2,
+    update_epochs=2,
+    tasks=60,
+    eval_every=3,
+    validation_scenarios=3,
+    checkpoint_every=2,
+    hidden=16,
+    teacher_scenarios=3,
+    teacher_samples=2,
+    teacher_horizon=10,
+    distill_epochs=1,
+)
 
 
 @pytest.fixture(scope="session")
@@ -78,7 +94,7 @@ def tiny_cfg(cfg):
 @pytest.fixture(scope="session")
 def tiny_policy(tmp_path_factory, tiny_cfg):
     """A policy file trained for a few iterations, and the training summary."""
-    from sched.ppo import Args, train
+    from sched.learn.ppo import Args, train
 
     out = tmp_path_factory.mktemp("train") / "politique.pt"
     summary = train(tiny_cfg, Args(seed=3, **TINY_TRAIN), out, progress=False)

@@ -1,4 +1,5 @@
 """The benchmark on a small configuration: files, seeds, statistics, winner, gather, demo."""
+
 import json
 
 import numpy as np
@@ -6,19 +7,24 @@ import pandas as pd
 import pytest
 import yaml
 
-from sched import benchmark as bm
-from sched import sim_reference
 from sched.config import ConfigError, seed_range, validate_config
-from sched.scenario import generate
+from sched.data.scenario import generate
+from sched.evaluate import benchmark as bm
+from sched.sim import reference
 
 from .conftest import ROOT, run_cli
 
 HEURISTICS = "fifo,spt,edd,wspt,atc,wmdd,atc-tuned"
 TINY = {
     "scenario": {"tasks": 40},
-    "benchmark": {"scenarios": 8, "validation_scenarios": 4, "shards": 2,
-                  "atc_k_grid": [0.5, 1.0, 2.0, 4.0], "bootstrap_resamples": 300,
-                  "clairvoyant": {"scenarios": 3, "evaluations": 5000, "window": 10}},
+    "benchmark": {
+        "scenarios": 8,
+        "validation_scenarios": 4,
+        "shards": 2,
+        "atc_k_grid": [0.5, 1.0, 2.0, 4.0],
+        "bootstrap_resamples": 300,
+        "clairvoyant": {"scenarios": 3, "evaluations": 5000, "window": 10},
+    },
 }
 
 
@@ -41,13 +47,26 @@ def tiny(tmp_path_factory):
     shards = []
     for s in bm.shard_ranges(cfg):
         out = d / "shards" / bm.range_text(s)
-        ok(run_cli(*c, "benchmark", "--policies", HEURISTICS, "--tuned", tuned,
-                   "--seeds", bm.range_text(s), "--out", out))
+        ok(
+            run_cli(
+                *c,
+                "benchmark",
+                "--policies",
+                HEURISTICS,
+                "--tuned",
+                tuned,
+                "--seeds",
+                bm.range_text(s),
+                "--out",
+                out,
+            )
+        )
         shards.append(out / "per_scenario.csv")
     return {"dir": d, "conf": conf, "cfg": cfg, "bench": bench, "tuned": tuned, "shards": shards}
 
 
 # --------------------------------------------------------------------------- seeds
+
 
 def test_seeds_are_disjoint_and_taken_from_their_ranges(cfg):
     test, val = bm.benchmark_seeds(cfg), bm.validation_seeds(cfg)
@@ -60,20 +79,30 @@ def test_seeds_are_disjoint_and_taken_from_their_ranges(cfg):
     assert list(bm.clairvoyant_seeds(cfg)) == list(test[:30])
     shards = bm.shard_ranges(cfg)
     assert len(shards) == cfg["benchmark"]["shards"]
-    assert [s for r in shards for s in r] == list(test)        # a partition, in order
+    assert [s for r in shards for s in r] == list(test)  # a partition, in order
 
 
 def test_counts_must_fit_their_seed_ranges():
     with pytest.raises(ConfigError, match=r"benchmark.scenarios: 20 is more than the 10 seeds"):
-        validate_config({"seeds": {"test": {"start": 5000000, "count": 10}},
-                         "benchmark": {"scenarios": 20}}, "t.yaml")
+        validate_config(
+            {"seeds": {"test": {"start": 5000000, "count": 10}}, "benchmark": {"scenarios": 20}}, "t.yaml"
+        )
     with pytest.raises(ConfigError, match=r"benchmark.clairvoyant.scenarios: 40 is more than"):
         validate_config({"benchmark": {"scenarios": 30, "clairvoyant": {"scenarios": 40}}})
 
 
 def test_seeds_outside_the_test_set_are_refused(tiny):
-    r = run_cli("--config", tiny["conf"], "benchmark", "--policies", "fifo,atc",
-                "--seeds", "1000000-1000003", "--out", tiny["dir"] / "nope")
+    r = run_cli(
+        "--config",
+        tiny["conf"],
+        "benchmark",
+        "--policies",
+        "fifo,atc",
+        "--seeds",
+        "1000000-1000003",
+        "--out",
+        tiny["dir"] / "nope",
+    )
     assert r.returncode == 2
     assert "seed 1000000 is not one of the test seeds 2000000-2000007" in r.stderr
     assert not (tiny["dir"] / "nope").exists()
@@ -89,11 +118,24 @@ def test_seed_ranges_parse():
 
 # --------------------------------------------------------------------------- files
 
+
 def test_files_have_exactly_the_contract_columns(tiny):
     per = pd.read_csv(tiny["bench"] / "per_scenario.csv")
-    assert tuple(per.columns) == bm.PER_SCENARIO_COLUMNS == (
-        "scenario_seed", "policy", "total_weighted_tardiness_s", "mean_tardiness_s",
-        "p90_tardiness_s", "max_tardiness_s", "tardy_fraction", "mean_flow_time_s", "tasks")
+    assert (
+        tuple(per.columns)
+        == bm.PER_SCENARIO_COLUMNS
+        == (
+            "scenario_seed",
+            "policy",
+            "total_weighted_tardiness_s",
+            "mean_tardiness_s",
+            "p90_tardiness_s",
+            "max_tardiness_s",
+            "tardy_fraction",
+            "mean_flow_time_s",
+            "tasks",
+        )
+    )
     seeds = list(bm.benchmark_seeds(tiny["cfg"]))
     assert len(per) == len(seeds) * 7
     assert sorted(set(per["scenario_seed"])) == seeds
@@ -119,7 +161,7 @@ def test_per_scenario_values_match_the_reference_simulator(tiny):
     seed = bm.benchmark_seeds(cfg)[3]
     arrival, duration, estimate, weight, due = generate(cfg, seed).arrays
     for policy, rule, k in (("wmdd", "wmdd", 2.0), ("atc", "atc", 2.0), ("atc-tuned", "atc", k_tuned)):
-        start, end, _ = sim_reference.simulate(arrival, duration, estimate, weight, due, rule, k=k)
+        start, end, _ = reference.simulate(arrival, duration, estimate, weight, due, rule, k=k)
         end = np.array(end)
         tard = np.maximum(end - due, 0)
         row = per.loc[(seed, policy)]
@@ -133,8 +175,7 @@ def test_per_scenario_values_match_the_reference_simulator(tiny):
 
 def test_shards_then_gather_equal_the_full_run(tiny):
     out = tiny["dir"] / "gathered"
-    ok(run_cli("--config", tiny["conf"], "gather", *tiny["shards"], "--tuned", tiny["tuned"],
-               "--out", out))
+    ok(run_cli("--config", tiny["conf"], "gather", *tiny["shards"], "--tuned", tiny["tuned"], "--out", out))
     for name in ("per_scenario.csv", "resume.csv", "winner.json"):
         assert (out / name).read_bytes() == (tiny["bench"] / name).read_bytes(), name
 
@@ -149,7 +190,7 @@ def test_gather_refuses_duplicates_and_missing_rows(tiny):
     assert r.returncode == 2 and "test seed(s) missing" in r.stderr
     frame = pd.read_csv(b)
     holed = tiny["dir"] / "holed.csv"
-    frame.drop(index=5).to_csv(holed, index=False)        # one policy loses one scenario
+    frame.drop(index=5).to_csv(holed, index=False)  # one policy loses one scenario
     r = run_cli(*conf, "gather", a, holed, "--tuned", tiny["tuned"], "--out", d)
     assert r.returncode == 2 and "has no row for scenario" in r.stderr
     renamed = tiny["dir"] / "renamed.csv"
@@ -160,19 +201,20 @@ def test_gather_refuses_duplicates_and_missing_rows(tiny):
 
 
 def test_missing_ppo_policy_file_is_a_clear_error(tiny):
-    r = run_cli("--config", tiny["conf"], "benchmark", "--policies", "fifo,atc,ppo-7",
-                "--out", tiny["dir"] / "ppo")
+    r = run_cli(
+        "--config", tiny["conf"], "benchmark", "--policies", "fifo,atc,ppo-7", "--out", tiny["dir"] / "ppo"
+    )
     assert r.returncode == 2
     assert "results/train/seed-7/politique.pt not found" in r.stderr
     assert "--policy-file ppo-7=PATH" in r.stderr
-    r = run_cli("--config", tiny["conf"], "benchmark", "--policies", "fifo,spt",
-                "--out", tiny["dir"] / "noref")
+    r = run_cli(
+        "--config", tiny["conf"], "benchmark", "--policies", "fifo,spt", "--out", tiny["dir"] / "noref"
+    )
     assert r.returncode == 2 and "compares to atc" in r.stderr
 
 
 def test_default_policies_are_the_heuristics_and_one_ppo_per_training_seed(cfg):
-    assert bm.default_policies(cfg) == HEURISTICS.split(",") + [
-        f"ppo-{s}" for s in bm.train_seeds(cfg)]
+    assert bm.default_policies(cfg) == HEURISTICS.split(",") + [f"ppo-{s}" for s in bm.train_seeds(cfg)]
     assert bm.parse_policies("ppo-2,atc,fifo", cfg) == ["fifo", "atc", "ppo-2"]
     with pytest.raises(ValueError, match="unknown policy 'ppo'"):
         bm.parse_policies("atc,ppo", cfg)
@@ -180,13 +222,15 @@ def test_default_policies_are_the_heuristics_and_one_ppo_per_training_seed(cfg):
 
 # --------------------------------------------------------------------------- statistics
 
+
 def test_bootstrap_interval_contains_the_point_estimate(tiny):
     resume = pd.read_csv(tiny["bench"] / "resume.csv")
     for ref in ("atc", "best_heuristic"):
         p, lo, hi = (resume[f"diff_vs_{ref}{s}_pct"] for s in ("", "_ci_lo", "_ci_hi"))
         assert ((lo <= p + 1e-9) & (p <= hi + 1e-9)).all()
-    assert ((resume.mean_twt_ci_lo_k <= resume.mean_twt_k)
-            & (resume.mean_twt_k <= resume.mean_twt_ci_hi_k)).all()
+    assert (
+        (resume.mean_twt_ci_lo_k <= resume.mean_twt_k) & (resume.mean_twt_k <= resume.mean_twt_ci_hi_k)
+    ).all()
     rng = np.random.default_rng(0)
     ref = rng.gamma(2.0, 5000.0, 200)
     counts = bm.bootstrap_counts(200, 2000, 1)
@@ -211,12 +255,14 @@ def _twt(means, n=150, noise=0.02, seed=0):
     return {p: base * m * rng.lognormal(0, noise, n) for p, m in means.items()}
 
 
-SPECS = {"fifo": {"kind": "rule", "rule": "fifo", "atc_k": None, "policy_file": None},
-         "atc": {"kind": "rule", "rule": "atc", "atc_k": 2.0, "policy_file": None},
-         "wmdd": {"kind": "rule", "rule": "wmdd", "atc_k": None, "policy_file": None},
-         "atc-tuned": {"kind": "rule", "rule": "atc", "atc_k": 1.5, "policy_file": None},
-         "ppo-1": {"kind": "ppo", "rule": None, "atc_k": None, "policy_file": "p1.pt"},
-         "ppo-2": {"kind": "ppo", "rule": None, "atc_k": None, "policy_file": "p2.pt"}}
+SPECS = {
+    "fifo": {"kind": "rule", "rule": "fifo", "atc_k": None, "policy_file": None},
+    "atc": {"kind": "rule", "rule": "atc", "atc_k": 2.0, "policy_file": None},
+    "wmdd": {"kind": "rule", "rule": "wmdd", "atc_k": None, "policy_file": None},
+    "atc-tuned": {"kind": "rule", "rule": "atc", "atc_k": 1.5, "policy_file": None},
+    "ppo-1": {"kind": "ppo", "rule": None, "atc_k": None, "policy_file": "p1.pt"},
+    "ppo-2": {"kind": "ppo", "rule": None, "atc_k": None, "policy_file": "p2.pt"},
+}
 
 
 def winner(means, noise=0.02, specs=SPECS):
@@ -256,24 +302,40 @@ def test_the_same_rule_twice_is_not_its_own_runner_up():
 
 # --------------------------------------------------------------------------- demo and PPO
 
+
 def test_demo_writes_each_policy_and_a_gantt_chart(tiny):
     out, figs = tiny["dir"] / "demo", tiny["dir"] / "figs"
-    r = ok(run_cli("--config", tiny["conf"], "demo", "--policies", HEURISTICS, "--tuned",
-                   tiny["tuned"], "--out", out, "--figures", figs))
+    r = ok(
+        run_cli(
+            "--config",
+            tiny["conf"],
+            "demo",
+            "--policies",
+            HEURISTICS,
+            "--tuned",
+            tiny["tuned"],
+            "--out",
+            out,
+            "--figures",
+            figs,
+        )
+    )
     table = pd.read_csv(out / "demo.csv")
     assert tuple(table.columns) == bm.PER_SCENARIO_COLUMNS
     assert list(table["policy"]) == HEURISTICS.split(",") and (table["scenario_seed"] == 2026).all()
     arrays = generate(tiny["cfg"], 2026).arrays
-    _, end, _ = sim_reference.simulate(*arrays, "edd")
+    _, end, _ = reference.simulate(*arrays, "edd")
     assert table.set_index("policy").loc["edd", "total_weighted_tardiness_s"] == pytest.approx(
-        float((arrays[3] * np.maximum(np.array(end) - arrays[4], 0)).sum()))
+        float((arrays[3] * np.maximum(np.array(end) - arrays[4], 0)).sum())
+    )
     assert (figs / "demo_gantt.png").stat().st_size > 10_000
     for p in HEURISTICS.split(","):
         assert f"\n{p} " in r.stdout
     left, right = bm.demo_pair(table)
     assert left == "atc" and right != "atc"
     assert table.set_index("policy").loc[right, "total_weighted_tardiness_s"] == min(
-        table.loc[table.policy != "atc", "total_weighted_tardiness_s"])
+        table.loc[table.policy != "atc", "total_weighted_tardiness_s"]
+    )
 
 
 def test_ppo_policies_are_benchmarked_in_one_batch(tmp_path):
@@ -282,21 +344,34 @@ def test_ppo_policies_are_benchmarked_in_one_batch(tmp_path):
     pt = tmp_path / "politique.pt"
     ok(run_cli("--config", conf, "train", "--iterations", 2, "--out", pt))
     out = tmp_path / "b"
-    ok(run_cli("--config", conf, "benchmark", "--policies", "fifo,atc,ppo-1", "--policy-file",
-               f"ppo-1={pt}", "--seeds", "2000000-2000003", "--out", out))
+    ok(
+        run_cli(
+            "--config",
+            conf,
+            "benchmark",
+            "--policies",
+            "fifo,atc,ppo-1",
+            "--policy-file",
+            f"ppo-1={pt}",
+            "--seeds",
+            "2000000-2000003",
+            "--out",
+            out,
+        )
+    )
     per = pd.read_csv(out / "per_scenario.csv")
     assert sorted(set(per["policy"])) == ["atc", "fifo", "ppo-1"]
     # expected: each scenario on its own through the one-queue rollout (not the
     # batched path the benchmark takes), tardiness summed here
-    from sched import policy as P
-    from sched.env import run_greedy_one
+    from sched.learn import networks as P
+    from sched.learn.vec_env import run_greedy_one
 
     cfg = validate_config(yaml.safe_load(conf.read_text()))
     pol = P.load(pt)
     seeds = range(2000000, 2000004)
     want = []
     for seed in seeds:
-        arrays = generate(cfg, seed).arrays   # arrival, duration, estimate, weight, due
+        arrays = generate(cfg, seed).arrays  # arrival, duration, estimate, weight, due
         _, duration, _, weight, due = arrays
         start, end, _ = run_greedy_one(pol, arrays, 1, None)
         assert np.allclose(np.asarray(end) - start, duration)
@@ -309,7 +384,7 @@ def test_ppo_policies_are_benchmarked_in_one_batch(tmp_path):
 def test_clairvoyant_command_on_the_first_test_seeds(tiny):
     out = tiny["dir"] / "clairvoyant.csv"
     ok(run_cli("--config", tiny["conf"], "clairvoyant", "--out", out))
-    from sched.clairvoyant import CLAIRVOYANT_COLUMNS
+    from sched.evaluate.headroom import CLAIRVOYANT_COLUMNS
 
     c = pd.read_csv(out)
     assert tuple(c.columns) == CLAIRVOYANT_COLUMNS
@@ -322,8 +397,7 @@ def test_clairvoyant_command_on_the_first_test_seeds(tiny):
     assert (c["start_twt_s"].to_numpy() <= best.loc[c["scenario_seed"]].to_numpy() + 1e-9).all()
     # a shard of one seed gives the same row: each scenario's search depends on nothing else
     one = tiny["dir"] / "one.csv"
-    ok(run_cli("--config", tiny["conf"], "clairvoyant", "--seeds", c["scenario_seed"].iloc[1],
-               "--out", one))
+    ok(run_cli("--config", tiny["conf"], "clairvoyant", "--seeds", c["scenario_seed"].iloc[1], "--out", one))
     pd.testing.assert_frame_equal(pd.read_csv(one), c.iloc[[1]].reset_index(drop=True))
 
 

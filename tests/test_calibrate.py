@@ -7,6 +7,7 @@ median is about sigma / sqrt(n) on the log scale, 1.1 % for a log-normal with
 sigma 0.5 and about 1.5 % for the gamma used here, so 5 % is over three
 standard errors; the seeds are fixed, so the tests are deterministic.
 """
+
 import copy
 import json
 import math
@@ -18,18 +19,22 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from sched.calibrate import CalibrationError, calibrate
-from sched.calibration_file import (CalibrationFileError, kind_specs_from_calibration,
-                                    load_calibration, predict_duration)
 from sched.config import ConfigError, validate_config
-from sched.scenario import estimate_noise_sigma, generate, kind_specs
+from sched.data.calibration import (
+    CalibrationFileError,
+    kind_specs_from_calibration,
+    load_calibration,
+    predict_duration,
+)
+from sched.data.fit import CalibrationError, calibrate
+from sched.data.scenario import estimate_noise_sigma, generate, kind_specs
 
 from .conftest import ROOT, run_cli
 
 MEDIAN_TOLERANCE = 0.05
 
-LOGNORMAL = {"median": 25.0, "sigma": 0.5}      # images
-GAMMA = {"shape": 2.5, "scale": 100.0}          # videos
+LOGNORMAL = {"median": 25.0, "sigma": 0.5}  # images
+GAMMA = {"shape": 2.5, "scale": 100.0}  # videos
 GAMMA_MEDIAN = stats.gamma(GAMMA["shape"], scale=GAMMA["scale"]).median()
 
 
@@ -43,8 +48,9 @@ def two_kind_frame(n_image, n_video, seed=0):
     rng = np.random.default_rng(seed)
     img = LOGNORMAL["median"] * np.exp(LOGNORMAL["sigma"] * rng.standard_normal(n_image))
     vid = rng.gamma(GAMMA["shape"], GAMMA["scale"], n_video)
-    f = pd.DataFrame({"kind": ["image"] * n_image + ["video"] * n_video,
-                      "duration_s": np.concatenate([img, vid])})
+    f = pd.DataFrame(
+        {"kind": ["image"] * n_image + ["video"] * n_video, "duration_s": np.concatenate([img, vid])}
+    )
     return f.sample(frac=1.0, random_state=seed).reset_index(drop=True)
 
 
@@ -76,8 +82,9 @@ def csv_with(tmp_path, bad_line, at=10, n=100, name="bench.csv"):
 
 
 def jsonl_with(tmp_path, bad_line, at=10, n=100, name="bench.jsonl"):
-    lines = [json.dumps({"kind": k, "duration_s": float(d)})
-             for k, d in (x.split(",") for x in good_lines(n))]
+    lines = [
+        json.dumps({"kind": k, "duration_s": float(d)}) for k, d in (x.split(",") for x in good_lines(n))
+    ]
     lines.insert(at, bad_line)
     p = tmp_path / name
     p.write_text("\n".join(lines) + "\n")
@@ -85,6 +92,7 @@ def jsonl_with(tmp_path, bad_line, at=10, n=100, name="bench.jsonl"):
 
 
 # --------------------------------------------------------------------------- fits
+
 
 def test_fitted_medians_within_tolerance_and_right_family(tmp_path):
     p = tmp_path / "bench.csv"
@@ -125,9 +133,11 @@ def test_spec_feeds_the_scenario_generator(tmp_path, cfg):
     f = generate(c, 5, tasks=20000).frame
     assert (f["kind"] == "image").mean() == pytest.approx(0.8, abs=0.02)
     assert f.loc[f.kind == "image", "duration_s"].median() == pytest.approx(
-        specs["image"]["median_s"], rel=0.05)
+        specs["image"]["median_s"], rel=0.05
+    )
     assert f.loc[f.kind == "video", "duration_s"].mean() == pytest.approx(
-        specs["video"]["shape"] * specs["video"]["scale_s"], rel=0.05)
+        specs["video"]["shape"] * specs["video"]["scale_s"], rel=0.05
+    )
 
 
 def test_criterion_and_fixed_family_and_empirical(tmp_path, cfg):
@@ -139,7 +149,7 @@ def test_criterion_and_fixed_family_and_empirical(tmp_path, cfg):
         d = {f: c["ks_statistic"] for f, c in e["candidates"].items()}
         assert e["distribution"] == min(d, key=d.get)
     fixed = calibrate([p], options(distribution="gamma", families=["lognormal"])).data["kinds"]
-    assert fixed["image"]["distribution"] == "gamma"          # forced even where lognormal fits better
+    assert fixed["image"]["distribution"] == "gamma"  # forced even where lognormal fits better
     assert set(fixed["image"]["candidates"]) == {"lognormal", "gamma"}
     emp = calibrate([p], options(distribution="empirical"))
     out = tmp_path / "emp.json"
@@ -166,11 +176,26 @@ def featured_frame(n=3000, seed=7):
     h = rng.choice([432, 576, 720, 1024], n)
     frames = rng.integers(8, 160, n)
     steps = rng.integers(10, 60, n)
-    log_d = (TRUE["intercept"] + TRUE["log_pixels"] * np.log(w * h) + TRUE["log_frames"] * np.log(frames)
-             + TRUE["log_steps"] * np.log(steps) + TRUE_SIGMA * rng.standard_normal(n))
-    return pd.DataFrame({"timestamp": "2024-01-01T00:00:00", "workflow": "wan", "kind": "video",
-                         "width": w, "height": h, "frames": frames, "steps": steps,
-                         "gpu": "gpu0", "duration_s": np.exp(log_d)})
+    log_d = (
+        TRUE["intercept"]
+        + TRUE["log_pixels"] * np.log(w * h)
+        + TRUE["log_frames"] * np.log(frames)
+        + TRUE["log_steps"] * np.log(steps)
+        + TRUE_SIGMA * rng.standard_normal(n)
+    )
+    return pd.DataFrame(
+        {
+            "timestamp": "2024-01-01T00:00:00",
+            "workflow": "wan",
+            "kind": "video",
+            "width": w,
+            "height": h,
+            "frames": frames,
+            "steps": steps,
+            "gpu": "gpu0",
+            "duration_s": np.exp(log_d),
+        }
+    )
 
 
 def test_log_linear_model_recovers_known_coefficients(tmp_path, cfg):
@@ -193,21 +218,31 @@ def test_log_linear_model_recovers_known_coefficients(tmp_path, cfg):
     assert estimate_noise_sigma(c) == pytest.approx(m["residual_sigma"])
     f = generate(c, 1, tasks=20000).frame
     assert np.log(f["estimate_s"] / f["duration_s"]).std() == pytest.approx(m["residual_sigma"], rel=0.05)
-    c["scenario"]["estimate_noise_sigma"] = 0.0           # a number in the config overrides it
+    c["scenario"]["estimate_noise_sigma"] = 0.0  # a number in the config overrides it
     assert estimate_noise_sigma(c) == 0.0
     # predictions for tasks without an estimate
     task = {"width": 1024, "height": 576, "frames": 49, "steps": 25}
-    expected = math.exp(m["coefficients"]["intercept"] + sum(
-        m["coefficients"][f"log_{k}"] * math.log(v)
-        for k, v in {"pixels": 1024 * 576, "frames": 49, "steps": 25}.items()))
-    truth = math.exp(TRUE["intercept"] + TRUE["log_pixels"] * math.log(1024 * 576)
-                     + TRUE["log_frames"] * math.log(49) + TRUE["log_steps"] * math.log(25))
+    expected = math.exp(
+        m["coefficients"]["intercept"]
+        + sum(
+            m["coefficients"][f"log_{k}"] * math.log(v)
+            for k, v in {"pixels": 1024 * 576, "frames": 49, "steps": 25}.items()
+        )
+    )
+    truth = math.exp(
+        TRUE["intercept"]
+        + TRUE["log_pixels"] * math.log(1024 * 576)
+        + TRUE["log_frames"] * math.log(49)
+        + TRUE["log_steps"] * math.log(25)
+    )
     got = predict_duration(out, "video", task)
     assert got == pytest.approx(expected) and got == pytest.approx(truth, rel=0.05)
-    assert predict_duration(cal.data, "video", {"pixels": 1024 * 576, "frames": 49, "steps": 25}) \
-        == pytest.approx(expected)
+    assert predict_duration(
+        cal.data, "video", {"pixels": 1024 * 576, "frames": 49, "steps": 25}
+    ) == pytest.approx(expected)
     assert predict_duration(out, "video", task, statistic="mean") == pytest.approx(
-        expected * math.exp(m["residual_sigma"] ** 2 / 2))
+        expected * math.exp(m["residual_sigma"] ** 2 / 2)
+    )
     # missing features: the kind's measured median
     assert predict_duration(out, "video", {"width": 1024}) == cal.data["kinds"]["video"]["median_s"]
     with pytest.raises(ValueError, match="kind 'audio' is not in the calibration"):
@@ -218,8 +253,8 @@ def test_log_linear_model_recovers_known_coefficients(tmp_path, cfg):
 
 def test_constant_and_partial_features_are_left_out_with_a_note(tmp_path):
     f = featured_frame(400)
-    f["frames"] = 1                                   # images: one frame each
-    f.loc[5, "steps"] = np.nan                        # steps missing in one record
+    f["frames"] = 1  # images: one frame each
+    f.loc[5, "steps"] = np.nan  # steps missing in one record
     p = tmp_path / "bench.csv"
     f.to_csv(p, index=False)
     cal = calibrate([p], options())
@@ -243,11 +278,14 @@ def test_no_features_no_model_and_zero_noise(tmp_path, cfg):
     c = copy.deepcopy(cfg)
     c["scenario"]["calibration"] = str(out)
     assert estimate_noise_sigma(c) == 0.0
-    assert predict_duration(out, "image", {"width": 1024, "height": 1024, "steps": 30}) == \
-        cal.data["kinds"]["image"]["median_s"]
+    assert (
+        predict_duration(out, "image", {"width": 1024, "height": 1024, "steps": 30})
+        == cal.data["kinds"]["image"]["median_s"]
+    )
 
 
 # --------------------------------------------------------------------------- formats and columns
+
 
 def test_jsonl_and_csv_give_the_same_calibration(tmp_path):
     frame = featured_frame(300)
@@ -263,20 +301,35 @@ def test_jsonl_and_csv_give_the_same_calibration(tmp_path):
 
 
 def test_configurable_column_names(tmp_path):
-    frame = featured_frame(300).rename(columns={
-        "kind": "type", "duration_s": "seconds", "width": "w", "height": "h",
-        "frames": "n_frames", "steps": "n_steps"})
+    frame = featured_frame(300).rename(
+        columns={
+            "kind": "type",
+            "duration_s": "seconds",
+            "width": "w",
+            "height": "h",
+            "frames": "n_frames",
+            "steps": "n_steps",
+        }
+    )
     p = tmp_path / "renamed.csv"
     frame.to_csv(p, index=False)
     with pytest.raises(CalibrationError, match=r"renamed.csv: no column 'kind' .*calibration.columns.kind"):
         calibrate([p], options())
-    cols = {"kind": "type", "duration_s": "seconds", "width": "w", "height": "h",
-            "frames": "n_frames", "steps": "n_steps"}
+    cols = {
+        "kind": "type",
+        "duration_s": "seconds",
+        "width": "w",
+        "height": "h",
+        "frames": "n_frames",
+        "steps": "n_steps",
+    }
     data = calibrate([p], options(columns=cols)).data
     assert data["kinds"]["video"]["count"] == 300
     assert data["kinds"]["video"]["duration_model"]["features"] == ["pixels", "frames", "steps"]
     assert data["columns"] == cols
-    with pytest.raises(ConfigError, match="calibration.columns.kind: column .type. is also calibration.columns.duration_s"):
+    with pytest.raises(
+        ConfigError, match="calibration.columns.kind: column .type. is also calibration.columns.duration_s"
+    ):
         options(columns={"kind": "type", "duration_s": "type"})
 
 
@@ -294,27 +347,31 @@ def test_unknown_format_missing_and_repeated_files(tmp_path):
 
 # --------------------------------------------------------------------------- bad input
 
-@pytest.mark.parametrize("maker,bad,reason", [
-    (csv_with, ",12.5", "kind: missing value"),
-    (csv_with, "image,", "duration_s: missing value"),
-    (csv_with, "image", "1 fields, the header has 2"),
-    (csv_with, "image,12,extra", "3 fields, the header has 2"),
-    (csv_with, "image,twelve", "duration_s: 'twelve' is not a number"),
-    (csv_with, "image,nan", "duration_s: NaN"),
-    (csv_with, "image,inf", "duration_s: 'inf' is not finite"),
-    (csv_with, "image,0", "duration_s: must be > 0, got '0'"),
-    (csv_with, "image,-3.5", "duration_s: must be > 0, got '-3.5'"),
-    (jsonl_with, '{"kind": "image", "duration_s": 12', "not valid JSON"),
-    (jsonl_with, "[1, 2]", "not a JSON object (a list)"),
-    (jsonl_with, "42", "not a JSON object (a int)"),
-    (jsonl_with, '{"kind": "image"}', "duration_s: missing field"),
-    (jsonl_with, '{"duration_s": 3}', "kind: missing field"),
-    (jsonl_with, '{"kind": "image", "duration_s": null}', "duration_s: missing value"),
-    (jsonl_with, '{"kind": "image", "duration_s": true}', "duration_s: True is not a number"),
-    (jsonl_with, '{"kind": "image", "duration_s": NaN}', "duration_s: NaN"),
-    (jsonl_with, '{"kind": 3, "duration_s": 4}', "kind: 3 is not text"),
-    (jsonl_with, '{"kind": "image", "duration_s": 4, "width": "wide"}', "width: 'wide' is not a number"),
-])
+
+@pytest.mark.parametrize(
+    "maker,bad,reason",
+    [
+        (csv_with, ",12.5", "kind: missing value"),
+        (csv_with, "image,", "duration_s: missing value"),
+        (csv_with, "image", "1 fields, the header has 2"),
+        (csv_with, "image,12,extra", "3 fields, the header has 2"),
+        (csv_with, "image,twelve", "duration_s: 'twelve' is not a number"),
+        (csv_with, "image,nan", "duration_s: NaN"),
+        (csv_with, "image,inf", "duration_s: 'inf' is not finite"),
+        (csv_with, "image,0", "duration_s: must be > 0, got '0'"),
+        (csv_with, "image,-3.5", "duration_s: must be > 0, got '-3.5'"),
+        (jsonl_with, '{"kind": "image", "duration_s": 12', "not valid JSON"),
+        (jsonl_with, "[1, 2]", "not a JSON object (a list)"),
+        (jsonl_with, "42", "not a JSON object (a int)"),
+        (jsonl_with, '{"kind": "image"}', "duration_s: missing field"),
+        (jsonl_with, '{"duration_s": 3}', "kind: missing field"),
+        (jsonl_with, '{"kind": "image", "duration_s": null}', "duration_s: missing value"),
+        (jsonl_with, '{"kind": "image", "duration_s": true}', "duration_s: True is not a number"),
+        (jsonl_with, '{"kind": "image", "duration_s": NaN}', "duration_s: NaN"),
+        (jsonl_with, '{"kind": 3, "duration_s": 4}', "kind: 3 is not text"),
+        (jsonl_with, '{"kind": "image", "duration_s": 4, "width": "wide"}', "width: 'wide' is not a number"),
+    ],
+)
 def test_malformed_records_are_skipped_counted_and_reported(tmp_path, maker, bad, reason):
     p, line = maker(tmp_path, bad)
     cal = calibrate([p], options())
@@ -334,14 +391,20 @@ def test_first_line_numbers_listed_when_many_are_bad(tmp_path):
     p = tmp_path / "bench.csv"
     p.write_text("kind,duration_s\n" + "\n".join(lines) + "\n")
     cal = calibrate([p], options())
-    (_, text), = [n for n in cal.notes if n[0] == "warning"]
+    ((_, text),) = [n for n in cal.notes if n[0] == "warning"]
     assert "skipped 7 malformed record(s) of 200: line 5:" in text
     assert "line 52: duration_s: 'oops' is not a number; and 2 more" in text
 
 
-@pytest.mark.parametrize("content,name", [
-    ("", "empty.csv"), ("kind,duration_s\n", "header-only.csv"),
-    ("", "empty.jsonl"), ("\n\n  \n", "blank.jsonl")])
+@pytest.mark.parametrize(
+    "content,name",
+    [
+        ("", "empty.csv"),
+        ("kind,duration_s\n", "header-only.csv"),
+        ("", "empty.jsonl"),
+        ("\n\n  \n", "blank.jsonl"),
+    ],
+)
 def test_empty_file_fails_naming_it(tmp_path, content, name):
     p = tmp_path / name
     p.write_text(content)
@@ -352,23 +415,31 @@ def test_empty_file_fails_naming_it(tmp_path, content, name):
 
 def test_too_many_bad_records_fail_naming_the_file(tmp_path):
     lines = good_lines(100)
-    for i in range(0, 60, 10):                # 6 of 100 bad: above 5 %
+    for i in range(0, 60, 10):  # 6 of 100 bad: above 5 %
         lines[i] = "image,-1"
     p = tmp_path / "dirty.csv"
     p.write_text("kind,duration_s\n" + "\n".join(lines) + "\n")
-    with pytest.raises(CalibrationError, match=r"dirty.csv: 6 of 100 records are malformed \(6.0%\), "
-                                               r"more than calibration.max_bad_share \(5.0%\): line 2: "
-                                               r"duration_s: must be > 0"):
+    with pytest.raises(
+        CalibrationError,
+        match=r"dirty.csv: 6 of 100 records are malformed \(6.0%\), "
+        r"more than calibration.max_bad_share \(5.0%\): line 2: "
+        r"duration_s: must be > 0",
+    ):
         calibrate([p], options())
     assert calibrate([p], options(max_bad_share=0.1)).data["records"] == 94
 
 
 def test_kind_with_no_valid_record_fails(tmp_path):
     p, _ = csv_with(tmp_path, "audio,oops")
-    with pytest.raises(CalibrationError, match=r"kind 'audio' has no valid record in .*bench.csv "
-                                               r"\(its 1 record\(s\) are malformed\)"):
+    with pytest.raises(
+        CalibrationError,
+        match=r"kind 'audio' has no valid record in .*bench.csv "
+        r"\(its 1 record\(s\) are malformed\)",
+    ):
         calibrate([p], options())
-    with pytest.raises(CalibrationError, match=r"kind 'music' \(calibration.kinds\) has no valid record in .*bench.csv"):
+    with pytest.raises(
+        CalibrationError, match=r"kind 'music' \(calibration.kinds\) has no valid record in .*bench.csv"
+    ):
         calibrate([p], options(kinds=["image", "music"]))
     # leaving the kind out of calibration.kinds calibrates the others
     cal = calibrate([p], options(kinds=["image"]))
@@ -379,10 +450,16 @@ def test_kind_with_too_few_records_is_refused_with_its_count(tmp_path):
     lines = good_lines(100) + [f"audio,{5 + i}" for i in range(12)]
     p = tmp_path / "bench.csv"
     p.write_text("kind,duration_s\n" + "\n".join(lines) + "\n")
-    with pytest.raises(CalibrationError, match=r"too few records to fit in .*bench.csv: 'audio' has 12 valid "
-                                               r"record\(s\), fewer than calibration.min_records \(30\)"):
+    with pytest.raises(
+        CalibrationError,
+        match=r"too few records to fit in .*bench.csv: 'audio' has 12 valid "
+        r"record\(s\), fewer than calibration.min_records \(30\)",
+    ):
         calibrate([p], options())
-    assert calibrate([p], options(min_records=10, distribution="empirical")).data["kinds"]["audio"]["count"] == 12
+    assert (
+        calibrate([p], options(min_records=10, distribution="empirical")).data["kinds"]["audio"]["count"]
+        == 12
+    )
 
 
 def test_one_repeated_duration_cannot_be_fitted(tmp_path):
@@ -394,11 +471,15 @@ def test_one_repeated_duration_cannot_be_fitted(tmp_path):
 
 # --------------------------------------------------------------------------- calibration file
 
+
 def test_calibration_file_errors_name_the_file_and_the_remedy(tmp_path, cfg):
     c = copy.deepcopy(cfg)
     c["scenario"]["calibration"] = str(tmp_path / "missing.json")
-    with pytest.raises(CalibrationFileError, match=r"missing.json not found; make it with "
-                                                   r"`snakemake -j1 results/calibration.json` or `sched calibrate"):
+    with pytest.raises(
+        CalibrationFileError,
+        match=r"missing.json not found; make it with "
+        r"`snakemake -j1 results/calibration.json` or `sched calibrate",
+    ):
         generate(c, 1)
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
@@ -418,6 +499,7 @@ def test_calibration_file_errors_name_the_file_and_the_remedy(tmp_path, cfg):
 
 # --------------------------------------------------------------------------- command line
 
+
 def test_cli_end_to_end_on_the_example_logs(calibrated, tmp_path):
     """As a user: calibrate the shipped example logs, then generate scenarios from them."""
     r = calibrated.run
@@ -430,21 +512,25 @@ def test_cli_end_to_end_on_the_example_logs(calibrated, tmp_path):
     img, vid = cal["kinds"]["image"], cal["kinds"]["video"]
     assert 20 < img["median_s"] < 30 and vid["median_s"] > 5 * img["median_s"]
     assert 0.7 < img["share"] < 0.9
-    assert img["duration_model"]["features"] == ["pixels", "steps"]     # images: one frame each
+    assert img["duration_model"]["features"] == ["pixels", "steps"]  # images: one frame each
     assert vid["duration_model"]["features"] == ["pixels", "frames", "steps"]
-    assert 0.2 < cal["estimate_noise_sigma"] < 0.3                     # the example logs' noise: 0.25
+    assert 0.2 < cal["estimate_noise_sigma"] < 0.3  # the example logs' noise: 0.25
 
     out = tmp_path / "s.csv"
-    r = run_cli("scenario", "--seed", 1, "--tasks", 20000, "--calibration", calibrated.calibration,
-                "--out", out)
+    r = run_cli(
+        "scenario", "--seed", 1, "--tasks", 20000, "--calibration", calibrated.calibration, "--out", out
+    )
     assert r.returncode == 0, r.stderr
     f = pd.read_csv(out)
     assert set(f["kind"]) == {"image", "video"}
     assert (f["kind"] == "image").mean() == pytest.approx(img["share"], abs=0.02)
     for kind, e in cal["kinds"].items():
         d = f.loc[f.kind == kind, "duration_s"]
-        fitted = stats.lognorm(e["spec"]["sigma"], scale=e["spec"]["median_s"]) if \
-            e["distribution"] == "lognormal" else stats.gamma(e["spec"]["shape"], scale=e["spec"]["scale_s"])
+        fitted = (
+            stats.lognorm(e["spec"]["sigma"], scale=e["spec"]["median_s"])
+            if e["distribution"] == "lognormal"
+            else stats.gamma(e["spec"]["shape"], scale=e["spec"]["scale_s"])
+        )
         assert d.median() == pytest.approx(fitted.median(), rel=0.05)
         assert stats.kstest(d, fitted.cdf).statistic < 0.03
     noise = np.log(f["estimate_s"] / f["duration_s"]).std()
@@ -463,7 +549,7 @@ def test_cli_failure_writes_nothing_and_keeps_old_files(tmp_path):
     assert r.returncode == 2 and r.stderr.count("\n") == 1
     assert "'audio' has 3 valid record(s), fewer than calibration.min_records (30)" in r.stderr
     assert not out.exists() and not out.with_suffix(".png").exists()
-    assert list(tmp_path.iterdir()) == [p]                     # no temporary file left either
+    assert list(tmp_path.iterdir()) == [p]  # no temporary file left either
     out.write_text("old")
     r = run_cli("calibrate", p, "--out", out, "--max-bad-share", 0.01)
     assert r.returncode == 2 and out.read_text() == "old"
@@ -473,10 +559,22 @@ def test_cli_column_options_jsonl_and_figure_path(tmp_path):
     frame = two_kind_frame(60, 40).rename(columns={"kind": "type", "duration_s": "secs"})
     p = write_jsonl(tmp_path / "b.jsonl", frame)
     out, fig = tmp_path / "c" / "cal.json", tmp_path / "figs" / "fit.png"
-    r = run_cli("calibrate", p, "--kind-column", "type", "--duration-column", "secs",
-                "--out", out, "--figure", fig, "--distribution", "lognormal")
+    r = run_cli(
+        "calibrate",
+        p,
+        "--kind-column",
+        "type",
+        "--duration-column",
+        "secs",
+        "--out",
+        out,
+        "--figure",
+        fig,
+        "--distribution",
+        "lognormal",
+    )
     assert r.returncode == 0, r.stderr
-    assert "no duration model" in r.stderr                        # no features: said so
+    assert "no duration model" in r.stderr  # no features: said so
     data = load_calibration(out)
     assert {e["distribution"] for e in data["kinds"].values()} == {"lognormal"}
     assert data["columns"]["kind"] == "type" and fig.read_bytes()[:4] == b"\x89PNG"
@@ -487,9 +585,11 @@ def test_cli_column_options_jsonl_and_figure_path(tmp_path):
 
 def test_scenario_with_a_calibration_stays_light(calibrated):
     # (scipy comes with numba anyway; the fitting module and matplotlib must not)
-    code = ("import sys; from sched.cli import main; rc = main(%r); "
-            "heavy = [m for m in ('sched.calibrate', 'matplotlib', 'torch') if m in sys.modules]; "
-            "sys.exit(f'imported {heavy}' if heavy else rc)"
-            % ["--config", str(calibrated.config), "scenario", "--seed", "1", "--tasks", "3"])
+    code = (
+        "import sys; from sched.cli import main; rc = main(%r); "
+        "heavy = [m for m in ('sched.data.fit', 'matplotlib', 'torch') if m in sys.modules]; "
+        "sys.exit(f'imported {heavy}' if heavy else rc)"
+        % ["--config", str(calibrated.config), "scenario", "--seed", "1", "--tasks", "3"]
+    )
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr

@@ -1,13 +1,14 @@
 """The clairvoyant reference: feasible, never worse than its start, optimal where checkable."""
+
 import itertools
 
 import numpy as np
 import pytest
 
-from sched import clairvoyant as cv
-from sched import rules, sim_numba
 from sched.config import validate_config
-from sched.scenario import generate
+from sched.data.scenario import generate
+from sched.sim import clairvoyant as cv
+from sched.sim import core, rules
 
 from .test_orlib import read_orlib
 
@@ -29,7 +30,7 @@ def assert_feasible(start, end, mach, arrival, duration, machines):
 def best_rule(arrays, machines):
     best = None
     for rule in rules.RULES:
-        start, end, _ = sim_numba.simulate(*arrays, rule, machines=machines)
+        start, end, _ = core.simulate(*arrays, rule, machines=machines)
         cost = twt(end, arrays[3], arrays[4])
         if best is None or cost < best[0]:
             best = (cost, start, end)
@@ -42,7 +43,7 @@ def test_decoding_a_rule_start_order_gives_back_the_rule_schedule(machines):
     for seed in range(3):
         arrays = generate(cfg, seed, tasks=150, machines=machines).arrays
         for rule in rules.RULES:
-            start, end, _ = sim_numba.simulate(*arrays, rule, machines=machines)
+            start, end, _ = core.simulate(*arrays, rule, machines=machines)
             seq = cv.start_sequence(start, end)
             s2, e2, _ = cv.decode(seq, arrays[0], arrays[1], np.full(machines, -np.inf))
             assert np.array_equal(s2, start) and np.array_equal(e2, end), (seed, rule)
@@ -53,8 +54,14 @@ def test_search_is_feasible_and_never_worse_than_its_start(machines):
     cfg = validate_config({})
     scs = [generate(cfg, s, tasks=120, machines=machines).arrays for s in range(4)]
     starts = [best_rule(a, machines) for a in scs]
-    out = cv.search(scs, [cv.start_sequence(s, e) for _, s, e in starts], machines=machines,
-                    window=20, evaluations=20_000, seeds=[11, 12, 13, 14])
+    out = cv.search(
+        scs,
+        [cv.start_sequence(s, e) for _, s, e in starts],
+        machines=machines,
+        window=20,
+        evaluations=20_000,
+        seeds=[11, 12, 13, 14],
+    )
     improved = 0
     for a, (c0, _, _), res in zip(scs, starts, out):
         assert sorted(res["sequence"]) == list(range(len(a[0])))
@@ -105,15 +112,21 @@ def test_search_matches_brute_force_on_tiny_instances_with_release_dates(machine
         arrays = (arrival, duration, duration, weight, due)
         _, start, end = best_rule(arrays, machines)
         opt = brute_force_optimum(arrival, duration, weight, due, machines)
-        res = cv.search([arrays], [cv.start_sequence(start, end)], machines=machines,
-                        window=n, evaluations=20_000, seeds=3)[0]
+        res = cv.search(
+            [arrays],
+            [cv.start_sequence(start, end)],
+            machines=machines,
+            window=n,
+            evaluations=20_000,
+            seeds=3,
+        )[0]
         assert_feasible(res["start"], res["end"], res["machine"], arrival, duration, machines)
         assert res["cost"] == pytest.approx(opt, abs=1e-9)
 
 
 def test_search_reaches_the_orlib_optimum(orlib_dir):
     inst, opt = read_orlib(orlib_dir, 40)
-    idx = list(range(0, 125, 5))          # one instance of each (TF, RDD) class
+    idx = list(range(0, 125, 5))  # one instance of each (TF, RDD) class
     zeros = np.zeros(40)
     scs = [(zeros, p, p, w, d) for p, w, d in inst[idx]]
     seqs = [cv.start_sequence(*best_rule(a, 1)[1:]) for a in scs]

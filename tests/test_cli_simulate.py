@@ -1,4 +1,5 @@
 """`sched scenario` and `sched simulate` as a user runs them."""
+
 import json
 import subprocess
 import sys
@@ -7,11 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sched import rules, sim_reference
-from sched.scenario import read_scenario
+from sched.data.scenario import read_scenario
+from sched.sim import reference, rules
 
 from .conftest import ROOT
-
 
 HAND_MADE = """id,kind,arrival_s,duration_s,weight,due_s,estimate_s,note
 a,image,0,30,1,40,30,first
@@ -30,19 +30,24 @@ def check_schedule(path, scenario_path, rule, machines, summary):
     sc = read_scenario(scenario_path)
     # every scenario column carried through, then the schedule columns
     assert list(sched.columns[: len(sc.frame.columns)]) == list(sc.frame.columns)
-    assert list(sched.columns[len(sc.frame.columns):]) == [
-        "machine", "start_s", "end_s", "tardiness_s", "weighted_tardiness_s"]
+    assert list(sched.columns[len(sc.frame.columns) :]) == [
+        "machine",
+        "start_s",
+        "end_s",
+        "tardiness_s",
+        "weighted_tardiness_s",
+    ]
     assert len(sched) == len(sc)
     assert sched["machine"].between(0, machines - 1).all()
     assert (sched["start_s"] >= sched["arrival_s"]).all()
     assert np.allclose(sched["end_s"] - sched["start_s"], sched["duration_s"])
     for _, g in sched.groupby("machine"):
         g = g.sort_values("start_s")
-        assert (g["start_s"].to_numpy()[1:] >= g["end_s"].to_numpy()[:-1]).all()   # no overlap
+        assert (g["start_s"].to_numpy()[1:] >= g["end_s"].to_numpy()[:-1]).all()  # no overlap
     total = sched["weighted_tardiness_s"].sum()
     assert total == pytest.approx(summary["total_weighted_tardiness_s"], rel=1e-12, abs=1e-9)
     assert summary["mean_weighted_tardiness_s"] == pytest.approx(total / len(sched))
-    ref_start, _, ref_mach = sim_reference.simulate(*sc.arrays, rule, machines=machines)
+    ref_start, _, ref_mach = reference.simulate(*sc.arrays, rule, machines=machines)
     assert np.array_equal(sched["start_s"].to_numpy(), np.array(ref_start))
     assert np.array_equal(sched["machine"].to_numpy(), np.array(ref_mach))
     return total
@@ -58,16 +63,14 @@ def test_every_rule_on_generated_and_hand_made_files(tmp_path, machines, cli):
     totals = {}
     for rule in rules.RULES:
         out = tmp_path / f"out-{rule}-{machines}"
-        r = cli("simulate", "--policy", rule, "--scenario", hand, gen,
-                "--machines", machines, "--out", out)
+        r = cli("simulate", "--policy", rule, "--scenario", hand, gen, "--machines", machines, "--out", out)
         assert r.returncode == 0, r.stderr
         lines = [json.loads(x) for x in r.stdout.splitlines()]
         assert [x["scenario"] for x in lines] == ["hand", "gen"]
         for line, src in zip(lines, (hand, gen)):
             assert line["policy"] == rule and line["machines"] == machines
             assert line["tasks"] == len(read_scenario(src))
-            totals[(rule, src.stem)] = check_schedule(out / f"{src.stem}.csv", src, rule,
-                                                      machines, line)
+            totals[(rule, src.stem)] = check_schedule(out / f"{src.stem}.csv", src, rule, machines, line)
     # the rules really differ on the generated scenario
     assert len({round(totals[(r, "gen")], 6) for r in rules.RULES}) >= 4
 
@@ -78,8 +81,7 @@ def test_single_scenario_to_a_file_and_seed_mode(tmp_path, cli):
     assert r.returncode == 0, r.stderr
     line = json.loads(r.stdout)
     assert line["scenario"] == "seed-3" and line["tasks"] == 400
-    assert pd.read_csv(out)["weighted_tardiness_s"].sum() == pytest.approx(
-        line["total_weighted_tardiness_s"])
+    assert pd.read_csv(out)["weighted_tardiness_s"].sum() == pytest.approx(line["total_weighted_tardiness_s"])
 
 
 def test_atc_k_changes_the_schedule(tmp_path, cli):
@@ -107,11 +109,14 @@ def test_unknown_policy_and_bad_machines(tmp_path, cli):
     assert r.returncode == 2 and "--machines" in r.stderr
 
 
-@pytest.mark.parametrize("command", [["scenario", "--seed", "1", "--tasks", "3"],
-                                     ["simulate", "--policy", "atc", "--seed", "1"]])
+@pytest.mark.parametrize(
+    "command", [["scenario", "--seed", "1", "--tasks", "3"], ["simulate", "--policy", "atc", "--seed", "1"]]
+)
 def test_light_commands_do_not_import_torch(command, calibrated):
-    code = ("import sys; from sched.cli import main; rc = main(%r); "
-            "sys.exit(3 if 'torch' in sys.modules else rc)" % (["--config", str(calibrated.config)] + command))
+    code = (
+        "import sys; from sched.cli import main; rc = main(%r); "
+        "sys.exit(3 if 'torch' in sys.modules else rc)" % (["--config", str(calibrated.config)] + command)
+    )
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
 
@@ -123,6 +128,10 @@ def test_console_script_and_module_entry_points():
     r = subprocess.run([str(exe), "--help"], capture_output=True, text=True, cwd="/")
     assert r.returncode == 0 and "simulate" in r.stdout
     # `import sched` must give this package, not the standard library's sched module
-    r = subprocess.run([str(exe.parent / "python"), "-c", "import sched, sys; print(sched.__file__)"],
-                       capture_output=True, text=True, cwd="/")
+    r = subprocess.run(
+        [str(exe.parent / "python"), "-c", "import sched, sys; print(sched.__file__)"],
+        capture_output=True,
+        text=True,
+        cwd="/",
+    )
     assert r.stdout.strip() == str(ROOT / "sched" / "__init__.py")

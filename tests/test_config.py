@@ -1,4 +1,5 @@
 """The config file is validated against the workflow's JSON schema."""
+
 from pathlib import Path
 
 import pytest
@@ -23,18 +24,29 @@ def test_defaults_are_filled_without_touching_the_schema():
     assert validate_config({})["scenario"]["kinds"]["image"]["median_s"] == 25.0
 
 
-@pytest.mark.parametrize("cfg,match", [
-    ({"scenario": {"load": -1}}, r"scenario.load: -1 is less than or equal to the minimum of 0"),
-    ({"scenario": {"machines": 0}}, r"scenario.machines: 0 is less than the minimum of 1"),
-    ({"scenario": {"tasks": "many"}}, r"scenario.tasks: 'many' is not of type 'integer'"),
-    ({"scenario": {"lod": 0.8}}, r"scenario: Additional properties are not allowed \('lod'"),
-    ({"scenario": {"kinds": {"image": {"share": 1.0, "distribution": "lognormal"}}}},
-     r"scenario.kinds.image: 'median_s' is a required property"),
-    ({"scenario": {"kinds": {"image": {"share": 0.5, "distribution": "gamma", "shape": 2, "scale_s": 3}}}},
-     r"scenario.kinds: shares must sum to 1"),
-    ({"scenario": {"due": {"slack_s": [10, 5]}}}, r"scenario.due.slack_s: low 10 is above high 5"),
-    ({"rules": {"atc_k": 0}}, r"rules.atc_k: 0 is less than or equal to the minimum of 0"),
-])
+@pytest.mark.parametrize(
+    "cfg,match",
+    [
+        ({"scenario": {"load": -1}}, r"scenario.load: -1 is less than or equal to the minimum of 0"),
+        ({"scenario": {"machines": 0}}, r"scenario.machines: 0 is less than the minimum of 1"),
+        ({"scenario": {"tasks": "many"}}, r"scenario.tasks: 'many' is not of type 'integer'"),
+        ({"scenario": {"lod": 0.8}}, r"scenario: Additional properties are not allowed \('lod'"),
+        (
+            {"scenario": {"kinds": {"image": {"share": 1.0, "distribution": "lognormal"}}}},
+            r"scenario.kinds.image: 'median_s' is a required property",
+        ),
+        (
+            {
+                "scenario": {
+                    "kinds": {"image": {"share": 0.5, "distribution": "gamma", "shape": 2, "scale_s": 3}}
+                }
+            },
+            r"scenario.kinds: shares must sum to 1",
+        ),
+        ({"scenario": {"due": {"slack_s": [10, 5]}}}, r"scenario.due.slack_s: low 10 is above high 5"),
+        ({"rules": {"atc_k": 0}}, r"rules.atc_k: 0 is less than or equal to the minimum of 0"),
+    ],
+)
 def test_invalid_configs_name_the_field(cfg, match):
     with pytest.raises(ConfigError, match=match):
         validate_config(cfg, "test.yaml")
@@ -60,15 +72,22 @@ def _setting(train):
     return {"robustness": {"settings": [{"name": "m2", "machines": 2, "train": train}]}}
 
 
-@pytest.mark.parametrize("train,match", [
-    ({"iteratons": 300},
-     r"robustness.settings.0.train: Additional properties are not allowed \('iteratons' was unexpected\)"),
-    ({"atc_k": "tunned"},
-     r"robustness.settings.0.train.atc_k: 'tunned' is not valid under any of the given schemas"),
-    ({"atc_k": 0}, r"robustness.settings.0.train.atc_k: 0 is not valid under any of the given schemas"),
-    ({"iterations": 0}, r"robustness.settings.0.train.iterations: 0 is less than the minimum of 1"),
-    ({"seeds": [4]}, r"robustness.settings.0.train: Additional properties are not allowed \('seeds' was"),
-])
+@pytest.mark.parametrize(
+    "train,match",
+    [
+        (
+            {"iteratons": 300},
+            r"robustness.settings.0.train: Additional properties are not allowed \('iteratons' was unexpected\)",  # noqa: E501
+        ),
+        (
+            {"atc_k": "tunned"},
+            r"robustness.settings.0.train.atc_k: 'tunned' is not valid under any of the given schemas",
+        ),
+        ({"atc_k": 0}, r"robustness.settings.0.train.atc_k: 0 is not valid under any of the given schemas"),
+        ({"iterations": 0}, r"robustness.settings.0.train.iterations: 0 is less than the minimum of 1"),
+        ({"seeds": [4]}, r"robustness.settings.0.train: Additional properties are not allowed \('seeds' was"),
+    ],
+)
 def test_a_robustness_setting_refuses_unknown_or_invalid_train_keys(train, match):
     with pytest.raises(ConfigError, match=match):
         validate_config(_setting(train), "test.yaml")
@@ -83,8 +102,7 @@ def test_a_robustness_setting_takes_the_train_keys_and_no_defaults():
     # the same keys as the train section, each with the train section's schema (atc_k aside)
     schema = yaml.safe_load((ROOT / "workflow/schemas/config.schema.yaml").read_text())
     main = schema["properties"]["train"]["properties"]
-    setting = (schema["properties"]["robustness"]["properties"]["settings"]["items"]
-               ["properties"]["train"])
+    setting = schema["properties"]["robustness"]["properties"]["settings"]["items"]["properties"]["train"]
     assert setting["additionalProperties"] is False
     # seeds and threads stay the main ones (the same training seeds; the rule's threads)
     assert list(setting["properties"]) == [k for k in main if k not in ("seeds", "threads")]

@@ -1,17 +1,18 @@
 """Atomic writes: complete file or nothing, usual permissions."""
+
 import os
 
 import pandas as pd
 import pytest
 
-from sched import io
+from sched import files
 
 
 def test_atomic_write_leaves_nothing_on_failure(tmp_path):
     target = tmp_path / "out.csv"
     target.write_text("old\n")
     with pytest.raises(RuntimeError):
-        with io.atomic_path(target) as tmp:
+        with files.atomic_path(target) as tmp:
             tmp.write_text("half")
             raise RuntimeError("interrupted")
     assert target.read_text() == "old\n"
@@ -26,10 +27,10 @@ def test_atomic_write_replaces_and_uses_the_umask(tmp_path):
     before = p.stat().st_ino
     old = os.umask(0o022)
     try:
-        io.write_csv(p, pd.DataFrame({"x": [1, 2]}))
+        files.write_csv(p, pd.DataFrame({"x": [1, 2]}))
     finally:
         os.umask(old)
-    assert p.read_text() == "x\n1\n2\n"                  # the new content, nothing of the old
-    assert p.stat().st_ino != before                       # a new file renamed onto it
-    assert oct(p.stat().st_mode & 0o777) == oct(0o644)     # the umask's, not the old file's
-    assert [q.name for q in p.parent.iterdir()] == ["t.csv"]   # no temporary file left
+    assert p.read_text() == "x\n1\n2\n"  # the new content, nothing of the old
+    assert p.stat().st_ino != before  # a new file renamed onto it
+    assert oct(p.stat().st_mode & 0o777) == oct(0o644)  # the umask's, not the old file's
+    assert [q.name for q in p.parent.iterdir()] == ["t.csv"]  # no temporary file left

@@ -1,4 +1,5 @@
 """PPO: training, the policy file, resume, the Gymnasium environment, the scorer."""
+
 import contextlib
 import copy
 import json
@@ -8,12 +9,11 @@ import pandas as pd
 import pytest
 import torch
 
-from sched import features as F
-from sched import policy as P
-from sched import sim_numba
-from sched.ppo import Args, train
-from sched.scenario import generate
-
+from sched.data.scenario import generate
+from sched.learn import features as F
+from sched.learn import networks as P
+from sched.learn.ppo import Args, train
+from sched.sim import core
 
 from .conftest import TINY_TRAIN as TINY
 
@@ -30,26 +30,34 @@ def test_training_writes_a_loadable_policy_and_log(trained):
     # iteration -1 is the untrained network (ATC prior), 0 the teacher warm start, then PPO
     assert list(log["iteration"]) == list(range(-1, TINY["iterations"] + 1))
     ppo = log[log["iteration"] > 0]
-    for col in ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction",
-                "explained_variance", "steps_per_s", "wall_s"):
+    for col in (
+        "policy_loss",
+        "value_loss",
+        "entropy",
+        "approx_kl",
+        "clip_fraction",
+        "explained_variance",
+        "steps_per_s",
+        "wall_s",
+    ):
         assert ppo[col].notna().all(), col
     assert (ppo["entropy"] > 0).all() and (ppo["env_steps"].diff().dropna() == 32).all()
-    assert log["val_weighted_tardiness_s"].notna().sum() == 4   # iterations -1, 0, 3 and 6
+    assert log["val_weighted_tardiness_s"].notna().sum() == 4  # iterations -1, 0, 3 and 6
     pol = P.load(out)
     assert pol.meta["arch"]["name"] == "scorer" and pol.meta["best_iteration"] in (-1, 0, 3, 6)
     val = log.set_index("iteration")["val_weighted_tardiness_s"].dropna()
-    assert pol.meta["val_weighted_tardiness_s"] == pytest.approx(val.min())   # the best is kept
+    assert pol.meta["val_weighted_tardiness_s"] == pytest.approx(val.min())  # the best is kept
 
 
 def test_greedy_policy_is_deterministic_and_feasible(trained, tiny_cfg):
     out, _ = trained
     pol = P.load(out)
-    from sched.env import run_greedy
+    from sched.learn.vec_env import run_greedy
 
     scs = [generate(tiny_cfg, s, tasks=80, machines=2).arrays for s in range(3)]
     a = run_greedy(pol, scs, machines=2)
     b = run_greedy(pol, scs, machines=2)
-    for (s1, e1, m1), (s2, e2, m2), sc in zip(a, b, scs):
+    for (s1, e1, m1), (s2, _e2, m2), sc in zip(a, b, scs):
         assert np.array_equal(s1, s2) and np.array_equal(m1, m2)
         assert (s1 >= sc[0]).all() and np.allclose(e1 - s1, sc[1])
         for m in range(2):
@@ -59,15 +67,14 @@ def test_greedy_policy_is_deterministic_and_feasible(trained, tiny_cfg):
 
 def test_simulate_with_ppo_policy_file(trained, tmp_path, cli):
     out, _ = trained
-    r = cli("simulate", "--policy", "ppo", "--policy-file", out, "--seed", 5, 6,
-                "--out", tmp_path / "sched")
+    r = cli("simulate", "--policy", "ppo", "--policy-file", out, "--seed", 5, 6, "--out", tmp_path / "sched")
     assert r.returncode == 0, r.stderr
     lines = [json.loads(x) for x in r.stdout.splitlines()]
     for line in lines:
         sched = pd.read_csv(tmp_path / "sched" / f"{line['scenario']}.csv")
         assert sched["weighted_tardiness_s"].sum() == pytest.approx(line["total_weighted_tardiness_s"])
     r2 = cli("simulate", "--policy", "ppo", "--policy-file", out, "--seed", 5, 6)
-    assert r2.stdout == r.stdout   # replayable
+    assert r2.stdout == r.stdout  # replayable
 
 
 def test_resume_gives_the_same_result(tmp_path, tiny_cfg, trained):
@@ -102,7 +109,7 @@ def _train_until_checkpoint(cfg, args, out, stop_after):
     while it is being written: an exception inside the atomic write throws the
     new checkpoint away and leaves the previous one.
     """
-    import sched.ppo as ppo
+    import sched.learn.ppo as ppo
 
     real_save, real_atomic = torch.save, ppo.atomic_path
     saved = []
@@ -147,7 +154,7 @@ def test_bad_policy_files_are_refused(tmp_path, trained, cli):
         P.load(bad)
     for key in ("task_features", "global_features"):
         blob = torch.load(out, weights_only=True)
-        blob["meta"][key] = list(reversed(blob["meta"][key]))   # same size, other order
+        blob["meta"][key] = list(reversed(blob["meta"][key]))  # same size, other order
         moved = tmp_path / f"moved_{key}.pt"
         torch.save(blob, moved)
         with pytest.raises(P.PolicyFileError, match=f"trained on other {key}"):
@@ -160,7 +167,7 @@ def test_bad_policy_files_are_refused(tmp_path, trained, cli):
     evil = tmp_path / "evil.pt"
     torch.save({"format": P.FORMAT, "x": Evil()}, evil)
     with pytest.raises(P.PolicyFileError):
-        P.load(evil)   # weights_only refuses to unpickle arbitrary objects
+        P.load(evil)  # weights_only refuses to unpickle arbitrary objects
     r = cli("simulate", "--policy", "ppo", "--policy-file", junk, "--seed", 1)
     assert r.returncode == 2 and "junk.pt" in r.stderr
 
@@ -171,14 +178,22 @@ def test_scorer_is_permutation_equivariant():
     q = 9
     x = torch.randn(q, F.N_TASK)
     g = torch.randn(1, F.N_GLOBAL)
-    batch = lambda rows: {"x": rows, "seg": torch.zeros(q, dtype=torch.long), "n": 1,  # noqa: E731
-                          "counts": torch.tensor([q]), "g": g}
+
+    def batch(rows):
+        return {
+            "x": rows,
+            "seg": torch.zeros(q, dtype=torch.long),
+            "n": 1,
+            "counts": torch.tensor([q]),
+            "g": g,
+        }
+
     perm = torch.randperm(q)
     with torch.no_grad():
         s1, v1 = net(batch(x))
         s2, v2 = net(batch(x[perm]))
     assert torch.allclose(s1[perm], s2, atol=1e-6) and torch.allclose(v1, v2, atol=1e-6)
-    assert not torch.allclose(s1, s1[perm])   # the scores do depend on the task
+    assert not torch.allclose(s1, s1[perm])  # the scores do depend on the task
 
 
 def test_scorer_works_for_any_queue_length_and_batches_agree():
@@ -188,16 +203,26 @@ def test_scorer_works_for_any_queue_length_and_batches_agree():
     xs = [torch.randn(n, F.N_TASK) for n in sizes]
     g = torch.randn(3, F.N_GLOBAL)
     counts = torch.tensor(sizes)
-    joint = {"x": torch.cat(xs), "seg": torch.repeat_interleave(torch.arange(3), counts), "n": 3,
-             "counts": counts, "g": g}
+    joint = {
+        "x": torch.cat(xs),
+        "seg": torch.repeat_interleave(torch.arange(3), counts),
+        "n": 3,
+        "counts": counts,
+        "g": g,
+    }
     with torch.no_grad():
         logits, values = net(joint)
         for i, n in enumerate(sizes):
-            alone = {"x": xs[i], "seg": torch.zeros(n, dtype=torch.long), "n": 1,
-                     "counts": torch.tensor([n]), "g": g[i: i + 1]}
+            alone = {
+                "x": xs[i],
+                "seg": torch.zeros(n, dtype=torch.long),
+                "n": 1,
+                "counts": torch.tensor([n]),
+                "g": g[i : i + 1],
+            }
             li, vi = net(alone)
             lo = int(counts[:i].sum())
-            assert torch.allclose(logits[lo: lo + n], li, atol=1e-5)
+            assert torch.allclose(logits[lo : lo + n], li, atol=1e-5)
             assert torch.allclose(values[i], vi[0], atol=1e-5)
 
 
@@ -210,11 +235,11 @@ def test_untrained_prior_policy_picks_what_atc_picks(tiny_cfg):
         torch.nn.init.zeros_(head.bias)
         meta = {"arch": {"name": arch}, "atc_k": 2.0, "p_ref": 80.0, "load": 0.85}
         pol = P.Policy(net, meta)
-        from sched.env import run_greedy
+        from sched.learn.vec_env import run_greedy
 
         scs = [generate(tiny_cfg, s, tasks=150).arrays for s in range(3)]
         got = run_greedy(pol, scs)
-        want = sim_numba.simulate_batch(scs, "atc", k=2.0)
+        want = core.simulate_batch(scs, "atc", k=2.0)
         # for "flat": the encoding only sees 24 tasks, ATC's best among them is ATC's best
         for (s1, _, _), (s2, _, _) in zip(got, want):
             assert np.array_equal(s1, s2)
@@ -223,7 +248,7 @@ def test_untrained_prior_policy_picks_what_atc_picks(tiny_cfg):
 def test_gymnasium_env_passes_check_env(cfg):
     from gymnasium.utils.env_checker import check_env
 
-    from sched.env import make_gym_env
+    from sched.learn.vec_env import make_gym_env
 
     c = copy.deepcopy(cfg)
     c["scenario"]["tasks"] = 40
@@ -241,28 +266,31 @@ def test_gymnasium_env_passes_check_env(cfg):
 
 def test_flat_encoding_has_196_inputs_and_shows_the_atc_best(cfg):
     sc = generate(cfg, 2, tasks=300)
-    state, _ = sim_numba.pack([sc.arrays], 1)
-    sim_numba.advance_batch(state, True)
+    state, _ = core.pack([sc.arrays], 1)
+    core.advance_batch(state, True)
     n = 0
     while not state.done[0] and n < 200:
         flat, mask, g, slot_qpos = F.Encoder("flat", 2.0, 80.0, 0.85)(state)
         assert flat.shape == (1, 196) and mask.sum() == min(24, state.qlen[0])
-        sim_numba.set_rule(state, 0, sim_numba.rules.ATC)
-        assert slot_qpos[0, 0] == sim_numba.pick(state, 0, sim_numba.rules.ATC, 2.0)
-        sim_numba.apply_batch(state, np.array([slot_qpos[0, 0]]))
-        sim_numba.advance_batch(state, True)
+        core.set_rule(state, 0, core.rules.ATC)
+        assert slot_qpos[0, 0] == core.pick(state, 0, core.rules.ATC, 2.0)
+        core.apply_batch(state, np.array([slot_qpos[0, 0]]))
+        core.advance_batch(state, True)
         n += 1
     assert n > 50
 
 
 def test_flat_architecture_trains_and_loads(tmp_path, tiny_cfg):
     out = tmp_path / "flat.pt"
-    args = Args(seed=5, architecture="flat",
-                **{**TINY, "eval_every": 0, "checkpoint_every": 0, "teacher_scenarios": 0})
+    args = Args(
+        seed=5,
+        architecture="flat",
+        **{**TINY, "eval_every": 0, "checkpoint_every": 0, "teacher_scenarios": 0},
+    )
     train(tiny_cfg, args, out, progress=False)
     pol = P.load(out)
     assert pol.meta["arch"]["name"] == "flat" and pol.meta["task_features"] == list(F.FLAT_TASK_FEATURES)
-    from sched.env import run_greedy
+    from sched.learn.vec_env import run_greedy
 
     scs = [generate(tiny_cfg, s, tasks=80).arrays for s in range(2)]
     (start, end, _), _ = run_greedy(pol, scs)
@@ -272,24 +300,25 @@ def test_flat_architecture_trains_and_loads(tmp_path, tiny_cfg):
 def test_privileged_hint_is_the_atc_cost_to_go(tiny_cfg):
     """The critic's hint plus the tardiness accrued so far is ATC's total from that state."""
     from sched.config import seed_range
-    from sched.env import VecQueue
+    from sched.learn.vec_env import VecQueue
 
-    env = VecQueue(tiny_cfg, 3, np.random.default_rng(0), seed_range(tiny_cfg, "train"), "tasks",
-                   2.0, privileged=True)
+    env = VecQueue(
+        tiny_cfg, 3, np.random.default_rng(0), seed_range(tiny_cfg, "train"), "tasks", 2.0, privileged=True
+    )
     env.reset()
     hint = env.value_hint()
     s = env.state
     for b in range(3):
-        d = __import__("sched.scenario", fromlist=["draw"]).draw(tiny_cfg, int(env.slot_seed[b]))
+        d = __import__("sched.data.scenario", fromlist=["draw"]).draw(tiny_cfg, int(env.slot_seed[b]))
         arrays = (d["arrival"], d["duration"], d["estimate"], d["weight"], d["due"])
-        (_, end, _), = sim_numba.simulate_batch([arrays], "atc", k=2.0)
+        ((_, end, _),) = core.simulate_batch([arrays], "atc", k=2.0)
         total = float((arrays[3] * np.maximum(end - arrays[4], 0)).sum())
         # at the first decision every earlier one was forced, so ATC's schedule got here too
         assert -hint[b] / 0.001 + s.wt_prev[b] == pytest.approx(total, rel=1e-6)
 
 
 def test_one_queue_fast_path_matches_the_batched_greedy(trained, tiny_cfg):
-    from sched.env import run_greedy, run_greedy_one
+    from sched.learn.vec_env import run_greedy, run_greedy_one
 
     pol = P.load(trained[0])
     for seed, machines, free in ((1, 1, None), (2, 2, [30.0, 0.0]), (3, 3, None)):
@@ -305,8 +334,13 @@ def test_only_the_top_k_atc_tasks_are_candidates():
     q, k = 30, 4
     x = torch.randn(q, F.N_TASK)
     x[:, F.ATC_RANK_INDEX] = torch.randperm(q).float() / q
-    batch = {"x": x, "seg": torch.zeros(q, dtype=torch.long), "n": 1, "counts": torch.tensor([q]),
-             "g": torch.randn(1, F.N_GLOBAL)}
+    batch = {
+        "x": x,
+        "seg": torch.zeros(q, dtype=torch.long),
+        "n": 1,
+        "counts": torch.tensor([q]),
+        "g": torch.randn(1, F.N_GLOBAL),
+    }
     with torch.no_grad():
         logits, _ = P.TaskScorer(hidden=8, top_k=k)(batch)
         free, _ = P.TaskScorer(hidden=8, top_k=0)(batch)
@@ -325,12 +359,12 @@ def _late_cfg(cfg, tasks):
 
 def test_vec_queue_episode_rewards_sum_to_its_total_weighted_tardiness(cfg):
     from sched.config import seed_range
-    from sched.env import VecQueue
+    from sched.learn.vec_env import VecQueue
 
     c = _late_cfg(cfg, 30)
     env = VecQueue(c, 2, np.random.default_rng(4), seed_range(c, "train"), "tasks", 2.0)
     env.reset()
-    assert (env._before_first > 0).any()   # the case this test is about
+    assert (env._before_first > 0).any()  # the case this test is about
     ret, seen = np.zeros(2), 0
     while seen < 6:
         n_before, playing = len(env.finished), env.slot_seed.copy()
@@ -344,11 +378,11 @@ def test_vec_queue_episode_rewards_sum_to_its_total_weighted_tardiness(cfg):
 
 
 def test_gymnasium_env_shows_every_decision_and_pays_every_second_of_tardiness(cfg):
-    from sched.env import make_gym_env
+    from sched.learn.vec_env import make_gym_env
 
     env = make_gym_env(_late_cfg(cfg, 1), max_queue=4)
     obs, info = env.reset(seed=3)
-    assert obs["action_mask"].sum() == 1   # one task: a step with one valid action
+    assert obs["action_mask"].sum() == 1  # one task: a step with one valid action
     obs, r, done, trunc, info = env.step(0)
     assert done and not trunc
     assert info["total_weighted_tardiness_s"] > 0

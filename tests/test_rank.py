@@ -1,18 +1,20 @@
 """rank(tasks): order, policies, machines, clocks, input checks and the CLI."""
+
 import json
 import os
 import subprocess
 import sys
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from sched import RankInputError, rank, rules, sim_numba, sim_reference
+from sched import RankInputError, rank
 from sched.config import validate_config
-from sched.rank_core import rollout_order
-from sched.scenario import generate
+from sched.data.scenario import generate
+from sched.sim import core, reference, rules
+from sched.sim.one_queue import rollout_order
 
 from .conftest import ROOT, run_cli
 
@@ -32,8 +34,7 @@ def static_queue(seed, n, now=NOW, ties=4):
     ``ties`` tasks copy the first ones (equal for every rule: ties)."""
     f = generate(validate_config({}), seed, tasks=n).frame
     tasks = [
-        {"id": f"t{i}", "estimate_s": float(e), "weight": float(w),
-         "due": now + float(d - a) - 900.0}
+        {"id": f"t{i}", "estimate_s": float(e), "weight": float(w), "due": now + float(d - a) - 900.0}
         for i, (e, w, d, a) in enumerate(zip(f.estimate_s, f.weight, f.due_s, f.arrival_s))
     ]
     tasks += [dict(tasks[i], id=f"copy{i}") for i in range(ties)]
@@ -42,8 +43,13 @@ def static_queue(seed, n, now=NOW, ties=4):
 
 def columns(tasks, now=NOW):
     est = [t["estimate_s"] for t in tasks]
-    return ([t.get("arrival", now) for t in tasks], est, est,
-            [t["weight"] for t in tasks], [t["due"] for t in tasks])
+    return (
+        [t.get("arrival", now) for t in tasks],
+        est,
+        est,
+        [t["weight"] for t in tasks],
+        [t["due"] for t in tasks],
+    )
 
 
 def start_order(start, machine):
@@ -53,40 +59,40 @@ def start_order(start, machine):
 
 # --------------------------------------------------------------------------- the order
 
+
 @pytest.mark.parametrize("machines", [1, 3])
 @pytest.mark.parametrize("rule", rules.RULES)
 def test_order_is_the_reference_simulators_start_order(tmp_path, rule, machines):
     tasks = static_queue(seed=7, n=40)
-    start, _, mach = sim_reference.simulate(*columns(tasks), rule, machines=machines,
-                                            k=2.0, machine_free=[NOW] * machines)
+    start, _, mach = reference.simulate(
+        *columns(tasks), rule, machines=machines, k=2.0, machine_free=[NOW] * machines
+    )
     expected = [tasks[j]["id"] for j in start_order(start, mach)]
-    assert rank(tasks, now=NOW, policy=rule, machines=machines,
-                config=conf(tmp_path)) == expected
+    assert rank(tasks, now=NOW, policy=rule, machines=machines, config=conf(tmp_path)) == expected
 
 
 def test_atc_uses_the_configured_k(tmp_path):
     tasks = static_queue(seed=3, n=60)
     orders = {}
     for k in (0.2, 5.0):
-        start, _, mach = sim_reference.simulate(*columns(tasks), "atc", k=k, machine_free=[NOW])
+        start, _, mach = reference.simulate(*columns(tasks), "atc", k=k, machine_free=[NOW])
         orders[k] = [tasks[j]["id"] for j in start_order(start, mach)]
         assert rank(tasks, now=NOW, policy="atc", config=conf(tmp_path, atc_k=k)) == orders[k]
-    assert orders[0.2] != orders[5.0]   # k matters on this queue, so the test means something
+    assert orders[0.2] != orders[5.0]  # k matters on this queue, so the test means something
 
 
 @pytest.mark.parametrize("rule", ["fifo", "atc", "wmdd"])
 def test_compiled_path_is_the_simulators_schedule(rule):
     # Dynamic scenarios with busy machines: rollout_order must give exactly the
-    # schedule of sim_numba.simulate, and its order the decision order.
+    # schedule of core.simulate, and its order the decision order.
     for seed, M in ((1, 1), (2, 2), (3, 4)):
         arr, _, est, w, due = generate(validate_config({}), seed, tasks=150, machines=M).arrays
         arr = arr.copy()
-        arr[10:20] = arr[10]     # equal arrivals: the tie rule
+        arr[10:20] = arr[10]  # equal arrivals: the tie rule
         free = np.linspace(0.0, 300.0, M)
         rid = rules.rule_id(rule)
         order, start, end, mach = rollout_order(arr, est, w, due, free, rid, 2.0)
-        s2, e2, m2 = sim_numba.simulate(arr, est, est, w, due, rule, machines=M, k=2.0,
-                                        machine_free=free)
+        s2, e2, m2 = core.simulate(arr, est, est, w, due, rule, machines=M, k=2.0, machine_free=free)
         np.testing.assert_array_equal(start, s2)
         np.testing.assert_array_equal(end, e2)
         np.testing.assert_array_equal(mach, m2)
@@ -94,8 +100,10 @@ def test_compiled_path_is_the_simulators_schedule(rule):
 
 
 def test_fifo_follows_arrival_then_position(tmp_path):
-    tasks = [{"id": i, "estimate_s": 10.0, "weight": 1, "due": 0, "arrival": a}
-             for i, a in enumerate([5.0, 1.0, 5.0, 3.0, 1.0])]
+    tasks = [
+        {"id": i, "estimate_s": 10.0, "weight": 1, "due": 0, "arrival": a}
+        for i, a in enumerate([5.0, 1.0, 5.0, 3.0, 1.0])
+    ]
     assert rank(tasks, now=6.0, policy="fifo", config=conf(tmp_path)) == [1, 4, 3, 0, 2]
 
 
@@ -119,8 +127,10 @@ def test_empty_queue_and_past_due_dates(tmp_path):
 
 def test_ten_thousand_tasks(tmp_path):
     f = generate(validate_config({}), 5, tasks=10_000).frame
-    tasks = [{"id": int(i), "estimate_s": float(e), "weight": float(w), "due": float(d)}
-             for i, e, w, d in zip(f.id, f.estimate_s, f.weight, f.due_s)]
+    tasks = [
+        {"id": int(i), "estimate_s": float(e), "weight": float(w), "due": float(d)}
+        for i, e, w, d in zip(f.id, f.estimate_s, f.weight, f.due_s)
+    ]
     order = rank(tasks, now=0.0, policy="atc", machines=4, config=conf(tmp_path))
     assert sorted(order) == list(range(10_000))
     # FIFO on a static queue is the input order
@@ -129,17 +139,18 @@ def test_ten_thousand_tasks(tmp_path):
 
 # --------------------------------------------------------------------------- machines
 
+
 def test_busy_machines_are_respected(tmp_path):
     tasks = static_queue(seed=4, n=30)
-    free = [NOW + 500.0, NOW - 100.0, NOW + 40.0]    # the second is free now
-    table = rank(tasks, now=NOW, policy="atc", machines=free, explain=True,
-                 config=conf(tmp_path))
+    free = [NOW + 500.0, NOW - 100.0, NOW + 40.0]  # the second is free now
+    table = rank(tasks, now=NOW, policy="atc", machines=free, explain=True, config=conf(tmp_path))
     for m, t in enumerate(free):
         starts = table.start_s[table.machine == m]
         assert len(starts) and starts.min() >= max(t, NOW)
     assert table.start_s.min() == NOW
-    start, _, mach = sim_reference.simulate(*columns(tasks), "atc", machines=3,
-                                            machine_free=[max(t, NOW) for t in free])
+    start, _, mach = reference.simulate(
+        *columns(tasks), "atc", machines=3, machine_free=[max(t, NOW) for t in free]
+    )
     assert table.id.tolist() == [tasks[j]["id"] for j in start_order(start, mach)]
     # the plan keeps each machine busy one task after the other
     for m in range(3):
@@ -149,36 +160,43 @@ def test_busy_machines_are_respected(tmp_path):
 
 @pytest.mark.parametrize("machines", [1, 2, [NOW - 7200.0, NOW + 60.0]])
 def test_tasks_that_arrived_earlier_start_now_at_the_earliest(tmp_path, machines):
-    tasks = [dict(t, arrival=NOW - 3600.0 + 97.0 * i)
-             for i, t in enumerate(static_queue(seed=5, n=30))]
-    table = rank(tasks, now=NOW, policy="atc", machines=machines, explain=True,
-                 config=conf(tmp_path))
+    tasks = [dict(t, arrival=NOW - 3600.0 + 97.0 * i) for i, t in enumerate(static_queue(seed=5, n=30))]
+    table = rank(tasks, now=NOW, policy="atc", machines=machines, explain=True, config=conf(tmp_path))
     assert table.start_s.min() == NOW
     M = machines if isinstance(machines, int) else len(machines)
     free = [NOW] * M if isinstance(machines, int) else [max(t, NOW) for t in machines]
-    start, _, mach = sim_reference.simulate(*columns(tasks), "atc", machines=M,
-                                            machine_free=free)
+    start, _, mach = reference.simulate(*columns(tasks), "atc", machines=M, machine_free=free)
     assert table.id.tolist() == [tasks[j]["id"] for j in start_order(start, mach)]
 
 
 def test_a_count_of_machines_means_all_free_now(tmp_path):
     tasks = static_queue(seed=4, n=10)
     assert rank(tasks, now=NOW, machines=2, config=conf(tmp_path)) == rank(
-        tasks, now=NOW, machines=[NOW, NOW - 5000], config=conf(tmp_path))
+        tasks, now=NOW, machines=[NOW, NOW - 5000], config=conf(tmp_path)
+    )
 
 
 # --------------------------------------------------------------------------- policy "auto" and others
 
+
 def write_json(path, data):
     path.write_text(json.dumps(data))
-    st = path.stat()   # a later rewrite in the same clock tick must still be seen
+    st = path.stat()  # a later rewrite in the same clock tick must still be seen
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
 
 
 def winner(policy, rule=None, atc_k=None, policy_file=None):
-    return {"policy": policy, "rule": rule, "atc_k": atc_k, "policy_file": policy_file,
-            "significant": True, "runner_up": "atc", "mean_difference_pct": -3.0,
-            "ci95_pct": [-4.0, -2.0], "reason": "test"}
+    return {
+        "policy": policy,
+        "rule": rule,
+        "atc_k": atc_k,
+        "policy_file": policy_file,
+        "significant": True,
+        "runner_up": "atc",
+        "mean_difference_pct": -3.0,
+        "ci95_pct": [-4.0, -2.0],
+        "reason": "test",
+    }
 
 
 def test_auto_follows_winner_json_and_falls_back_to_atc(tmp_path):
@@ -187,7 +205,7 @@ def test_auto_follows_winner_json_and_falls_back_to_atc(tmp_path):
     by_rule = {r: rank(tasks, now=NOW, policy=r, config=c) for r in rules.RULES}
     assert by_rule["wmdd"] != by_rule["atc"] and by_rule["edd"] != by_rule["atc"]
 
-    assert rank(tasks, now=NOW, config=c) == by_rule["atc"]       # no winner.json
+    assert rank(tasks, now=NOW, config=c) == by_rule["atc"]  # no winner.json
     assert rank(tasks, now=NOW, explain=True, config=c).policy.iloc[0] == "atc"
 
     write_json(tmp_path / "winner.json", winner("wmdd", rule="wmdd"))
@@ -195,16 +213,16 @@ def test_auto_follows_winner_json_and_falls_back_to_atc(tmp_path):
     table = rank(tasks, now=NOW, explain=True, config=c)
     assert set(table.policy) == {"wmdd"} and table.atc_k.isna().all()
 
-    write_json(tmp_path / "winner.json", winner("edd", rule="edd"))   # a new verdict is seen
+    write_json(tmp_path / "winner.json", winner("edd", rule="edd"))  # a new verdict is seen
     assert rank(tasks, now=NOW, config=c) == by_rule["edd"]
 
     write_json(tmp_path / "winner.json", winner("atc-tuned", rule="atc", atc_k=0.3))
-    assert rank(tasks, now=NOW, config=c) == rank(tasks, now=NOW, policy="atc",
-                                                  config=conf(tmp_path, atc_k=0.3))
+    assert rank(tasks, now=NOW, config=c) == rank(
+        tasks, now=NOW, policy="atc", config=conf(tmp_path, atc_k=0.3)
+    )
     table = rank(tasks, now=NOW, explain=True, config=c)
     assert set(table.policy) == {"atc-tuned"} and set(table.atc_k) == {0.3}
-    assert rank(tasks, now=NOW, policy="atc-tuned", config=c) == rank(
-        tasks, now=NOW, config=c)
+    assert rank(tasks, now=NOW, policy="atc-tuned", config=c) == rank(tasks, now=NOW, config=c)
 
     (tmp_path / "winner.json").unlink()
     assert rank(tasks, now=NOW, config=c) == by_rule["atc"]
@@ -217,20 +235,24 @@ def test_atc_tuned_reads_tuned_json(tmp_path):
         rank(tasks, now=NOW, policy="atc-tuned", config=c)
     write_json(tmp_path / "tuned.json", {"atc_k": 0.7, "grid": [0.5, 0.7, 1.0]})
     assert rank(tasks, now=NOW, policy="atc-tuned", config=c) == rank(
-        tasks, now=NOW, policy="atc", config=conf(tmp_path, atc_k=0.7))
+        tasks, now=NOW, policy="atc", config=conf(tmp_path, atc_k=0.7)
+    )
     write_json(tmp_path / "tuned.json", {"atc_k": -1})
     with pytest.raises(RankInputError, match="tuned.json.*atc_k"):
         rank(tasks, now=NOW, policy="atc-tuned", config=c)
 
 
-@pytest.mark.parametrize("content, field", [
-    ("{not json", "JSON"),
-    (json.dumps([1, 2]), "object"),
-    (json.dumps(winner("x", rule="nope")), "rule"),
-    (json.dumps(winner("atc", rule="atc", atc_k=0)), "atc_k"),
-    (json.dumps(winner("x")), "policy_file"),
-    (json.dumps(winner("ppo-1", policy_file="no/such/politique.pt")), "not found"),
-])
+@pytest.mark.parametrize(
+    "content, field",
+    [
+        ("{not json", "JSON"),
+        (json.dumps([1, 2]), "object"),
+        (json.dumps(winner("x", rule="nope")), "rule"),
+        (json.dumps(winner("atc", rule="atc", atc_k=0)), "atc_k"),
+        (json.dumps(winner("x")), "policy_file"),
+        (json.dumps(winner("ppo-1", policy_file="no/such/politique.pt")), "not found"),
+    ],
+)
 def test_a_bad_winner_json_is_refused_naming_the_file(tmp_path, content, field):
     (tmp_path / "winner.json").write_text(content)
     with pytest.raises(RankInputError, match=field) as exc:
@@ -261,89 +283,102 @@ def test_a_file_that_is_not_a_policy_is_refused(tmp_path):
 
 
 def test_ppo_order_is_the_greedy_rollouts_start_order(tmp_path, tiny_policy):
-    from sched.policies import schedule_scenarios
-    from sched.scenario import Scenario
+    from sched.data.scenario import Scenario
+    from sched.evaluate.runs import schedule_scenarios
 
     policy_file = str(tiny_policy[0])
 
     tasks = static_queue(seed=9, n=50)
     arr, dur, _, w, due = columns(tasks)
-    frame = pd.DataFrame({"id": [t["id"] for t in tasks], "kind": "image", "arrival_s": arr,
-                          "duration_s": dur, "weight": w, "due_s": due, "estimate_s": dur})
-    (start, _, mach), = schedule_scenarios([Scenario("q", frame)], "ppo", machines=2,
-                                           policy_file=policy_file, machine_free=[NOW, NOW])
+    frame = pd.DataFrame(
+        {
+            "id": [t["id"] for t in tasks],
+            "kind": "image",
+            "arrival_s": arr,
+            "duration_s": dur,
+            "weight": w,
+            "due_s": due,
+            "estimate_s": dur,
+        }
+    )
+    ((start, _, mach),) = schedule_scenarios(
+        [Scenario("q", frame)], "ppo", machines=2, policy_file=policy_file, machine_free=[NOW, NOW]
+    )
     expected = [tasks[j]["id"] for j in start_order(list(start), list(mach))]
-    got = rank(tasks, now=NOW, policy="ppo", policy_file=policy_file, machines=2,
-               config=conf(tmp_path))
+    got = rank(tasks, now=NOW, policy="ppo", policy_file=policy_file, machines=2, config=conf(tmp_path))
     assert got == expected
     assert got == rank(tasks, now=NOW, policy=policy_file, machines=2, config=conf(tmp_path))
 
 
 # --------------------------------------------------------------------------- input forms
 
+
 def test_priority_classes_and_duration_s_stand_in(tmp_path):
     base = static_queue(seed=6, n=25, ties=0)
     weights = {1.0: "low", 2.0: "normal", 4.0: "high", 8.0: "urgent"}
-    alt = [{"id": t["id"], "duration_s": t["estimate_s"], "priority": weights[t["weight"]],
-            "due": t["due"]} for t in base]
+    alt = [
+        {"id": t["id"], "duration_s": t["estimate_s"], "priority": weights[t["weight"]], "due": t["due"]}
+        for t in base
+    ]
     for rule in ("atc", "wspt", "wmdd"):
         assert rank(alt, now=NOW, policy=rule, config=conf(tmp_path)) == rank(
-            base, now=NOW, policy=rule, config=conf(tmp_path))
+            base, now=NOW, policy=rule, config=conf(tmp_path)
+        )
 
 
 def test_datetimes_with_time_zones_are_seconds_on_one_clock(tmp_path):
     tasks = static_queue(seed=8, n=30)
-    epoch = datetime(2026, 5, 9, 12, 0, tzinfo=timezone.utc)
+    epoch = datetime(2026, 5, 9, 12, 0, tzinfo=UTC)
     paris = timezone(timedelta(hours=2))
 
     # whole seconds (and half-seconds): exact on both clocks, so even near-ties agree
-    tasks = [dict(t, estimate_s=round(t["estimate_s"] * 2) / 2, due=float(round(t["due"])))
-             for t in tasks]
+    tasks = [dict(t, estimate_s=round(t["estimate_s"] * 2) / 2, due=float(round(t["due"]))) for t in tasks]
     dated = []
     for i, t in enumerate(tasks):
-        d = (epoch + timedelta(seconds=t["due"] - NOW)).astimezone(paris if i % 2 else timezone.utc)
-        dated.append(dict(t, due=d.isoformat() if i % 3 else d,
-                          arrival=(epoch - timedelta(seconds=60 * i)).isoformat()))
+        d = (epoch + timedelta(seconds=t["due"] - NOW)).astimezone(paris if i % 2 else UTC)
+        dated.append(
+            dict(
+                t, due=d.isoformat() if i % 3 else d, arrival=(epoch - timedelta(seconds=60 * i)).isoformat()
+            )
+        )
     numeric = [dict(t, arrival=NOW - 60 * i) for i, t in enumerate(tasks)]
     for rule in ("fifo", "atc", "wmdd"):
         assert rank(dated, now=epoch, policy=rule, machines=2, config=conf(tmp_path)) == rank(
-            numeric, now=NOW, policy=rule, machines=2, config=conf(tmp_path))
-    table = rank(dated, now=epoch.astimezone(paris).isoformat(), explain=True,
-                 config=conf(tmp_path))
+            numeric, now=NOW, policy=rule, machines=2, config=conf(tmp_path)
+        )
+    table = rank(dated, now=epoch.astimezone(paris).isoformat(), explain=True, config=conf(tmp_path))
     assert str(table.start_at.dt.tz) == "UTC+02:00"
     assert table.start_at.iloc[0] == epoch
     for s, when in zip(table.end_s, table.end_at):
         assert when.timestamp() == pytest.approx(s)
     # numbers beside zoned dates are POSIX seconds
-    busy = rank(dated, now=epoch, machines=[epoch.timestamp() + 600], explain=True,
-                config=conf(tmp_path))
+    busy = rank(dated, now=epoch, machines=[epoch.timestamp() + 600], explain=True, config=conf(tmp_path))
     assert busy.start_at.iloc[0] == epoch + timedelta(seconds=600)
 
 
 def test_without_now_datetimes_are_planned_from_the_current_time(tmp_path):
     import time
 
-    due = (datetime.now(timezone.utc) + timedelta(hours=1)).isoformat()
+    due = (datetime.now(UTC) + timedelta(hours=1)).isoformat()
     before = time.time()
-    table = rank([{"id": "a", "estimate_s": 5, "weight": 1, "due": due}], explain=True,
-                 config=conf(tmp_path))
+    table = rank([{"id": "a", "estimate_s": 5, "weight": 1, "due": due}], explain=True, config=conf(tmp_path))
     assert before <= table.start_s.iloc[0] <= time.time()
 
 
 def test_naive_datetimes_alone_are_read_on_one_wall_clock(tmp_path):
-    tasks = [{"id": "a", "estimate_s": 600, "weight": 1, "due": "2026-05-09T12:30:00"},
-             {"id": "b", "estimate_s": 60, "weight": 1, "due": "2026-05-09T12:05:00"}]
-    table = rank(tasks, now="2026-05-09T12:00:00", policy="edd", explain=True,
-                 config=conf(tmp_path))
+    tasks = [
+        {"id": "a", "estimate_s": 600, "weight": 1, "due": "2026-05-09T12:30:00"},
+        {"id": "b", "estimate_s": 60, "weight": 1, "due": "2026-05-09T12:05:00"},
+    ]
+    table = rank(tasks, now="2026-05-09T12:00:00", policy="edd", explain=True, config=conf(tmp_path))
     assert table.id.tolist() == ["b", "a"]
-    assert table.end_at.tolist() == [pd.Timestamp("2026-05-09T12:01:00"),
-                                     pd.Timestamp("2026-05-09T12:11:00")]
+    assert table.end_at.tolist() == [pd.Timestamp("2026-05-09T12:01:00"), pd.Timestamp("2026-05-09T12:11:00")]
 
 
 def test_dataframe_input_gives_the_same_order_and_keeps_id_types(tmp_path):
     tasks = [dict(t, id=i) for i, t in enumerate(static_queue(seed=12, n=30))]
     frame = pd.DataFrame(tasks)
-    frame["arrival"] = np.nan            # NaN: absent, the default (now)
+    frame["arrival"] = np.nan  # NaN: absent, the default (now)
     expected = rank(tasks, now=NOW, machines=2, config=conf(tmp_path))
     got = rank(frame, now=NOW, machines=2, config=conf(tmp_path))
     assert got == expected and all(type(i) is int for i in got)
@@ -353,8 +388,16 @@ def test_dataframe_input_gives_the_same_order_and_keeps_id_types(tmp_path):
 def test_explain_table(tmp_path):
     tasks = static_queue(seed=13, n=20)
     table = rank(tasks, now=NOW, machines=2, explain=True, config=conf(tmp_path))
-    assert list(table.columns) == ["id", "machine", "start_s", "end_s", "lateness_s",
-                                   "tardiness_s", "policy", "atc_k"]
+    assert list(table.columns) == [
+        "id",
+        "machine",
+        "start_s",
+        "end_s",
+        "lateness_s",
+        "tardiness_s",
+        "policy",
+        "atc_k",
+    ]
     assert table.id.tolist() == rank(tasks, now=NOW, machines=2, config=conf(tmp_path))
     assert (np.diff(table.start_s) >= 0).all()
     by_id = {t["id"]: t for t in tasks}
@@ -368,7 +411,7 @@ def test_explain_table(tmp_path):
 
 
 def test_duration_model_estimates_tasks_without_an_estimate(tmp_path, monkeypatch):
-    # The wiring only: sched.calibration_file.predict_duration (issue 3) is called
+    # The wiring only: sched.data.calibration.predict_duration (issue 3) is called
     # with the configured calibration, the task's kind and its other fields.
     import types
 
@@ -381,15 +424,19 @@ def test_duration_model_estimates_tasks_without_an_estimate(tmp_path, monkeypatc
         return features["frames"] * 2.0
 
     try:
-        import sched.calibration_file as cal
+        import sched.data.calibration as cal
+
         monkeypatch.setattr(cal, "predict_duration", predict_duration, raising=False)
     except ImportError:
-        monkeypatch.setitem(sys.modules, "sched.calibration_file",
-                            types.SimpleNamespace(predict_duration=predict_duration))
+        monkeypatch.setitem(
+            sys.modules, "sched.data.calibration", types.SimpleNamespace(predict_duration=predict_duration)
+        )
     c = dict(conf(tmp_path), scenario={"calibration": "cal.json"})
-    tasks = [{"id": "v", "kind": "video", "frames": 100, "weight": 1, "due": 0},
-             {"id": "i", "kind": "image", "frames": 1, "weight": 1, "due": 0},
-             {"id": "e", "estimate_s": 50.0, "kind": "image", "frames": 9, "weight": 1, "due": 0}]
+    tasks = [
+        {"id": "v", "kind": "video", "frames": 100, "weight": 1, "due": 0},
+        {"id": "i", "kind": "image", "frames": 1, "weight": 1, "due": 0},
+        {"id": "e", "estimate_s": 50.0, "kind": "image", "frames": 9, "weight": 1, "due": 0},
+    ]
     table = rank(tasks, now=0.0, policy="spt", explain=True, config=c)
     assert table.id.tolist() == ["i", "e", "v"]
     assert (table.end_s - table.start_s).tolist() == [2.0, 50.0, 200.0]
@@ -403,24 +450,43 @@ def test_duration_model_estimates_tasks_without_an_estimate(tmp_path, monkeypatc
 
 def test_duration_model_of_a_real_calibration(calibrated):
     # The `calibrated` fixture builds a calibration from the example bench logs.
-    from sched.calibration_file import predict_duration
+    from sched.data.calibration import predict_duration
 
-    tasks = [{"id": "clip", "kind": "video", "width": 1280, "height": 720, "frames": 120,
-              "steps": 20, "weight": 2, "due": 900},
-             {"id": "still", "kind": "image", "width": 1024, "height": 1024, "frames": 1,
-              "steps": 30, "weight": 1, "due": 600},
-             {"id": "bare", "kind": "image", "weight": 1, "due": 300}]
+    tasks = [
+        {
+            "id": "clip",
+            "kind": "video",
+            "width": 1280,
+            "height": 720,
+            "frames": 120,
+            "steps": 20,
+            "weight": 2,
+            "due": 900,
+        },
+        {
+            "id": "still",
+            "kind": "image",
+            "width": 1024,
+            "height": 1024,
+            "frames": 1,
+            "steps": 30,
+            "weight": 1,
+            "due": 600,
+        },
+        {"id": "bare", "kind": "image", "weight": 1, "due": 300},
+    ]
     table = rank(tasks, now=0.0, policy="fifo", explain=True, config=str(calibrated.config))
     for row, task in zip(table.itertuples(), tasks):
         features = {k: v for k, v in task.items() if k not in ("id", "kind", "weight", "due")}
         assert row.end_s - row.start_s == pytest.approx(
-            predict_duration(str(calibrated.calibration), task["kind"], features))
+            predict_duration(str(calibrated.calibration), task["kind"], features)
+        )
     with pytest.raises(RankInputError, match="'x'.*estimate_s"):
-        rank([{"id": "x", "kind": "hologram", "weight": 1, "due": 0}], now=0.0,
-             config=str(calibrated.config))
+        rank([{"id": "x", "kind": "hologram", "weight": 1, "due": 0}], now=0.0, config=str(calibrated.config))
 
 
 # --------------------------------------------------------------------------- bad input
+
 
 def _ok(**kw):
     return dict({"id": "x", "estimate_s": 30.0, "weight": 1.0, "due": 100.0}, **kw)
@@ -453,8 +519,7 @@ BAD = [
     ([_ok(due=float("nan"))], "'x'", "due", "finite"),
     ([_ok(due="2026-05-09T12:00:00")], "'x'", "due", "no time zone"),
     ([_ok(id="a"), _ok(id="b", due="2026-05-09T12:00:00")], "'b'", "due", "no time zone"),
-    ([_ok(due="2026-05-09T12:00:00Z", arrival="2026-05-09T11:00:00")], "'x'", "arrival",
-     "no time zone"),
+    ([_ok(due="2026-05-09T12:00:00Z", arrival="2026-05-09T11:00:00")], "'x'", "arrival", "no time zone"),
     (["x"], "#1", None, "object"),
 ]
 
@@ -469,12 +534,19 @@ def test_bad_input_names_the_task_and_field(tmp_path, tasks, who, field, why):
     assert field is None or f"field {field}:" in msg, msg
 
 
-@pytest.mark.parametrize("kw, what", [
-    ({"machines": 0}, "machines"), ({"machines": 1.5}, "machines"),
-    ({"machines": []}, "machines"), ({"machines": "2"}, "machines"),
-    ({"machines": [0.0, "soon"]}, "machines[1]"), ({"now": float("inf")}, "now"),
-    ({"now": "yesterday"}, "now"), ({"now": "2026-05-09T12:00:00"}, "no time zone"),
-])
+@pytest.mark.parametrize(
+    "kw, what",
+    [
+        ({"machines": 0}, "machines"),
+        ({"machines": 1.5}, "machines"),
+        ({"machines": []}, "machines"),
+        ({"machines": "2"}, "machines"),
+        ({"machines": [0.0, "soon"]}, "machines[1]"),
+        ({"now": float("inf")}, "now"),
+        ({"now": "yesterday"}, "now"),
+        ({"now": "2026-05-09T12:00:00"}, "no time zone"),
+    ],
+)
 def test_bad_arguments_are_refused(tmp_path, kw, what):
     with pytest.raises(RankInputError, match=what.replace("[", r"\[").replace("]", r"\]")):
         rank([_ok()], **{"now": 0.0, **kw}, config=conf(tmp_path))
@@ -488,10 +560,13 @@ def test_tasks_must_be_a_list_or_a_frame(tmp_path):
 
 # --------------------------------------------------------------------------- package and CLI
 
+
 def test_import_sched_stays_light_and_rank_is_the_function():
-    code = ("import sys, sched; heavy = {'numba', 'pandas', 'torch'} & set(sys.modules); "
-            "import sched.rank; from sched import rank; import types; "
-            "print(sorted(heavy), isinstance(rank, types.FunctionType))")
+    code = (
+        "import sys, sched; heavy = {'numba', 'pandas', 'torch'} & set(sys.modules); "
+        "import sched.serve.ranker; from sched import rank; import types; "
+        "print(sorted(heavy), isinstance(rank, types.FunctionType))"
+    )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["[]", "True"]
@@ -502,7 +577,7 @@ def _cli_queue(tmp_path):
     path = tmp_path / "queue.json"
     path.write_text(json.dumps(tasks))
     cfg = tmp_path / "config.yaml"
-    cfg.write_text(json.dumps(conf(tmp_path)))   # JSON is YAML
+    cfg.write_text(json.dumps(conf(tmp_path)))  # JSON is YAML
     return tasks, path, cfg
 
 
@@ -513,31 +588,54 @@ def test_cli_prints_the_order_and_the_plan(tmp_path):
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout) == rank(tasks, now=NOW, machines=2, config=c)
 
-    out = run_cli("--config", cfg, "rank", "-", "--now", NOW, "--policy", "edd",
-                  "--machines", f"{NOW + 300},{NOW - 1}", "--explain", input=path.read_text())
+    out = run_cli(
+        "--config",
+        cfg,
+        "rank",
+        "-",
+        "--now",
+        NOW,
+        "--policy",
+        "edd",
+        "--machines",
+        f"{NOW + 300},{NOW - 1}",
+        "--explain",
+        input=path.read_text(),
+    )
     assert out.returncode == 0, out.stderr
     records = json.loads(out.stdout)
-    table = rank(tasks, now=NOW, policy="edd", machines=[NOW + 300, NOW - 1], explain=True,
-                 config=c)
+    table = rank(tasks, now=NOW, policy="edd", machines=[NOW + 300, NOW - 1], explain=True, config=c)
     assert [r["id"] for r in records] == table.id.tolist()
     assert records[0].keys() == set(table.columns)
     assert records[0]["policy"] == "edd" and records[0]["atc_k"] is None
     assert [r["start_s"] for r in records] == table.start_s.tolist()
 
-    out = run_cli("--config", cfg, "rank", path, "--now", "2026-05-09T12:00:00+00:00",
-                  "--machines", "2026-05-09T12:10:00Z,", "--explain")
+    out = run_cli(
+        "--config",
+        cfg,
+        "rank",
+        path,
+        "--now",
+        "2026-05-09T12:00:00+00:00",
+        "--machines",
+        "2026-05-09T12:10:00Z,",
+        "--explain",
+    )
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)[0]["start_at"] == "2026-05-09T12:10:00+00:00"
 
 
-@pytest.mark.parametrize("args, stdin, needle", [
-    (["-"], '[{"id": "a", "estimate_s": -3, "weight": 1, "due": 0}]', "'a': field estimate_s"),
-    (["-"], "[{", "not valid JSON"),
-    (["-"], '{"id": "a"}', "JSON list"),
-    (["-", "--machines", "two"], "[]", "--machines"),
-    (["-", "--policy", "fastest"], "[]", "unknown policy"),
-    (["no-such-file.json"], None, "not found"),
-])
+@pytest.mark.parametrize(
+    "args, stdin, needle",
+    [
+        (["-"], '[{"id": "a", "estimate_s": -3, "weight": 1, "due": 0}]', "'a': field estimate_s"),
+        (["-"], "[{", "not valid JSON"),
+        (["-"], '{"id": "a"}', "JSON list"),
+        (["-", "--machines", "two"], "[]", "--machines"),
+        (["-", "--policy", "fastest"], "[]", "unknown policy"),
+        (["no-such-file.json"], None, "not found"),
+    ],
+)
 def test_cli_bad_input_exits_2_with_one_line(tmp_path, args, stdin, needle):
     _, _, cfg = _cli_queue(tmp_path)
     out = run_cli("--config", cfg, "rank", *args, input=stdin)

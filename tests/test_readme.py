@@ -1,4 +1,5 @@
 """The README's two set-up commands are the ones CI and users run."""
+
 import re
 
 from .conftest import ROOT
@@ -6,7 +7,7 @@ from .conftest import ROOT
 
 def _commands():
     text = (ROOT / "README.md").read_text()
-    section = text[text.index("## Set up and run"):]
+    section = text[text.index("## Set up and run") :]
     return re.findall(r"```bash\n(.+?)\n```", section)
 
 

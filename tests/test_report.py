@@ -1,4 +1,5 @@
 """rapport.md: every number comes from the benchmark's files."""
+
 import json
 import re
 import shutil
@@ -7,15 +8,27 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sched import benchmark as bm
-from sched import report
+from sched.evaluate import benchmark as bm
+from sched.evaluate import report
 
 from .conftest import run_cli
 from .test_benchmark import HEURISTICS, ok, tiny  # noqa: F401  (tiny: the shared fixture)
 
-LOG_COLUMNS = ["iteration", "env_steps", "episodes", "mean_episode_weighted_tardiness_s",
-               "policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction",
-               "explained_variance", "steps_per_s", "wall_s", "learning_rate"]
+LOG_COLUMNS = [
+    "iteration",
+    "env_steps",
+    "episodes",
+    "mean_episode_weighted_tardiness_s",
+    "policy_loss",
+    "value_loss",
+    "entropy",
+    "approx_kl",
+    "clip_fraction",
+    "explained_variance",
+    "steps_per_s",
+    "wall_s",
+    "learning_rate",
+]
 
 
 @pytest.fixture(scope="module")
@@ -25,31 +38,66 @@ def built(tiny, tmp_path_factory):  # noqa: F811
     shutil.copytree(tiny["bench"], bench)
     c = ("--config", tiny["conf"])
     ok(run_cli(*c, "clairvoyant", "--out", bench / "clairvoyant.csv"))
-    ok(run_cli(*c, "demo", "--policies", HEURISTICS, "--tuned", bench / "tuned.json",
-               "--out", d / "demo", "--figures", d / "figures"))
+    ok(
+        run_cli(
+            *c,
+            "demo",
+            "--policies",
+            HEURISTICS,
+            "--tuned",
+            bench / "tuned.json",
+            "--out",
+            d / "demo",
+            "--figures",
+            d / "figures",
+        )
+    )
     train = d / "train" / "seed-1"
     train.mkdir(parents=True)
     it = np.arange(1, 21)
-    pd.DataFrame({c: it * 1.0 for c in LOG_COLUMNS} | {
-        "iteration": it, "env_steps": it * 4096, "wall_s": it * 9.5,
-        "mean_episode_weighted_tardiness_s": 20000.0 / it}).to_csv(train / "train_log.csv", index=False)
-    paths = {"bench": bench, "out": d / "rapport.md", "figures": d / "figures",
-             "train": d / "train", "demo": d / "demo", "dir": d}
+    pd.DataFrame(
+        {c: it * 1.0 for c in LOG_COLUMNS}
+        | {
+            "iteration": it,
+            "env_steps": it * 4096,
+            "wall_s": it * 9.5,
+            "mean_episode_weighted_tardiness_s": 20000.0 / it,
+        }
+    ).to_csv(train / "train_log.csv", index=False)
+    paths = {
+        "bench": bench,
+        "out": d / "rapport.md",
+        "figures": d / "figures",
+        "train": d / "train",
+        "demo": d / "demo",
+        "dir": d,
+    }
     ok(render(tiny, paths))
     return paths
 
 
 def render(tiny, p, out=None):  # noqa: F811
-    return run_cli("--config", tiny["conf"], "report", "--bench", p["bench"], "--out",
-                   out or p["out"], "--figures", p["figures"], "--train-dir", p["train"],
-                   "--demo", p["demo"])
+    return run_cli(
+        "--config",
+        tiny["conf"],
+        "report",
+        "--bench",
+        p["bench"],
+        "--out",
+        out or p["out"],
+        "--figures",
+        p["figures"],
+        "--train-dir",
+        p["train"],
+        "--demo",
+        p["demo"],
+    )
 
 
 def table_rows(text):
-    section = text[text.index("## Results"):text.index("### Ranking")]
+    section = text[text.index("## Results") : text.index("### Ranking")]
     rows = [r for r in section.splitlines() if r.startswith("| ") and not r.startswith("| policy")]
-    return {r.split("|")[1].strip().split(" ")[0]: [c.strip() for c in r.split("|")[2:-1]]
-            for r in rows}
+    return {r.split("|")[1].strip().split(" ")[0]: [c.strip() for c in r.split("|")[2:-1]] for r in rows}
 
 
 def numbers(cell):
@@ -61,8 +109,15 @@ def test_report_and_figures_are_written(built):
     for name in report.FIGURES.values():
         assert (built["figures"] / name).stat().st_size > 5_000, name
         assert f"figures/{name}" in text
-    for heading in ("## Setup", "## Results", "### Ranking", "## Clairvoyant headroom",
-                    "## Demonstration scenario", "## Conclusion", "## Reproduce"):
+    for heading in (
+        "## Setup",
+        "## Results",
+        "### Ranking",
+        "## Clairvoyant headroom",
+        "## Demonstration scenario",
+        "## Conclusion",
+        "## Reproduce",
+    ):
         assert heading in text
 
 
@@ -137,13 +192,15 @@ def test_setup_headroom_and_demo_are_read_from_their_files(built):
     best = resume.sort_values("rank")["policy"].iloc[0]
     b = per[(per.policy == best) & per.scenario_seed.isin(clair.scenario_seed)]
     n = len(clair)
-    assert (f"clairvoyant schedules total {clair.clairvoyant_twt_s.sum() / n / 1000:,.3f} k w·s "
-            f"per scenario on average against {b.total_weighted_tardiness_s.sum() / n / 1000:,.3f} "
-            f"k w·s for the best policy, {best}") in text
+    assert (
+        f"clairvoyant schedules total {clair.clairvoyant_twt_s.sum() / n / 1000:,.3f} k w·s "
+        f"per scenario on average against {b.total_weighted_tardiness_s.sum() / n / 1000:,.3f} "
+        f"k w·s for the best policy, {best}"
+    ) in text
     demo = pd.read_csv(built["demo"] / "demo.csv")
     for r in demo.itertuples():
         assert f"| {r.policy} | {r.total_weighted_tardiness_s / 1000:,.3f} |" in text
-    ranking = text[text.index("### Ranking"):].split("\n\n")[1]
+    ranking = text[text.index("### Ranking") :].split("\n\n")[1]
     assert re.findall(r"\d+\. ([\w-]+) \(", ranking) == list(resume.sort_values("rank")["policy"])
 
 
@@ -190,9 +247,21 @@ def test_files_from_another_config_are_refused(built, tiny, tmp_path):  # noqa: 
     import yaml
 
     conf = tmp_path / "other.yaml"
-    conf.write_text(yaml.safe_dump(dict(tiny["cfg"], scenario=dict(tiny["cfg"]["scenario"],
-                                                                   load=0.7))))
-    r = run_cli("--config", conf, "report", "--bench", built["bench"], "--out", tmp_path / "r.md",
-                "--figures", tmp_path / "f", "--train-dir", built["train"], "--demo", built["demo"])
+    conf.write_text(yaml.safe_dump(dict(tiny["cfg"], scenario=dict(tiny["cfg"]["scenario"], load=0.7))))
+    r = run_cli(
+        "--config",
+        conf,
+        "report",
+        "--bench",
+        built["bench"],
+        "--out",
+        tmp_path / "r.md",
+        "--figures",
+        tmp_path / "f",
+        "--train-dir",
+        built["train"],
+        "--demo",
+        built["demo"],
+    )
     assert r.returncode == 2 and "made with scenario settings" in r.stderr
     assert not (tmp_path / "r.md").exists()

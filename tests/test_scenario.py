@@ -1,4 +1,5 @@
 """Scenario generation and the scenario file contract."""
+
 import copy
 
 import numpy as np
@@ -6,8 +7,15 @@ import pandas as pd
 import pytest
 
 from sched.config import ConfigError, validate_config
-from sched.scenario import (ScenarioError, generate, mean_duration, kind_specs,
-                            read_scenario, validate_frame, write_scenario)
+from sched.data.distributions import mean_duration
+from sched.data.scenario import (
+    ScenarioError,
+    generate,
+    kind_specs,
+    read_scenario,
+    validate_frame,
+    write_scenario,
+)
 
 GOOD = "id,kind,arrival_s,duration_s,weight,due_s\n1,image,0,10,1,20\n2,video,5,30,2,40\n"
 
@@ -34,7 +42,7 @@ def test_kinds_priorities_and_durations_follow_config(cfg):
     assert f.loc[f["kind"] == "image", "duration_s"].median() == pytest.approx(25.0, rel=0.05)
     assert (f["weight"] == 8).mean() == pytest.approx(0.05, abs=0.01)
     assert f["priority"].isin(cfg["scenario"]["priorities"]).all()
-    assert np.allclose(f["estimate_s"], f["duration_s"])   # no noise by default
+    assert np.allclose(f["estimate_s"], f["duration_s"])  # no noise by default
     slack = f["due_s"] - f["arrival_s"] - f["estimate_s"]
     assert slack.min() >= 0 and slack.max() <= 2 * f["estimate_s"].max() + 3600
 
@@ -79,7 +87,7 @@ def test_round_trip(tmp_path, cfg):
     back = read_scenario(tmp_path / "s.csv")
     for a, b in zip(sc.arrays, back.arrays):
         assert np.array_equal(a, b)
-    assert list(back.frame["priority"]) == list(sc.frame["priority"])   # extra column kept
+    assert list(back.frame["priority"]) == list(sc.frame["priority"])  # extra column kept
 
 
 def test_static_and_unsorted_and_late_arrivals_are_valid(tmp_path):
@@ -100,13 +108,28 @@ def test_optional_estimate_column(tmp_path):
 BAD = [
     ("id,kind,arrival_s,duration_s,due_s\n1,image,0,10,20\n", "missing column.*weight"),
     ("id,kind,arrival_s,duration_s,weight,due_s\n", "no rows"),
-    ("id,kind,arrival_s,duration_s,weight,due_s\n1,image,0,ten,1,20\n", r"row 1 \(line 2\) field duration_s: 'ten' is not a number"),
-    ("id,kind,arrival_s,duration_s,weight,due_s\n1,image,0,10,1,20\n2,image,0,10,1,nan\n", r"row 2 \(line 3\) field due_s: 'nan' is not finite"),
-    ("id,kind,arrival_s,duration_s,weight,due_s\n1,image,inf,10,1,20\n", "field arrival_s: 'inf' is not finite"),
+    (
+        "id,kind,arrival_s,duration_s,weight,due_s\n1,image,0,ten,1,20\n",
+        r"row 1 \(line 2\) field duration_s: 'ten' is not a number",
+    ),
+    (
+        "id,kind,arrival_s,duration_s,weight,due_s\n1,image,0,10,1,20\n2,image,0,10,1,nan\n",
+        r"row 2 \(line 3\) field due_s: 'nan' is not finite",
+    ),
+    (
+        "id,kind,arrival_s,duration_s,weight,due_s\n1,image,inf,10,1,20\n",
+        "field arrival_s: 'inf' is not finite",
+    ),
     ("id,kind,arrival_s,duration_s,weight,due_s\n1,image,0,0,1,20\n", "field duration_s: must be > 0"),
-    ("id,kind,arrival_s,duration_s,weight,due_s,estimate_s\n1,image,0,3,1,20,-1\n", "field estimate_s: must be > 0"),
+    (
+        "id,kind,arrival_s,duration_s,weight,due_s,estimate_s\n1,image,0,3,1,20,-1\n",
+        "field estimate_s: must be > 0",
+    ),
     ("id,kind,arrival_s,duration_s,weight,due_s\n1,image,0,3,0,20\n", "field weight: must be > 0"),
-    ("id,kind,arrival_s,duration_s,weight,due_s\n1,image,0,3,1,20\n1,image,1,3,1,20\n", r"row 2 \(line 3\) field id: duplicate id '1' \(first at row 1\)"),
+    (
+        "id,kind,arrival_s,duration_s,weight,due_s\n1,image,0,3,1,20\n1,image,1,3,1,20\n",
+        r"row 2 \(line 3\) field id: duplicate id '1' \(first at row 1\)",
+    ),
     ("id,kind,arrival_s,duration_s,weight,due_s\n1,image,0,3,,20\n", "field weight: missing value"),
     ("id,kind,arrival_s,duration_s,weight,due_s\n,image,0,3,1,20\n", "field id: missing value"),
 ]
@@ -129,7 +152,8 @@ def test_empty_file_refused(tmp_path):
 
 
 def test_validate_frame_names_the_source():
-    frame = pd.DataFrame({"id": [1], "kind": ["image"], "arrival_s": [0], "duration_s": [-2],
-                          "weight": [1], "due_s": [3]})
+    frame = pd.DataFrame(
+        {"id": [1], "kind": ["image"], "arrival_s": [0], "duration_s": [-2], "weight": [1], "due_s": [3]}
+    )
     with pytest.raises(ScenarioError, match="my-table: row 1"):
         validate_frame(frame, "my-table")

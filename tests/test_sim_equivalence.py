@@ -1,10 +1,11 @@
 """The compiled core and the plain-Python reference give identical schedules."""
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sched import rules, sim_numba, sim_reference
+from sched.sim import core, reference, rules
 
 
 @st.composite
@@ -24,33 +25,43 @@ def scenarios(draw, max_tasks=14):
 def _same(compiled, reference):
     start, end, mach = compiled
     rs, re_, rm = (np.array(x) for x in reference)
-    return np.array_equal(start, rs.astype(float)) and np.array_equal(end, re_.astype(float)) \
+    return (
+        np.array_equal(start, rs.astype(float))
+        and np.array_equal(end, re_.astype(float))
         and np.array_equal(mach, rm.astype(int))
+    )
 
 
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(sc=scenarios(), rule=st.sampled_from(rules.RULES), machines=st.integers(1, 3),
-       k=st.sampled_from([0.5, 2.0, 5.0]))
+@given(
+    sc=scenarios(),
+    rule=st.sampled_from(rules.RULES),
+    machines=st.integers(1, 3),
+    k=st.sampled_from([0.5, 2.0, 5.0]),
+)
 def test_compiled_equals_reference(sc, rule, machines, k):
-    got = sim_numba.simulate(*sc, rule, machines=machines, k=k)
-    want = sim_reference.simulate(*sc, rule, machines=machines, k=k)
+    got = core.simulate(*sc, rule, machines=machines, k=k)
+    want = reference.simulate(*sc, rule, machines=machines, k=k)
     assert _same(got, want)
 
 
 @settings(max_examples=100, deadline=None)
-@given(sc=scenarios(), rule=st.sampled_from(rules.RULES),
-       free=st.lists(st.integers(-2, 10), min_size=2, max_size=2))
+@given(
+    sc=scenarios(),
+    rule=st.sampled_from(rules.RULES),
+    free=st.lists(st.integers(-2, 10), min_size=2, max_size=2),
+)
 def test_busy_machines_equal_reference(sc, rule, free):
     free = [float(f) for f in free]
-    got = sim_numba.simulate(*sc, rule, machines=2, machine_free=free)
-    want = sim_reference.simulate(*sc, rule, machines=2, machine_free=free)
+    got = core.simulate(*sc, rule, machines=2, machine_free=free)
+    want = reference.simulate(*sc, rule, machines=2, machine_free=free)
     assert _same(got, want)
     assert all(s >= f for s, m in zip(got[0], got[2]) for f in [free[m]])
 
 
 def test_machine_free_must_give_one_time_per_machine():
     sc = ([0.0], [1.0], [1.0], [1.0], [5.0])
-    for simulate in (sim_numba.simulate, sim_reference.simulate):
+    for simulate in (core.simulate, reference.simulate):
         with pytest.raises(ValueError, match="machine_free: expected 1 values"):
             simulate(*sc, "atc", machines=1, machine_free=[5.0, 0.0])
 
@@ -58,12 +69,12 @@ def test_machine_free_must_give_one_time_per_machine():
 @pytest.mark.parametrize("machines", [1, 3])
 @pytest.mark.parametrize("rule", rules.RULES)
 def test_generated_scenarios_equal_reference(cfg, rule, machines):
-    from sched.scenario import generate
+    from sched.data.scenario import generate
 
     scs = [generate(cfg, s, tasks=150, machines=machines) for s in range(4)]
-    got = sim_numba.simulate_batch([s.arrays for s in scs], rule, machines=machines)
+    got = core.simulate_batch([s.arrays for s in scs], rule, machines=machines)
     for sc, g in zip(scs, got):
-        assert _same(g, sim_reference.simulate(*sc.arrays, rule, machines=machines))
+        assert _same(g, reference.simulate(*sc.arrays, rule, machines=machines))
 
 
 def test_ties_go_to_earlier_arrival_then_row():
@@ -71,7 +82,7 @@ def test_ties_go_to_earlier_arrival_then_row():
     arrival = [1.0, 0.0, 0.0]
     same = [2.0, 2.0, 2.0]
     for rule in rules.RULES:
-        start, _, _ = sim_numba.simulate(arrival, same, same, [1.0] * 3, [5.0] * 3, rule)
+        start, _, _ = core.simulate(arrival, same, same, [1.0] * 3, [5.0] * 3, rule)
         assert list(np.argsort(start)) == [1, 2, 0], rule
 
 
@@ -79,26 +90,26 @@ def test_arrival_when_machine_frees_is_in_the_decision():
     # Task 0 runs [0, 4); at t=4 task 1 (long, arrived at 1) and task 2 (short,
     # arriving exactly at 4) wait: SPT must see task 2 and start it first.
     arrival, duration = [0.0, 1.0, 4.0], [4.0, 5.0, 1.0]
-    start, _, _ = sim_numba.simulate(arrival, duration, duration, [1.0] * 3, [9.0] * 3, "spt")
+    start, _, _ = core.simulate(arrival, duration, duration, [1.0] * 3, [9.0] * 3, "spt")
     assert start.tolist() == [0.0, 5.0, 4.0]
 
 
 def test_idle_gap_between_arrivals():
-    start, end, _ = sim_numba.simulate([0.0, 10.0], [2.0, 3.0], [2.0, 3.0], [1.0, 1.0],
-                                       [1.0, 1.0], "atc")
+    start, end, _ = core.simulate([0.0, 10.0], [2.0, 3.0], [2.0, 3.0], [1.0, 1.0], [1.0, 1.0], "atc")
     assert start.tolist() == [0.0, 10.0] and end.tolist() == [2.0, 13.0]
 
 
 def test_free_machines_filled_lowest_index_first():
-    start, _, mach = sim_numba.simulate([0.0] * 4, [3.0, 1.0, 2.0, 1.0], [3.0, 1.0, 2.0, 1.0],
-                                        [1.0] * 4, [0.0] * 4, "fifo", machines=3)
+    start, _, mach = core.simulate(
+        [0.0] * 4, [3.0, 1.0, 2.0, 1.0], [3.0, 1.0, 2.0, 1.0], [1.0] * 4, [0.0] * 4, "fifo", machines=3
+    )
     assert mach.tolist() == [0, 1, 2, 1] and start.tolist() == [0.0, 0.0, 0.0, 1.0]
 
 
 def test_rules_see_the_estimate_not_the_duration():
     # The long task looks short: SPT starts it first.
     duration, estimate = [10.0, 2.0], [1.0, 2.0]
-    start, _, _ = sim_numba.simulate([0.0, 0.0], duration, estimate, [1.0, 1.0], [5.0, 5.0], "spt")
+    start, _, _ = core.simulate([0.0, 0.0], duration, estimate, [1.0, 1.0], [5.0, 5.0], "spt")
     assert start.tolist() == [0.0, 10.0]
 
 
@@ -112,14 +123,14 @@ def test_numba_cache_folder_follows_the_sources(tmp_path):
     import sched
 
     pkg = tmp_path / "sched"
-    shutil.copytree(os.path.dirname(sched.__file__), pkg,
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(os.path.dirname(sched.__file__), pkg, ignore=shutil.ignore_patterns("__pycache__"))
     code = "import os, sched; print(os.environ['NUMBA_CACHE_DIR'])"
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
 
     def cache_dir():
-        r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env,
-                           capture_output=True, text=True)
+        r = subprocess.run(
+            [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True
+        )
         assert r.returncode == 0, r.stderr
         return r.stdout.strip()
 

@@ -1,4 +1,5 @@
 """The rollout teacher: labels that do not depend on how the work is split."""
+
 import copy
 
 import numpy as np
@@ -9,7 +10,7 @@ from .conftest import run_cli
 
 
 def _labels(cfg, seeds):
-    from sched.teacher import make_labels
+    from sched.learn.teacher import make_labels
 
     return make_labels(cfg, seeds, horizon=10, samples=3, top_k=4, futures=50)
 
@@ -32,11 +33,11 @@ def test_teacher_labels_compare_candidates_with_atc_choice(tiny_cfg):
     assert np.all(lab["label"][:, 0] == 0.0)
     assert np.all(lab["cand"][:, 0] >= 0)
     assert lab["x"].shape[0] == lab["counts"].sum()
-    assert np.all(lab["counts"] >= 2)   # forced decisions (one waiting task) are not labelled
+    assert np.all(lab["counts"] >= 2)  # forced decisions (one waiting task) are not labelled
 
 
 def test_futures_must_not_overlap_the_labelled_scenarios(tiny_cfg):
-    from sched.teacher import make_labels
+    from sched.learn.teacher import make_labels
 
     c = copy.deepcopy(tiny_cfg)
     c["seeds"]["train"]["count"] = 60

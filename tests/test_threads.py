@@ -1,4 +1,5 @@
 """--threads: how many threads the compiled core and torch may use."""
+
 import pytest
 
 from sched import threads
@@ -14,15 +15,17 @@ def test_apply_limits_numba_and_torch():
     try:
         threads.apply(1, torch=True)
         assert numba.get_num_threads() == 1 and torch.get_num_threads() == 1
-        threads.apply(10_000)    # more than the machine has: numba takes what there is
+        threads.apply(10_000)  # more than the machine has: numba takes what there is
         assert numba.get_num_threads() == numba.config.NUMBA_NUM_THREADS
     finally:
         numba.set_num_threads(before[0])
         torch.set_num_threads(before[1])
 
 
-@pytest.mark.parametrize("command, out", [("tune", "tuned.json"), ("benchmark", "bench"),
-                                          ("clairvoyant", "clairvoyant.csv"), ("demo", "demo")])
+@pytest.mark.parametrize(
+    "command, out",
+    [("tune", "tuned.json"), ("benchmark", "bench"), ("clairvoyant", "clairvoyant.csv"), ("demo", "demo")],
+)
 def test_commands_refuse_fewer_than_one_thread(command, out, tmp_path):
     r = run_cli(command, "--threads", "0", "--out", tmp_path / out)
     assert r.returncode == 2

@@ -6,6 +6,7 @@ README's main command runs it, and one through snakemake-executor-plugin-
 cluster-generic with a local submit script, each job a background process.
 The other checks are dry runs (`snakemake -n`) on the first one's results.
 """
+
 import copy
 import json
 import os
@@ -20,8 +21,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from sched import benchmark as bm
 from sched.config import validate_config
+from sched.evaluate import benchmark as bm
 
 from .conftest import ROOT
 
@@ -30,17 +31,43 @@ pytestmark = pytest.mark.slow
 #: Few scenarios and tasks, three PPO iterations, two training seeds, two shards.
 SMALL = {
     "scenario": {"tasks": 40, "calibration": "results/calibration.json"},
-    "train": {"seeds": [1, 2], "iterations": 3, "num_envs": 4, "num_steps": 8,
-              "num_minibatches": 2, "update_epochs": 1, "tasks": 40, "eval_every": 3,
-              "validation_scenarios": 2, "checkpoint_every": 0, "hidden": 16,
-              "teacher_scenarios": 2, "teacher_samples": 2, "teacher_horizon": 10},
-    "benchmark": {"scenarios": 8, "validation_scenarios": 4, "shards": 2,
-                  "atc_k_grid": [1.0, 2.0], "bootstrap_resamples": 200,
-                  "clairvoyant": {"scenarios": 2, "evaluations": 2000, "window": 10}},
+    "train": {
+        "seeds": [1, 2],
+        "iterations": 3,
+        "num_envs": 4,
+        "num_steps": 8,
+        "num_minibatches": 2,
+        "update_epochs": 1,
+        "tasks": 40,
+        "eval_every": 3,
+        "validation_scenarios": 2,
+        "checkpoint_every": 0,
+        "hidden": 16,
+        "teacher_scenarios": 2,
+        "teacher_samples": 2,
+        "teacher_horizon": 10,
+    },
+    "benchmark": {
+        "scenarios": 8,
+        "validation_scenarios": 4,
+        "shards": 2,
+        "atc_k_grid": [1.0, 2.0],
+        "bootstrap_resamples": 200,
+        "clairvoyant": {"scenarios": 2, "evaluations": 2000, "window": 10},
+    },
 }
 #: Jobs the cluster runs (every rule but the local ones: step_config and all).
-CLUSTER_JOBS = {"calibrate": 1, "teach": 2, "train": 2, "tune": 1, "benchmark": 2, "gather": 1,
-                "clairvoyant": 1, "demo": 1, "report": 1}
+CLUSTER_JOBS = {
+    "calibrate": 1,
+    "teach": 2,
+    "train": 2,
+    "tune": 1,
+    "benchmark": 2,
+    "gather": 1,
+    "clairvoyant": 1,
+    "demo": 1,
+    "report": 1,
+}
 
 
 def workspace(path, cfg=SMALL):
@@ -68,8 +95,7 @@ def snakemake_cmd(*args):
 
 
 def snakemake(cwd, *args):
-    r = subprocess.run(snakemake_cmd(*args), cwd=cwd, env=environment(),
-                       capture_output=True, text=True)
+    r = subprocess.run(snakemake_cmd(*args), cwd=cwd, env=environment(), capture_output=True, text=True)
     r.output = r.stdout + r.stderr
     return r
 
@@ -89,17 +115,28 @@ def expected_outputs():
     cfg = validate_config(copy.deepcopy(SMALL))
     shards = [bm.range_text(r) for r in bm.shard_ranges(cfg)]
     policies = bm.default_policies(cfg)
-    out = ["results/calibration.json", "results/calibration.png",
-           "results/teacher/labels-100000-100000.npz", "results/teacher/labels-100001-100001.npz",
-           "results/benchmark/tuned.json", "results/benchmark/per_scenario.csv",
-           "results/benchmark/resume.csv", "results/benchmark/winner.json",
-           "results/benchmark/clairvoyant.csv", "results/rapport.md",
-           "results/demo/demo.csv", "results/figures/demo_gantt.png",
-           "results/figures/benchmark_mean_ci.png", "results/figures/benchmark_paired_vs_atc.png",
-           "results/figures/benchmark_ecdf.png", "results/figures/learning_curves.png"]
+    out = [
+        "results/calibration.json",
+        "results/calibration.png",
+        "results/teacher/labels-100000-100000.npz",
+        "results/teacher/labels-100001-100001.npz",
+        "results/benchmark/tuned.json",
+        "results/benchmark/per_scenario.csv",
+        "results/benchmark/resume.csv",
+        "results/benchmark/winner.json",
+        "results/benchmark/clairvoyant.csv",
+        "results/rapport.md",
+        "results/demo/demo.csv",
+        "results/figures/demo_gantt.png",
+        "results/figures/benchmark_mean_ci.png",
+        "results/figures/benchmark_paired_vs_atc.png",
+        "results/figures/benchmark_ecdf.png",
+        "results/figures/learning_curves.png",
+    ]
     for s in cfg["train"]["seeds"]:
-        out += [f"results/train/seed-{s}/{f}"
-                for f in ("politique.pt", "train_log.csv", "learning_curve.png")]
+        out += [
+            f"results/train/seed-{s}/{f}" for f in ("politique.pt", "train_log.csv", "learning_curve.png")
+        ]
     out += [f"results/benchmark/shards/{s}/per_scenario.csv" for s in shards]
     out += [f"results/demo/schedule-{p}.csv" for p in policies]
     return out
@@ -143,10 +180,22 @@ def runs(tmp_path_factory):
     env = {**environment(probe), "PROBE_DIR": str(probe / "out")}
     cl_log = open(base / "cluster.log", "w")
     cl_proc = subprocess.Popen(
-        snakemake_cmd("-j4", "--executor", "cluster-generic", "--cluster-generic-submit-cmd",
-                      submit, "--shadow-prefix", base / "scratch",
-                      "--seconds-between-status-checks", "1"),
-        cwd=cl, env=env, stdout=cl_log, stderr=subprocess.STDOUT)
+        snakemake_cmd(
+            "-j4",
+            "--executor",
+            "cluster-generic",
+            "--cluster-generic-submit-cmd",
+            submit,
+            "--shadow-prefix",
+            base / "scratch",
+            "--seconds-between-status-checks",
+            "1",
+        ),
+        cwd=cl,
+        env=env,
+        stdout=cl_log,
+        stderr=subprocess.STDOUT,
+    )
     try:
         # the README's main command, on the small config
         local = workspace(base / "local")
@@ -154,9 +203,15 @@ def runs(tmp_path_factory):
     finally:
         cl_rc = cl_proc.wait(timeout=900)
         cl_log.close()
-    return SimpleNamespace(local=local, local_run=lr, cluster=cl, cluster_rc=cl_rc,
-                           cluster_log=(base / "cluster.log").read_text(),
-                           probes=probe / "out", scratch=base / "scratch")
+    return SimpleNamespace(
+        local=local,
+        local_run=lr,
+        cluster=cl,
+        cluster_rc=cl_rc,
+        cluster_log=(base / "cluster.log").read_text(),
+        probes=probe / "out",
+        scratch=base / "scratch",
+    )
 
 
 @pytest.fixture(scope="module")
@@ -167,17 +222,28 @@ def built(runs):
 
 # ------------------------------------------------------------------ full run
 
+
 def test_builds_every_output_and_one_log_per_job(built):
     missing = [p for p in expected_outputs() if not (built / p).is_file()]
     assert not missing
     assert all((built / p).stat().st_size > 0 for p in expected_outputs())
     winner = json.loads((built / "results/benchmark/winner.json").read_text())
     assert tuple(winner) == bm.WINNER_KEYS
-    logs = sorted(p.relative_to(built / "results/logs").as_posix()
-                  for p in (built / "results/logs").rglob("*.log"))
-    jobs = ["calibrate.log", "clairvoyant.log", "demo.log", "gather.log", "report.log",
-            "tune.log", "teach/100000-100000.log", "teach/100001-100001.log",
-            "train/seed-1.log", "train/seed-2.log"]
+    logs = sorted(
+        p.relative_to(built / "results/logs").as_posix() for p in (built / "results/logs").rglob("*.log")
+    )
+    jobs = [
+        "calibrate.log",
+        "clairvoyant.log",
+        "demo.log",
+        "gather.log",
+        "report.log",
+        "tune.log",
+        "teach/100000-100000.log",
+        "teach/100001-100001.log",
+        "train/seed-1.log",
+        "train/seed-2.log",
+    ]
     jobs += [f"benchmark/{s}.log" for s in ("2000000-2000003", "2000004-2000007")]
     assert set(jobs) <= set(logs)
     assert "wrote results/rapport.md" in (built / "results/logs/report.log").read_text()
@@ -205,6 +271,7 @@ def test_each_job_reads_only_the_settings_of_its_step(built):
 
 def edited(workdir, change):
     """Context: config.yaml with ``change(cfg)`` applied, restored afterwards."""
+
     class Edit:
         def __enter__(self):
             self.path = workdir / "config.yaml"
@@ -229,39 +296,71 @@ def reorder(mapping):
             reorder(value)
 
 
-EVERYTHING = {"calibrate": 1, "teach": 2, "train": 2, "tune": 1, "benchmark": 2, "gather": 1,
-              "clairvoyant": 1, "demo": 1, "report": 1, "all": 1}
+EVERYTHING = {
+    "calibrate": 1,
+    "teach": 2,
+    "train": 2,
+    "tune": 1,
+    "benchmark": 2,
+    "gather": 1,
+    "clairvoyant": 1,
+    "demo": 1,
+    "report": 1,
+    "all": 1,
+}
 
 
 def unread_or_reordered(cfg):
-    cfg.setdefault("rank", {}).update(winner="elsewhere/winner.json")   # read by rank() only
+    cfg.setdefault("rank", {}).update(winner="elsewhere/winner.json")  # read by rank() only
     reorder(cfg)
 
 
-@pytest.mark.parametrize("change, jobs", [
-    # a training setting: training and what reads the policies, not calibration
-    (lambda c: c["train"].update(iterations=4),
-     {"step_config": 1, "train": 2, "benchmark": 2, "gather": 1, "demo": 1, "report": 1, "all": 1}),
-    # one more training seed: that seed is trained, the others are not
-    (lambda c: c["train"].update(seeds=[1, 2, 3]),
-     {"step_config": 1, "train": 1, "benchmark": 2, "gather": 1, "demo": 1, "report": 1, "all": 1}),
-    # a report setting: the report only
-    (lambda c: c.setdefault("report", {}).update(title="Another title"),
-     {"step_config": 1, "report": 1, "all": 1}),
-    # the figures' resolution: the report and the demo's Gantt chart
-    (lambda c: c.setdefault("report", {}).update(figure_dpi=80),
-     {"step_config": 2, "demo": 1, "report": 1, "all": 1}),
-    # the bootstrap and the clairvoyant budget: the summary, that reference and the
-    # report; no policy runs again
-    (lambda c: c["benchmark"].update(bootstrap_resamples=300, clairvoyant={
-        **c["benchmark"]["clairvoyant"], "evaluations": 3000}),
-     {"step_config": 3, "gather": 1, "clairvoyant": 1, "report": 1, "all": 1}),
-    # a calibration setting: everything
-    (lambda c: c.setdefault("calibration", {}).update(min_records=29),
-     {"step_config": 1, **EVERYTHING}),
-    # a section no step reads, and the same settings in another order: nothing
-    (unread_or_reordered, {}),
-], ids=["train", "train-seed", "report-title", "report-dpi", "statistics", "calibration", "unread-reordered"])
+@pytest.mark.parametrize(
+    "change, jobs",
+    [
+        # a training setting: training and what reads the policies, not calibration
+        (
+            lambda c: c["train"].update(iterations=4),
+            {"step_config": 1, "train": 2, "benchmark": 2, "gather": 1, "demo": 1, "report": 1, "all": 1},
+        ),
+        # one more training seed: that seed is trained, the others are not
+        (
+            lambda c: c["train"].update(seeds=[1, 2, 3]),
+            {"step_config": 1, "train": 1, "benchmark": 2, "gather": 1, "demo": 1, "report": 1, "all": 1},
+        ),
+        # a report setting: the report only
+        (
+            lambda c: c.setdefault("report", {}).update(title="Another title"),
+            {"step_config": 1, "report": 1, "all": 1},
+        ),
+        # the figures' resolution: the report and the demo's Gantt chart
+        (
+            lambda c: c.setdefault("report", {}).update(figure_dpi=80),
+            {"step_config": 2, "demo": 1, "report": 1, "all": 1},
+        ),
+        # the bootstrap and the clairvoyant budget: the summary, that reference and the
+        # report; no policy runs again
+        (
+            lambda c: c["benchmark"].update(
+                bootstrap_resamples=300, clairvoyant={**c["benchmark"]["clairvoyant"], "evaluations": 3000}
+            ),
+            {"step_config": 3, "gather": 1, "clairvoyant": 1, "report": 1, "all": 1},
+        ),
+        # a calibration setting: everything
+        (lambda c: c.setdefault("calibration", {}).update(min_records=29), {"step_config": 1, **EVERYTHING}),
+        # a section no step reads, and the same settings in another order: nothing
+        (unread_or_reordered, {}),
+    ],
+    ids=[
+        "train",
+        "train-seed",
+        "report-title",
+        "report-dpi",
+        "statistics",
+        "calibration",
+        "unread-reordered",
+    ],
+)
 def test_a_changed_setting_reruns_exactly_the_steps_that_read_it(built, change, jobs):
     with edited(built, change):
         assert planned_jobs(built) == jobs
@@ -269,20 +368,27 @@ def test_a_changed_setting_reruns_exactly_the_steps_that_read_it(built, change, 
 
 def test_a_target_builds_only_what_it_needs(tmp_path):
     ws = workspace(tmp_path / "w")
-    assert planned_jobs(ws, "results/benchmark/tuned.json") == {
-        "step_config": 2, "calibrate": 1, "tune": 1}
+    assert planned_jobs(ws, "results/benchmark/tuned.json") == {"step_config": 2, "calibrate": 1, "tune": 1}
     plan = planned_jobs(ws, "results/rapport.md")
     assert "all" not in plan and plan["report"] == 1 and plan["train"] == 2
 
 
-@pytest.mark.parametrize("change, message", [
-    # the schema's message
-    ({"scenario": {"load": -1}},
-     r"-1 is less than or equal to the minimum of 0.*On instance\['scenario'\]\['load'\]"),
-    # the package's semantic checks
-    ({"seeds": {"validation": {"start": 500000, "count": 1000}}},
-     r"invalid config: config: seeds.train \[100000, 1000000\) overlaps seeds.validation"),
-], ids=["schema", "semantics"])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        # the schema's message
+        (
+            {"scenario": {"load": -1}},
+            r"-1 is less than or equal to the minimum of 0.*On instance\['scenario'\]\['load'\]",
+        ),
+        # the package's semantic checks
+        (
+            {"seeds": {"validation": {"start": 500000, "count": 1000}}},
+            r"invalid config: config: seeds.train \[100000, 1000000\) overlaps seeds.validation",
+        ),
+    ],
+    ids=["schema", "semantics"],
+)
 def test_an_invalid_config_stops_before_any_job(tmp_path, change, message):
     cfg = copy.deepcopy(SMALL)
     for section, values in change.items():
@@ -298,11 +404,17 @@ def test_html_report_has_the_figures_and_captions(built):
     r = snakemake(built, "--report", "results/report.html")
     assert r.returncode == 0, r.output[-3000:]
     html = (built / "results/report.html").read_text(errors="replace")
-    for name in ("calibration.png", "learning_curve.png", "benchmark_mean_ci.png",
-                 "demo_gantt.png", "rapport.md", "resume.csv"):
+    for name in (
+        "calibration.png",
+        "learning_curve.png",
+        "benchmark_mean_ci.png",
+        "demo_gantt.png",
+        "rapport.md",
+        "resume.csv",
+    ):
         assert name in html
-    assert "Calibration of the task durations" in html        # a caption
-    assert "one PPO dispatching policy per training seed" in html   # the description
+    assert "Calibration of the task durations" in html  # a caption
+    assert "one PPO dispatching policy per training seed" in html  # the description
 
 
 def test_lint_leaves_only_the_warning_the_readme_explains():
@@ -326,8 +438,8 @@ def test_slurm_profile_gives_each_rule_its_threads_and_resources(tmp_path):
     ws = workspace(tmp_path / "w")
     r = snakemake(ws, "--profile", "profiles/slurm", "-n", "--cores", "16")
     assert r.returncode == 0, r.output[-3000:]
-    train = r.output[r.output.index("rule train:"):]
-    train = train[:train.index("Shell command")]
+    train = r.output[r.output.index("rule train:") :]
+    train = train[: train.index("Shell command")]
     assert "mem_mb=4000" in train and "runtime=120" in train
     assert re.search(r"train --seed \d+ .*--threads 4 ", r.output)
     assert re.search(r"clairvoyant .*--threads 8 ", r.output)
@@ -335,26 +447,27 @@ def test_slurm_profile_gives_each_rule_its_threads_and_resources(tmp_path):
 
 # ------------------------------------------------------------------ cluster run
 
+
 def test_cluster_run_builds_everything_one_process_per_job(runs):
     assert runs.cluster_rc == 0, runs.cluster_log[-4000:]
     assert all((runs.cluster / p).is_file() for p in expected_outputs())
     assert planned_jobs(runs.cluster) == {}
     scripts = sorted(runs.probes.glob("job-*.sh"))
-    props = [json.loads(re.search(r"^# properties = (.*)$", s.read_text(), re.M).group(1))
-             for s in scripts]
+    props = [json.loads(re.search(r"^# properties = (.*)$", s.read_text(), re.M).group(1)) for s in scripts]
     submitted = {}
     for p in props:
         submitted[p["rule"]] = submitted.get(p["rule"], 0) + 1
-    assert submitted == CLUSTER_JOBS   # the local rules (step_config, all) are not submitted
+    assert submitted == CLUSTER_JOBS  # the local rules (step_config, all) are not submitted
 
 
 def test_each_cluster_job_sees_only_its_declared_files(runs):
     assert runs.cluster_rc == 0, runs.cluster_log[-4000:]
-    jobs = {s.name[4:-3]: json.loads(re.search(r"^# properties = (.*)$", s.read_text(),
-                                               re.M).group(1))
-            for s in runs.probes.glob("job-*.sh")}
+    jobs = {
+        s.name[4:-3]: json.loads(re.search(r"^# properties = (.*)$", s.read_text(), re.M).group(1))
+        for s in runs.probes.glob("job-*.sh")
+    }
     probes = [json.loads(p.read_text()) for p in runs.probes.glob("sched-*.json")]
-    assert sorted(p["job"] for p in probes) == sorted(jobs)   # one sched process per job
+    assert sorted(p["job"] for p in probes) == sorted(jobs)  # one sched process per job
     assert len({p["pid"] for p in probes}) == len(probes)
     for p in probes:
         job = jobs[p["job"]]
@@ -365,10 +478,16 @@ def test_each_cluster_job_sees_only_its_declared_files(runs):
 
 
 #: Two robustness settings: one benchmarks the main policies, one retrains.
-ROBUST_SETTINGS = {"settings": [
-    {"name": "load-0.70", "load": 0.7},
-    {"name": "machines-2", "machines": 2,
-     "train": {"atc_k": "tuned", "teacher_scenarios": 1, "iterations": 2}}]}
+ROBUST_SETTINGS = {
+    "settings": [
+        {"name": "load-0.70", "load": 0.7},
+        {
+            "name": "machines-2",
+            "machines": 2,
+            "train": {"atc_k": "tuned", "teacher_scenarios": 1, "iterations": 2},
+        },
+    ]
+}
 
 
 def test_robustness_settings_are_benchmarked_and_reported(built, tmp_path):
@@ -380,14 +499,21 @@ def test_robustness_settings_are_benchmarked_and_reported(built, tmp_path):
     cfg["robustness"] = copy.deepcopy(ROBUST_SETTINGS)
     (ws / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
     plan = planned_jobs(ws)
-    assert plan == {"robust_config": 6, "step_config": 1, "robust_tune": 2, "robust_teach": 1,
-                    "robust_train": 2, "robust_benchmark": 2, "report": 1, "all": 1}
+    assert plan == {
+        "robust_config": 6,
+        "step_config": 1,
+        "robust_tune": 2,
+        "robust_teach": 1,
+        "robust_train": 2,
+        "robust_benchmark": 2,
+        "report": 1,
+        "all": 1,
+    }
     r = snakemake(ws, "-j4")
     assert r.returncode == 0, r.output[-4000:]
     # every job but robust_config measured its usage beside its log
-    logs = [p for p in (ws / "results/logs/robustness").glob("*/*.log")
-            if not p.name.startswith("config-")]
-    assert len(logs) == 7   # tune and benchmark per setting, one teach, train per seed
+    logs = [p for p in (ws / "results/logs/robustness").glob("*/*.log") if not p.name.startswith("config-")]
+    assert len(logs) == 7  # tune and benchmark per setting, one teach, train per seed
     for log in logs:
         usage = log.with_suffix(".usage.tsv").read_text().splitlines()
         assert usage[0].split("\t")[:3] == ["s", "h:m:s", "max_rss"] and len(usage) == 2, log
@@ -404,8 +530,9 @@ def test_robustness_settings_are_benchmarked_and_reported(built, tmp_path):
     import torch
 
     tuned = json.loads((ws / "results/robustness/machines-2/tuned.json").read_text())
-    meta = torch.load(ws / "results/robustness/machines-2/train/seed-1/politique.pt",
-                      weights_only=True)["meta"]
+    meta = torch.load(ws / "results/robustness/machines-2/train/seed-1/politique.pt", weights_only=True)[
+        "meta"
+    ]
     assert meta["atc_k"] == tuned["atc_k"]
     rapport = (ws / "results/rapport.md").read_text()
     assert "## Other settings" in rapport
@@ -416,5 +543,11 @@ def test_robustness_settings_are_benchmarked_and_reported(built, tmp_path):
     # changing one setting reruns that setting and the report, nothing else
     cfg["robustness"]["settings"][0]["load"] = 0.75
     (ws / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
-    assert planned_jobs(ws) == {"robust_config": 2, "step_config": 1, "robust_tune": 1,
-                                "robust_benchmark": 1, "report": 1, "all": 1}
+    assert planned_jobs(ws) == {
+        "robust_config": 2,
+        "step_config": 1,
+        "robust_tune": 1,
+        "robust_benchmark": 1,
+        "report": 1,
+        "all": 1,
+    }

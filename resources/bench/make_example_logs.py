@@ -21,27 +21,50 @@ The settings are shaped on the original project card (median image render
 25 s on the studio's GPU bench; videos much longer, median about 4 minutes;
 about 80 % images).
 """
+
 import csv
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
 
 SEED = 20240601
 HERE = Path(__file__).resolve().parent
-NOISE_SIGMA = 0.25          # residual spread of log(duration) around the model
+NOISE_SIGMA = 0.25  # residual spread of log(duration) around the model
 IMAGE_SHARE = 0.8
 
 # kind -> model: base duration at the reference point and elasticities
 TRUTH = {
-    "image": {"base_s": 19.5, "ref_pixels": 1024 * 1024, "ref_frames": 1, "ref_steps": 30,
-              "a": 0.9, "b": 0.0, "c": 1.0},
-    "video": {"base_s": 265.0, "ref_pixels": 1024 * 576, "ref_frames": 49, "ref_steps": 25,
-              "a": 0.8, "b": 0.95, "c": 1.0},
+    "image": {
+        "base_s": 19.5,
+        "ref_pixels": 1024 * 1024,
+        "ref_frames": 1,
+        "ref_steps": 30,
+        "a": 0.9,
+        "b": 0.0,
+        "c": 1.0,
+    },
+    "video": {
+        "base_s": 265.0,
+        "ref_pixels": 1024 * 576,
+        "ref_frames": 49,
+        "ref_steps": 25,
+        "a": 0.8,
+        "b": 0.95,
+        "c": 1.0,
+    },
 }
-IMAGE_SIZES = [(768, 768), (1024, 1024), (1024, 1024), (1024, 1536), (1536, 1024),
-               (1280, 1280), (896, 1152), (2048, 2048)]
+IMAGE_SIZES = [
+    (768, 768),
+    (1024, 1024),
+    (1024, 1024),
+    (1024, 1536),
+    (1536, 1024),
+    (1280, 1280),
+    (896, 1152),
+    (2048, 2048),
+]
 IMAGE_STEPS = [20, 25, 30, 30, 30, 40, 50]
 IMAGE_WORKFLOWS = ["sdxl-txt2img", "flux-txt2img", "sdxl-img2img", "upscale-2x"]
 VIDEO_SIZES = [(512, 512), (768, 432), (1024, 576), (1024, 576), (1280, 720)]
@@ -69,25 +92,33 @@ def draw(rng, n, start):
             frames = VIDEO_FRAMES[rng.integers(len(VIDEO_FRAMES))]
             steps = VIDEO_STEPS[rng.integers(len(VIDEO_STEPS))]
             workflow = VIDEO_WORKFLOWS[rng.integers(len(VIDEO_WORKFLOWS))]
-        log_d = (np.log(m["base_s"]) + m["a"] * np.log(w * h / m["ref_pixels"])
-                 + m["b"] * np.log(frames / m["ref_frames"]) + m["c"] * np.log(steps / m["ref_steps"])
-                 + NOISE_SIGMA * rng.standard_normal())
-        rows.append({
-            "timestamp": t.isoformat(timespec="seconds"),
-            "workflow": workflow,
-            "kind": kind,
-            "width": int(w), "height": int(h), "frames": int(frames), "steps": int(steps),
-            "gpu": GPUS[rng.integers(len(GPUS))],
-            "duration_s": round(float(np.exp(log_d)), 2),
-        })
+        log_d = (
+            np.log(m["base_s"])
+            + m["a"] * np.log(w * h / m["ref_pixels"])
+            + m["b"] * np.log(frames / m["ref_frames"])
+            + m["c"] * np.log(steps / m["ref_steps"])
+            + NOISE_SIGMA * rng.standard_normal()
+        )
+        rows.append(
+            {
+                "timestamp": t.isoformat(timespec="seconds"),
+                "workflow": workflow,
+                "kind": kind,
+                "width": int(w),
+                "height": int(h),
+                "frames": int(frames),
+                "steps": int(steps),
+                "gpu": GPUS[rng.integers(len(GPUS))],
+                "duration_s": round(float(np.exp(log_d)), 2),
+            }
+        )
     return rows
 
 
 def main():
     rng = np.random.default_rng(SEED)
-    fields = ["timestamp", "workflow", "kind", "width", "height", "frames", "steps", "gpu",
-              "duration_s"]
-    csv_rows = draw(rng, 600, datetime(2024, 6, 3, 8, 0, tzinfo=timezone.utc))
+    fields = ["timestamp", "workflow", "kind", "width", "height", "frames", "steps", "gpu", "duration_s"]
+    csv_rows = draw(rng, 600, datetime(2024, 6, 3, 8, 0, tzinfo=UTC))
     # two failed renders, logged without a usable duration (the calibration skips them)
     csv_rows[137]["duration_s"] = ""
     csv_rows[412]["duration_s"] = "timeout"
@@ -95,19 +126,30 @@ def main():
         w = csv.DictWriter(fh, fieldnames=fields, lineterminator="\n")
         w.writeheader()
         w.writerows(csv_rows)
-    json_rows = draw(rng, 120, datetime(2024, 6, 17, 8, 0, tzinfo=timezone.utc))
+    json_rows = draw(rng, 120, datetime(2024, 6, 17, 8, 0, tzinfo=UTC))
     with open(HERE / "example_bench.jsonl", "w", encoding="utf-8") as fh:
         for r in json_rows:
             fh.write(json.dumps(r) + "\n")
     for kind, m in TRUTH.items():
-        d = np.array([r["duration_s"] for r in csv_rows + json_rows
-                      if r["kind"] == kind and isinstance(r["duration_s"], float)])
+        d = np.array(
+            [
+                r["duration_s"]
+                for r in csv_rows + json_rows
+                if r["kind"] == kind and isinstance(r["duration_s"], float)
+            ]
+        )
         # the same model written as calibrate's duration_model: intercept + sum coef * log(feature)
-        intercept = (np.log(m["base_s"]) - m["a"] * np.log(m["ref_pixels"])
-                     - m["b"] * np.log(m["ref_frames"]) - m["c"] * np.log(m["ref_steps"]))
-        print(f"{kind}: {len(d)} records, median {np.median(d):.1f} s, mean {d.mean():.1f} s; "
-              f"truth: intercept {intercept:.3f}, log_pixels {m['a']}, log_frames {m['b']}, "
-              f"log_steps {m['c']}, residual sigma {NOISE_SIGMA}")
+        intercept = (
+            np.log(m["base_s"])
+            - m["a"] * np.log(m["ref_pixels"])
+            - m["b"] * np.log(m["ref_frames"])
+            - m["c"] * np.log(m["ref_steps"])
+        )
+        print(
+            f"{kind}: {len(d)} records, median {np.median(d):.1f} s, mean {d.mean():.1f} s; "
+            f"truth: intercept {intercept:.3f}, log_pixels {m['a']}, log_frames {m['b']}, "
+            f"log_steps {m['c']}, residual sigma {NOISE_SIGMA}"
+        )
 
 
 if __name__ == "__main__":

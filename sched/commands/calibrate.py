@@ -1,24 +1,38 @@
 """`sched calibrate`: fit duration distributions and a duration model to GPU bench logs."""
+
 import sys
 from pathlib import Path
 
-from ..cli import UsageError, load_cfg
+from sched.cli import load_cfg
+from sched.errors import UsageError
 
 DISTRIBUTIONS = ("auto", "lognormal", "gamma", "empirical")
 
 
 def register(sub):
     s = sub.add_parser(
-        "calibrate", help="fit per-kind duration distributions and a duration model to bench logs",
+        "calibrate",
+        help="fit per-kind duration distributions and a duration model to bench logs",
         description="Read GPU bench logs (CSV or JSON Lines, one record per measured render) and "
-                    "write a calibration file that `sched scenario` and the simulator sample from.")
-    s.add_argument("bench", nargs="*", metavar="BENCH",
-                   help="bench logs (.csv, .jsonl, .json-lines); default: config calibration.bench")
-    s.add_argument("--out", default="results/calibration.json",
-                   help="calibration JSON (default: results/calibration.json)")
+        "write a calibration file that `sched scenario` and the simulator sample from.",
+    )
+    s.add_argument(
+        "bench",
+        nargs="*",
+        metavar="BENCH",
+        help="bench logs (.csv, .jsonl, .json-lines); default: config calibration.bench",
+    )
+    s.add_argument(
+        "--out",
+        default="results/calibration.json",
+        help="calibration JSON (default: results/calibration.json)",
+    )
     s.add_argument("--figure", help="figure PNG (default: --out with .png)")
-    s.add_argument("--distribution", choices=DISTRIBUTIONS,
-                   help="override calibration.distribution (auto picks by --criterion)")
+    s.add_argument(
+        "--distribution",
+        choices=DISTRIBUTIONS,
+        help="override calibration.distribution (auto picks by --criterion)",
+    )
     s.add_argument("--criterion", choices=("aic", "ks"), help="override calibration.criterion")
     s.add_argument("--kind-column", help="override calibration.columns.kind")
     s.add_argument("--duration-column", help="override calibration.columns.duration_s")
@@ -28,13 +42,17 @@ def register(sub):
 
 
 def run(args):
-    from ..calibrate import calibrate, summary_lines, write_calibration
-    from ..config import validate_config
+    from sched.config import validate_config
+    from sched.data.fit import calibrate, summary_lines, write_calibration
 
     cfg = load_cfg(args)
     opts = cfg["calibration"]
-    overrides = {"distribution": args.distribution, "criterion": args.criterion,
-                 "min_records": args.min_records, "max_bad_share": args.max_bad_share}
+    overrides = {
+        "distribution": args.distribution,
+        "criterion": args.criterion,
+        "min_records": args.min_records,
+        "max_bad_share": args.max_bad_share,
+    }
     for key, value in overrides.items():
         if value is not None:
             opts[key] = value

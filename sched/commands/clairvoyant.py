@@ -1,37 +1,48 @@
 """`sched clairvoyant`: the headroom reference, a local search knowing the future."""
+
 import sys
 import time
 
-from .. import threads
-from ..cli import load_cfg
+from sched import threads
+from sched.cli import load_cfg
 
 
 def register(sub):
-    s = sub.add_parser("clairvoyant",
-                       help="best schedule found knowing all future arrivals (headroom reference)")
-    s.add_argument("--seeds", metavar="RANGE", help="test seeds A-B or N (default: the first "
-                   "benchmark.clairvoyant.scenarios test seeds)")
-    s.add_argument("--out", default="results/benchmark/clairvoyant.csv",
-                   help="output CSV (default: %(default)s)")
+    s = sub.add_parser(
+        "clairvoyant", help="best schedule found knowing all future arrivals (headroom reference)"
+    )
+    s.add_argument(
+        "--seeds",
+        metavar="RANGE",
+        help="test seeds A-B or N (default: the first benchmark.clairvoyant.scenarios test seeds)",
+    )
+    s.add_argument(
+        "--out", default="results/benchmark/clairvoyant.csv", help="output CSV (default: %(default)s)"
+    )
     threads.add_option(s)
     s.set_defaults(func=run)
 
 
 def run(args):
-    from .. import benchmark as bm
-    from .. import io
-    from ..clairvoyant import run_reference
+    from sched import files
+    from sched.evaluate import benchmark as bm
+    from sched.evaluate.headroom import run_reference
 
     cfg = load_cfg(args)
     threads.apply(args.threads)
-    seeds = bm.clairvoyant_seeds(cfg) if args.seeds is None else bm.check_within(
-        bm.parse_seed_range(args.seeds), bm.benchmark_seeds(cfg), "--seeds")
+    seeds = (
+        bm.clairvoyant_seeds(cfg)
+        if args.seeds is None
+        else bm.check_within(bm.parse_seed_range(args.seeds), bm.benchmark_seeds(cfg), "--seeds")
+    )
     t0 = time.perf_counter()
     table = run_reference(cfg, seeds, progress=True)
     wall = time.perf_counter() - t0
-    io.write_csv(args.out, table)
+    files.write_csv(args.out, table)
     start, clair = table["start_twt_s"].sum(), table["clairvoyant_twt_s"].sum()
-    print(f"{len(table)} scenarios ({bm.range_text(seeds)}), {wall:.1f} s: best rule "
-          f"{start / bm.UNIT:.3f} k w.s, clairvoyant {clair / bm.UNIT:.3f} k w.s in total "
-          f"({(start - clair) / start * 100 if start > 0 else 0.0:.1f} % lower)")
+    print(
+        f"{len(table)} scenarios ({bm.range_text(seeds)}), {wall:.1f} s: best rule "
+        f"{start / bm.UNIT:.3f} k w.s, clairvoyant {clair / bm.UNIT:.3f} k w.s in total "
+        f"({(start - clair) / start * 100 if start > 0 else 0.0:.1f} % lower)"
+    )
     print(f"wrote {args.out}", file=sys.stderr)

@@ -1,62 +1,95 @@
 """`sched demo`: the reproducible demonstration scenario under every policy."""
+
 import sys
 from pathlib import Path
 
-from .. import threads
-from ..cli import load_cfg
+from sched import threads
+from sched.cli import load_cfg
 
 
 def register(sub):
-    s = sub.add_parser("demo", help="the demonstration scenario: each policy's weighted tardiness "
-                       "and a Gantt chart of ATC against PPO (or the best other heuristic)")
+    s = sub.add_parser(
+        "demo",
+        help="the demonstration scenario: each policy's weighted tardiness "
+        "and a Gantt chart of ATC against PPO (or the best other heuristic)",
+    )
     s.add_argument("--seed", type=int, help="scenario seed (default: config benchmark.demo_seed)")
-    s.add_argument("--policies", help="comma-separated policies (default: every heuristic and every "
-                   "PPO policy whose file exists; atc-tuned when the tuned file exists)")
-    s.add_argument("--tuned", default="results/benchmark/tuned.json",
-                   help="`sched tune` output giving atc-tuned's k (default: %(default)s)")
-    s.add_argument("--policy-file", action="append", default=[], metavar="NAME=PATH",
-                   help="policy file of a PPO policy, e.g. ppo-1=PATH; repeatable")
-    s.add_argument("--out", default="results/demo",
-                   help="folder for demo.csv and each policy's schedule (default: %(default)s)")
-    s.add_argument("--figures", default="results/figures",
-                   help="folder for demo_gantt.png (default: %(default)s)")
+    s.add_argument(
+        "--policies",
+        help="comma-separated policies (default: every heuristic and every "
+        "PPO policy whose file exists; atc-tuned when the tuned file exists)",
+    )
+    s.add_argument(
+        "--tuned",
+        default="results/benchmark/tuned.json",
+        help="`sched tune` output giving atc-tuned's k (default: %(default)s)",
+    )
+    s.add_argument(
+        "--policy-file",
+        action="append",
+        default=[],
+        metavar="NAME=PATH",
+        help="policy file of a PPO policy, e.g. ppo-1=PATH; repeatable",
+    )
+    s.add_argument(
+        "--out",
+        default="results/demo",
+        help="folder for demo.csv and each policy's schedule (default: %(default)s)",
+    )
+    s.add_argument(
+        "--figures", default="results/figures", help="folder for demo_gantt.png (default: %(default)s)"
+    )
     threads.add_option(s)
     s.set_defaults(func=run)
 
 
 def run(args):
-    from .. import benchmark as bm
-    from .. import figures, io
-    from ..scenario import check_seed, schedule_frame
+    from sched import files
+    from sched.data.scenario import check_seed, schedule_frame
+    from sched.evaluate import benchmark as bm
+    from sched.evaluate import figures
 
     cfg = load_cfg(args)
     threads.apply(args.threads)
     seed = check_seed(args.seed if args.seed is not None else cfg["benchmark"]["demo_seed"])
     explicit = args.policies is not None
     names = bm.parse_policies(args.policies, cfg)
-    specs, skipped = bm.resolve_policies(cfg, names, tuned=args.tuned,
-                                         policy_files=bm.parse_policy_files(args.policy_file),
-                                         missing_ok=not explicit)
+    specs, skipped = bm.resolve_policies(
+        cfg,
+        names,
+        tuned=args.tuned,
+        policy_files=bm.parse_policy_files(args.policy_file),
+        missing_ok=not explicit,
+    )
     for s in skipped:
         print(f"sched demo: left out {s}", file=sys.stderr)
     sc, schedules, table = bm.run_demo(cfg, seed, specs)
     left, right = bm.demo_pair(table, specs)
     out = Path(args.out)
     twt = dict(zip(table["policy"], table["total_weighted_tardiness_s"]))
-    label = lambda p: (f"{p} (k = {specs[p]['atc_k']:g})" if specs[p]["rule"] == "atc" else p)  # noqa: E731
+    label = lambda p: f"{p} (k = {specs[p]['atc_k']:g})" if specs[p]["rule"] == "atc" else p  # noqa: E731
     fig = figures.gantt(
-        sc, {f"{label(p)}: total weighted tardiness {twt[p] / bm.UNIT:.3f} k w.s": schedules[p]
-             for p in (left, right)},
-        cfg["scenario"]["machines"], Path(args.figures) / "demo_gantt.png",
-        cfg["report"]["figure_dpi"], cfg["report"]["gantt_hours"],
-        f"Demonstration scenario, seed {seed}: the first {cfg['report']['gantt_hours']:g} h")
+        sc,
+        {
+            f"{label(p)}: total weighted tardiness {twt[p] / bm.UNIT:.3f} k w.s": schedules[p]
+            for p in (left, right)
+        },
+        cfg["scenario"]["machines"],
+        Path(args.figures) / "demo_gantt.png",
+        cfg["report"]["figure_dpi"],
+        cfg["report"]["gantt_hours"],
+        f"Demonstration scenario, seed {seed}: the first {cfg['report']['gantt_hours']:g} h",
+    )
     for name, (start, end, mach) in schedules.items():
-        io.write_csv(out / f"schedule-{name}.csv", schedule_frame(sc, start, end, mach))
-    io.write_csv(out / "demo.csv", table)
-    print(f"demonstration scenario seed {seed}: {len(sc)} tasks, load {cfg['scenario']['load']}, "
-          f"{cfg['scenario']['machines']} machine(s)")
+        files.write_csv(out / f"schedule-{name}.csv", schedule_frame(sc, start, end, mach))
+    files.write_csv(out / "demo.csv", table)
+    print(
+        f"demonstration scenario seed {seed}: {len(sc)} tasks, load {cfg['scenario']['load']}, "
+        f"{cfg['scenario']['machines']} machine(s)"
+    )
     print(f"{'policy':12} {'total weighted tardiness (k w.s)':>34} {'tardy tasks':>12}")
     for _, r in table.sort_values("total_weighted_tardiness_s", kind="stable").iterrows():
-        print(f"{r.policy:12} {r.total_weighted_tardiness_s / bm.UNIT:34.3f} "
-              f"{r.tardy_fraction * r.tasks:12.0f}")
+        print(
+            f"{r.policy:12} {r.total_weighted_tardiness_s / bm.UNIT:34.3f} {r.tardy_fraction * r.tasks:12.0f}"
+        )
     print(f"wrote {out / 'demo.csv'}, {fig}", file=sys.stderr)

@@ -1,31 +1,43 @@
 """`sched gather`: join benchmark shards into the full per-scenario table and its summary."""
+
 import sys
 from pathlib import Path
 
-from ..cli import load_cfg
+from sched.cli import load_cfg
 
 
 def register(sub):
     s = sub.add_parser("gather", help="join benchmark shards: per_scenario.csv, resume.csv, winner.json")
     s.add_argument("shards", nargs="+", metavar="SHARD.csv", help="per-scenario CSV of each shard")
-    s.add_argument("--tuned", default="results/benchmark/tuned.json",
-                   help="`sched tune` output, for atc-tuned's k (default: %(default)s)")
-    s.add_argument("--policy-file", action="append", default=[], metavar="NAME=PATH",
-                   help="policy file of a PPO policy as given to `sched benchmark`; repeatable")
+    s.add_argument(
+        "--tuned",
+        default="results/benchmark/tuned.json",
+        help="`sched tune` output, for atc-tuned's k (default: %(default)s)",
+    )
+    s.add_argument(
+        "--policy-file",
+        action="append",
+        default=[],
+        metavar="NAME=PATH",
+        help="policy file of a PPO policy as given to `sched benchmark`; repeatable",
+    )
     s.add_argument("--out", default="results/benchmark", help="output folder (default: %(default)s)")
     s.set_defaults(func=run)
 
 
 def run(args):
-    from .. import benchmark as bm
+    from sched.evaluate import benchmark as bm
 
     cfg = load_cfg(args)
     frame = bm.gather([Path(p) for p in args.shards], seeds=bm.benchmark_seeds(cfg))
     names = sorted(set(frame["policy"]), key=bm.policy_key)
-    specs, _ = bm.resolve_policies(cfg, names, tuned=args.tuned,
-                                   policy_files=bm.parse_policy_files(args.policy_file))
+    specs, _ = bm.resolve_policies(
+        cfg, names, tuned=args.tuned, policy_files=bm.parse_policy_files(args.policy_file)
+    )
     written = bm.write_outputs(args.out, frame, cfg, specs, full=True)
-    print(f"gathered {len(args.shards)} shard(s): {frame['scenario_seed'].nunique()} scenarios x "
-          f"{len(names)} policies")
+    print(
+        f"gathered {len(args.shards)} shard(s): {frame['scenario_seed'].nunique()} scenarios x "
+        f"{len(names)} policies"
+    )
     for p in written:
         print(f"wrote {p}", file=sys.stderr)

@@ -1,31 +1,47 @@
 """`sched report`: rapport.md and the figures, from the benchmark's files."""
+
 import sys
 
-from ..cli import load_cfg
+from sched.cli import load_cfg
 
 
 def register(sub):
     s = sub.add_parser("report", help="write rapport.md and the figures from the benchmark's files")
-    s.add_argument("--bench", default="results/benchmark",
-                   help="folder with per_scenario.csv, resume.csv, winner.json, tuned.json, "
-                        "clairvoyant.csv (default: %(default)s)")
+    s.add_argument(
+        "--bench",
+        default="results/benchmark",
+        help="folder with per_scenario.csv, resume.csv, winner.json, tuned.json, "
+        "clairvoyant.csv (default: %(default)s)",
+    )
     s.add_argument("--out", default="results/rapport.md", help="report file (default: %(default)s)")
     s.add_argument("--figures", default="results/figures", help="figure folder (default: %(default)s)")
-    s.add_argument("--train-dir", default="results/train",
-                   help="training output folder with seed-<S>/train_log.csv (default: %(default)s)")
-    s.add_argument("--demo", default="results/demo",
-                   help="`sched demo` output folder (default: %(default)s)")
-    s.add_argument("--robustness", default="results/robustness",
-                   help="folder with <setting>/resume.csv for each robustness setting "
-                        "(default: %(default)s)")
+    s.add_argument(
+        "--train-dir",
+        default="results/train",
+        help="training output folder with seed-<S>/train_log.csv (default: %(default)s)",
+    )
+    s.add_argument("--demo", default="results/demo", help="`sched demo` output folder (default: %(default)s)")
+    s.add_argument(
+        "--robustness",
+        default="results/robustness",
+        help="folder with <setting>/resume.csv for each robustness setting (default: %(default)s)",
+    )
     s.set_defaults(func=run)
 
 
 def run(args):
-    from ..report import build
+    from sched.evaluate.report import build
 
     cfg = load_cfg(args)
-    written = build(cfg, args.bench, args.out, args.figures, args.train_dir, args.demo,
-                    config_path=args.config, robust_dir=args.robustness)
+    written = build(
+        cfg,
+        args.bench,
+        args.out,
+        args.figures,
+        args.train_dir,
+        args.demo,
+        config_path=args.config,
+        robust_dir=args.robustness,
+    )
     for p in written:
         print(f"wrote {p}", file=sys.stderr)

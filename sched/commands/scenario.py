@@ -1,7 +1,8 @@
 """`sched scenario`: write a generated scenario as CSV."""
+
 import sys
 
-from ..cli import load_cfg
+from sched.cli import load_cfg
 
 
 def register(sub):
@@ -11,13 +12,16 @@ def register(sub):
     s.add_argument("--tasks", type=int, help="override scenario.tasks")
     s.add_argument("--load", type=float, help="override scenario.load")
     s.add_argument("--machines", type=int, help="override scenario.machines (sets the arrival rate)")
-    s.add_argument("--calibration", metavar="FILE",
-                   help="calibration file from `sched calibrate` (overrides scenario.calibration)")
+    s.add_argument(
+        "--calibration",
+        metavar="FILE",
+        help="calibration file from `sched calibrate` (overrides scenario.calibration)",
+    )
     s.set_defaults(func=run)
 
 
 def run(args):
-    from ..scenario import generate, write_scenario
+    from sched.data.scenario import generate, write_scenario
 
     cfg = load_cfg(args)
     if args.calibration:

@@ -1,15 +1,18 @@
 """`sched simulate`: schedule scenarios with a policy and summarise them."""
+
 import json
 from pathlib import Path
 
-from .. import rules
-from ..cli import UsageError, load_cfg
+from sched.cli import load_cfg
+from sched.errors import UsageError
+from sched.sim import rules
 
 
 def register(sub):
     s = sub.add_parser("simulate", help="schedule scenarios with a policy and summarise them")
-    s.add_argument("--policy", required=True,
-                   help=f"one of {', '.join(rules.RULES)}, or ppo (with --policy-file)")
+    s.add_argument(
+        "--policy", required=True, help=f"one of {', '.join(rules.RULES)}, or ppo (with --policy-file)"
+    )
     src = s.add_mutually_exclusive_group(required=True)
     src.add_argument("--scenario", nargs="+", metavar="FILE", help="scenario CSV file(s)")
     src.add_argument("--seed", nargs="+", type=int, metavar="N", help="generated scenario seed(s)")
@@ -21,9 +24,9 @@ def register(sub):
 
 
 def run(args):
-    from .. import io
-    from ..policies import schedule_scenarios
-    from ..scenario import generate, read_scenario, schedule_frame, summarize
+    from sched import files
+    from sched.data.scenario import generate, read_scenario, schedule_frame, summarize
+    from sched.evaluate.runs import schedule_scenarios
 
     cfg = load_cfg(args)
     machines = args.machines if args.machines is not None else cfg["scenario"]["machines"]
@@ -36,13 +39,13 @@ def run(args):
         scenarios = [read_scenario(p) for p in args.scenario]
         stems = [s.name for s in scenarios]
         if args.out and len(stems) > 1 and len(set(stems)) != len(stems):
-            raise UsageError("--out: several scenario files share a file name; "
-                             "their schedules would overwrite each other")
+            raise UsageError(
+                "--out: several scenario files share a file name; their schedules would overwrite each other"
+            )
     else:
         scenarios = [generate(cfg, s, machines=machines) for s in args.seed]
 
-    results = schedule_scenarios(scenarios, args.policy, machines=machines, k=k,
-                                 policy_file=args.policy_file)
+    results = schedule_scenarios(scenarios, args.policy, machines=machines, k=k, policy_file=args.policy_file)
     out = Path(args.out) if args.out else None
     many = len(scenarios) > 1
     if out is not None and many and out.exists() and not out.is_dir():
@@ -51,7 +54,7 @@ def run(args):
         sched_frame = schedule_frame(sc, start, end, mach)
         if out is not None:
             target = out / f"{sc.name}.csv" if many or out.is_dir() else out
-            io.write_csv(target, sched_frame)
+            files.write_csv(target, sched_frame)
         summary = {"scenario": sc.name, "policy": args.policy, "machines": machines}
         if args.policy == "atc":
             summary["atc_k"] = k

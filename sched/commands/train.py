@@ -1,9 +1,11 @@
 """`sched train`: train a PPO policy on the compiled simulator."""
+
 import json
 import sys
 from pathlib import Path
 
-from ..cli import UsageError, load_cfg
+from sched.cli import load_cfg
+from sched.errors import UsageError
 
 
 def register(sub):
@@ -12,32 +14,46 @@ def register(sub):
     s.add_argument("--out", default="results/politique.pt", help="policy file (default: %(default)s)")
     s.add_argument("--seed", type=int, help="training seed (default: config train.seeds[0])")
     s.add_argument("--threads", type=int, help="torch/numba threads (default: config train.threads)")
-    s.add_argument("--teacher", nargs="+", metavar="LABELS",
-                   help="teacher label files from `sched teach` (default: label in this process)")
-    s.add_argument("--atc-k", type=float, dest="atc_k",
-                   help="ATC k of the features, prior, teacher and critic (default: train.atc_k)")
+    s.add_argument(
+        "--teacher",
+        nargs="+",
+        metavar="LABELS",
+        help="teacher label files from `sched teach` (default: label in this process)",
+    )
+    s.add_argument(
+        "--atc-k",
+        type=float,
+        dest="atc_k",
+        help="ATC k of the features, prior, teacher and critic (default: train.atc_k)",
+    )
     s.add_argument("--fresh", action="store_true", help="ignore an existing checkpoint")
     s.add_argument("--no-progress", action="store_true", help="no progress bar")
     s.set_defaults(func=run)
 
 
 def run(args):
-    from ..ppo import Args, plot_learning_curve, train
+    from sched.learn.ppo import Args, plot_learning_curve, train
 
     cfg = load_cfg(args)
     if args.iterations is not None and args.iterations < 1:
         raise UsageError(f"--iterations: must be >= 1, got {args.iterations}")
     seed = args.seed if args.seed is not None else cfg["train"]["seeds"][0]
-    a = Args.from_config(cfg, iterations=args.iterations, seed=seed, threads=args.threads,
-                         atc_k=args.atc_k)
+    a = Args.from_config(cfg, iterations=args.iterations, seed=seed, threads=args.threads, atc_k=args.atc_k)
     if a.atc_k is not None and not a.atc_k > 0:
         raise UsageError(f"--atc-k: must be > 0, got {a.atc_k}")
     out = Path(args.out)
     labels = None
     if args.teacher:
         labels = _checked_labels(cfg, a, args.teacher)
-    summary = train(cfg, a, out, progress=not args.no_progress, resume=not args.fresh,
-                    log=lambda m: print(m, file=sys.stderr), labels=labels)
+    summary = train(
+        cfg,
+        a,
+        out,
+        progress=not args.no_progress,
+        resume=not args.fresh,
+        log=lambda m: print(m, file=sys.stderr),
+        labels=labels,
+    )
     png = out.with_name("learning_curve.png")
     plot_learning_curve(summary["log"], png, title=f"PPO learning curve, training seed {seed}")
     summary["learning_curve"] = str(png)
@@ -48,29 +64,41 @@ def _checked_labels(cfg, a, paths):
     """Teacher labels from files, refused unless made for this config and these settings."""
     import numpy as np
 
-    from ..config import config_hash, seed_range
-    from ..teacher import load_labels
+    from sched.config import config_hash, seed_range
+    from sched.learn.teacher import load_labels
 
     if a.teacher_scenarios <= 0:
         raise UsageError("--teacher: train.teacher_scenarios is 0 (no warm start configured)")
     labels, meta = load_labels(paths)
-    want = {"config_hash": config_hash(cfg, ["scenario", "rules", "seeds"]),
-            "samples": a.teacher_samples, "horizon": a.teacher_horizon, "top_k": a.top_k,
-            "tasks": a.tasks, "atc_k": a.atc_k}
+    want = {
+        "config_hash": config_hash(cfg, ["scenario", "rules", "seeds"]),
+        "samples": a.teacher_samples,
+        "horizon": a.teacher_horizon,
+        "top_k": a.top_k,
+        "tasks": a.tasks,
+        "atc_k": a.atc_k,
+    }
     for key, value in want.items():
         if meta.get(key) != value:
-            raise UsageError(f"--teacher: {paths[0]}: {key} is {meta.get(key)!r}, this config "
-                             f"needs {value!r}; rerun `sched teach`")
+            raise UsageError(
+                f"--teacher: {paths[0]}: {key} is {meta.get(key)!r}, this config "
+                f"needs {value!r}; rerun `sched teach`"
+            )
     seeds = list(seed_range(cfg, "train"))[: a.teacher_scenarios]
     got = np.unique(labels["scenario_seed"])
     if len(got) != len(seeds) or (got != np.array(seeds)).any():
-        raise UsageError(f"--teacher: the files cover {len(got)} scenarios, train.teacher_scenarios "
-                         f"needs seeds {seeds[0]}-{seeds[-1]}")
+        raise UsageError(
+            f"--teacher: the files cover {len(got)} scenarios, train.teacher_scenarios "
+            f"needs seeds {seeds[0]}-{seeds[-1]}"
+        )
     # a fixed order whatever the order of the shards on the command line
     order = np.argsort(labels["scenario_seed"], kind="stable")
     starts = np.concatenate([[0], np.cumsum(labels["counts"])[:-1]])
-    rows = np.concatenate([np.arange(starts[i], starts[i] + labels["counts"][i]) for i in order]) \
-        if len(order) else np.zeros(0, np.int64)
+    rows = (
+        np.concatenate([np.arange(starts[i], starts[i] + labels["counts"][i]) for i in order])
+        if len(order)
+        else np.zeros(0, np.int64)
+    )
     out = {k: v[order] for k, v in labels.items() if k != "x"}
     out["x"] = labels["x"][rows]
     return out

@@ -1,29 +1,31 @@
 """`sched tune`: choose ATC's look-ahead k on the validation seeds."""
+
 import sys
 
-from .. import threads
-from ..cli import load_cfg
+from sched import threads
+from sched.cli import load_cfg
 
 
 def register(sub):
     s = sub.add_parser("tune", help="tune ATC's k on validation seeds (benchmark.atc_k_grid)")
-    s.add_argument("--out", default="results/benchmark/tuned.json",
-                   help="output JSON (default: %(default)s)")
+    s.add_argument("--out", default="results/benchmark/tuned.json", help="output JSON (default: %(default)s)")
     threads.add_option(s)
     s.set_defaults(func=run)
 
 
 def run(args):
-    from .. import io
-    from ..benchmark import tune_atc_k
+    from sched import files
+    from sched.evaluate.benchmark import tune_atc_k
 
     cfg = load_cfg(args)
     threads.apply(args.threads)
     result = tune_atc_k(cfg, progress=True)
-    io.write_json(args.out, result)
+    files.write_json(args.out, result)
     vs = result["validation_seeds"]
     print(f"ATC k on {vs['count']} validation seeds {vs['first']}-{vs['last']}:")
     for g in result["grid"]:
         mark = "  <- chosen" if g["atc_k"] == result["atc_k"] else ""
-        print(f"  k = {g['atc_k']:<6g} mean total weighted tardiness {g['mean_twt_s'] / 1000:10.3f} k w.s{mark}")
+        print(
+            f"  k = {g['atc_k']:<6g} mean total weighted tardiness {g['mean_twt_s'] / 1000:10.3f} k w.s{mark}"
+        )
     print(f"wrote {args.out}", file=sys.stderr)

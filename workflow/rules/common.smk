@@ -6,7 +6,7 @@ import sys
 
 import yaml
 
-from sched import benchmark as bm
+from sched.evaluate import benchmark as bm
 
 # Jobs run `python -m sched`: the interpreter running Snakemake (the project's
 # virtual environment, where the package is installed) comes first on their

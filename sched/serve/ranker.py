@@ -19,26 +19,27 @@ The planned durations are the tasks' estimates (what a scheduler knows);
 names a calibration with a duration model, the model estimates a task that
 has neither from its kind and features.
 """
+
 import json
 import math
 import os
 import time
 from collections import namedtuple
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 
-from . import rules
+from sched.errors import SchedError
+from sched.sim import rules
 
 
-class RankInputError(ValueError):
+class RankInputError(SchedError):
     """``rank`` refuses its input; the message names the task id and field, or the file."""
 
 
 #: Fields rank reads; any other field of a task is a feature for the duration model.
-KNOWN_FIELDS = frozenset(
-    ("id", "estimate_s", "duration_s", "weight", "priority", "due", "arrival", "kind"))
+KNOWN_FIELDS = frozenset(("id", "estimate_s", "duration_s", "weight", "priority", "due", "arrival", "kind"))
 
 #: Where ``ppo-<seed>`` policy files are, by the pipeline's contract.
 PPO_FILE_PATTERN = "results/train/seed-{seed}/politique.pt"
@@ -46,14 +47,14 @@ PPO_FILE_PATTERN = "results/train/seed-{seed}/politique.pt"
 _NUMBER = (int, float, np.integer, np.floating)
 _NAIVE_EPOCH = datetime(1970, 1, 1)
 
-Plan = namedtuple("Plan", "name rule k policy_file")   # rule: rule id, or None for PPO
+Plan = namedtuple("Plan", "name rule k policy_file")  # rule: rule id, or None for PPO
 Settings = namedtuple("Settings", "weights atc_k winner tuned calibration")
 
 
 # --------------------------------------------------------------------------- entry point
 
-def rank(tasks, now=None, policy="auto", machines=1, explain=False, config=None,
-         policy_file=None):
+
+def rank(tasks, now=None, policy="auto", machines=1, explain=False, config=None, policy_file=None):
     """Ids of ``tasks`` in the order they should start.
 
     ``tasks``: a list of dicts (or a pandas DataFrame, one row per task) with
@@ -78,15 +79,17 @@ def rank(tasks, now=None, policy="auto", machines=1, explain=False, config=None,
         tasks = _frame_records(tasks)
     elif isinstance(tasks, (str, bytes)) or not hasattr(tasks, "__len__"):
         raise RankInputError(
-            f"tasks: expected a list of task objects or a DataFrame, got {type(tasks).__name__}")
+            f"tasks: expected a list of task objects or a DataFrame, got {type(tasks).__name__}"
+        )
     q = _read(tasks, now, machines, st)
     if q.n == 0:
         order = start = end = mach = np.zeros(0, np.int64)
     elif plan.rule is not None:
-        from .rank_core import rollout_order
+        from sched.sim.one_queue import rollout_order
 
         order, start, end, mach = rollout_order(
-            q.arrival, q.estimate, q.weight, q.due, q.machine_free, plan.rule, plan.k)
+            q.arrival, q.estimate, q.weight, q.due, q.machine_free, plan.rule, plan.k
+        )
     else:
         order, start, end, mach = _ppo_rollout(plan, q)
     if explain:
@@ -106,13 +109,13 @@ def _settings(config):
     if from_file:
         path = config
         if path is None:
-            from .config import DEFAULT_CONFIG as path
+            from sched.config import DEFAULT_CONFIG as path
         try:
             s = os.stat(path)
             key = (os.getcwd(), os.fspath(path), s.st_mtime_ns, s.st_size, s.st_ino)
         except OSError:
             key = (os.getcwd(), os.fspath(path))
-            if config is None:   # no ./config.yaml: the defaults, as load_config does
+            if config is None:  # no ./config.yaml: the defaults, as load_config does
                 path = None
     elif isinstance(config, dict):
         key = ("mapping", json.dumps(config, sort_keys=True, default=str))
@@ -123,7 +126,7 @@ def _settings(config):
         return hit
     import copy
 
-    from .config import load_config, validate_config
+    from sched.config import load_config, validate_config
 
     cfg = load_config(path) if from_file else validate_config(copy.deepcopy(config), "config")
     st = Settings(
@@ -166,8 +169,11 @@ def _json_file(path, check):
 
 
 def _positive(value, path, field):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
-            math.isfinite(value) and value > 0):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not (math.isfinite(value) and value > 0)
+    ):
         raise RankInputError(f"{path}: field {field}: expected a number > 0, got {value!r}")
     return float(value)
 
@@ -183,13 +189,15 @@ def _check_winner(data, path):
     if rule is not None:
         if rule not in rules.RULES:
             raise RankInputError(
-                f"{path}: field rule: unknown rule {rule!r}; expected one of {', '.join(rules.RULES)}")
+                f"{path}: field rule: unknown rule {rule!r}; expected one of {', '.join(rules.RULES)}"
+            )
         if k is not None:
             k = _positive(k, path, "atc_k")
         return Plan(name, rules.rule_id(rule), k, None)
     if pfile is None:
-        raise RankInputError(f"{path}: fields rule and policy_file are both null: "
-                             "nothing says how to run the winner")
+        raise RankInputError(
+            f"{path}: fields rule and policy_file are both null: nothing says how to run the winner"
+        )
     if not isinstance(pfile, str):
         raise RankInputError(f"{path}: field policy_file: expected a path, got {pfile!r}")
     # The pipeline writes paths relative to the project root (the working
@@ -204,7 +212,7 @@ def _check_winner(data, path):
 
 def _check_tuned(data, path):
     if not isinstance(data, dict) or "atc_k" not in data:
-        raise RankInputError(f"{path}: field atc_k: missing (expected {{\"atc_k\": K, ...}})")
+        raise RankInputError(f'{path}: field atc_k: missing (expected {{"atc_k": K, ...}})')
     return _positive(data["atc_k"], path, "atc_k")
 
 
@@ -217,7 +225,8 @@ def tuned_k(st):
     if k is None:
         raise RankInputError(
             f"policy atc-tuned: no tuned k found (neither {st.winner} naming atc-tuned nor "
-            f"{st.tuned} exists); run the benchmark, or use policy 'atc' (config rules.atc_k)")
+            f"{st.tuned} exists); run the benchmark, or use policy 'atc' (config rules.atc_k)"
+        )
     return k
 
 
@@ -227,8 +236,7 @@ def _plan(policy, policy_file, st):
         raise RankInputError(f"policy: expected a name or a policy file path, got {policy!r}")
     name = os.fspath(policy)
     if policy_file is not None and not (name == "ppo" or name.startswith("ppo-")):
-        raise RankInputError(f"policy_file: only used with policy 'ppo' or 'ppo-<seed>', "
-                             f"not {name!r}")
+        raise RankInputError(f"policy_file: only used with policy 'ppo' or 'ppo-<seed>', not {name!r}")
     if name == "auto":
         won = _json_file(st.winner, _check_winner)
         if won is None:
@@ -251,7 +259,8 @@ def _plan(policy, policy_file, st):
         return _ppo_plan("ppo", name, "policy")
     raise RankInputError(
         f"policy: unknown policy {name!r}; expected auto, {', '.join(rules.RULES)}, atc-tuned, "
-        f"ppo (with policy_file), ppo-<seed>, or an existing policy file")
+        f"ppo (with policy_file), ppo-<seed>, or an existing policy file"
+    )
 
 
 def _ppo_plan(name, pfile, where):
@@ -262,14 +271,17 @@ def _ppo_plan(name, pfile, where):
 
 
 def _ppo_rollout(plan, q):
-    """Greedy (argmax) rollout of a trained policy over the queue (sched.env.run_greedy)."""
-    from .env import run_greedy_one
-    from .policy import load_cached
+    """Greedy (argmax) rollout of a trained policy over the queue (sched.learn.vec_env.run_greedy)."""
+    from sched.learn.networks import load_cached
+    from sched.learn.vec_env import run_greedy_one
 
     policy = load_cached(plan.policy_file)
     start, end, mach = run_greedy_one(
-        policy, (q.arrival, q.estimate, q.estimate, q.weight, q.due),
-        machines=len(q.machine_free), machine_free=q.machine_free)
+        policy,
+        (q.arrival, q.estimate, q.estimate, q.weight, q.due),
+        machines=len(q.machine_free),
+        machine_free=q.machine_free,
+    )
     start, end = np.asarray(start, np.float64), np.asarray(end, np.float64)
     mach = np.asarray(mach, np.int64)
     # Equal start times go to the lowest free machine first, one decision after
@@ -297,8 +309,10 @@ def _frame_records(df):
         df = df.reset_index()
     cols = list(df.columns)
     absent = df.isna().to_numpy()
-    return [{c: v for c, v, a in zip(cols, row, skip) if not a}
-            for row, skip in zip(df.itertuples(index=False, name=None), absent)]
+    return [
+        {c: v for c, v, a in zip(cols, row, skip) if not a}
+        for row, skip in zip(df.itertuples(index=False, name=None), absent)
+    ]
 
 
 def _where(task_id, pos):
@@ -329,15 +343,16 @@ def _when(v):
             raise ValueError(f"not finite: {v!r}")
         return f
     if isinstance(v, datetime):
-        if v != v:   # NaT
+        if v != v:  # NaT
             raise ValueError(f"not a date: {v!r}")
         return v
     if isinstance(v, str):
         try:
             return datetime.fromisoformat(v.strip())
         except ValueError:
-            raise ValueError(f"unparsable date {v!r} (expected ISO 8601, "
-                             f"e.g. 2026-05-09T14:30:00+02:00)") from None
+            raise ValueError(
+                f"unparsable date {v!r} (expected ISO 8601, e.g. 2026-05-09T14:30:00+02:00)"
+            ) from None
     raise ValueError(f"expected seconds or an ISO 8601 datetime, got {type(v).__name__} {v!r}")
 
 
@@ -351,7 +366,7 @@ def _read(tasks, now, machines, st):
     arrival = [None] * n
     kinds = [None] * n
     seen = {}
-    dates = []          # (value, task id, pos, field) of every datetime met
+    dates = []  # (value, task id, pos, field) of every datetime met
     weights = st.weights
     model = None
     isfinite = math.isfinite
@@ -359,16 +374,16 @@ def _read(tasks, now, machines, st):
         try:
             get = task.get
         except AttributeError:
-            raise RankInputError(f"task #{pos + 1}: expected an object with fields, "
-                                 f"got {type(task).__name__}") from None
+            raise RankInputError(
+                f"task #{pos + 1}: expected an object with fields, got {type(task).__name__}"
+            ) from None
         tid = get("id")
         if tid is None:
             raise _bad(None, pos, "id", "missing")
         try:
             first = seen.setdefault(tid, pos)
         except TypeError:
-            raise _bad(tid, pos, "id", f"must be a string or a number, got {type(tid).__name__}") \
-                from None
+            raise _bad(tid, pos, "id", f"must be a string or a number, got {type(tid).__name__}") from None
         if first != pos:
             raise _bad(tid, pos, "id", f"duplicate id (also task #{first + 1})")
         ids[pos] = tid
@@ -381,7 +396,7 @@ def _read(tasks, now, machines, st):
                 model = _duration_model(st.calibration)
             v = model(task, tid, pos)
             field = "estimate_s"
-        f = v if type(v) is float else _number(v)   # the common case first: speed
+        f = v if type(v) is float else _number(v)  # the common case first: speed
         if f is None:
             raise _bad(tid, pos, field, f"not a number: {v!r}")
         if not (f > 0.0 and f < math.inf):
@@ -396,8 +411,13 @@ def _read(tasks, now, machines, st):
             try:
                 f = weights[cls]
             except (KeyError, TypeError):
-                raise _bad(tid, pos, "priority", f"unknown priority class {cls!r}; expected one of "
-                           f"{', '.join(weights)} (config scenario.priorities)") from None
+                raise _bad(
+                    tid,
+                    pos,
+                    "priority",
+                    f"unknown priority class {cls!r}; expected one of "
+                    f"{', '.join(weights)} (config scenario.priorities)",
+                ) from None
         else:
             f = v if type(v) is float else _number(v)
             if f is None:
@@ -412,8 +432,7 @@ def _read(tasks, now, machines, st):
         due[pos] = v if type(v) is float and isfinite(v) else _time(v, tid, pos, "due", dates)
         v = get("arrival")
         if v is not None:
-            arrival[pos] = (v if type(v) is float and isfinite(v)
-                            else _time(v, tid, pos, "arrival", dates))
+            arrival[pos] = v if type(v) is float and isfinite(v) else _time(v, tid, pos, "arrival", dates)
         kinds[pos] = get("kind")
 
     if now is not None:
@@ -436,14 +455,28 @@ def _read(tasks, now, machines, st):
             if now is not None and type(now) is not float:
                 now = conv(now)
     if now is None:
-        now = (time.time() if clock == "aware" else
-               _to_seconds_naive(datetime.now()) if clock == "naive" else 0.0)
+        now = (
+            time.time()
+            if clock == "aware"
+            else _to_seconds_naive(datetime.now())
+            if clock == "naive"
+            else 0.0
+        )
     arrival = [now if a is None else a for a in arrival]
     mfree = np.array(free, dtype=np.float64)
     np.maximum(mfree, now, out=mfree)
-    return Queue(n, ids, np.array(arrival, dtype=np.float64), np.array(est, dtype=np.float64),
-                 np.array(weight, dtype=np.float64), np.array(due, dtype=np.float64), mfree,
-                 kinds, clock, tz)
+    return Queue(
+        n,
+        ids,
+        np.array(arrival, dtype=np.float64),
+        np.array(est, dtype=np.float64),
+        np.array(weight, dtype=np.float64),
+        np.array(due, dtype=np.float64),
+        mfree,
+        kinds,
+        clock,
+        tz,
+    )
 
 
 def _time(v, tid, pos, field, dates):
@@ -465,8 +498,10 @@ def _machines(machines, dates):
             raise RankInputError(f"machines: expected a whole count >= 1, got {machines!r}")
         return [-math.inf] * int(f)
     if isinstance(machines, (str, bytes, dict)) or not hasattr(machines, "__iter__"):
-        raise RankInputError("machines: expected a count of free GPUs or a list of the times "
-                             f"at which each becomes free, got {machines!r}")
+        raise RankInputError(
+            "machines: expected a count of free GPUs or a list of the times "
+            f"at which each becomes free, got {machines!r}"
+        )
     free = []
     for m, v in enumerate(machines):
         try:
@@ -496,8 +531,10 @@ def _clock(dates, now, free, due, arrival):
             return "naive", None
         mixed = f"numbers ({num})"
     d = naive[0]
-    raise RankInputError(f"{_label(d)}: date {d[0].isoformat()} has no time zone and cannot be "
-                         f"mixed with {mixed}; add a time zone, e.g. +00:00")
+    raise RankInputError(
+        f"{_label(d)}: date {d[0].isoformat()} has no time zone and cannot be "
+        f"mixed with {mixed}; add a time zone, e.g. +00:00"
+    )
 
 
 def _label(d):
@@ -529,31 +566,39 @@ def _to_seconds_naive(d):
 def _duration_model(calibration):
     """A function estimating a task's duration from its kind and features.
 
-    Needs ``sched.calibration_file.predict_duration`` (issue 3) and a config
+    Needs ``sched.data.calibration.predict_duration`` (issue 3) and a config
     that names a calibration; without them a task with no estimate is refused.
     """
     predict = None
     if calibration:
         try:
-            from .calibration_file import predict_duration as predict
+            from sched.data.calibration import predict_duration as predict
         except ImportError:
             predict = None
 
     def estimate(task, tid, pos):
         if predict is None:
-            why = ("no calibration with a duration model is configured (scenario.calibration)"
-                   if not calibration else "this version cannot read duration models")
+            why = (
+                "no calibration with a duration model is configured (scenario.calibration)"
+                if not calibration
+                else "this version cannot read duration models"
+            )
             raise _bad(tid, pos, "estimate_s", f"missing (give estimate_s or duration_s; {why})")
         kind = task.get("kind")
         if kind is None:
-            raise _bad(tid, pos, "kind", "missing (the duration model needs it when "
-                                         "estimate_s and duration_s are absent)")
+            raise _bad(
+                tid,
+                pos,
+                "kind",
+                "missing (the duration model needs it when estimate_s and duration_s are absent)",
+            )
         features = {k: v for k, v in task.items() if k not in KNOWN_FIELDS}
         try:
             value = predict(calibration, kind, features)
         except (ValueError, KeyError, TypeError) as exc:
-            raise _bad(tid, pos, "estimate_s",
-                       f"missing, and the duration model cannot estimate it: {exc}") from None
+            raise _bad(
+                tid, pos, "estimate_s", f"missing, and the duration model cannot estimate it: {exc}"
+            ) from None
         return value
 
     return estimate
@@ -561,8 +606,7 @@ def _duration_model(calibration):
 
 # --------------------------------------------------------------------------- explain
 
-EXPLAIN_COLUMNS = ("id", "machine", "start_s", "end_s", "lateness_s", "tardiness_s",
-                   "policy", "atc_k")
+EXPLAIN_COLUMNS = ("id", "machine", "start_s", "end_s", "lateness_s", "tardiness_s", "policy", "atc_k")
 
 
 def _explain(q, plan, order, start, end, mach):
@@ -572,17 +616,22 @@ def _explain(q, plan, order, start, end, mach):
     order = np.asarray(order, np.int64)
     s, e = np.asarray(start, np.float64)[order], np.asarray(end, np.float64)[order]
     late = e - q.due[order]
-    frame = pd.DataFrame({
-        "id": pd.Series([q.ids[i] for i in order.tolist()], dtype=object),
-        "machine": np.asarray(mach, np.int64)[order],
-        "start_s": s, "end_s": e,
-        "lateness_s": late, "tardiness_s": np.maximum(late, 0.0),
-        "policy": plan.name,
-        "atc_k": plan.k if plan.rule == rules.ATC else np.nan,
-    }, columns=list(EXPLAIN_COLUMNS))
+    frame = pd.DataFrame(
+        {
+            "id": pd.Series([q.ids[i] for i in order.tolist()], dtype=object),
+            "machine": np.asarray(mach, np.int64)[order],
+            "start_s": s,
+            "end_s": e,
+            "lateness_s": late,
+            "tardiness_s": np.maximum(late, 0.0),
+            "policy": plan.name,
+            "atc_k": plan.k if plan.rule == rules.ATC else np.nan,
+        },
+        columns=list(EXPLAIN_COLUMNS),
+    )
     if q.clock == "aware":
-        frame["start_at"] = pd.to_datetime(s, unit="s", utc=True).tz_convert(q.tz or timezone.utc)
-        frame["end_at"] = pd.to_datetime(e, unit="s", utc=True).tz_convert(q.tz or timezone.utc)
+        frame["start_at"] = pd.to_datetime(s, unit="s", utc=True).tz_convert(q.tz or UTC)
+        frame["end_at"] = pd.to_datetime(e, unit="s", utc=True).tz_convert(q.tz or UTC)
     elif q.clock == "naive":
         frame["start_at"] = pd.to_datetime(s, unit="s")
         frame["end_at"] = pd.to_datetime(e, unit="s")

@@ -17,13 +17,17 @@ File layout (JSON, ``format`` = ``FORMAT``)::
 
 ``spec`` is exactly a ``scenario.kinds`` entry of the config (validated
 against the same schema definition), so the generator samples from it with
-``sched.scenario.sample_durations``.
+``sched.data.scenario.sample_durations``.
 """
+
 import copy
 import json
 import math
 import os
 from pathlib import Path
+
+from sched.data.distributions import distribution_mean
+from sched.errors import SchedError
 
 FORMAT = "sched-calibration/1"
 #: Features of the log-linear duration model, in this order.
@@ -31,14 +35,15 @@ FEATURES = ("pixels", "frames", "steps")
 
 
 def _how_to_make(path):
-    return (f"make it with `snakemake -j1 results/calibration.json` or "
-            f"`sched calibrate [BENCH ...] --out {path}`")
+    return (
+        f"make it with `snakemake -j1 results/calibration.json` or `sched calibrate [BENCH ...] --out {path}`"
+    )
 
 
 _cache = {}
 
 
-class CalibrationFileError(ValueError):
+class CalibrationFileError(SchedError):
     """A calibration file is missing or invalid; the message names the file and field."""
 
 
@@ -61,17 +66,19 @@ def _cached(path):
             data = json.loads(path.read_text(encoding="utf-8"))
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise CalibrationFileError(
-                f"calibration file {path}: not valid JSON ({exc}); {_how_to_make(path)}") from None
+                f"calibration file {path}: not valid JSON ({exc}); {_how_to_make(path)}"
+            ) from None
         except IsADirectoryError:
             raise CalibrationFileError(f"calibration file {path} is a folder; {_how_to_make(path)}") from None
         check_calibration(data, str(path))
-        _cache.clear()          # one file in use at a time is the common case
+        _cache.clear()  # one file in use at a time is the common case
         _cache[key] = data
     return _cache[key]
 
 
 def check_calibration(data, source="calibration"):
     """Raise CalibrationFileError unless ``data`` is a usable calibration."""
+
     def fail(field, why):
         raise CalibrationFileError(f"calibration file {source}: {field}: {why}; {_how_to_make(source)}")
 
@@ -124,7 +131,7 @@ def _spec_validator():
     # the same definition the config schema uses for scenario.kinds entries
     from jsonschema import Draft202012Validator
 
-    from .config import load_schema
+    from sched.config import load_schema
 
     schema = load_schema()
     return Draft202012Validator({"$defs": schema["$defs"], "$ref": "#/$defs/kind"})
@@ -154,6 +161,7 @@ def feature_values(features, source="task"):
     ``steps``. Absent or None values are left out; any other value must be a
     finite number > 0.
     """
+
     def number(name):
         v = features.get(name)
         if v is None:
@@ -203,7 +211,9 @@ def predict_duration(calibration, kind, features=None, statistic="median"):
     cal = _calibration(calibration)
     entry = cal["kinds"].get(kind)
     if entry is None:
-        raise ValueError(f"kind {kind!r} is not in the calibration (kinds: {', '.join(sorted(cal['kinds']))})")
+        raise ValueError(
+            f"kind {kind!r} is not in the calibration (kinds: {', '.join(sorted(cal['kinds']))})"
+        )
     model = entry.get("duration_model")
     values = feature_values(features or {}, f"task of kind {kind!r}")
     if model is not None and all(f in values for f in model["features"]):
@@ -212,7 +222,5 @@ def predict_duration(calibration, kind, features=None, statistic="median"):
             d *= math.exp(model["residual_sigma"] ** 2 / 2.0)
         return d
     if statistic == "mean":
-        from .scenario import distribution_mean
-
         return float(distribution_mean(entry["spec"]))
     return float(entry["median_s"])

@@ -36,10 +36,9 @@ Limits: a local search gives an upper bound on the optimum, not the optimum.
 Each move changes at most ``window`` positions, so a task is never moved
 far from where the rule put it in one step.
 """
+
 import numba as nb
 import numpy as np
-
-from . import rules as rules_mod
 
 INSERT, SWAP = 0, 1
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -240,8 +239,9 @@ def _search_one(seq, arr, dur, w, due, mfree0, window, budget, seed):
 def _search_batch(seqs, n, arr, dur, w, due, mfree0, window, budget, seeds, costs, evals):
     for b in nb.prange(seqs.shape[0]):
         k = n[b]
-        c, e = _search_one(seqs[b, :k], arr[b, :k], dur[b, :k], w[b, :k], due[b, :k],
-                           mfree0, window, budget, seeds[b])
+        c, e = _search_one(
+            seqs[b, :k], arr[b, :k], dur[b, :k], w[b, :k], due[b, :k], mfree0, window, budget, seeds[b]
+        )
         costs[b] = c
         evals[b] = e
 
@@ -292,8 +292,10 @@ def search(scenarios, start_seqs, machines=1, window=30, evaluations=200_000, se
     if B == 0:
         return []
     if int(window) < 1 or int(evaluations) < 0 or int(machines) < 1:
-        raise ValueError(f"clairvoyant search: window must be >= 1, evaluations >= 0 and "
-                         f"machines >= 1, got {window}, {evaluations}, {machines}")
+        raise ValueError(
+            f"clairvoyant search: window must be >= 1, evaluations >= 0 and "
+            f"machines >= 1, got {window}, {evaluations}, {machines}"
+        )
     n = np.array([len(sc[0]) for sc in scenarios], dtype=np.int64)
     N = int(n.max())
     cols = [np.zeros((B, N)) for _ in range(4)]
@@ -301,12 +303,13 @@ def search(scenarios, start_seqs, machines=1, window=30, evaluations=200_000, se
     for b, (sc, s0) in enumerate(zip(scenarios, start_seqs)):
         arrival, duration, _estimate, weight, due = sc
         for dst, src in zip(cols, (arrival, duration, weight, due)):
-            dst[b, :n[b]] = np.asarray(src, dtype=np.float64)
+            dst[b, : n[b]] = np.asarray(src, dtype=np.float64)
         s0 = np.asarray(s0, dtype=np.int64)
         if sorted(s0.tolist()) != list(range(n[b])):
-            raise ValueError(f"clairvoyant search: start sequence of scenario {b} is not a "
-                             f"permutation of its {n[b]} rows")
-        seqs[b, :n[b]] = s0
+            raise ValueError(
+                f"clairvoyant search: start sequence of scenario {b} is not a permutation of its {n[b]} rows"
+            )
+        seqs[b, : n[b]] = s0
     mfree0 = np.full(int(machines), -np.inf)
     if np.ndim(seeds) == 0:
         seeds = np.random.SeedSequence(int(seeds)).generate_state(B, dtype=np.uint64)
@@ -318,95 +321,27 @@ def search(scenarios, start_seqs, machines=1, window=30, evaluations=200_000, se
     _search_batch(seqs, n, *cols, mfree0, int(window), int(evaluations), seeds, costs, evals)
     out = []
     for b in range(B):
-        seq = seqs[b, :n[b]].copy()
-        start, end, mach = decode(seq, cols[0][b, :n[b]], cols[1][b, :n[b]], mfree0)
-        out.append({"start": start, "end": end, "machine": mach, "sequence": seq,
-                    "cost": float(costs[b]), "evaluations": int(evals[b])})
+        seq = seqs[b, : n[b]].copy()
+        start, end, mach = decode(seq, cols[0][b, : n[b]], cols[1][b, : n[b]], mfree0)
+        out.append(
+            {
+                "start": start,
+                "end": end,
+                "machine": mach,
+                "sequence": seq,
+                "cost": float(costs[b]),
+                "evaluations": int(evals[b]),
+            }
+        )
     return out
 
 
 def sequence_cost(seq, arrival, duration, weight, due, machines=1):
     """Total weighted tardiness of the decoded sequence (a direct evaluation)."""
-    _, end, _ = decode(np.asarray(seq, dtype=np.int64), np.asarray(arrival, dtype=np.float64),
-                       np.asarray(duration, dtype=np.float64), np.full(int(machines), -np.inf))
+    _, end, _ = decode(
+        np.asarray(seq, dtype=np.int64),
+        np.asarray(arrival, dtype=np.float64),
+        np.asarray(duration, dtype=np.float64),
+        np.full(int(machines), -np.inf),
+    )
     return float((np.asarray(weight) * np.maximum(end - np.asarray(due), 0.0)).sum())
-
-
-# --------------------------------------------------------------------------- the reference run
-
-CLAIRVOYANT_COLUMNS = (
-    "scenario_seed", "tasks", "machines", "start_rule", "start_atc_k", "start_twt_s",
-    "clairvoyant_twt_s", "improvement_vs_start_pct", "evaluations", "budget_evaluations",
-    "window", "search_seed",
-)
-
-
-def scenario_search_seed(search_seed, scenario_seed):
-    """The search's random stream for one scenario: depends on nothing else (shards agree)."""
-    return int(np.random.SeedSequence([int(search_seed), int(scenario_seed)])
-               .generate_state(1, dtype=np.uint64)[0])
-
-
-def start_candidates(cfg):
-    """(rule, k) pairs whose schedules seed the search: every rule, and ATC at each grid k."""
-    k0 = float(cfg["rules"]["atc_k"])
-    cands = [(r, k0 if r == "atc" else None) for r in rules_mod.RULES]
-    cands += [("atc", float(k)) for k in cfg["benchmark"]["atc_k_grid"] if float(k) != k0]
-    return cands
-
-
-def best_rule_starts(arrays, machines, candidates):
-    """Per scenario: (rule, k, its total weighted tardiness, its start sequence) of the best candidate."""
-    from .sim_numba import simulate_batch
-
-    best = [None] * len(arrays)
-    for rule, k in candidates:
-        res = simulate_batch(arrays, rule, machines=machines,
-                             k=k if k is not None else rules_mod.ATC_K_DEFAULT)
-        for b, ((_, _, _, w, due), (start, end, _)) in enumerate(zip(arrays, res)):
-            twt = float((w * np.maximum(end - due, 0.0)).sum())
-            if best[b] is None or twt < best[b][2]:
-                best[b] = (rule, k, twt, start_sequence(start, end))
-    return best
-
-
-def run_reference(cfg, seeds, progress=False):
-    """The clairvoyant table (CLAIRVOYANT_COLUMNS) for the scenarios of ``seeds``."""
-    import pandas as pd
-
-    from .benchmark import _bar, generate_scenarios
-
-    c = cfg["benchmark"]["clairvoyant"]
-    machines = cfg["scenario"]["machines"]
-    seeds = list(seeds)
-    arrays = [s.arrays for s in generate_scenarios(cfg, seeds, progress)]
-    starts = best_rule_starts(arrays, machines, start_candidates(cfg))
-    for (a, d, _e, w, due), (rule, k, twt, seq) in zip(arrays, starts):
-        # the decoder must give back the rule's schedule from its start order:
-        # this is what makes the search never worse than its start
-        again = sequence_cost(seq, a, d, w, due, machines)
-        if not abs(again - twt) <= 1e-9 * max(twt, 1.0):
-            raise RuntimeError(f"clairvoyant: decoding {rule}'s start order gives {again}, "
-                               f"not its {twt}")
-    sseeds = [scenario_search_seed(c["seed"], s) for s in seeds]
-    results = []
-    # in chunks, so the progress bar moves; each chunk is one parallel compiled call
-    chunk = 8
-    for lo in _bar(range(0, len(seeds), chunk), "clairvoyant search", progress,
-                   total=-(-len(seeds) // chunk)):
-        hi = lo + chunk
-        results += search(arrays[lo:hi], [s[3] for s in starts[lo:hi]], machines=machines,
-                          window=c["window"], evaluations=c["evaluations"], seeds=sseeds[lo:hi])
-    rows = []
-    for seed, arr, (rule, k, twt, _), res, ss in zip(seeds, arrays, starts, results, sseeds):
-        a, d, _e, w, due = arr
-        cost = sequence_cost(res["sequence"], a, d, w, due, machines)
-        rows.append({
-            "scenario_seed": seed, "tasks": len(a), "machines": machines,
-            "start_rule": rule, "start_atc_k": k, "start_twt_s": twt,
-            "clairvoyant_twt_s": cost,
-            "improvement_vs_start_pct": (twt - cost) / twt * 100.0 if twt > 0 else 0.0,
-            "evaluations": res["evaluations"], "budget_evaluations": c["evaluations"],
-            "window": c["window"], "search_seed": ss,
-        })
-    return pd.DataFrame(rows, columns=list(CLAIRVOYANT_COLUMNS))

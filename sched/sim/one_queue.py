@@ -1,7 +1,7 @@
 """The compiled path of ``rank()``: one queue, one rule, one compiled call.
 
 ``sim_numba.simulate_batch`` is built for many scenarios: it packs a
-25-array :class:`~sched.sim_numba.State` in Python and hands it to several
+25-array :class:`~sched.sim.core.State` in Python and hands it to several
 compiled functions. For one queue of a few dozen tasks that costs more than
 the scheduling itself (each dispatch with the State unboxes every array).
 :func:`rollout_order` takes five plain arrays, builds a one-slot State inside
@@ -15,10 +15,11 @@ numba's on-disk cache alone would not notice a change in ``sim_numba.py`` or
 ``rules.py`` (it checks only this file's timestamp); ``sched/__init__.py``
 keys the cache folder on a hash of all the package's sources for that reason.
 """
+
 import numba as nb
 import numpy as np
 
-from .sim_numba import State, _advance, _start, pick, reset_slot, set_rule
+from sched.sim.core import State, _advance, _start, pick, reset_slot, set_rule
 
 
 @nb.njit(cache=True)
@@ -26,16 +27,29 @@ def _one_slot_state(n, machines):
     # The layout of sim_numba.empty_state(1, n, machines).
     N, M = max(n, 1), machines
     return State(
-        arr=np.zeros((1, N)), dur=np.zeros((1, N)), est=np.zeros((1, N)),
-        w=np.zeros((1, N)), due=np.zeros((1, N)),
-        n=np.zeros(1, np.int64), mfree0=np.zeros((1, M)), static=np.zeros((1, N)),
-        t=np.zeros(1), nxt=np.zeros(1, np.int64),
-        queue=np.zeros((1, N), np.int64), qlen=np.zeros(1, np.int64),
-        mfree=np.zeros((1, M)), mtask=np.zeros((1, M), np.int64),
-        start=np.zeros((1, N)), end=np.zeros((1, N)), mach=np.zeros((1, N), np.int64),
-        nstarted=np.zeros(1, np.int64), pending=np.zeros(1, np.int64),
+        arr=np.zeros((1, N)),
+        dur=np.zeros((1, N)),
+        est=np.zeros((1, N)),
+        w=np.zeros((1, N)),
+        due=np.zeros((1, N)),
+        n=np.zeros(1, np.int64),
+        mfree0=np.zeros((1, M)),
+        static=np.zeros((1, N)),
+        t=np.zeros(1),
+        nxt=np.zeros(1, np.int64),
+        queue=np.zeros((1, N), np.int64),
+        qlen=np.zeros(1, np.int64),
+        mfree=np.zeros((1, M)),
+        mtask=np.zeros((1, M), np.int64),
+        start=np.zeros((1, N)),
+        end=np.zeros((1, N)),
+        mach=np.zeros((1, N), np.int64),
+        nstarted=np.zeros(1, np.int64),
+        pending=np.zeros(1, np.int64),
         done=np.zeros(1, np.bool_),
-        wt_started=np.zeros(1), wt_prev=np.zeros(1), accrued=np.zeros(1),
+        wt_started=np.zeros(1),
+        wt_prev=np.zeros(1),
+        accrued=np.zeros(1),
         decisions=np.zeros(1, np.int64),
     )
 
@@ -56,7 +70,7 @@ def rollout_order(arrival, estimate, weight, due, machine_free, rule, k):
     for i in range(n):
         r = rows[i]
         s.arr[0, i] = arrival[r]
-        s.dur[0, i] = estimate[r]    # the plan: a task lasts what it is estimated to
+        s.dur[0, i] = estimate[r]  # the plan: a task lasts what it is estimated to
         s.est[0, i] = estimate[r]
         s.w[0, i] = weight[r]
         s.due[0, i] = due[r]

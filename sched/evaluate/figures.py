@@ -3,9 +3,10 @@
 Each function draws from tables the benchmark wrote and saves atomically
 (a reader never sees half a PNG).
 """
+
 import numpy as np
 
-from .io import atomic_path
+from sched.files import atomic_path
 
 HEURISTIC_COLOR = "#4C72B0"
 PPO_COLOR = "#DD8452"
@@ -46,8 +47,9 @@ def mean_with_ci(resume, path, dpi, level):
     ax.errorbar(m, y, xerr=err, fmt="none", ecolor="black", capsize=3, lw=1)
     ax.set_yticks(y, r["policy"])
     ax.set_xlabel("mean total weighted tardiness per scenario (1,000 weighted s)")
-    ax.set_title(f"Mean over {int(r['scenarios'].iloc[0])} test scenarios, "
-                 f"bootstrap {level * 100:g} % interval")
+    ax.set_title(
+        f"Mean over {int(r['scenarios'].iloc[0])} test scenarios, bootstrap {level * 100:g} % interval"
+    )
     ax.grid(axis="x", alpha=0.3)
     return save(fig, path, dpi)
 
@@ -55,15 +57,19 @@ def mean_with_ci(resume, path, dpi, level):
 def paired_differences(per_scenario, path, dpi, ref="atc", unit=1000.0):
     """Per-scenario difference (policy - ATC) of total weighted tardiness, one box per policy."""
     plt = _plt()
-    table = per_scenario.pivot(index="scenario_seed", columns="policy",
-                               values="total_weighted_tardiness_s")
-    from .benchmark import policy_key
+    table = per_scenario.pivot(index="scenario_seed", columns="policy", values="total_weighted_tardiness_s")
+    from sched.evaluate.benchmark import policy_key
 
     pols = [p for p in sorted(table.columns, key=policy_key) if p != ref]
     data = [(table[p] - table[ref]).to_numpy() / unit for p in pols]
     fig, ax = plt.subplots(figsize=(7, 0.45 * len(pols) + 1.2))
-    bp = ax.boxplot(data, orientation="horizontal", showfliers=True, patch_artist=True,
-                    flierprops={"markersize": 2, "alpha": 0.4})
+    bp = ax.boxplot(
+        data,
+        orientation="horizontal",
+        showfliers=True,
+        patch_artist=True,
+        flierprops={"markersize": 2, "alpha": 0.4},
+    )
     for patch, p in zip(bp["boxes"], pols):
         patch.set_facecolor(_color(p))
         patch.set_alpha(0.6)
@@ -79,15 +85,22 @@ def paired_differences(per_scenario, path, dpi, ref="atc", unit=1000.0):
 def ecdf(per_scenario, path, dpi, unit=1000.0):
     """Empirical CDF of the per-scenario total weighted tardiness of each policy."""
     plt = _plt()
-    from .benchmark import policy_key
+    from sched.evaluate.benchmark import policy_key
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for p in sorted(set(per_scenario["policy"]), key=policy_key):
-        v = np.sort(per_scenario.loc[per_scenario["policy"] == p,
-                                     "total_weighted_tardiness_s"].to_numpy()) / unit
-        ax.step(v, np.arange(1, len(v) + 1) / len(v), where="post", label=p,
-                lw=2 if p in ("atc",) or p.startswith("ppo-") else 1.2,
-                ls="--" if p.startswith("ppo-") else "-")
+        v = (
+            np.sort(per_scenario.loc[per_scenario["policy"] == p, "total_weighted_tardiness_s"].to_numpy())
+            / unit
+        )
+        ax.step(
+            v,
+            np.arange(1, len(v) + 1) / len(v),
+            where="post",
+            label=p,
+            lw=2 if p in ("atc",) or p.startswith("ppo-") else 1.2,
+            ls="--" if p.startswith("ppo-") else "-",
+        )
     ax.set_xscale("symlog", linthresh=0.1)
     ax.set_xlabel("total weighted tardiness of a scenario (1,000 weighted s)")
     ax.set_ylabel("fraction of scenarios")
@@ -114,11 +127,13 @@ def learning_curves(logs, path, dpi, unit=1000.0, reference=None):
     for seed, log in sorted(logs.items()):
         if "val_weighted_tardiness_s" in log:
             v = log.dropna(subset=["val_weighted_tardiness_s"])
-            axes[0].plot(v["iteration"], v["val_weighted_tardiness_s"] / unit, "o-", ms=3,
-                         label=f"ppo-{seed}", lw=1.2)
+            axes[0].plot(
+                v["iteration"], v["val_weighted_tardiness_s"] / unit, "o-", ms=3, label=f"ppo-{seed}", lw=1.2
+            )
         ppo = log[log["iteration"] > 0]
-        axes[1].plot(ppo["iteration"], ppo["mean_episode_weighted_tardiness_s"] / unit,
-                     label=f"ppo-{seed}", lw=1)
+        axes[1].plot(
+            ppo["iteration"], ppo["mean_episode_weighted_tardiness_s"] / unit, label=f"ppo-{seed}", lw=1
+        )
     axes[0].set_xlabel("iteration (-1: ATC prior, 0: teacher warm start)")
     axes[0].set_ylabel("mean weighted tardiness (1,000 weighted s)")
     axes[0].set_title("Validation scenarios, greedy policy")
@@ -145,16 +160,26 @@ def gantt(scenario, schedules, machines, path, dpi, hours, title):
     wvals = sorted(set(weight.tolist()))
     cmap = plt.get_cmap("viridis", max(len(wvals), 2))
     wcolor = {w: cmap(i) for i, w in enumerate(wvals)}
-    fig, axes = plt.subplots(len(schedules), 1, figsize=(11, 1.1 + 0.55 * machines * len(schedules)
-                                                         + 0.6 * len(schedules)),
-                             sharex=True, squeeze=False)
+    fig, axes = plt.subplots(
+        len(schedules),
+        1,
+        figsize=(11, 1.1 + 0.55 * machines * len(schedules) + 0.6 * len(schedules)),
+        sharex=True,
+        squeeze=False,
+    )
     for ax, (label, (start, end, mach)) in zip(axes[:, 0], schedules.items()):
         shown = start < horizon
         for j in np.flatnonzero(shown):
             late = end[j] > due[j]
-            ax.barh(mach[j], (min(end[j], horizon) - start[j]) / 60.0, left=start[j] / 60.0,
-                    height=0.7, color=wcolor[weight[j]],
-                    edgecolor="red" if late else "white", linewidth=1.2 if late else 0.3)
+            ax.barh(
+                mach[j],
+                (min(end[j], horizon) - start[j]) / 60.0,
+                left=start[j] / 60.0,
+                height=0.7,
+                color=wcolor[weight[j]],
+                edgecolor="red" if late else "white",
+                linewidth=1.2 if late else 0.3,
+            )
         ax.set_yticks(range(machines), [f"GPU {m}" for m in range(machines)])
         ax.set_ylim(-0.6, machines - 0.4)
         ax.set_title(label, fontsize=10, loc="left")
@@ -164,7 +189,13 @@ def gantt(scenario, schedules, machines, path, dpi, hours, title):
     handles = [plt.Rectangle((0, 0), 1, 1, color=wcolor[w]) for w in wvals]
     handles.append(plt.Rectangle((0, 0), 1, 1, facecolor="white", edgecolor="red"))
     fig.suptitle(title, x=0.01, ha="left", fontsize=11)
-    fig.legend(handles, [f"weight {w:g}" for w in wvals] + ["tardy"], loc="lower center",
-               bbox_to_anchor=(0.5, -0.02), ncol=len(handles), fontsize=8)
+    fig.legend(
+        handles,
+        [f"weight {w:g}" for w in wvals] + ["tardy"],
+        loc="lower center",
+        bbox_to_anchor=(0.5, -0.02),
+        ncol=len(handles),
+        fontsize=8,
+    )
     fig.tight_layout(rect=(0, 0.06, 1, 1))
     return save(fig, path, dpi)

@@ -7,6 +7,7 @@ plus the scenario settings of the config. Nothing is typed by hand: the
 sentences of the conclusion are templates filled from the numbers, including
 the case where the learned policy does not win.
 """
+
 import json
 import math
 import os
@@ -14,8 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
-from . import benchmark as bm
-from .io import read_csv
+from sched.errors import SchedError
+from sched.evaluate import benchmark as bm
+from sched.files import read_csv
 
 TRAIN_LOG_COLUMNS = ("iteration", "env_steps", "mean_episode_weighted_tardiness_s", "wall_s")
 FIGURES = {
@@ -27,11 +29,12 @@ FIGURES = {
 }
 
 
-class ReportError(ValueError):
+class ReportError(SchedError):
     """A benchmark file is missing, malformed or inconsistent with the others."""
 
 
 # --------------------------------------------------------------------------- reading
+
 
 def _read_json(path):
     try:
@@ -45,8 +48,9 @@ def _read_json(path):
 def read_resume(path):
     frame = read_csv(path, ReportError)
     if tuple(frame.columns) != bm.RESUME_COLUMNS:
-        raise ReportError(f"{path}: columns {', '.join(frame.columns)}; expected exactly "
-                          f"{', '.join(bm.RESUME_COLUMNS)}")
+        raise ReportError(
+            f"{path}: columns {', '.join(frame.columns)}; expected exactly {', '.join(bm.RESUME_COLUMNS)}"
+        )
     return frame
 
 
@@ -85,13 +89,17 @@ def load(bench_dir, train_dir, demo_dir, cfg):
     # stale or mixed files would make a report that contradicts itself
     means = per.groupby("policy")["total_weighted_tardiness_s"].mean() / bm.UNIT
     if set(means.index) != set(resume["policy"]):
-        raise ReportError(f"{bench_dir / 'resume.csv'}: policies {', '.join(resume['policy'])} "
-                          f"differ from per_scenario.csv's ({', '.join(means.index)})")
+        raise ReportError(
+            f"{bench_dir / 'resume.csv'}: policies {', '.join(resume['policy'])} "
+            f"differ from per_scenario.csv's ({', '.join(means.index)})"
+        )
     for _, r in resume.iterrows():
         if not math.isclose(r.mean_twt_k, means[r.policy], rel_tol=1e-9, abs_tol=1e-12):
-            raise ReportError(f"{bench_dir / 'resume.csv'}: policy {r.policy} field mean_twt_k: "
-                              f"{r.mean_twt_k} does not match per_scenario.csv ({means[r.policy]}); "
-                              f"rerun `sched gather` or `sched benchmark`")
+            raise ReportError(
+                f"{bench_dir / 'resume.csv'}: policy {r.policy} field mean_twt_k: "
+                f"{r.mean_twt_k} does not match per_scenario.csv ({means[r.policy]}); "
+                f"rerun `sched gather` or `sched benchmark`"
+            )
     if winner["policy"] not in set(resume["policy"]):
         raise ReportError(f"{bench_dir / 'winner.json'}: policy {winner['policy']} is not in resume.csv")
     tuned = _read_json(bench_dir / "tuned.json") if (bench_dir / "tuned.json").exists() else None
@@ -100,31 +108,44 @@ def load(bench_dir, train_dir, demo_dir, cfg):
     # the setup section describes the config: it must be the one the files came from
     sc = {key: cfg["scenario"][key] for key in ("tasks", "load", "machines")}
     if tuned is not None and tuned.get("scenario") != sc:
-        raise ReportError(f"{bench_dir / 'tuned.json'}: made with scenario settings "
-                          f"{tuned.get('scenario')}, the config has {sc}; rerun the benchmark")
+        raise ReportError(
+            f"{bench_dir / 'tuned.json'}: made with scenario settings "
+            f"{tuned.get('scenario')}, the config has {sc}; rerun the benchmark"
+        )
     if set(per["tasks"]) != {sc["tasks"]}:
-        raise ReportError(f"{bench_dir / 'per_scenario.csv'}: scenarios of "
-                          f"{sorted(set(per['tasks']))} tasks, the config has scenario.tasks "
-                          f"{sc['tasks']}; rerun the benchmark")
+        raise ReportError(
+            f"{bench_dir / 'per_scenario.csv'}: scenarios of "
+            f"{sorted(set(per['tasks']))} tasks, the config has scenario.tasks "
+            f"{sc['tasks']}; rerun the benchmark"
+        )
     clair = None
     if (bench_dir / "clairvoyant.csv").exists():
         clair = read_csv(bench_dir / "clairvoyant.csv", ReportError)
-        from .clairvoyant import CLAIRVOYANT_COLUMNS
+        from sched.evaluate.headroom import CLAIRVOYANT_COLUMNS
 
         if tuple(clair.columns) != CLAIRVOYANT_COLUMNS:
-            raise ReportError(f"{bench_dir / 'clairvoyant.csv'}: columns {', '.join(clair.columns)};"
-                              f" expected {', '.join(CLAIRVOYANT_COLUMNS)}")
+            raise ReportError(
+                f"{bench_dir / 'clairvoyant.csv'}: columns {', '.join(clair.columns)};"
+                f" expected {', '.join(CLAIRVOYANT_COLUMNS)}"
+            )
     demo = None
     if demo_dir is not None and (Path(demo_dir) / "demo.csv").exists():
         demo = bm.read_per_scenario(Path(demo_dir) / "demo.csv")
-    ppo_seeds = sorted({int(p[4:]) for p in resume["policy"] if bm.is_ppo(p)}
-                       | set(bm.train_seeds(cfg)))
+    ppo_seeds = sorted({int(p[4:]) for p in resume["policy"] if bm.is_ppo(p)} | set(bm.train_seeds(cfg)))
     logs = read_train_logs(train_dir, ppo_seeds)
-    return {"per": per, "resume": resume, "winner": winner, "tuned": tuned, "clair": clair,
-            "demo": demo, "logs": logs}
+    return {
+        "per": per,
+        "resume": resume,
+        "winner": winner,
+        "tuned": tuned,
+        "clair": clair,
+        "demo": demo,
+        "logs": logs,
+    }
 
 
 # --------------------------------------------------------------------------- formatting
+
 
 def k(x, digits=3):
     return "n/a" if x is None or not np.isfinite(x) else f"{x:,.{digits}f}"
@@ -165,6 +186,7 @@ def _minutes(seconds):
 
 # --------------------------------------------------------------------------- sections
 
+
 def setup_section(cfg, d):
     per, tuned, logs = d["per"], d["tuned"], d["logs"]
     sc = cfg["scenario"]
@@ -177,46 +199,67 @@ def setup_section(cfg, d):
         f"(the first of `seeds.test`, never used in training or tuning), "
         f"{'/'.join(str(t) for t in tasks)} tasks each, streaming Poisson arrivals at load "
         f"{sc['load']:g} on {sc['machines']} identical GPU(s). Every policy runs on the same "
-        f"scenarios (common random numbers).")
-    from .scenario import estimate_noise_sigma, kind_specs
+        f"scenarios (common random numbers)."
+    )
+    from sched.data.scenario import estimate_noise_sigma, kind_specs
 
-    kinds = ", ".join(f"{name} {spec['share'] * 100:.1f} % ({_dist(spec)})"
-                      for name, spec in kind_specs(cfg).items())
-    source = (f"the calibration file `{sc['calibration']}`" if sc.get("calibration")
-              else "the config's task kinds")
+    kinds = ", ".join(
+        f"{name} {spec['share'] * 100:.1f} % ({_dist(spec)})" for name, spec in kind_specs(cfg).items()
+    )
+    source = (
+        f"the calibration file `{sc['calibration']}`" if sc.get("calibration") else "the config's task kinds"
+    )
     lines.append(f"* **Durations**: from {source}: {kinds}.")
     noise = estimate_noise_sigma(cfg)
-    lines.append("* **Estimates**: " + (
-        "the scheduler sees the true durations." if noise == 0 else
-        f"the scheduler sees estimates with log-normal noise, sigma {noise:.3g}."))
+    lines.append(
+        "* **Estimates**: "
+        + (
+            "the scheduler sees the true durations."
+            if noise == 0
+            else f"the scheduler sees estimates with log-normal noise, sigma {noise:.3g}."
+        )
+    )
     if tuned is not None:
         vs = tuned["validation_seeds"]
         grid = ", ".join(f"{g['atc_k']:g}: {k(g['mean_twt_s'] / bm.UNIT)}" for g in tuned["grid"])
         lines.append(
             f"* **ATC tuning**: k chosen on {vs['count']} validation scenarios (seeds "
             f"{vs['first']}-{vs['last']}) by the lowest mean total weighted tardiness; "
-            f"chosen k = {tuned['atc_k']:g} (grid k: mean in 1,000 weighted s: {grid}).")
+            f"chosen k = {tuned['atc_k']:g} (grid k: mean in 1,000 weighted s: {grid})."
+        )
     if logs:
         parts = []
         for s, log in sorted(logs.items()):
             last = log.iloc[-1]
-            parts.append(f"ppo-{s}: {int(last['iteration']):,} iterations, "
-                         f"{int(last['env_steps']):,} environment steps, {_minutes(last['wall_s'])}")
+            parts.append(
+                f"ppo-{s}: {int(last['iteration']):,} iterations, "
+                f"{int(last['env_steps']):,} environment steps, {_minutes(last['wall_s'])}"
+            )
         lines.append("* **Training budget** (from each seed's `train_log.csv`): " + "; ".join(parts) + ".")
         kept = []
         for s, log in sorted(logs.items()):
             if "val_weighted_tardiness_s" in log.columns and log["val_weighted_tardiness_s"].notna().any():
                 v = log.dropna(subset=["val_weighted_tardiness_s"])
                 it = int(v.loc[v["val_weighted_tardiness_s"].idxmin(), "iteration"])
-                what = {-1: "the untrained ATC prior", 0: "the teacher warm start"}.get(it, f"PPO iteration {it:,}")
+                what = {-1: "the untrained ATC prior", 0: "the teacher warm start"}.get(
+                    it, f"PPO iteration {it:,}"
+                )
                 kept.append(f"ppo-{s}: {what}")
         if kept:
-            warm = any((log["iteration"] == 0).any() and (log["iteration"] == -1).any()
-                       for log in logs.values())
+            warm = any(
+                (log["iteration"] == 0).any() and (log["iteration"] == -1).any() for log in logs.values()
+            )
             lines.append(
                 "* **Kept checkpoint** (lowest validation weighted tardiness in the log"
-                + (", the teacher warm start logged as iteration 0 and the untrained network as -1"
-                   if warm else "") + "): " + "; ".join(kept) + ".")
+                + (
+                    ", the teacher warm start logged as iteration 0 and the untrained network as -1"
+                    if warm
+                    else ""
+                )
+                + "): "
+                + "; ".join(kept)
+                + "."
+            )
     else:
         lines.append("* **Training**: no training log found; no learned policy is described.")
     lines.append(
@@ -225,7 +268,8 @@ def setup_section(cfg, d):
         f"of a paired bootstrap ({b['bootstrap_resamples']:,} resamples of the scenarios, seed "
         f"{b['bootstrap_seed']}). W/T/L count the scenarios where the policy's total weighted "
         f"tardiness is lower / equal within {b['tie_absolute_s']:g} weighted s + "
-        f"{b['tie_relative']:g} relative / higher.")
+        f"{b['tie_relative']:g} relative / higher."
+    )
     return lines
 
 
@@ -249,14 +293,18 @@ def results_section(cfg, d):
     level = cfg["benchmark"]["ci_level"]
     bh = r["best_heuristic"].iloc[0]
     lv = _lv(level)
-    lines = ["## Results", "",
-             f"Total weighted tardiness per scenario, in k w·s (units of 1,000 weighted seconds), over "
-             f"{int(r['scenarios'].iloc[0])} test scenarios. Gain vs FIFO: how much lower than "
-             f"FIFO (positive is better). Differences: negative is better than the reference. "
-             f"Best heuristic: **{bh}** (lowest mean among the rules).", "",
-             f"| policy | mean [{lv} CI] | p90 | gain vs FIFO | vs ATC [{lv} CI] | W/T/L vs ATC "
-             f"| vs {bh} [{lv} CI] | W/T/L vs {bh} |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        "## Results",
+        "",
+        f"Total weighted tardiness per scenario, in k w·s (units of 1,000 weighted seconds), over "
+        f"{int(r['scenarios'].iloc[0])} test scenarios. Gain vs FIFO: how much lower than "
+        f"FIFO (positive is better). Differences: negative is better than the reference. "
+        f"Best heuristic: **{bh}** (lowest mean among the rules).",
+        "",
+        f"| policy | mean [{lv} CI] | p90 | gain vs FIFO | vs ATC [{lv} CI] | W/T/L vs ATC "
+        f"| vs {bh} [{lv} CI] | W/T/L vs {bh} |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for row in r.itertuples():
         lines.append(
             f"| {label(row)} | {k(row.mean_twt_k)} {ci_k(row.mean_twt_ci_lo_k, row.mean_twt_ci_hi_k)} "
@@ -266,11 +314,17 @@ def results_section(cfg, d):
             f"| {pct(row.diff_vs_best_heuristic_pct)} "
             f"{ci(row.diff_vs_best_heuristic_ci_lo_pct, row.diff_vs_best_heuristic_ci_hi_pct)} "
             f"| {row.wins_vs_best_heuristic}/{row.ties_vs_best_heuristic}/"
-            f"{row.losses_vs_best_heuristic} |")
+            f"{row.losses_vs_best_heuristic} |"
+        )
     ranked = d["resume"].sort_values("rank")
-    lines += ["", "### Ranking", "",
-              "By mean total weighted tardiness (lowest first): " + ", ".join(
-                  f"{int(x.rank)}. {x.policy} ({k(x.mean_twt_k)})" for x in ranked.itertuples()) + "."]
+    lines += [
+        "",
+        "### Ranking",
+        "",
+        "By mean total weighted tardiness (lowest first): "
+        + ", ".join(f"{int(x.rank)}. {x.policy} ({k(x.mean_twt_k)})" for x in ranked.itertuples())
+        + ".",
+    ]
     return lines
 
 
@@ -297,7 +351,8 @@ def ppo_lines(d):
         f"{pct(ppo['diff_vs_best_heuristic_pct'].min())} to "
         f"{pct(ppo['diff_vs_best_heuristic_pct'].max())} against the best heuristic {bh}; "
         f"it is significantly below {bh} for {below} of {n} seeds and significantly above it "
-        f"for {above} of {n}."]
+        f"for {above} of {n}."
+    ]
 
 
 def clairvoyant_section(cfg, d):
@@ -321,20 +376,30 @@ def clairvoyant_section(cfg, d):
         f"per scenario), started from the best dispatching rule's schedule on that scenario. "
         f"A sequence is scheduled by starting each task on the earliest-free GPU at max(free "
         f"time, arrival), so the search may keep a GPU idle for a task about to arrive. It is not "
-        f"a contestant: no real scheduler knows the future.")
+        f"a contestant: no real scheduler knows the future."
+    )
     if n and b_tot > 0:
-        lines += ["", f"On these {n} scenarios, the clairvoyant schedules total "
-                      f"{k(c_tot / n / bm.UNIT)} k w·s per scenario on average against "
-                      f"{k(b_tot / n / bm.UNIT)} k w·s for the best policy, {best}: "
-                      f"{rel((c_tot - b_tot) / b_tot * 100)}, and "
-                      f"{rel((c_tot - s_tot) / s_tot * 100 if s_tot > 0 else 0.0)} than the best "
-                      f"rule of each scenario (the search's start)."]
+        lines += [
+            "",
+            f"On these {n} scenarios, the clairvoyant schedules total "
+            f"{k(c_tot / n / bm.UNIT)} k w·s per scenario on average against "
+            f"{k(b_tot / n / bm.UNIT)} k w·s for the best policy, {best}: "
+            f"{rel((c_tot - b_tot) / b_tot * 100)}, and "
+            f"{rel((c_tot - s_tot) / s_tot * 100 if s_tot > 0 else 0.0)} than the best "
+            f"rule of each scenario (the search's start).",
+        ]
     elif n:
-        lines += ["", f"On these {n} scenarios the best policy, {best}, has no weighted "
-                      f"tardiness: there is no headroom to measure."]
-    lines += ["", "Limits: a local search gives an upper bound on the optimum, not the optimum: "
-                  "the best achievable schedule is at least this far below the policies. Each "
-                  "move shifts a task by at most the window, and the budget is fixed."]
+        lines += [
+            "",
+            f"On these {n} scenarios the best policy, {best}, has no weighted "
+            f"tardiness: there is no headroom to measure.",
+        ]
+    lines += [
+        "",
+        "Limits: a local search gives an upper bound on the optimum, not the optimum: "
+        "the best achievable schedule is at least this far below the policies. Each "
+        "move shifts a task by at most the window, and the budget is fixed.",
+    ]
     return lines
 
 
@@ -345,12 +410,18 @@ def demo_section(d, rapport_dir, figures_dir):
         return lines + ["Not computed (`demo.csv` is absent; run `sched demo`)."]
     seed = int(demo["scenario_seed"].iloc[0])
     t = demo.sort_values("total_weighted_tardiness_s", kind="stable")
-    lines += [f"Scenario seed {seed} ({int(t['tasks'].iloc[0])} tasks), each policy's total "
-              f"weighted tardiness (1,000 weighted s) and tardy tasks:", "",
-              "| policy | total weighted tardiness | tardy tasks |", "|---|---:|---:|"]
+    lines += [
+        f"Scenario seed {seed} ({int(t['tasks'].iloc[0])} tasks), each policy's total "
+        f"weighted tardiness (1,000 weighted s) and tardy tasks:",
+        "",
+        "| policy | total weighted tardiness | tardy tasks |",
+        "|---|---:|---:|",
+    ]
     for row in t.itertuples():
-        lines.append(f"| {row.policy} | {k(row.total_weighted_tardiness_s / bm.UNIT, 3)} | "
-                     f"{int(round(row.tardy_fraction * row.tasks))} |")
+        lines.append(
+            f"| {row.policy} | {k(row.total_weighted_tardiness_s / bm.UNIT, 3)} | "
+            f"{int(round(row.tardy_fraction * row.tasks))} |"
+        )
     g = Path(figures_dir) / FIGURES["gantt"]
     if g.exists():
         lines += ["", f"![Gantt chart of the demonstration scenario]({_rel(g, rapport_dir)})"]
@@ -371,36 +442,50 @@ def conclusion_section(cfg, d):
             f"{k(r.loc[w['policy'], 'mean_twt_k'])} k w·s, is {rel(w['mean_difference_pct'], 2)} "
             f"than the runner-up {w['runner_up']}'s "
             f"({k(r.loc[w['runner_up'], 'mean_twt_k'])} k w·s), paired "
-            f"{_lv(level)} interval {ci(lo, hi, 2)} %, entirely below zero.")
+            f"{_lv(level)} interval {ci(lo, hi, 2)} %, entirely below zero."
+        )
     else:
         lines.append(
             f"**No policy wins significantly.** {w['reason']} The recorded winner is {w['policy']} "
-            f"(mean {k(r.loc[w['policy'], 'mean_twt_k'])} k w·s).")
+            f"(mean {k(r.loc[w['policy'], 'mean_twt_k'])} k w·s)."
+        )
     ppo = [p for p in r.index if bm.is_ppo(p)]
     if not ppo:
-        lines.append("No learned policy was benchmarked (no PPO policy file), so this compares "
-                     "the dispatching rules only.")
+        lines.append(
+            "No learned policy was benchmarked (no PPO policy file), so this compares "
+            "the dispatching rules only."
+        )
     else:
         best_ppo = min(ppo, key=lambda p: (r.loc[p, "mean_twt_k"], bm.policy_key(p)))
         x = r.loc[best_ppo]
-        verdict = ("beats" if x.diff_vs_best_heuristic_ci_hi_pct < 0 else
-                   "loses to" if x.diff_vs_best_heuristic_ci_lo_pct > 0 else
-                   "is not distinguishable from")
+        verdict = (
+            "beats"
+            if x.diff_vs_best_heuristic_ci_hi_pct < 0
+            else "loses to"
+            if x.diff_vs_best_heuristic_ci_lo_pct > 0
+            else "is not distinguishable from"
+        )
         lines.append(
             f"The best training seed, {best_ppo}, {verdict} the best heuristic {bh}: "
             f"{rel(x.diff_vs_best_heuristic_pct)} ({_lv(level)} interval "
             f"{ci(x.diff_vs_best_heuristic_ci_lo_pct, x.diff_vs_best_heuristic_ci_hi_pct)} %), "
             f"lower on {int(x.wins_vs_best_heuristic)} of {int(x.scenarios)} scenarios and higher "
-            f"on {int(x.losses_vs_best_heuristic)}.")
+            f"on {int(x.losses_vs_best_heuristic)}."
+        )
         lines += ppo_lines(d)
         goal = float(cfg["report"]["goal_pct"])
-        met = [p for p in ppo if r.loc[p, "diff_vs_best_heuristic_pct"] <= -goal
-               and r.loc[p, "diff_vs_best_heuristic_ci_hi_pct"] < 0]
+        met = [
+            p
+            for p in ppo
+            if r.loc[p, "diff_vs_best_heuristic_pct"] <= -goal
+            and r.loc[p, "diff_vs_best_heuristic_ci_hi_pct"] < 0
+        ]
         lines.append(
             f"The project's goal, a learned policy at least {goal:g} % below the best heuristic "
             f"with its interval entirely below zero for every training seed, is "
             f"{'met' if len(met) == len(ppo) else 'not met'}: {len(met)} of {len(ppo)} seeds "
-            f"({', '.join(met) if met else 'none'}).")
+            f"({', '.join(met) if met else 'none'})."
+        )
     atc = r.loc["atc"]
     if bh == "atc":
         lines.append(f"ATC with k = {atc.atc_k:g}, the field's reference, is the best heuristic.")
@@ -410,7 +495,8 @@ def conclusion_section(cfg, d):
             f"The field's reference, ATC with k = {atc.atc_k:g}, is not the best heuristic: {bh} "
             f"is {rel(b.diff_vs_atc_pct)} ({_lv(level)} interval "
             f"{ci(b.diff_vs_atc_ci_lo_pct, b.diff_vs_atc_ci_hi_pct)} %, "
-            f"{int(b.wins_vs_atc)}/{int(b.ties_vs_atc)}/{int(b.losses_vs_atc)} W/T/L).")
+            f"{int(b.wins_vs_atc)}/{int(b.ties_vs_atc)}/{int(b.losses_vs_atc)} W/T/L)."
+        )
     if "atc-tuned" in r.index and r.loc["atc-tuned", "atc_k"] == atc.atc_k:
         lines.append(f"Tuning k on validation scenarios kept k = {atc.atc_k:g}: atc-tuned is ATC.")
     elif "atc-tuned" in r.index:
@@ -418,16 +504,21 @@ def conclusion_section(cfg, d):
         lines.append(
             f"Tuning k on validation scenarios (k = {t.atc_k:g}) changes ATC's mean on the test "
             f"scenarios by {pct(t.diff_vs_atc_pct)} ({_lv(level)} interval "
-            f"{ci(t.diff_vs_atc_ci_lo_pct, t.diff_vs_atc_ci_hi_pct)} %).")
-    lines.append(f"Against FIFO, {w['policy']}'s gain is "
-                 f"{pct(r.loc[w['policy'], 'gain_vs_fifo_pct'])}.")
+            f"{ci(t.diff_vs_atc_ci_lo_pct, t.diff_vs_atc_ci_hi_pct)} %)."
+        )
+    lines.append(f"Against FIFO, {w['policy']}'s gain is {pct(r.loc[w['policy'], 'gain_vs_fifo_pct'])}.")
     how = ""
     if w["rule"]:
         how = f" (rule {w['rule']}" + (f", k = {w['atc_k']:g}" if w["atc_k"] is not None else "") + ")"
     if w["policy_file"]:
         how = f" (policy file `{w['policy_file']}`)"
-    return ["## Conclusion", "", " ".join(lines), "",
-            f"`winner.json` records {w['policy']}{how}; `rank(tasks, policy=\"auto\")` uses it."]
+    return [
+        "## Conclusion",
+        "",
+        " ".join(lines),
+        "",
+        f'`winner.json` records {w["policy"]}{how}; `rank(tasks, policy="auto")` uses it.',
+    ]
 
 
 def read_robustness(cfg, robust_dir):
@@ -444,13 +535,17 @@ def robustness_section(cfg, robust):
         return []
     level = cfg["benchmark"]["ci_level"]
     sc = cfg["scenario"]
-    lines = ["## Other settings", "",
-             f"The same test seeds under other settings (config `robustness.settings`), each with "
-             f"ATC's k tuned for it on the validation seeds. Difference of each learned policy "
-             f"with the setting's best heuristic, {_lv(level)} paired interval, and the verdict "
-             f"(better / worse when the interval excludes zero).", "",
-             "| setting | policies | best heuristic (mean k w·s) | learned policies vs best heuristic | verdict |",
-             "|---|---|---|---|---|"]
+    lines = [
+        "## Other settings",
+        "",
+        f"The same test seeds under other settings (config `robustness.settings`), each with "
+        f"ATC's k tuned for it on the validation seeds. Difference of each learned policy "
+        f"with the setting's best heuristic, {_lv(level)} paired interval, and the verdict "
+        f"(better / worse when the interval excludes zero).",
+        "",
+        "| setting | policies | best heuristic (mean k w·s) | learned policies vs best heuristic | verdict |",
+        "|---|---|---|---|---|",
+    ]
     for setting, res in robust:
         what = ", ".join(f"{key} {setting[key]:g}" for key in ("load", "machines") if key in setting)
         base = ", ".join(f"{key} {sc[key]:g}" for key in ("load", "machines") if key not in setting)
@@ -465,14 +560,24 @@ def robustness_section(cfg, robust):
         diffs, verdicts = [], []
         for p in ppo:
             x = r.loc[p]
-            diffs.append(f"{p} {pct(x.diff_vs_best_heuristic_pct)} "
-                         f"{ci(x.diff_vs_best_heuristic_ci_lo_pct, x.diff_vs_best_heuristic_ci_hi_pct)}")
-            verdicts.append("better" if x.diff_vs_best_heuristic_ci_hi_pct < 0 else
-                            "worse" if x.diff_vs_best_heuristic_ci_lo_pct > 0 else "no significant difference")
-        verdict = ", ".join(f"{v} ({n})" for v in dict.fromkeys(verdicts)
-                            for n in [sum(1 for x in verdicts if x == v)])
-        lines.append(f"| {desc} | {trained} | {bh} ({k(r.loc[bh, 'mean_twt_k'])}) | "
-                     f"{'; '.join(diffs) or 'none'} | {verdict or 'no learned policy'} |")
+            diffs.append(
+                f"{p} {pct(x.diff_vs_best_heuristic_pct)} "
+                f"{ci(x.diff_vs_best_heuristic_ci_lo_pct, x.diff_vs_best_heuristic_ci_hi_pct)}"
+            )
+            verdicts.append(
+                "better"
+                if x.diff_vs_best_heuristic_ci_hi_pct < 0
+                else "worse"
+                if x.diff_vs_best_heuristic_ci_lo_pct > 0
+                else "no significant difference"
+            )
+        verdict = ", ".join(
+            f"{v} ({n})" for v in dict.fromkeys(verdicts) for n in [sum(1 for x in verdicts if x == v)]
+        )
+        lines.append(
+            f"| {desc} | {trained} | {bh} ({k(r.loc[bh, 'mean_twt_k'])}) | "
+            f"{'; '.join(diffs) or 'none'} | {verdict or 'no learned policy'} |"
+        )
     return lines
 
 
@@ -498,23 +603,39 @@ def reproduce_section(cfg, d, paths):
     pol_opt = "" if pols == bm.default_policies(cfg) else f" --policies {','.join(pols)}"
     bench = paths["bench"]
     shards = bm.shard_ranges(cfg)
-    lines = ["## Reproduce", "",
-             "The whole pipeline (calibration, training, benchmark, report) from the repository "
-             "root:", "", "```bash", "snakemake -j4 results/rapport.md", "```", "",
-             "The benchmark and report steps by hand (each shard is an independent job):", "",
-             "```bash", f"sched{conf} tune --out {bench}/tuned.json"]
+    lines = [
+        "## Reproduce",
+        "",
+        "The whole pipeline (calibration, training, benchmark, report) from the repository root:",
+        "",
+        "```bash",
+        "snakemake -j4 results/rapport.md",
+        "```",
+        "",
+        "The benchmark and report steps by hand (each shard is an independent job):",
+        "",
+        "```bash",
+        f"sched{conf} tune --out {bench}/tuned.json",
+    ]
     for s in shards:
-        lines.append(f"sched{conf} benchmark{pol_opt} --tuned {bench}/tuned.json --seeds "
-                     f"{bm.range_text(s)} --out {bench}/shards/{bm.range_text(s)}")
-    lines.append(f"sched{conf} gather " + " ".join(
-        f"{bench}/shards/{bm.range_text(s)}/per_scenario.csv" for s in shards)
-        + f" --tuned {bench}/tuned.json --out {bench}")
-    lines += [f"sched{conf} clairvoyant --out {bench}/clairvoyant.csv",
-              f"sched{conf} demo --tuned {bench}/tuned.json --out {paths['demo']} "
-              f"--figures {paths['figures']}",
-              f"sched{conf} report --bench {bench} --out {paths['out']}", "```", "",
-              f"(`sched{conf} benchmark{pol_opt} --tuned {bench}/tuned.json --out {bench}` runs "
-              f"all test seeds in one job and gives the same files as the shards and `gather`.)"]
+        lines.append(
+            f"sched{conf} benchmark{pol_opt} --tuned {bench}/tuned.json --seeds "
+            f"{bm.range_text(s)} --out {bench}/shards/{bm.range_text(s)}"
+        )
+    lines.append(
+        f"sched{conf} gather "
+        + " ".join(f"{bench}/shards/{bm.range_text(s)}/per_scenario.csv" for s in shards)
+        + f" --tuned {bench}/tuned.json --out {bench}"
+    )
+    lines += [
+        f"sched{conf} clairvoyant --out {bench}/clairvoyant.csv",
+        f"sched{conf} demo --tuned {bench}/tuned.json --out {paths['demo']} --figures {paths['figures']}",
+        f"sched{conf} report --bench {bench} --out {paths['out']}",
+        "```",
+        "",
+        f"(`sched{conf} benchmark{pol_opt} --tuned {bench}/tuned.json --out {bench}` runs "
+        f"all test seeds in one job and gives the same files as the shards and `gather`.)",
+    ]
     return lines
 
 
@@ -524,37 +645,46 @@ def _rel(path, start):
 
 # --------------------------------------------------------------------------- building
 
+
 def make_figures(cfg, d, figures_dir):
-    from . import figures
+    from sched.evaluate import figures
 
     dpi = cfg["report"]["figure_dpi"]
     fd = Path(figures_dir)
     made, notes = {}, []
-    made["mean_ci"] = figures.mean_with_ci(d["resume"], fd / FIGURES["mean_ci"], dpi,
-                                           cfg["benchmark"]["ci_level"])
+    made["mean_ci"] = figures.mean_with_ci(
+        d["resume"], fd / FIGURES["mean_ci"], dpi, cfg["benchmark"]["ci_level"]
+    )
     made["paired"] = figures.paired_differences(d["per"], fd / FIGURES["paired"], dpi)
     made["ecdf"] = figures.ecdf(d["per"], fd / FIGURES["ecdf"], dpi)
     if d["logs"]:
         ref = None
-        atc_val = [log["val_atc_weighted_tardiness_s"].dropna() for log in d["logs"].values()
-                   if "val_atc_weighted_tardiness_s" in log]
+        atc_val = [
+            log["val_atc_weighted_tardiness_s"].dropna()
+            for log in d["logs"].values()
+            if "val_atc_weighted_tardiness_s" in log
+        ]
         atc_val = [v.iloc[0] for v in atc_val if len(v)]
-        if atc_val:   # ATC (rules.atc_k) on the same validation scenarios, from the logs
+        if atc_val:  # ATC (rules.atc_k) on the same validation scenarios, from the logs
             ref = (f"ATC k = {cfg['rules']['atc_k']:g}, same scenarios", atc_val[0])
-        made["learning"] = figures.learning_curves(d["logs"], fd / FIGURES["learning"], dpi,
-                                                   reference=ref)
+        made["learning"] = figures.learning_curves(d["logs"], fd / FIGURES["learning"], dpi, reference=ref)
     else:
-        notes.append("Learning curves: no training log (`results/train/seed-<S>/train_log.csv`) "
-                     "was found, so there is no learning-curve figure.")
+        notes.append(
+            "Learning curves: no training log (`results/train/seed-<S>/train_log.csv`) "
+            "was found, so there is no learning-curve figure."
+        )
     return made, notes
 
 
 def render(cfg, d, made, notes, paths):
     rapport_dir = Path(paths["out"]).parent
     sections = [
-        [f"# {cfg['report']['title']}", "",
-         f"Written by `sched report` from the files in `{paths['bench']}`; every number below is "
-         f"read from them (and from the scenario settings of the config)."],
+        [
+            f"# {cfg['report']['title']}",
+            "",
+            f"Written by `sched report` from the files in `{paths['bench']}`; every number below is "
+            f"read from them (and from the scenario settings of the config).",
+        ],
         setup_section(cfg, d),
         results_section(cfg, d),
         clairvoyant_section(cfg, d),
@@ -567,16 +697,22 @@ def render(cfg, d, made, notes, paths):
     return "\n".join("\n".join(s) + "\n" for s in sections)
 
 
-def build(cfg, bench_dir, out, figures_dir, train_dir, demo_dir, config_path=None,
-          robust_dir="results/robustness"):
+def build(
+    cfg, bench_dir, out, figures_dir, train_dir, demo_dir, config_path=None, robust_dir="results/robustness"
+):
     """Write the figures and rapport.md; returns the paths written."""
-    from . import io
+    from sched import files
 
     d = load(bench_dir, train_dir, demo_dir, cfg)
     d["robust"] = read_robustness(cfg, robust_dir)
-    paths = {"bench": str(bench_dir), "out": str(out), "figures": str(figures_dir),
-             "demo": str(demo_dir), "config": config_path}
+    paths = {
+        "bench": str(bench_dir),
+        "out": str(out),
+        "figures": str(figures_dir),
+        "demo": str(demo_dir),
+        "config": config_path,
+    }
     made, notes = make_figures(cfg, d, figures_dir)
     text = render(cfg, d, made, notes, paths)
-    io.write_text(out, text)
+    files.write_text(out, text)
     return [Path(out), *made.values()]

@@ -12,7 +12,7 @@ shuffled minibatches over that rollout with:
 * a clipped value loss, an entropy bonus over the *valid* actions only
   (masked logits), gradient-norm clipping;
 * Adam with the learning rate annealed linearly to zero;
-* orthogonal initialisation (``sched.policy.layer``).
+* orthogonal initialisation (``sched.learn.networks.layer``).
 
 Logged per iteration (CSV): mean episode weighted tardiness, policy and value
 loss, entropy, approx_kl, clip fraction, explained variance, env steps per
@@ -27,6 +27,7 @@ iterations holds the network, optimiser, random states and the simulator
 state, so an interrupted run resumed with the same command ends with the same
 result as an uninterrupted one.
 """
+
 import csv
 import dataclasses
 import math
@@ -34,32 +35,45 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
 
 import numpy as np
 import torch
 
-from . import features as F
-from . import policy as P
-from . import sim_numba, threads
-from .config import config_hash, seed_range
-from .env import VecQueue, p_ref_of, run_greedy
-from .io import atomic_path
+from sched import threads
+from sched.config import config_hash, seed_range
+from sched.files import atomic_path
+from sched.learn import features as F
+from sched.learn import networks as P
+from sched.learn.vec_env import VecQueue, p_ref_of, run_greedy
+from sched.sim import core
 
-LOG_COLUMNS = ("iteration", "env_steps", "episodes", "mean_episode_weighted_tardiness_s",
-               "policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction",
-               "explained_variance", "steps_per_s", "wall_s", "learning_rate",
-               "val_weighted_tardiness_s", "val_atc_weighted_tardiness_s")
+LOG_COLUMNS = (
+    "iteration",
+    "env_steps",
+    "episodes",
+    "mean_episode_weighted_tardiness_s",
+    "policy_loss",
+    "value_loss",
+    "entropy",
+    "approx_kl",
+    "clip_fraction",
+    "explained_variance",
+    "steps_per_s",
+    "wall_s",
+    "learning_rate",
+    "val_weighted_tardiness_s",
+    "val_atc_weighted_tardiness_s",
+)
 
 
 @dataclass
 class Args:
-    seed: int = 1                      # training seed: init, sampling, scenarios
+    seed: int = 1  # training seed: init, sampling, scenarios
     iterations: int = 2000
-    num_envs: int = 16                 # scenarios stepped in lockstep
-    num_steps: int = 32                # steps per scenario per iteration
+    num_envs: int = 16  # scenarios stepped in lockstep
+    num_steps: int = 32  # steps per scenario per iteration
     learning_rate: float = 3e-4
-    linear_lr_mult: float = 10.0       # the linear (rule-mixture) score learns faster
+    linear_lr_mult: float = 10.0  # the linear (rule-mixture) score learns faster
     anneal_lr: bool = True
     gamma: float = 0.995
     gae_lambda: float = 0.95
@@ -71,24 +85,24 @@ class Args:
     ent_coef: float = 0.02
     vf_coef: float = 0.5
     max_grad_norm: float = 0.5
-    target_kl: Optional[float] = None
-    reward_scale: float = 0.001        # one reward unit = 1,000 weighted seconds
-    architecture: str = "scorer"       # "scorer" (size-free) or "flat" (196 inputs)
+    target_kl: float | None = None
+    reward_scale: float = 0.001  # one reward unit = 1,000 weighted seconds
+    architecture: str = "scorer"  # "scorer" (size-free) or "flat" (196 inputs)
     hidden: int = 64
     atc_prior: bool = True
     prior_scale: float = 3.0
-    top_k: int = 16                    # > 0: only the top_k tasks by ATC index are candidates
-    atc_k: Optional[float] = None      # ATC k of the features, the prior and the teacher (None: rules.atc_k)
-    privileged_critic: bool = True     # critic gets the hindsight ATC cost-to-go (training only)
-    teacher_scenarios: int = 400       # warm start: scenarios labelled by the rollout teacher (0 = none)
-    teacher_samples: int = 16          # sampled futures per candidate
-    teacher_horizon: int = 100         # future arrivals per sample
-    distill_epochs: int = 6            # passes over the teacher's labels
+    top_k: int = 16  # > 0: only the top_k tasks by ATC index are candidates
+    atc_k: float | None = None  # ATC k of the features, the prior and the teacher (None: rules.atc_k)
+    privileged_critic: bool = True  # critic gets the hindsight ATC cost-to-go (training only)
+    teacher_scenarios: int = 400  # warm start: scenarios labelled by the rollout teacher (0 = none)
+    teacher_samples: int = 16  # sampled futures per candidate
+    teacher_horizon: int = 100  # future arrivals per sample
+    distill_epochs: int = 6  # passes over the teacher's labels
     distill_lr: float = 1e-3
     distill_batch: int = 256
-    distill_scale: float = 100.0       # weighted seconds per unit of the distillation loss
-    tasks: Optional[int] = None        # tasks per training scenario (default: scenario.tasks)
-    loads: Optional[list] = None       # loads episodes are drawn from (default: [scenario.load])
+    distill_scale: float = 100.0  # weighted seconds per unit of the distillation loss
+    tasks: int | None = None  # tasks per training scenario (default: scenario.tasks)
+    loads: list | None = None  # loads episodes are drawn from (default: [scenario.load])
     eval_every: int = 50
     validation_scenarios: int = 32
     checkpoint_every: int = 50
@@ -111,8 +125,13 @@ class Args:
 
 
 def arch_of(args):
-    return {"name": args.architecture, "hidden": args.hidden, "atc_prior": args.atc_prior,
-            "prior_scale": args.prior_scale, "top_k": args.top_k}
+    return {
+        "name": args.architecture,
+        "hidden": args.hidden,
+        "atc_prior": args.atc_prior,
+        "prior_scale": args.prior_scale,
+        "top_k": args.top_k,
+    }
 
 
 def policy_meta(cfg, args):
@@ -167,12 +186,10 @@ class RolloutStore:
         seg = torch.repeat_interleave(torch.arange(n), counts)
         starts = P.starts_of(counts)
         if self.encoding == "flat":
-            return {"x": self.X[idx], "seg": seg, "n": n, "counts": counts, "starts": starts,
-                    "g": None}
+            return {"x": self.X[idx], "seg": seg, "n": n, "counts": counts, "starts": starts, "g": None}
         within = torch.arange(len(seg)) - starts[seg]
         rows = self.S[idx][seg] + within
-        return {"x": self.X[rows], "seg": seg, "n": n, "counts": counts, "starts": starts,
-                "g": self.G[idx]}
+        return {"x": self.X[rows], "seg": seg, "n": n, "counts": counts, "starts": starts, "g": self.G[idx]}
 
 
 def sample_actions(logits, batch, gen):
@@ -187,19 +204,25 @@ class Validator:
 
     def __init__(self, cfg, args):
         seeds = list(seed_range(cfg, "validation"))[: args.validation_scenarios]
-        from .scenario import draw
+        from sched.data.scenario import draw
 
         self.scenarios = []
         for s in seeds:
             d = draw(cfg, s, tasks=args.tasks)
             self.scenarios.append((d["arrival"], d["duration"], d["estimate"], d["weight"], d["due"]))
         self.M = cfg["scenario"]["machines"]
-        atc = sim_numba.simulate_batch(self.scenarios, "atc", machines=self.M, k=cfg["rules"]["atc_k"])
+        atc = core.simulate_batch(self.scenarios, "atc", machines=self.M, k=cfg["rules"]["atc_k"])
         self.atc = self._mean_twt(atc)
 
     def _mean_twt(self, results):
-        return float(np.mean([(sc[3] * np.maximum(end - sc[4], 0.0)).sum()
-                              for sc, (_, end, _) in zip(self.scenarios, results)]))
+        return float(
+            np.mean(
+                [
+                    (sc[3] * np.maximum(end - sc[4], 0.0)).sum()
+                    for sc, (_, end, _) in zip(self.scenarios, results)
+                ]
+            )
+        )
 
     def __call__(self, net, meta):
         pol = P.Policy(net, meta)
@@ -222,8 +245,9 @@ def distill(net, labels, args, gen, progress=False):
     counts = torch.from_numpy(labels["counts"])
     starts = P.starts_of(counts)
     valid = cand >= 0
-    regret = (lab - lab.masked_fill(~valid, float("inf")).min(1, keepdim=True).values) \
-        .masked_fill(~valid, 0.0) / args.distill_scale
+    regret = (lab - lab.masked_fill(~valid, float("inf")).min(1, keepdim=True).values).masked_fill(
+        ~valid, 0.0
+    ) / args.distill_scale
     opt = torch.optim.Adam(net.parameters(), lr=args.distill_lr)
     n = len(counts)
     epochs = range(args.distill_epochs)
@@ -236,7 +260,7 @@ def distill(net, labels, args, gen, progress=False):
         perm = torch.randperm(n, generator=gen)
         total = 0.0
         for lo in range(0, n, args.distill_batch):
-            idx = perm[lo: lo + args.distill_batch]
+            idx = perm[lo : lo + args.distill_batch]
             c = counts[idx]
             seg = torch.repeat_interleave(torch.arange(len(idx)), c)
             st = P.starts_of(c)
@@ -256,11 +280,18 @@ def distill(net, labels, args, gen, progress=False):
 
 def teacher_labels(cfg, args, progress=False):
     """The teacher's labels on the first ``teacher_scenarios`` training seeds."""
-    from .teacher import make_labels
+    from sched.learn.teacher import make_labels
 
     seeds = list(seed_range(cfg, "train"))[: args.teacher_scenarios]
-    return make_labels(cfg, seeds, args.teacher_horizon, args.teacher_samples, args.top_k,
-                       progress=progress, atc_k=args.atc_k)
+    return make_labels(
+        cfg,
+        seeds,
+        args.teacher_horizon,
+        args.teacher_samples,
+        args.top_k,
+        progress=progress,
+        atc_k=args.atc_k,
+    )
 
 
 def train(cfg, args, out, progress=True, resume=True, log=print, labels=None):
@@ -281,15 +312,25 @@ def train(cfg, args, out, progress=True, resume=True, log=print, labels=None):
     meta = policy_meta(cfg, args)
     net = P.build(meta["arch"])
     optimizer = make_optimizer(net, args)
-    env = VecQueue(cfg, args.num_envs, env_rng, seed_range(cfg, "train"),
-                   P.ENCODINGS[args.architecture], meta["atc_k"], tasks=args.tasks,
-                   loads=args.loads, reward_scale=args.reward_scale,
-                   privileged=args.privileged_critic)
+    env = VecQueue(
+        cfg,
+        args.num_envs,
+        env_rng,
+        seed_range(cfg, "train"),
+        P.ENCODINGS[args.architecture],
+        meta["atc_k"],
+        tasks=args.tasks,
+        loads=args.loads,
+        reward_scale=args.reward_scale,
+        privileged=args.privileged_critic,
+    )
     validator = Validator(cfg, args) if args.eval_every > 0 else None
     if args.teacher_scenarios > 0 and (args.top_k <= 0 or args.architecture != "scorer"):
-        raise ValueError(f"train.teacher_scenarios: the teacher warm start labels the top_k "
-                         f"candidates of the scorer; got architecture {args.architecture!r}, "
-                         f"top_k {args.top_k} (set teacher_scenarios: 0 to train without it)")
+        raise ValueError(
+            f"train.teacher_scenarios: the teacher warm start labels the top_k "
+            f"candidates of the scorer; got architecture {args.architecture!r}, "
+            f"top_k {args.top_k} (set teacher_scenarios: 0 to train without it)"
+        )
 
     fingerprint = {"config": meta["config_hash"], "args": dataclasses.asdict(args)}
     start_iter, rows, best = 1, [], {"score": math.inf, "iteration": 0, "state": None}
@@ -303,8 +344,12 @@ def train(cfg, args, out, progress=True, resume=True, log=print, labels=None):
             gen.set_state(ck["torch_gen"])
             env.set_state(ck["env"])
             start_iter, rows, best = ck["iteration"] + 1, ck["rows"], ck["best"]
-            env_steps, episodes, wall_before, recent = (ck["env_steps"], ck["episodes"],
-                                                        ck["wall"], ck["recent"])
+            env_steps, episodes, wall_before, recent = (
+                ck["env_steps"],
+                ck["episodes"],
+                ck["wall"],
+                ck["recent"],
+            )
             log(f"resuming {out} from iteration {ck['iteration']}")
             obs = env.observe()
         else:
@@ -324,18 +369,33 @@ def train(cfg, args, out, progress=True, resume=True, log=print, labels=None):
             nonlocal best
             score = validator(net, meta) if validator is not None else nan
             if validator is not None and score < best["score"]:
-                best = {"score": score, "iteration": iteration,
-                        "state": {k: v.detach().clone() for k, v in net.state_dict().items()}}
-            rows.append({"iteration": iteration, "env_steps": 0, "episodes": 0,
-                         "mean_episode_weighted_tardiness_s": nan, "policy_loss": loss,
-                         "value_loss": nan, "entropy": nan, "approx_kl": nan, "clip_fraction": nan,
-                         "explained_variance": nan, "steps_per_s": nan,
-                         "wall_s": time.perf_counter() - t_d, "learning_rate": lr,
-                         "val_weighted_tardiness_s": score,
-                         "val_atc_weighted_tardiness_s": validator.atc if validator else nan})
+                best = {
+                    "score": score,
+                    "iteration": iteration,
+                    "state": {k: v.detach().clone() for k, v in net.state_dict().items()},
+                }
+            rows.append(
+                {
+                    "iteration": iteration,
+                    "env_steps": 0,
+                    "episodes": 0,
+                    "mean_episode_weighted_tardiness_s": nan,
+                    "policy_loss": loss,
+                    "value_loss": nan,
+                    "entropy": nan,
+                    "approx_kl": nan,
+                    "clip_fraction": nan,
+                    "explained_variance": nan,
+                    "steps_per_s": nan,
+                    "wall_s": time.perf_counter() - t_d,
+                    "learning_rate": lr,
+                    "val_weighted_tardiness_s": score,
+                    "val_atc_weighted_tardiness_s": validator.atc if validator else nan,
+                }
+            )
 
         if args.teacher_scenarios > 0:
-            start_row(-1, nan, nan)                      # the untrained network: ATC prior
+            start_row(-1, nan, nan)  # the untrained network: ATC prior
             if labels is None:
                 labels = teacher_labels(cfg, args, progress=progress)
             start_row(0, distill(net, labels, args, gen, progress=progress), args.distill_lr)
@@ -347,8 +407,13 @@ def train(cfg, args, out, progress=True, resume=True, log=print, labels=None):
     if progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=args.iterations, initial=start_iter - 1, desc=f"train seed {args.seed}",
-                   unit="it", dynamic_ncols=True)
+        bar = tqdm(
+            total=args.iterations,
+            initial=start_iter - 1,
+            desc=f"train seed {args.seed}",
+            unit="it",
+            dynamic_ncols=True,
+        )
     t0 = time.perf_counter() - wall_before
     for it in range(start_iter, args.iterations + 1):
         if args.anneal_lr:
@@ -372,9 +437,13 @@ def train(cfg, args, out, progress=True, resume=True, log=print, labels=None):
                 slot_qpos = obs[3]
                 act = a_np if slot_qpos is None else slot_qpos[np.arange(len(a_np)), a_np]
                 store.add(batch)
-                acts.append(a); logps.append(logp); vals.append(value.numpy()); hints.append(hint)
+                acts.append(a)
+                logps.append(logp)
+                vals.append(value.numpy())
+                hints.append(hint)
                 obs, r, done = env.step(act)
-                rews.append(r); dones.append(done)
+                rews.append(r)
+                dones.append(done)
             next_value = net(P.make_batch(obs))[1].numpy() + env.value_hint()
         store.finish()
         env_steps += args.batch_size
@@ -389,7 +458,7 @@ def train(cfg, args, out, progress=True, resume=True, log=print, labels=None):
         last = np.zeros(args.num_envs, dtype=np.float32)
         for t in reversed(range(args.num_steps)):
             next_v = next_value if t == args.num_steps - 1 else vals[t + 1]
-            nonterminal = 1.0 - dones[t]   # the step ended an episode: no bootstrap across it
+            nonterminal = 1.0 - dones[t]  # the step ended an episode: no bootstrap across it
             delta = rews[t] + args.gamma * next_v * nonterminal - vals[t]
             last = delta + args.gamma * args.gae_lambda * nonterminal * last
             adv[t] = last
@@ -407,10 +476,10 @@ def train(cfg, args, out, progress=True, resume=True, log=print, labels=None):
         for _epoch in range(args.update_epochs):
             perm = torch.randperm(args.batch_size, generator=gen)
             for lo in range(0, args.batch_size, args.minibatch_size):
-                mb = perm[lo: lo + args.minibatch_size]
+                mb = perm[lo : lo + args.minibatch_size]
                 batch = store.batch(mb)
                 logits, newv = net(batch)
-                newv = newv + bhint[mb]   # the network learns the residual on the hint
+                newv = newv + bhint[mb]  # the network learns the residual on the hint
                 logprobs = P.segment_log_softmax(logits, batch["seg"], batch["n"])
                 newlogp = logprobs[batch["starts"] + bact[mb]]
                 entropy = P.segment_entropy(logprobs, batch["seg"], batch["n"])
@@ -422,8 +491,9 @@ def train(cfg, args, out, progress=True, resume=True, log=print, labels=None):
                 mb_adv = badv[mb]
                 if args.norm_adv:
                     mb_adv = (mb_adv - mb_adv.mean()) / (mb_adv.std() + 1e-8)
-                pg_loss = torch.max(-mb_adv * ratio,
-                                    -mb_adv * ratio.clamp(1 - args.clip_coef, 1 + args.clip_coef)).mean()
+                pg_loss = torch.max(
+                    -mb_adv * ratio, -mb_adv * ratio.clamp(1 - args.clip_coef, 1 + args.clip_coef)
+                ).mean()
                 if args.clip_vloss:
                     v_unclipped = (newv - bret[mb]) ** 2
                     v_clipped = bval[mb] + (newv - bval[mb]).clamp(-args.clip_coef, args.clip_coef)
@@ -446,19 +516,31 @@ def train(cfg, args, out, progress=True, resume=True, log=print, labels=None):
         if validator is not None and (it % args.eval_every == 0 or it == args.iterations):
             val_score, val_atc = validator(net, meta), validator.atc
             if val_score < best["score"]:
-                best = {"score": val_score, "iteration": it,
-                        "state": {k: v.detach().clone() for k, v in net.state_dict().items()}}
+                best = {
+                    "score": val_score,
+                    "iteration": it,
+                    "state": {k: v.detach().clone() for k, v in net.state_dict().items()},
+                }
         wall = time.perf_counter() - t0
-        rows.append({
-            "iteration": it, "env_steps": env_steps, "episodes": episodes,
-            "mean_episode_weighted_tardiness_s": float(np.mean(recent)) if recent else float("nan"),
-            "policy_loss": pg_loss.item(), "value_loss": v_loss.item(), "entropy": ent.item(),
-            "approx_kl": float(approx_kl), "clip_fraction": float(np.mean(clipfracs)),
-            "explained_variance": explained_var,
-            "steps_per_s": args.batch_size / max(time.perf_counter() - t_iter, 1e-9),
-            "wall_s": wall, "learning_rate": optimizer.param_groups[0]["lr"],
-            "val_weighted_tardiness_s": val_score, "val_atc_weighted_tardiness_s": val_atc,
-        })
+        rows.append(
+            {
+                "iteration": it,
+                "env_steps": env_steps,
+                "episodes": episodes,
+                "mean_episode_weighted_tardiness_s": float(np.mean(recent)) if recent else float("nan"),
+                "policy_loss": pg_loss.item(),
+                "value_loss": v_loss.item(),
+                "entropy": ent.item(),
+                "approx_kl": float(approx_kl),
+                "clip_fraction": float(np.mean(clipfracs)),
+                "explained_variance": explained_var,
+                "steps_per_s": args.batch_size / max(time.perf_counter() - t_iter, 1e-9),
+                "wall_s": wall,
+                "learning_rate": optimizer.param_groups[0]["lr"],
+                "val_weighted_tardiness_s": val_score,
+                "val_atc_weighted_tardiness_s": val_atc,
+            }
+        )
         if bar is not None:
             post = {"wt": f"{rows[-1]['mean_episode_weighted_tardiness_s']:.0f}"}
             if not math.isnan(val_score):
@@ -467,10 +549,20 @@ def train(cfg, args, out, progress=True, resume=True, log=print, labels=None):
             bar.update(1)
         if args.checkpoint_every > 0 and it % args.checkpoint_every == 0 and it < args.iterations:
             _write_log(log_path, rows)
-            ck = {"fingerprint": fingerprint, "iteration": it, "net": net.state_dict(),
-                  "optimizer": optimizer.state_dict(), "torch_gen": gen.get_state(),
-                  "env": env.get_state(), "rows": rows, "best": best, "env_steps": env_steps,
-                  "episodes": episodes, "wall": wall, "recent": recent}
+            ck = {
+                "fingerprint": fingerprint,
+                "iteration": it,
+                "net": net.state_dict(),
+                "optimizer": optimizer.state_dict(),
+                "torch_gen": gen.get_state(),
+                "env": env.get_state(),
+                "rows": rows,
+                "best": best,
+                "env_steps": env_steps,
+                "episodes": episodes,
+                "wall": wall,
+                "recent": recent,
+            }
             with atomic_path(ckpt_path) as tmp:
                 torch.save(ck, tmp)
     if bar is not None:
@@ -485,11 +577,17 @@ def train(cfg, args, out, progress=True, resume=True, log=print, labels=None):
     _write_log(log_path, rows)
     if ckpt_path.exists():
         os.unlink(ckpt_path)
-    return {"policy_file": str(out), "log": str(log_path), "iterations": args.iterations,
-            "env_steps": env_steps, "episodes": episodes, "wall_s": rows[-1]["wall_s"] if rows else 0.0,
-            "best_iteration": meta["best_iteration"],
-            "val_weighted_tardiness_s": meta["val_weighted_tardiness_s"],
-            "val_atc_weighted_tardiness_s": meta["val_atc_weighted_tardiness_s"]}
+    return {
+        "policy_file": str(out),
+        "log": str(log_path),
+        "iterations": args.iterations,
+        "env_steps": env_steps,
+        "episodes": episodes,
+        "wall_s": rows[-1]["wall_s"] if rows else 0.0,
+        "best_iteration": meta["best_iteration"],
+        "val_weighted_tardiness_s": meta["val_weighted_tardiness_s"],
+        "val_atc_weighted_tardiness_s": meta["val_atc_weighted_tardiness_s"],
+    }
 
 
 def _write_log(path, rows):
@@ -510,14 +608,29 @@ def plot_learning_curve(log_csv, png, title=None):
 
     df = pd.read_csv(log_csv)
     fig, ax = plt.subplots(figsize=(7, 4))
-    ax.plot(df["iteration"], df["mean_episode_weighted_tardiness_s"] / 1000, lw=1, alpha=0.6,
-            label="training episodes (sampled actions, last 50)")
+    ax.plot(
+        df["iteration"],
+        df["mean_episode_weighted_tardiness_s"] / 1000,
+        lw=1,
+        alpha=0.6,
+        label="training episodes (sampled actions, last 50)",
+    )
     val = df.dropna(subset=["val_weighted_tardiness_s"])
     if len(val):
-        ax.plot(val["iteration"], val["val_weighted_tardiness_s"] / 1000, "o-", ms=3,
-                label="validation, greedy policy")
-        ax.axhline(val["val_atc_weighted_tardiness_s"].iloc[0] / 1000, color="k", ls="--", lw=1,
-                   label="validation, ATC")
+        ax.plot(
+            val["iteration"],
+            val["val_weighted_tardiness_s"] / 1000,
+            "o-",
+            ms=3,
+            label="validation, greedy policy",
+        )
+        ax.axhline(
+            val["val_atc_weighted_tardiness_s"].iloc[0] / 1000,
+            color="k",
+            ls="--",
+            lw=1,
+            label="validation, ATC",
+        )
     ax.set_xlabel("iteration")
     ax.set_ylabel("weighted tardiness per scenario (1,000 s)")
     ax.set_title(title or "PPO learning curve")

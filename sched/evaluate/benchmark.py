@@ -20,6 +20,7 @@ the same scenarios (paired); its interval is a percentile interval of the
 paired bootstrap (scenarios drawn with replacement, the same draws for every
 policy and reference, seeded from the config).
 """
+
 import re
 import sys
 from pathlib import Path
@@ -27,8 +28,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import io, rules
-from .config import ConfigError, seed_range
+from sched import files
+from sched.config import ConfigError, seed_range
+from sched.errors import SchedError
+from sched.sim import rules
 
 #: The heuristics in the order every table lists them.
 HEURISTICS = ("fifo", "spt", "edd", "wspt", "atc", "wmdd", "atc-tuned")
@@ -39,33 +42,63 @@ DEFAULT_TUNED = "results/benchmark/tuned.json"
 DEFAULT_BENCH_DIR = "results/benchmark"
 
 PER_SCENARIO_COLUMNS = (
-    "scenario_seed", "policy", "total_weighted_tardiness_s", "mean_tardiness_s",
-    "p90_tardiness_s", "max_tardiness_s", "tardy_fraction", "mean_flow_time_s", "tasks",
+    "scenario_seed",
+    "policy",
+    "total_weighted_tardiness_s",
+    "mean_tardiness_s",
+    "p90_tardiness_s",
+    "max_tardiness_s",
+    "tardy_fraction",
+    "mean_flow_time_s",
+    "tasks",
 )
 RESUME_COLUMNS = (
-    "policy", "rank", "scenarios", "atc_k",
-    "mean_twt_k", "mean_twt_ci_lo_k", "mean_twt_ci_hi_k", "p90_twt_k",
+    "policy",
+    "rank",
+    "scenarios",
+    "atc_k",
+    "mean_twt_k",
+    "mean_twt_ci_lo_k",
+    "mean_twt_ci_hi_k",
+    "p90_twt_k",
     "gain_vs_fifo_pct",
-    "diff_vs_atc_pct", "diff_vs_atc_ci_lo_pct", "diff_vs_atc_ci_hi_pct",
-    "wins_vs_atc", "ties_vs_atc", "losses_vs_atc",
+    "diff_vs_atc_pct",
+    "diff_vs_atc_ci_lo_pct",
+    "diff_vs_atc_ci_hi_pct",
+    "wins_vs_atc",
+    "ties_vs_atc",
+    "losses_vs_atc",
     "best_heuristic",
-    "diff_vs_best_heuristic_pct", "diff_vs_best_heuristic_ci_lo_pct",
+    "diff_vs_best_heuristic_pct",
+    "diff_vs_best_heuristic_ci_lo_pct",
     "diff_vs_best_heuristic_ci_hi_pct",
-    "wins_vs_best_heuristic", "ties_vs_best_heuristic", "losses_vs_best_heuristic",
+    "wins_vs_best_heuristic",
+    "ties_vs_best_heuristic",
+    "losses_vs_best_heuristic",
 )
-WINNER_KEYS = ("policy", "rule", "atc_k", "policy_file", "significant", "runner_up",
-               "mean_difference_pct", "ci95_pct", "reason")
+WINNER_KEYS = (
+    "policy",
+    "rule",
+    "atc_k",
+    "policy_file",
+    "significant",
+    "runner_up",
+    "mean_difference_pct",
+    "ci95_pct",
+    "reason",
+)
 #: Weighted seconds per reporting unit ("k" columns: thousands of weighted seconds).
 UNIT = 1000.0
 
 _PPO = re.compile(r"^ppo-(\d+)$")
 
 
-class BenchmarkError(ValueError):
+class BenchmarkError(SchedError):
     """Bad benchmark input (seeds, policies, files); the message names what and where."""
 
 
 # --------------------------------------------------------------------------- seeds
+
 
 def _overlap(a, b):
     return max(a.start, b.start) < min(a.stop, b.stop)
@@ -75,13 +108,13 @@ def _split_seeds(cfg, split, count):
     """The first ``count`` seeds of ``split``, verified disjoint from the other splits."""
     seeds = seed_range(cfg, split)
     if count > len(seeds):
-        raise ConfigError(f"config: {count} {split} scenarios asked but seeds.{split} has "
-                          f"only {len(seeds)} seeds")
+        raise ConfigError(
+            f"config: {count} {split} scenarios asked but seeds.{split} has only {len(seeds)} seeds"
+        )
     chosen = seeds[:count]
     for other in cfg["seeds"]:
         if other != split and _overlap(chosen, seed_range(cfg, other)):
-            raise ConfigError(f"config: {split} seeds {chosen.start}-{chosen.stop - 1} overlap "
-                              f"seeds.{other}")
+            raise ConfigError(f"config: {split} seeds {chosen.start}-{chosen.stop - 1} overlap seeds.{other}")
     return chosen
 
 
@@ -97,7 +130,7 @@ def validation_seeds(cfg):
 
 def clairvoyant_seeds(cfg):
     """The first ``benchmark.clairvoyant.scenarios`` test seeds."""
-    return benchmark_seeds(cfg)[:cfg["benchmark"]["clairvoyant"]["scenarios"]]
+    return benchmark_seeds(cfg)[: cfg["benchmark"]["clairvoyant"]["scenarios"]]
 
 
 def shard_ranges(cfg):
@@ -124,19 +157,22 @@ def parse_seed_range(text):
     return range(lo, hi + 1)
 
 
-def check_within(seeds, allowed, what,
-                 allowed_name="the test seeds", source="benchmark.scenarios of seeds.test"):
+def check_within(
+    seeds, allowed, what, allowed_name="the test seeds", source="benchmark.scenarios of seeds.test"
+):
     """Refuse seeds outside ``allowed`` (a range), naming the first one."""
     if len(seeds) == 0:
         raise BenchmarkError(f"{what}: no seeds")
     if seeds.start < allowed.start or seeds.stop > allowed.stop:
         bad = seeds.start if seeds.start < allowed.start else seeds.stop - 1
-        raise BenchmarkError(f"{what}: seed {bad} is not one of {allowed_name} "
-                             f"{range_text(allowed)} ({source})")
+        raise BenchmarkError(
+            f"{what}: seed {bad} is not one of {allowed_name} {range_text(allowed)} ({source})"
+        )
     return seeds
 
 
 # --------------------------------------------------------------------------- policies
+
 
 def train_seeds(cfg):
     """Training seeds whose PPO policies are benchmarked (config ``train.seeds``)."""
@@ -172,8 +208,9 @@ def parse_policies(text, cfg):
         raise BenchmarkError("--policies: empty list")
     for n in names:
         if not (is_heuristic(n) or is_ppo(n)):
-            raise BenchmarkError(f"--policies: unknown policy {n!r}; expected "
-                                 f"{', '.join(HEURISTICS)} or ppo-<training seed>")
+            raise BenchmarkError(
+                f"--policies: unknown policy {n!r}; expected {', '.join(HEURISTICS)} or ppo-<training seed>"
+            )
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
         raise BenchmarkError(f"--policies: {', '.join(dup)} given twice")
@@ -202,8 +239,9 @@ def read_tuned(path):
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise BenchmarkError(f"{path}: tuned-k file not found (run `sched tune` first, "
-                             f"or leave atc-tuned out of --policies)") from None
+        raise BenchmarkError(
+            f"{path}: tuned-k file not found (run `sched tune` first, or leave atc-tuned out of --policies)"
+        ) from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise BenchmarkError(f"{path}: not valid JSON: {exc}") from None
     k = data.get("atc_k") if isinstance(data, dict) else None
@@ -224,8 +262,9 @@ def resolve_policies(cfg, names, tuned=None, policy_files=None, missing_ok=False
     policy_files = dict(policy_files or {})
     unused = set(policy_files) - set(names)
     if unused:
-        raise BenchmarkError(f"--policy-file: {', '.join(sorted(unused))} is not among the "
-                             f"policies run ({', '.join(names)})")
+        raise BenchmarkError(
+            f"--policy-file: {', '.join(sorted(unused))} is not among the policies run ({', '.join(names)})"
+        )
     specs, skipped = {}, []
     for name in names:
         if name == "atc-tuned":
@@ -233,8 +272,12 @@ def resolve_policies(cfg, names, tuned=None, policy_files=None, missing_ok=False
             if missing_ok and not path.exists():
                 skipped.append(f"{name} ({path} not found)")
                 continue
-            specs[name] = {"kind": "rule", "rule": "atc", "atc_k": float(read_tuned(path)["atc_k"]),
-                           "policy_file": None}
+            specs[name] = {
+                "kind": "rule",
+                "rule": "atc",
+                "atc_k": float(read_tuned(path)["atc_k"]),
+                "policy_file": None,
+            }
         elif is_heuristic(name):
             k = float(cfg["rules"]["atc_k"]) if name == "atc" else None
             specs[name] = {"kind": "rule", "rule": name, "atc_k": k, "policy_file": None}
@@ -247,12 +290,14 @@ def resolve_policies(cfg, names, tuned=None, policy_files=None, missing_ok=False
                     continue
                 raise BenchmarkError(
                     f"policy {name}: policy file {path} not found (train it with `sched train`, "
-                    f"or name another file with --policy-file {name}=PATH)")
+                    f"or name another file with --policy-file {name}=PATH)"
+                )
             specs[name] = {"kind": "ppo", "rule": None, "atc_k": None, "policy_file": str(path)}
     return specs, skipped
 
 
 # --------------------------------------------------------------------------- running
+
 
 def schedule_metrics(arrays, start, end):
     """The per-scenario columns (all but seed and policy) of one schedule."""
@@ -270,7 +315,7 @@ def schedule_metrics(arrays, start, end):
 
 
 def generate_scenarios(cfg, seeds, progress=False):
-    from .scenario import generate
+    from sched.data.scenario import generate
 
     seeds = list(seeds)
     it = _bar(seeds, "scenarios", progress)
@@ -282,28 +327,26 @@ def _bar(iterable, desc, progress, total=None):
         return iterable
     from tqdm import tqdm
 
-    return tqdm(iterable, desc=desc, total=total, file=sys.stderr, leave=False,
-                dynamic_ncols=True)
+    return tqdm(iterable, desc=desc, total=total, file=sys.stderr, leave=False, dynamic_ncols=True)
 
 
 def schedule_policy(spec, scenarios, arrays, machines):
     """(start, end, machine) per scenario under one policy spec, in one batched call."""
     if spec["kind"] == "rule":
-        from .sim_numba import simulate_batch
+        from sched.sim.core import simulate_batch
 
         k = spec["atc_k"] if spec["atc_k"] is not None else rules.ATC_K_DEFAULT
         return simulate_batch(arrays, spec["rule"], machines=machines, k=k)
-    from .policies import schedule_scenarios
+    from sched.evaluate.runs import schedule_scenarios
 
-    return schedule_scenarios(scenarios, "ppo", machines=machines,
-                              policy_file=spec["policy_file"])
+    return schedule_scenarios(scenarios, "ppo", machines=machines, policy_file=spec["policy_file"])
 
 
 def warm_up(machines):
     """Compile (or load from numba's cache) the rollouts, serial and parallel, outside timings."""
     import numba
 
-    from .sim_numba import simulate_batch
+    from sched.sim.core import simulate_batch
 
     tiny = (np.array([0.0, 1.0]), np.ones(2), np.ones(2), np.ones(2), np.full(2, 5.0))
     simulate_batch([tiny], "fifo", machines=machines)
@@ -342,19 +385,26 @@ def sort_frame(frame):
     """Rows by policy (table order), then scenario seed."""
     order = {p: i for i, p in enumerate(sorted(set(frame["policy"]), key=policy_key))}
     key = frame["policy"].map(order)
-    return (frame.assign(_order=key).sort_values(["_order", "scenario_seed"], kind="stable")
-            .drop(columns="_order").reset_index(drop=True))
+    return (
+        frame.assign(_order=key)
+        .sort_values(["_order", "scenario_seed"], kind="stable")
+        .drop(columns="_order")
+        .reset_index(drop=True)
+    )
 
 
 # --------------------------------------------------------------------------- per-scenario files
 
+
 def read_per_scenario(path):
     """Read and check a per-scenario CSV (exact columns, valid values)."""
     path = Path(path)
-    frame = io.read_csv(path, BenchmarkError, dtype={"policy": str})
+    frame = files.read_csv(path, BenchmarkError, dtype={"policy": str})
     if tuple(frame.columns) != PER_SCENARIO_COLUMNS:
-        raise BenchmarkError(f"{path}: columns {', '.join(map(str, frame.columns))}; expected "
-                             f"exactly {', '.join(PER_SCENARIO_COLUMNS)}")
+        raise BenchmarkError(
+            f"{path}: columns {', '.join(map(str, frame.columns))}; expected "
+            f"exactly {', '.join(PER_SCENARIO_COLUMNS)}"
+        )
     if frame.empty:
         raise BenchmarkError(f"{path}: no rows")
     for col in PER_SCENARIO_COLUMNS:
@@ -362,21 +412,26 @@ def read_per_scenario(path):
             bad = frame[col].isna() | ~frame[col].astype(str).map(lambda n: is_heuristic(n) or is_ppo(n))
             if bad.any():
                 i = int(np.argmax(bad.to_numpy()))
-                raise BenchmarkError(f"{path}: row {i + 1} (line {i + 2}) field policy: unknown "
-                                     f"policy {frame[col].iloc[i]!r}")
+                raise BenchmarkError(
+                    f"{path}: row {i + 1} (line {i + 2}) field policy: unknown policy {frame[col].iloc[i]!r}"
+                )
             continue
         values = pd.to_numeric(frame[col], errors="coerce")
         bad = ~np.isfinite(values.to_numpy(dtype=float)) | (values.to_numpy(dtype=float) < 0)
         if bad.any():
             i = int(np.argmax(bad))
-            raise BenchmarkError(f"{path}: row {i + 1} (line {i + 2}) field {col}: expected a "
-                                 f"finite number >= 0, got {frame[col].iloc[i]!r}")
+            raise BenchmarkError(
+                f"{path}: row {i + 1} (line {i + 2}) field {col}: expected a "
+                f"finite number >= 0, got {frame[col].iloc[i]!r}"
+            )
         frame[col] = values
     for col in ("scenario_seed", "tasks"):
         if (frame[col] != frame[col].round()).any():
             i = int(np.argmax((frame[col] != frame[col].round()).to_numpy()))
-            raise BenchmarkError(f"{path}: row {i + 1} (line {i + 2}) field {col}: expected an "
-                                 f"integer, got {frame[col].iloc[i]!r}")
+            raise BenchmarkError(
+                f"{path}: row {i + 1} (line {i + 2}) field {col}: expected an "
+                f"integer, got {frame[col].iloc[i]!r}"
+            )
         frame[col] = frame[col].astype(np.int64)
     return frame
 
@@ -386,23 +441,30 @@ def check_complete(frame, source="per-scenario table", seeds=None):
     dup = frame.duplicated(["scenario_seed", "policy"])
     if dup.any():
         r = frame[dup].iloc[0]
-        raise BenchmarkError(f"{source}: scenario {r.scenario_seed} x policy {r.policy} appears "
-                             f"more than once (overlapping shards?)")
+        raise BenchmarkError(
+            f"{source}: scenario {r.scenario_seed} x policy {r.policy} appears "
+            f"more than once (overlapping shards?)"
+        )
     have = set(frame["scenario_seed"])
     if seeds is not None:
         want = set(seeds)
         missing, extra = sorted(want - have), sorted(have - want)
         if missing:
-            raise BenchmarkError(f"{source}: {len(missing)} test seed(s) missing, first "
-                                 f"{missing[0]} (expected {range_text(seeds)}: a shard is missing?)")
+            raise BenchmarkError(
+                f"{source}: {len(missing)} test seed(s) missing, first "
+                f"{missing[0]} (expected {range_text(seeds)}: a shard is missing?)"
+            )
         if extra:
-            raise BenchmarkError(f"{source}: seed {extra[0]} is not one of the test seeds "
-                                 f"{range_text(seeds)}")
+            raise BenchmarkError(
+                f"{source}: seed {extra[0]} is not one of the test seeds {range_text(seeds)}"
+            )
     for policy, g in frame.groupby("policy"):
         lack = sorted(have - set(g["scenario_seed"]))
         if lack:
-            raise BenchmarkError(f"{source}: policy {policy} has no row for scenario {lack[0]} "
-                                 f"({len(lack)} missing; every policy must run on every scenario)")
+            raise BenchmarkError(
+                f"{source}: policy {policy} has no row for scenario {lack[0]} "
+                f"({len(lack)} missing; every policy must run on every scenario)"
+            )
     return frame
 
 
@@ -414,14 +476,16 @@ def gather(paths, seeds=None):
     policies = [tuple(sorted(set(f["policy"]), key=policy_key)) for f in frames]
     for p, pol in zip(paths[1:], policies[1:]):
         if pol != policies[0]:
-            raise BenchmarkError(f"{p}: policies {', '.join(pol)} differ from {paths[0]}'s "
-                                 f"({', '.join(policies[0])})")
+            raise BenchmarkError(
+                f"{p}: policies {', '.join(pol)} differ from {paths[0]}'s ({', '.join(policies[0])})"
+            )
     frame = pd.concat(frames, ignore_index=True)
     check_complete(frame, "gathered shards", seeds)
     return sort_frame(frame)
 
 
 # --------------------------------------------------------------------------- statistics
+
 
 def bootstrap_counts(n, resamples, seed):
     """How often each scenario is drawn in each resample: (resamples, n) integers."""
@@ -467,8 +531,9 @@ def win_tie_loss(x, ref, rel, abs_s):
 def matrix(frame):
     """Total weighted tardiness as (scenario seeds, {policy: array in seed order})."""
     seeds = np.array(sorted(set(frame["scenario_seed"])), dtype=np.int64)
-    table = frame.pivot(index="scenario_seed", columns="policy",
-                        values="total_weighted_tardiness_s").loc[seeds]
+    table = frame.pivot(index="scenario_seed", columns="policy", values="total_weighted_tardiness_s").loc[
+        seeds
+    ]
     return seeds, {p: table[p].to_numpy(dtype=float) for p in sorted(table.columns, key=policy_key)}
 
 
@@ -487,8 +552,9 @@ def analyse(frame, cfg, specs):
     seeds, twt = matrix(frame)
     for ref in ("fifo", "atc"):
         if ref not in twt:
-            raise BenchmarkError(f"the summary needs policy {ref} (a reference); it is not among "
-                                 f"{', '.join(twt)}")
+            raise BenchmarkError(
+                f"the summary needs policy {ref} (a reference); it is not among {', '.join(twt)}"
+            )
     n = len(seeds)
     counts = bootstrap_counts(n, b["bootstrap_resamples"], b["bootstrap_seed"])
     level = b["ci_level"]
@@ -505,22 +571,38 @@ def analyse(frame, cfg, specs):
         d_bh = paired_difference(v, twt[bh], counts, level)
         fifo = twt["fifo"].mean()
         spec = specs.get(p) or {}
-        rows.append({
-            "policy": p, "rank": rank[p], "scenarios": n,
-            "atc_k": spec.get("atc_k") if spec.get("rule") == "atc" else None,
-            "mean_twt_k": v.mean() / UNIT, "mean_twt_ci_lo_k": lo_m, "mean_twt_ci_hi_k": hi_m,
-            "p90_twt_k": float(np.percentile(v, 90)) / UNIT,
-            "gain_vs_fifo_pct": (fifo - v.mean()) / fifo * 100.0 if fifo > 0 else float("nan"),
-            "diff_vs_atc_pct": d_atc[0], "diff_vs_atc_ci_lo_pct": d_atc[1],
-            "diff_vs_atc_ci_hi_pct": d_atc[2],
-            **dict(zip(("wins_vs_atc", "ties_vs_atc", "losses_vs_atc"),
-                       win_tie_loss(v, twt["atc"], rel, abs_s))),
-            "best_heuristic": bh,
-            "diff_vs_best_heuristic_pct": d_bh[0], "diff_vs_best_heuristic_ci_lo_pct": d_bh[1],
-            "diff_vs_best_heuristic_ci_hi_pct": d_bh[2],
-            **dict(zip(("wins_vs_best_heuristic", "ties_vs_best_heuristic",
-                        "losses_vs_best_heuristic"), win_tie_loss(v, twt[bh], rel, abs_s))),
-        })
+        rows.append(
+            {
+                "policy": p,
+                "rank": rank[p],
+                "scenarios": n,
+                "atc_k": spec.get("atc_k") if spec.get("rule") == "atc" else None,
+                "mean_twt_k": v.mean() / UNIT,
+                "mean_twt_ci_lo_k": lo_m,
+                "mean_twt_ci_hi_k": hi_m,
+                "p90_twt_k": float(np.percentile(v, 90)) / UNIT,
+                "gain_vs_fifo_pct": (fifo - v.mean()) / fifo * 100.0 if fifo > 0 else float("nan"),
+                "diff_vs_atc_pct": d_atc[0],
+                "diff_vs_atc_ci_lo_pct": d_atc[1],
+                "diff_vs_atc_ci_hi_pct": d_atc[2],
+                **dict(
+                    zip(
+                        ("wins_vs_atc", "ties_vs_atc", "losses_vs_atc"),
+                        win_tie_loss(v, twt["atc"], rel, abs_s),
+                    )
+                ),
+                "best_heuristic": bh,
+                "diff_vs_best_heuristic_pct": d_bh[0],
+                "diff_vs_best_heuristic_ci_lo_pct": d_bh[1],
+                "diff_vs_best_heuristic_ci_hi_pct": d_bh[2],
+                **dict(
+                    zip(
+                        ("wins_vs_best_heuristic", "ties_vs_best_heuristic", "losses_vs_best_heuristic"),
+                        win_tie_loss(v, twt[bh], rel, abs_s),
+                    )
+                ),
+            }
+        )
     resume = pd.DataFrame(rows, columns=list(RESUME_COLUMNS))
     winner = choose_winner(twt, specs, counts, level, bh)
     return resume, winner
@@ -542,8 +624,11 @@ def choose_winner(twt, specs, counts, level, bh=None):
     means = {p: v.mean() for p, v in twt.items()}
     order = sorted(twt, key=lambda p: (means[p], policy_key(p)))
     best = order[0]
-    others = [p for p in order[1:] if not (is_ppo(best) and is_ppo(p))
-              and not _same_rule(specs.get(best), specs.get(p))]
+    others = [
+        p
+        for p in order[1:]
+        if not (is_ppo(best) and is_ppo(p)) and not _same_rule(specs.get(best), specs.get(p))
+    ]
     if not others:
         raise BenchmarkError("the winner needs at least two policies to compare")
     runner = others[0]
@@ -552,19 +637,25 @@ def choose_winner(twt, specs, counts, level, bh=None):
     significant = bool(np.isfinite(hi) and hi < 0)
     if significant:
         winner, runner_up = best, runner
-        reason = (f"{best} has the lowest mean total weighted tardiness, {d:+.2f} % against the "
-                  f"runner-up {runner}; the paired bootstrap {level * 100:g} % interval {ci} lies "
-                  f"entirely below zero.")
+        reason = (
+            f"{best} has the lowest mean total weighted tardiness, {d:+.2f} % against the "
+            f"runner-up {runner}; the paired bootstrap {level * 100:g} % interval {ci} lies "
+            f"entirely below zero."
+        )
     elif best == bh:
         winner, runner_up = bh, runner
-        reason = (f"{bh} has the lowest mean, {d:+.2f} % against the runner-up {runner}, but the "
-                  f"paired bootstrap {level * 100:g} % interval {ci} does not lie entirely below zero; "
-                  f"{bh} is the best heuristic and is kept.")
+        reason = (
+            f"{bh} has the lowest mean, {d:+.2f} % against the runner-up {runner}, but the "
+            f"paired bootstrap {level * 100:g} % interval {ci} does not lie entirely below zero; "
+            f"{bh} is the best heuristic and is kept."
+        )
     else:
         winner, runner_up = bh, best
-        reason = (f"{best} has the lowest mean, {d:+.2f} % against the runner-up {runner}, but the "
-                  f"paired bootstrap {level * 100:g} % interval {ci} does not lie entirely below zero; "
-                  f"falling back to the best heuristic, {bh}.")
+        reason = (
+            f"{best} has the lowest mean, {d:+.2f} % against the runner-up {runner}, but the "
+            f"paired bootstrap {level * 100:g} % interval {ci} does not lie entirely below zero; "
+            f"falling back to the best heuristic, {bh}."
+        )
         d, lo, hi = paired_difference(twt[bh], twt[best], counts, level)
     spec = specs.get(winner) or {}
     return {
@@ -581,8 +672,13 @@ def choose_winner(twt, specs, counts, level, bh=None):
 
 
 def _same_rule(a, b):
-    return bool(a and b and a.get("kind") == b.get("kind") == "rule"
-                and a["rule"] == b["rule"] and a.get("atc_k") == b.get("atc_k"))
+    return bool(
+        a
+        and b
+        and a.get("kind") == b.get("kind") == "rule"
+        and a["rule"] == b["rule"]
+        and a.get("atc_k") == b.get("atc_k")
+    )
 
 
 def write_outputs(out_dir, frame, cfg, specs, full):
@@ -593,21 +689,22 @@ def write_outputs(out_dir, frame, cfg, specs, full):
     out_dir = Path(out_dir)
     if full:
         resume, winner = analyse(frame, cfg, specs)
-    io.write_csv(out_dir / "per_scenario.csv", frame)
+    files.write_csv(out_dir / "per_scenario.csv", frame)
     written = [out_dir / "per_scenario.csv"]
     if full:
-        io.write_csv(out_dir / "resume.csv", resume)
-        io.write_json(out_dir / "winner.json", winner)
+        files.write_csv(out_dir / "resume.csv", resume)
+        files.write_json(out_dir / "winner.json", winner)
         written += [out_dir / "resume.csv", out_dir / "winner.json"]
     return written
 
 
 # --------------------------------------------------------------------------- tuning
 
+
 def tune_atc_k(cfg, progress=False):
     """ATC's k with the lowest mean total weighted tardiness on the validation seeds."""
-    from . import config as config_mod
-    from .sim_numba import simulate_batch
+    from sched import config as config_mod
+    from sched.sim.core import simulate_batch
 
     seeds = validation_seeds(cfg)
     if _overlap(seeds, benchmark_seeds(cfg)):
@@ -624,7 +721,7 @@ def tune_atc_k(cfg, progress=False):
         "rule": "atc",
         "atc_k": grid[best]["atc_k"],
         "criterion": "lowest mean total weighted tardiness on the validation seeds "
-                     "(first in grid order on a tie)",
+        "(first in grid order on a tie)",
         "validation_seeds": {"first": seeds.start, "last": seeds.stop - 1, "count": len(seeds)},
         "scenario": {k: cfg["scenario"][k] for k in ("tasks", "load", "machines")},
         "reference_atc_k": float(cfg["rules"]["atc_k"]),
@@ -635,12 +732,13 @@ def tune_atc_k(cfg, progress=False):
 
 # --------------------------------------------------------------------------- demonstration
 
+
 def run_demo(cfg, seed, specs):
     """One scenario under every policy: (scenario, {policy: (start, end, machine)}, table).
 
     The table has the per-scenario columns, one row per policy.
     """
-    from .scenario import generate
+    from sched.data.scenario import generate
 
     sc = generate(cfg, seed)
     machines = cfg["scenario"]["machines"]
@@ -662,8 +760,7 @@ def demo_pair(table, specs=None):
     specs = specs or {}
     twt = dict(zip(table["policy"], table["total_weighted_tardiness_s"]))
     ppo = [p for p in twt if is_ppo(p)]
-    pool = ppo or [p for p in twt if p != "atc"
-                   and not _same_rule(specs.get("atc"), specs.get(p))]
+    pool = ppo or [p for p in twt if p != "atc" and not _same_rule(specs.get("atc"), specs.get(p))]
     if "atc" not in twt or not pool:
         raise BenchmarkError("demo: the Gantt chart needs atc and at least one other policy")
     return "atc", min(pool, key=lambda p: (twt[p], policy_key(p)))

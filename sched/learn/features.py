@@ -17,35 +17,36 @@ classic rules are representable exactly: the ``atc`` feature is the ATC log
 index relative to the queue's best (argmax = ATC), ``wmdd`` and ``wspt``
 likewise (argmax = WMDD, WSPT), ``due_rel`` gives EDD and ``est_rel`` SPT.
 """
+
 import math
 
 import numba as nb
 import numpy as np
 
-from . import rules
+from sched.sim import rules
 
 TASK_FEATURES = (
-    "est_rel",        # p / pbar
-    "log_est_rel",    # log(p / pbar)
-    "log_weight",     # log w
-    "slack_rel",      # asinh((d - t - p) / pbar)
-    "slack_pos",      # max(d - t - p, 0) / pbar: with wspt, ATC of any k is linear in features
-    "due_rel",        # asinh((d - t) / pbar)
-    "waited_rel",     # asinh((t - arrival) / pbar)
-    "atc",            # ATC log index minus the queue's largest (<= 0), floored at ATC_FLOOR
-    "wmdd",           # -(log WMDD key - the queue's smallest) (<= 0), floored
-    "wspt",           # log(w / p) minus the queue's largest (<= 0)
-    "late",           # 1 when d < t + p: late even if started now
-    "atc_rank",       # position in the ATC order / queue length, in [0, 1)
+    "est_rel",  # p / pbar
+    "log_est_rel",  # log(p / pbar)
+    "log_weight",  # log w
+    "slack_rel",  # asinh((d - t - p) / pbar)
+    "slack_pos",  # max(d - t - p, 0) / pbar: with wspt, ATC of any k is linear in features
+    "due_rel",  # asinh((d - t) / pbar)
+    "waited_rel",  # asinh((t - arrival) / pbar)
+    "atc",  # ATC log index minus the queue's largest (<= 0), floored at ATC_FLOOR
+    "wmdd",  # -(log WMDD key - the queue's smallest) (<= 0), floored
+    "wspt",  # log(w / p) minus the queue's largest (<= 0)
+    "late",  # 1 when d < t + p: late even if started now
+    "atc_rank",  # position in the ATC order / queue length, in [0, 1)
 )
 GLOBAL_FEATURES = (
-    "log_qlen",       # log(1 + waiting tasks)
-    "log_work",       # log(1 + waiting work / p_ref)
-    "log_pbar",       # log(pbar / p_ref)
-    "busy",           # asinh(mean remaining busy time of the machines / p_ref)
-    "free_frac",      # share of machines free now
-    "late_frac",      # share of waiting tasks already doomed to be late
-    "load",           # the scenario model's load
+    "log_qlen",  # log(1 + waiting tasks)
+    "log_work",  # log(1 + waiting work / p_ref)
+    "log_pbar",  # log(pbar / p_ref)
+    "busy",  # asinh(mean remaining busy time of the machines / p_ref)
+    "free_frac",  # share of machines free now
+    "late_frac",  # share of waiting tasks already doomed to be late
+    "load",  # the scenario model's load
 )
 N_TASK = len(TASK_FEATURES)
 N_GLOBAL = len(GLOBAL_FEATURES)
@@ -105,7 +106,7 @@ def _encode_slot(s, b, k, p_ref, load, x, g):
             late += 1
         else:
             x[q, 10] = 0.0
-    order = np.argsort(-atc, kind="mergesort")   # stable: ties in queue order, as the rules
+    order = np.argsort(-atc, kind="mergesort")  # stable: ties in queue order, as the rules
     for r in range(ql):
         q = order[r]
         x[q, 7] = max(x[q, 7] - atc_max, ATC_FLOOR)

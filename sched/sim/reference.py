@@ -5,10 +5,11 @@ scratch, with Python lists and no shared state code, so the tests can check
 that both produce identical schedules. Only the rule formulas are shared
 (``sched.rules``): they are the specification both must follow.
 """
+
 import math
 from collections import deque
 
-from . import rules
+from sched.sim import rules
 
 
 def choose(rule, t, waiting, arrival, estimate, weight, due, k):
@@ -28,14 +29,16 @@ def choose(rule, t, waiting, arrival, estimate, weight, due, k):
     return best_pos
 
 
-def simulate(arrival, duration, estimate, weight, due, rule, machines=1,
-             k=rules.ATC_K_DEFAULT, machine_free=None):
+def simulate(
+    arrival, duration, estimate, weight, due, rule, machines=1, k=rules.ATC_K_DEFAULT, machine_free=None
+):
     """Schedule one scenario; returns (start, end, machine) lists in row order.
 
     ``machine_free``: the time each of the ``machines`` GPUs becomes free.
     """
     arrival, duration, estimate, weight, due = (
-        [float(x) for x in col] for col in (arrival, duration, estimate, weight, due))
+        [float(x) for x in col] for col in (arrival, duration, estimate, weight, due)
+    )
     n = len(arrival)
     free_at = list(machine_free) if machine_free is not None else [-math.inf] * machines
     if len(free_at) != machines:
@@ -59,4 +62,3 @@ def simulate(arrival, duration, estimate, weight, due, rule, machines=1,
         start[j], end[j], machine[j] = t, t + duration[j], m
         free_at[m] = end[j]
     return start, end, machine
-

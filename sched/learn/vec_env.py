@@ -26,11 +26,13 @@ soon after it is taken (a dense signal instead of one number at the end). A
 training scenario with no choice at all (never more than one task waiting)
 yields no step and is skipped.
 """
+
 import numpy as np
 
-from . import features as F
-from . import sim_numba
-from .scenario import draw, kind_specs, mean_duration
+from sched.data.distributions import mean_duration
+from sched.data.scenario import draw, kind_specs
+from sched.learn import features as F
+from sched.sim import core
 
 
 def reward(accrued, reward_scale):
@@ -52,8 +54,20 @@ class VecQueue:
     are drawn from (a curriculum when several).
     """
 
-    def __init__(self, cfg, num_envs, rng, seeds, encoding, atc_k, tasks=None, loads=None,
-                 machines=None, reward_scale=0.001, privileged=False):
+    def __init__(
+        self,
+        cfg,
+        num_envs,
+        rng,
+        seeds,
+        encoding,
+        atc_k,
+        tasks=None,
+        loads=None,
+        machines=None,
+        reward_scale=0.001,
+        privileged=False,
+    ):
         self.cfg = cfg
         self.B = int(num_envs)
         self.rng = rng
@@ -63,12 +77,12 @@ class VecQueue:
         self.loads = [float(x) for x in (loads or [cfg["scenario"]["load"]])]
         self.reward_scale = float(reward_scale)
         self.encoder = F.Encoder(encoding, atc_k, p_ref_of(cfg), self.loads[0])
-        self.state = sim_numba.empty_state(self.B, self.tasks, self.M)
+        self.state = core.empty_state(self.B, self.tasks, self.M)
         self.slot_load = np.zeros(self.B)
         self.slot_seed = np.zeros(self.B, dtype=np.int64)
-        self.finished = []   # (seed, load, total weighted tardiness) of episodes that ended
+        self.finished = []  # (seed, load, total weighted tardiness) of episodes that ended
         self.atc_k = float(atc_k)
-        self.scratch = sim_numba.empty_state(self.B, self.tasks, self.M) if privileged else None
+        self.scratch = core.empty_state(self.B, self.tasks, self.M) if privileged else None
         self._ctg = np.zeros(self.B)
         # tardiness accrued between a slot's reload and its first decision: no
         # action caused it, but it is part of the episode's total, so it is
@@ -82,20 +96,20 @@ class VecQueue:
         environment was built without ``privileged``."""
         if self.scratch is None:
             return np.zeros(self.B, dtype=np.float32)
-        sim_numba.cost_to_go_batch(self.state, self.scratch, sim_numba.rules.ATC, self.atc_k, self._ctg)
+        core.cost_to_go_batch(self.state, self.scratch, core.rules.ATC, self.atc_k, self._ctg)
         return reward(self._ctg, self.reward_scale).astype(np.float32)
 
     def _load(self, b):
         """Put a new scenario in slot b and run it to its first real decision."""
         while True:
             seed = int(self.rng.integers(self.seeds.start, self.seeds.stop))
-            load = self.loads[int(self.rng.integers(len(self.loads)))] if len(self.loads) > 1 \
-                else self.loads[0]
+            load = (
+                self.loads[int(self.rng.integers(len(self.loads)))] if len(self.loads) > 1 else self.loads[0]
+            )
             d = draw(self.cfg, seed, tasks=self.tasks, load=load, machines=self.M)
-            sim_numba.load_slot(self.state, b, d["arrival"], d["duration"], d["estimate"],
-                                d["weight"], d["due"])
+            core.load_slot(self.state, b, d["arrival"], d["duration"], d["estimate"], d["weight"], d["due"])
             self.slot_load[b], self.slot_seed[b] = load, seed
-            sim_numba.advance_slot(self.state, b, True)
+            core.advance_slot(self.state, b, True)
             if not self.state.done[b]:
                 self._before_first[b] = self.state.accrued[b]
                 return
@@ -112,22 +126,25 @@ class VecQueue:
     def step(self, actions):
         """Apply one action per slot; returns (obs, reward, done)."""
         s = self.state
-        sim_numba.apply_batch(s, np.asarray(actions, dtype=np.int64))
-        sim_numba.advance_batch(s, True)
+        core.apply_batch(s, np.asarray(actions, dtype=np.int64))
+        core.advance_batch(s, True)
         r = reward(s.accrued + self._before_first, self.reward_scale).astype(np.float32)
         self._before_first[:] = 0.0
         done = s.done.copy()
         for b in np.flatnonzero(done):
-            self.finished.append((int(self.slot_seed[b]), float(self.slot_load[b]),
-                                  float(s.wt_started[b])))
+            self.finished.append((int(self.slot_seed[b]), float(self.slot_load[b]), float(s.wt_started[b])))
             self._load(b)
         return self.observe(), r, done
 
     # checkpointing: the whole simulator state and the seed stream
     def get_state(self):
-        return {"arrays": {k: np.array(v) for k, v in self.state._asdict().items()},
-                "slot_load": self.slot_load.copy(), "slot_seed": self.slot_seed.copy(),
-                "before_first": self._before_first.copy(), "rng": self.rng.bit_generator.state}
+        return {
+            "arrays": {k: np.array(v) for k, v in self.state._asdict().items()},
+            "slot_load": self.slot_load.copy(),
+            "slot_seed": self.slot_seed.copy(),
+            "before_first": self._before_first.copy(),
+            "rng": self.rng.bit_generator.state,
+        }
 
     def set_state(self, st):
         for k, v in st["arrays"].items():
@@ -152,12 +169,12 @@ def run_greedy(policy, scenarios, machines=1, machine_free=None, threads=1):
     before = torch.get_num_threads()
     torch.set_num_threads(max(1, int(threads)))
     try:
-        state, orders = sim_numba.pack(scenarios, machines, machine_free)
-        sim_numba.advance_batch(state, True)
+        state, orders = core.pack(scenarios, machines, machine_free)
+        core.advance_batch(state, True)
         while not state.done.all():
-            sim_numba.apply_batch(state, policy.act(state))
-            sim_numba.advance_batch(state, True)
-        return sim_numba._unpack(state, orders)
+            core.apply_batch(state, policy.act(state))
+            core.advance_batch(state, True)
+        return core._unpack(state, orders)
     finally:
         torch.set_num_threads(before)
 
@@ -171,7 +188,7 @@ def run_greedy_one(policy, scenario, machines=1, machine_free=None):
     """
     if policy.meta["arch"]["name"] != "scorer":
         return run_greedy(policy, [scenario], machines, machine_free)[0]
-    from .policy_numba import run_one
+    from sched.learn.scorer import run_one
 
     return run_one(policy, scenario, machines, machine_free)
 
@@ -181,7 +198,7 @@ def make_gym_env(cfg=None, max_queue=64, reward_scale=0.001):
     import gymnasium as gym
     from gymnasium import spaces
 
-    from .config import seed_range, validate_config
+    from sched.config import seed_range, validate_config
 
     class RenderQueueEnv(gym.Env):
         """One render-queue scenario as a Gymnasium environment.
@@ -206,13 +223,15 @@ def make_gym_env(cfg=None, max_queue=64, reward_scale=0.001):
             self.seeds = seed_range(self.cfg, "train")
             sc = self.cfg["scenario"]
             self.encoder = F.Encoder("tasks", self.cfg["rules"]["atc_k"], p_ref_of(self.cfg), sc["load"])
-            self.observation_space = spaces.Dict({
-                "tasks": spaces.Box(-1e4, 1e4, (self.max_queue, F.N_TASK), np.float32),
-                "globals": spaces.Box(-1e4, 1e4, (F.N_GLOBAL,), np.float32),
-                "action_mask": spaces.Box(0, 1, (self.max_queue,), np.int8),
-            })
+            self.observation_space = spaces.Dict(
+                {
+                    "tasks": spaces.Box(-1e4, 1e4, (self.max_queue, F.N_TASK), np.float32),
+                    "globals": spaces.Box(-1e4, 1e4, (F.N_GLOBAL,), np.float32),
+                    "action_mask": spaces.Box(0, 1, (self.max_queue,), np.int8),
+                }
+            )
             self.action_space = spaces.Discrete(self.max_queue)
-            self.state = sim_numba.empty_state(1, sc["tasks"], sc["machines"])
+            self.state = core.empty_state(1, sc["tasks"], sc["machines"])
             self._rows = np.zeros(0, dtype=np.int64)
             self._before_first = 0.0
 
@@ -238,9 +257,8 @@ def make_gym_env(cfg=None, max_queue=64, reward_scale=0.001):
             else:
                 self.scenario_seed = int(self.np_random.integers(self.seeds.start, self.seeds.stop))
             d = draw(self.cfg, self.scenario_seed)
-            sim_numba.load_slot(self.state, 0, d["arrival"], d["duration"], d["estimate"],
-                                d["weight"], d["due"])
-            sim_numba.advance_slot(self.state, 0, False)
+            core.load_slot(self.state, 0, d["arrival"], d["duration"], d["estimate"], d["weight"], d["due"])
+            core.advance_slot(self.state, 0, False)
             self._before_first = float(self.state.accrued[0])
             obs = self._obs()
             return obs, {"action_mask": obs["action_mask"], "scenario_seed": self.scenario_seed}
@@ -249,8 +267,8 @@ def make_gym_env(cfg=None, max_queue=64, reward_scale=0.001):
             masked = not (0 <= int(action) < len(self._rows))
             row = 0 if masked else int(action)
             qpos = int(self._rows[row])
-            sim_numba.apply_batch(self.state, np.array([qpos], dtype=np.int64))
-            sim_numba.advance_batch(self.state, False)
+            core.apply_batch(self.state, np.array([qpos], dtype=np.int64))
+            core.advance_batch(self.state, False)
             r = float(reward(self.state.accrued[0] + self._before_first, self.reward_scale))
             self._before_first = 0.0
             terminated = bool(self.state.done[0])

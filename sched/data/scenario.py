@@ -16,20 +16,24 @@ Each random quantity has its own stream spawned from the seed, so changing
 one setting (the load, say) leaves the other draws of a seed unchanged:
 scenarios stay comparable across settings (common random numbers).
 """
+
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from . import io
+from sched import files
+from sched.data.calibration import estimate_noise_sigma_from_calibration, kind_specs_from_calibration
+from sched.data.distributions import mean_duration, sample_durations
+from sched.errors import SchedError
 
 REQUIRED = ("id", "kind", "arrival_s", "duration_s", "weight", "due_s")
 NUMERIC = ("arrival_s", "duration_s", "weight", "due_s", "estimate_s")
 POSITIVE = ("duration_s", "estimate_s", "weight")
 
 
-class ScenarioError(ValueError):
+class ScenarioError(SchedError):
     """A scenario file or table is invalid; the message names file, row and field."""
 
 
@@ -56,6 +60,7 @@ class Scenario:
 
 # --------------------------------------------------------------------------- reading
 
+
 def validate_frame(frame, source="scenario"):
     """Check a task table; return it with numeric columns as float64.
 
@@ -66,8 +71,9 @@ def validate_frame(frame, source="scenario"):
         raise ScenarioError(f"{source}: expected a table of tasks")
     missing = [c for c in REQUIRED if c not in frame.columns]
     if missing:
-        raise ScenarioError(f"{source}: missing column(s) {', '.join(missing)} "
-                            f"(required: {', '.join(REQUIRED)})")
+        raise ScenarioError(
+            f"{source}: missing column(s) {', '.join(missing)} (required: {', '.join(REQUIRED)})"
+        )
     if len(frame) == 0:
         raise ScenarioError(f"{source}: no rows (a scenario needs at least one task)")
     out = frame.copy()
@@ -118,17 +124,17 @@ def _where(mask):
 def read_scenario(path):
     """Read and validate a scenario CSV file."""
     path = Path(path)
-    frame = io.read_csv(path, ScenarioError, dtype=str, keep_default_na=False,
-                        skipinitialspace=True)
+    frame = files.read_csv(path, ScenarioError, dtype=str, keep_default_na=False, skipinitialspace=True)
     frame.columns = [c.strip() for c in frame.columns]
     return Scenario(path.stem, validate_frame(frame, str(path)))
 
 
 def write_scenario(path, scenario):
-    io.write_csv(path, scenario.frame)
+    files.write_csv(path, scenario.frame)
 
 
 # --------------------------------------------------------------------------- schedules
+
 
 def schedule_frame(scenario, start, end, machine):
     """The schedule table: every scenario column plus the schedule columns."""
@@ -162,6 +168,7 @@ def summarize(schedule):
 
 # --------------------------------------------------------------------------- generation
 
+
 def kind_specs(cfg):
     """Kinds with their share and duration distribution: {kind: spec}.
 
@@ -171,8 +178,6 @@ def kind_specs(cfg):
     """
     sc = cfg["scenario"]
     if sc.get("calibration"):
-        from .calibration_file import kind_specs_from_calibration
-
         return kind_specs_from_calibration(sc["calibration"])
     return {k: dict(v) for k, v in sc["kinds"].items()}
 
@@ -188,38 +193,8 @@ def estimate_noise_sigma(cfg):
     sc = cfg["scenario"]
     sigma = sc.get("estimate_noise_sigma")
     if sigma is None and sc.get("calibration"):
-        from .calibration_file import estimate_noise_sigma_from_calibration
-
         sigma = estimate_noise_sigma_from_calibration(sc["calibration"])
     return float(sigma) if sigma is not None else 0.0
-
-
-def distribution_mean(spec):
-    d = spec["distribution"]
-    if d == "lognormal":
-        return spec["median_s"] * np.exp(spec["sigma"] ** 2 / 2.0)
-    if d == "gamma":
-        return spec["shape"] * spec["scale_s"]
-    if d == "empirical":
-        return float(np.mean(spec["samples_s"]))
-    raise ValueError(f"distribution: unknown family {d!r}")
-
-
-def sample_durations(spec, rng, size):
-    d = spec["distribution"]
-    if d == "lognormal":
-        return spec["median_s"] * np.exp(spec["sigma"] * rng.standard_normal(size))
-    if d == "gamma":
-        return rng.gamma(spec["shape"], spec["scale_s"], size)
-    if d == "empirical":
-        return rng.choice(np.asarray(spec["samples_s"], dtype=np.float64), size)
-    raise ValueError(f"distribution: unknown family {d!r}")
-
-
-def mean_duration(specs):
-    """E[duration] over the kind mix."""
-    total = sum(s["share"] for s in specs.values())
-    return sum(s["share"] / total * distribution_mean(s) for s in specs.values())
 
 
 def check_seed(seed):
@@ -273,21 +248,32 @@ def draw(cfg, seed, tasks=None, load=None, machines=None):
     ff_lo, ff_hi = sc["due"]["flow_factor"]
     sl_lo, sl_hi = sc["due"]["slack_s"]
     due = arrival + r_due.uniform(ff_lo, ff_hi, n) * estimate + r_due.uniform(sl_lo, sl_hi, n)
-    return {"arrival": arrival, "duration": duration, "estimate": estimate, "weight": weight,
-            "due": due, "kind": kind_idx, "priority": cls_idx, "kinds": kinds, "classes": classes}
+    return {
+        "arrival": arrival,
+        "duration": duration,
+        "estimate": estimate,
+        "weight": weight,
+        "due": due,
+        "kind": kind_idx,
+        "priority": cls_idx,
+        "kinds": kinds,
+        "classes": classes,
+    }
 
 
 def generate(cfg, seed, tasks=None, load=None, machines=None):
     """Generate the scenario of ``seed`` under ``cfg`` (a validated config)."""
     d = draw(cfg, seed, tasks=tasks, load=load, machines=machines)
-    frame = pd.DataFrame({
-        "id": [str(i) for i in range(len(d["arrival"]))],
-        "kind": np.array(d["kinds"], dtype=object)[d["kind"]],
-        "arrival_s": d["arrival"],
-        "duration_s": d["duration"],
-        "weight": d["weight"],
-        "due_s": d["due"],
-        "estimate_s": d["estimate"],
-        "priority": np.array(d["classes"], dtype=object)[d["priority"]],
-    })
+    frame = pd.DataFrame(
+        {
+            "id": [str(i) for i in range(len(d["arrival"]))],
+            "kind": np.array(d["kinds"], dtype=object)[d["kind"]],
+            "arrival_s": d["arrival"],
+            "duration_s": d["duration"],
+            "weight": d["weight"],
+            "due_s": d["due"],
+            "estimate_s": d["estimate"],
+            "priority": np.array(d["classes"], dtype=object)[d["priority"]],
+        }
+    )
     return Scenario(f"seed-{int(seed)}", frame)

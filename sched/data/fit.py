@@ -19,6 +19,7 @@ malformed, and a kind with fewer than ``calibration.min_records`` records stop
 the calibration with a :class:`CalibrationError`; everything is decided before
 anything is written.
 """
+
 import csv
 import hashlib
 import io as _io
@@ -31,23 +32,27 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .calibration_file import FEATURES, FORMAT, check_calibration, model_log_prediction
+from sched.data.calibration import FEATURES, FORMAT, check_calibration, model_log_prediction
+from sched.errors import SchedError
 
 SUFFIXES = {".csv": "csv", ".jsonl": "jsonl", ".json-lines": "jsonl"}
 FIELDS = ("kind", "duration_s", "width", "height", "frames", "steps")
 NUMERIC_FIELDS = ("duration_s", "width", "height", "frames", "steps")
-SHOWN = 5                       # malformed records listed by line in messages
-_EXTRA, _SHORT = "\0extra", "\0short"   # csv.DictReader markers for too many / too few fields
-FAMILY_PARAMETERS = 2           # lognormal (median, sigma), gamma (shape, scale): k in the AIC
-KS_NOTE = ("KS p-values use the parameters fitted on the same data, so they are optimistic "
-           "(Lilliefors); the statistic is the sup distance between the empirical and fitted CDFs.")
+SHOWN = 5  # malformed records listed by line in messages
+_EXTRA, _SHORT = "\0extra", "\0short"  # csv.DictReader markers for too many / too few fields
+FAMILY_PARAMETERS = 2  # lognormal (median, sigma), gamma (shape, scale): k in the AIC
+KS_NOTE = (
+    "KS p-values use the parameters fitted on the same data, so they are optimistic "
+    "(Lilliefors); the statistic is the sup distance between the empirical and fitted CDFs."
+)
 
 
-class CalibrationError(ValueError):
+class CalibrationError(SchedError):
     """Bench logs cannot be calibrated; the message names the file, line and field."""
 
 
 # --------------------------------------------------------------------------- reading
+
 
 @dataclass
 class BenchLog:
@@ -56,10 +61,10 @@ class BenchLog:
     path: Path
     format: str
     sha256: str
-    records: list = field(default_factory=list)     # valid records (dicts)
-    bad: list = field(default_factory=list)         # (line, reason)
-    bad_kinds: dict = field(default_factory=dict)   # kind -> malformed records naming it
-    ignored: int = 0                                # records of kinds not calibrated
+    records: list = field(default_factory=list)  # valid records (dicts)
+    bad: list = field(default_factory=list)  # (line, reason)
+    bad_kinds: dict = field(default_factory=dict)  # kind -> malformed records naming it
+    ignored: int = 0  # records of kinds not calibrated
     total: int = 0
 
     def bad_summary(self):
@@ -132,7 +137,8 @@ def _raw_records(text, fmt, path, columns):
             if columns[f] not in header:
                 raise CalibrationError(
                     f"{path}: no column {columns[f]!r} (columns: {', '.join(header)}); "
-                    f"name the {f} column in calibration.columns.{f}")
+                    f"name the {f} column in calibration.columns.{f}"
+                )
         for row in reader:
             line = reader.line_num
             if _EXTRA in row:
@@ -164,7 +170,8 @@ def read_bench(path, options):
     if fmt is None:
         raise CalibrationError(
             f"{path}: unknown bench log format {path.suffix or '(no extension)'!r}; "
-            f"expected {', '.join(SUFFIXES)} (CSV or JSON Lines)")
+            f"expected {', '.join(SUFFIXES)} (CSV or JSON Lines)"
+        )
     try:
         data = path.read_bytes()
     except FileNotFoundError:
@@ -199,11 +206,13 @@ def read_bench(path, options):
     if share > options["max_bad_share"]:
         raise CalibrationError(
             f"{path}: {len(log.bad)} of {log.total} records are malformed ({share:.1%}), more "
-            f"than calibration.max_bad_share ({options['max_bad_share']:.1%}): {log.bad_summary()}")
+            f"than calibration.max_bad_share ({options['max_bad_share']:.1%}): {log.bad_summary()}"
+        )
     return log
 
 
 # --------------------------------------------------------------------------- fitting
+
 
 def fit_family(name, x):
     """Maximum-likelihood fit of ``name`` (location 0) to durations ``x``."""
@@ -297,10 +306,12 @@ def fit_duration_model(frame, kind):
     sst = float(((y - y.mean()) ** 2).sum())
     model = {
         "features": used,
-        "coefficients": {"intercept": float(beta[0]),
-                         **{f"log_{f}": float(b) for f, b in zip(used, beta[1:])}},
+        "coefficients": {
+            "intercept": float(beta[0]),
+            **{f"log_{f}": float(b) for f, b in zip(used, beta[1:])},
+        },
         "formula": "log(duration_s) = intercept + sum over features f of coefficients['log_' + f] * log(f)"
-                   " (pixels = width * height)",
+        " (pixels = width * height)",
         "residual_sigma": math.sqrt(ssr / dof),
         "r2": 1.0 - ssr / sst if sst > 0 else 1.0,
         "n": n,
@@ -313,14 +324,15 @@ def fit_duration_model(frame, kind):
 
 # --------------------------------------------------------------------------- calibration
 
+
 @dataclass
 class Calibration:
     """What ``calibrate`` decided: the file content, notes, and data for the figure."""
 
     data: dict
-    notes: list                 # (level, text): level "warning" or "note"
-    durations: dict             # kind -> measured durations (np.ndarray)
-    predictions: dict           # kind -> model median predictions, or None
+    notes: list  # (level, text): level "warning" or "note"
+    durations: dict  # kind -> measured durations (np.ndarray)
+    predictions: dict  # kind -> model median predictions, or None
 
 
 def calibrate(paths, options):
@@ -337,11 +349,17 @@ def calibrate(paths, options):
     notes = []
     for log in logs:
         if log.bad:
-            notes.append(("warning", f"{log.path}: skipped {len(log.bad)} malformed record(s) of "
-                                     f"{log.total}: {log.bad_summary()}"))
+            notes.append(
+                (
+                    "warning",
+                    f"{log.path}: skipped {len(log.bad)} malformed record(s) of "
+                    f"{log.total}: {log.bad_summary()}",
+                )
+            )
         if log.ignored:
-            notes.append(("note", f"{log.path}: ignored {log.ignored} record(s) of kinds not in "
-                                  f"calibration.kinds"))
+            notes.append(
+                ("note", f"{log.path}: ignored {log.ignored} record(s) of kinds not in calibration.kinds")
+            )
     names = ", ".join(str(log.path) for log in logs)
     records = [r for log in logs for r in log.records]
     frame = pd.DataFrame.from_records(records)
@@ -351,7 +369,8 @@ def calibrate(paths, options):
             continue
         n = sum(log.bad_kinds.get(kind, 0) for log in logs)
         raise CalibrationError(
-            f"kind {kind!r} has no valid record in {names} (its {n} record(s) are malformed)")
+            f"kind {kind!r} has no valid record in {names} (its {n} record(s) are malformed)"
+        )
     for kind in options.get("kinds") or []:
         if kind not in valid:
             raise CalibrationError(f"kind {kind!r} (calibration.kinds) has no valid record in {names}")
@@ -364,7 +383,8 @@ def calibrate(paths, options):
         raise CalibrationError(
             f"too few records to fit in {names}: {listed} valid record(s), fewer than "
             f"calibration.min_records ({options['min_records']}); add measurements, lower "
-            f"calibration.min_records or leave the kind out with calibration.kinds")
+            f"calibration.min_records or leave the kind out with calibration.kinds"
+        )
 
     families = list(options["families"])
     choice = options["distribution"]
@@ -376,8 +396,10 @@ def calibrate(paths, options):
         sub = frame[frame["kind"] == kind]
         x = np.sort(sub["duration_s"].to_numpy(float))
         if np.ptp(x) == 0:
-            raise CalibrationError(f"kind {kind!r}: all {len(x)} durations in {names} are "
-                                   f"{x[0]:g} s; a distribution cannot be fitted to one value")
+            raise CalibrationError(
+                f"kind {kind!r}: all {len(x)} durations in {names} are "
+                f"{x[0]:g} s; a distribution cannot be fitted to one value"
+            )
         candidates = {f: fit_family(f, x) for f in families}
         best = choose(candidates, options["criterion"])
         share = len(x) / total
@@ -394,33 +416,43 @@ def calibrate(paths, options):
             entry["distribution"] = "empirical"
             entry["parameters"] = {"samples_s": x.tolist()}
             entry["goodness_of_fit"] = None
-            entry["selection"] = (f"empirical resampling of the {len(x)} measured durations "
-                                  f"(calibration.distribution); best parametric family by "
-                                  f"{options['criterion']}: {best}")
+            entry["selection"] = (
+                f"empirical resampling of the {len(x)} measured durations "
+                f"(calibration.distribution); best parametric family by "
+                f"{options['criterion']}: {best}"
+            )
         else:
             chosen = best if choice == "auto" else choice
             c = candidates[chosen]
             entry["distribution"] = chosen
             entry["parameters"] = dict(c["parameters"])
-            entry["goodness_of_fit"] = {"ks_statistic": c["ks_statistic"], "ks_pvalue": c["ks_pvalue"],
-                                        "aic": c["aic"]}
-            entry["selection"] = (f"lowest {'AIC' if options['criterion'] == 'aic' else 'KS statistic'} "
-                                  f"among {', '.join(families)}" if choice == "auto"
-                                  else "fixed by calibration.distribution")
+            entry["goodness_of_fit"] = {
+                "ks_statistic": c["ks_statistic"],
+                "ks_pvalue": c["ks_pvalue"],
+                "aic": c["aic"],
+            }
+            entry["selection"] = (
+                f"lowest {'AIC' if options['criterion'] == 'aic' else 'KS statistic'} "
+                f"among {', '.join(families)}"
+                if choice == "auto"
+                else "fixed by calibration.distribution"
+            )
         entry["candidates"] = candidates
         entry["spec"] = {"share": share, "distribution": entry["distribution"], **entry["parameters"]}
         model, model_notes = fit_duration_model(sub, kind)
         entry["duration_model"] = model
         if model is None:
-            entry["duration_model_note"] = (f"no duration model: {model_notes[0]}; estimates for "
-                                            f"this kind fall back to its distribution")
+            entry["duration_model_note"] = (
+                f"no duration model: {model_notes[0]}; estimates for this kind fall back to its distribution"
+            )
             notes.append(("note", f"kind {kind!r}: {entry['duration_model_note']}"))
             predictions[kind] = None
         else:
             for text in model_notes:
                 notes.append(("note", f"kind {kind!r}: duration model: {text}"))
-            predictions[kind] = np.array([
-                math.exp(model_log_prediction(model, _row_features(r))) for r in sub.itertuples()])
+            predictions[kind] = np.array(
+                [math.exp(model_log_prediction(model, _row_features(r))) for r in sub.itertuples()]
+            )
         kinds[kind] = entry
         durations[kind] = sub["duration_s"].to_numpy(float)
 
@@ -428,27 +460,44 @@ def calibrate(paths, options):
     if models:
         dof = sum(m["dof"] for m in models.values())
         sigma = math.sqrt(sum(m["residual_sigma"] ** 2 * m["dof"] for m in models.values()) / dof)
-        noise_note = (f"pooled residual sigma of the duration models of {', '.join(sorted(models))} "
-                      f"(log scale); the simulator's default estimate noise")
+        noise_note = (
+            f"pooled residual sigma of the duration models of {', '.join(sorted(models))} "
+            f"(log scale); the simulator's default estimate noise"
+        )
         if len(models) < len(kinds):
             noise_note += f"; {', '.join(sorted(set(kinds) - set(models)))} without a model"
     else:
         sigma = None
-        noise_note = ("no duration model (no feature in the bench logs): the simulator's "
-                      "estimate noise defaults to 0; set scenario.estimate_noise_sigma")
+        noise_note = (
+            "no duration model (no feature in the bench logs): the simulator's "
+            "estimate noise defaults to 0; set scenario.estimate_noise_sigma"
+        )
         notes.append(("note", noise_note))
 
     data = {
         "format": FORMAT,
-        "sources": [{"path": str(log.path), "format": log.format, "sha256": log.sha256,
-                     "records": log.total, "valid": len(log.records), "malformed": len(log.bad),
-                     "ignored": log.ignored, "malformed_lines": [line for line, _ in log.bad[:SHOWN]]}
-                    for log in logs],
+        "sources": [
+            {
+                "path": str(log.path),
+                "format": log.format,
+                "sha256": log.sha256,
+                "records": log.total,
+                "valid": len(log.records),
+                "malformed": len(log.bad),
+                "ignored": log.ignored,
+                "malformed_lines": [line for line, _ in log.bad[:SHOWN]],
+            }
+            for log in logs
+        ],
         "records": total,
         "columns": dict(options["columns"]),
-        "selection": {"distribution": choice, "criterion": options["criterion"],
-                      "families": families, "min_records": options["min_records"],
-                      "max_bad_share": options["max_bad_share"]},
+        "selection": {
+            "distribution": choice,
+            "criterion": options["criterion"],
+            "families": families,
+            "min_records": options["min_records"],
+            "max_bad_share": options["max_bad_share"],
+        },
         "goodness_of_fit_note": KS_NOTE,
         "kinds": kinds,
         "estimate_noise_sigma": sigma,
@@ -463,6 +512,7 @@ def _row_features(row):
 
 
 # --------------------------------------------------------------------------- figure and files
+
 
 def render_figure(cal):
     """PNG bytes: per kind, the measured durations against the fitted distributions."""
@@ -482,33 +532,47 @@ def render_figure(cal):
         # densities per unit of ln(duration), so that areas read fairly on the log axis
         edges = np.geomspace(x[0], x[-1], int(np.clip(np.sqrt(len(x)), 8, 40)) + 1)
         counts, _ = np.histogram(x, edges)
-        ax_h.bar(edges[:-1], counts / (len(x) * np.diff(np.log(edges))), width=np.diff(edges),
-                 align="edge", color="0.8", edgecolor="0.5", label=f"measured (n={len(x)})")
-        ax_c.step(x, np.arange(1, len(x) + 1) / len(x), where="post", color="k", lw=1.5,
-                  label="measured (ECDF)")
+        ax_h.bar(
+            edges[:-1],
+            counts / (len(x) * np.diff(np.log(edges))),
+            width=np.diff(edges),
+            align="edge",
+            color="0.8",
+            edgecolor="0.5",
+            label=f"measured (n={len(x)})",
+        )
+        ax_c.step(
+            x, np.arange(1, len(x) + 1) / len(x), where="post", color="k", lw=1.5, label="measured (ECDF)"
+        )
         for fam, c in e["candidates"].items():
             chosen = fam == e["distribution"]
             d = frozen(fam, c["parameters"])
             style = dict(color=colors[fam], lw=2.2 if chosen else 1.2, ls="-" if chosen else "--")
-            label = (f"{fam}{' (chosen)' if chosen else ''}: AIC {c['aic']:.0f}, "
-                     f"KS D={c['ks_statistic']:.3f}")
+            label = f"{fam}{' (chosen)' if chosen else ''}: AIC {c['aic']:.0f}, KS D={c['ks_statistic']:.3f}"
             ax_h.plot(grid, d.pdf(grid) * grid, label=label, **style)
             ax_c.plot(grid, d.cdf(grid), label=label, **style)
         ax_h.axvline(e["median_s"], color="k", ls=":", lw=1, label=f"measured median {e['median_s']:.1f} s")
-        ax_h.set_ylim(0, ax_h.get_ylim()[1] * 1.45)     # room for the legend
+        ax_h.set_ylim(0, ax_h.get_ylim()[1] * 1.45)  # room for the legend
         for ax in (ax_h, ax_c):
             ax.set_xscale("log")
             ax.set_xlabel("duration (s, log scale)")
             ax.legend(fontsize=7.5, loc="upper left" if ax is ax_c else "upper right")
-        ax_h.set_title(f"{kind}: {e['count']} renders ({e['share']:.0%}), "
-                       f"{e['distribution']}", fontsize=10)
+        ax_h.set_title(f"{kind}: {e['count']} renders ({e['share']:.0%}), {e['distribution']}", fontsize=10)
         ax_h.set_ylabel("density per unit of ln(duration)")
         ax_c.set_ylabel("fraction of renders <= duration")
         ax_c.set_title(f"{kind}: cumulative distribution", fontsize=10)
         m, pred = e["duration_model"], cal.predictions[kind]
         if m is None:
-            ax_m.text(0.5, 0.5, "no duration model\n" + e["duration_model_note"], ha="center",
-                      va="center", wrap=True, fontsize=8, transform=ax_m.transAxes)
+            ax_m.text(
+                0.5,
+                0.5,
+                "no duration model\n" + e["duration_model_note"],
+                ha="center",
+                va="center",
+                wrap=True,
+                fontsize=8,
+                transform=ax_m.transAxes,
+            )
             ax_m.set_axis_off()
         else:
             measured = cal.durations[kind]
@@ -519,10 +583,12 @@ def render_figure(cal):
             ax_m.set_yscale("log")
             ax_m.set_xlabel("predicted from " + " × ".join(m["features"]) + " (s)")
             ax_m.set_ylabel("measured (s)")
-            ax_m.set_title(f"{kind}: duration model, R² {m['r2']:.2f}, "
-                           f"residual σ {m['residual_sigma']:.3f}", fontsize=10)
-    fig.suptitle("Duration calibration: " + ", ".join(Path(s["path"]).name for s in cal.data["sources"]),
-                 fontsize=11)
+            ax_m.set_title(
+                f"{kind}: duration model, R² {m['r2']:.2f}, residual σ {m['residual_sigma']:.3f}", fontsize=10
+            )
+    fig.suptitle(
+        "Duration calibration: " + ", ".join(Path(s["path"]).name for s in cal.data["sources"]), fontsize=11
+    )
     buf = _io.BytesIO()
     fig.savefig(buf, format="png", dpi=100)
     return buf.getvalue()
@@ -530,12 +596,12 @@ def render_figure(cal):
 
 def write_calibration(cal, out, figure):
     """Write the figure, then the calibration JSON (both atomically)."""
-    from . import io
+    from sched import files
 
-    png = render_figure(cal)        # decided before anything is written
-    with io.atomic_path(figure) as tmp:
+    png = render_figure(cal)  # decided before anything is written
+    with files.atomic_path(figure) as tmp:
         tmp.write_bytes(png)
-    io.write_json(out, cal.data)
+    files.write_json(out, cal.data)
 
 
 def summary_lines(cal):
@@ -543,15 +609,23 @@ def summary_lines(cal):
     lines = []
     for kind, e in cal.data["kinds"].items():
         gof = e["goodness_of_fit"]
-        fit = (f"{e['distribution']} " + ", ".join(f"{k} {v:.4g}" for k, v in e["parameters"].items())
-               if e["distribution"] != "empirical" else f"empirical ({e['count']} samples)")
+        fit = (
+            f"{e['distribution']} " + ", ".join(f"{k} {v:.4g}" for k, v in e["parameters"].items())
+            if e["distribution"] != "empirical"
+            else f"empirical ({e['count']} samples)"
+        )
         if gof:
             fit += f" (KS D={gof['ks_statistic']:.3f}, p={gof['ks_pvalue']:.2f}, AIC {gof['aic']:.1f})"
         m = e["duration_model"]
-        model = (f"model on {', '.join(m['features'])}: R² {m['r2']:.3f}, residual σ {m['residual_sigma']:.3f}"
-                 if m else "no duration model")
-        lines.append(f"{kind}: {e['count']} records ({e['share']:.1%}), median {e['median_s']:.1f} s, "
-                     f"mean {e['mean_s']:.1f} s; {fit}; {model}")
+        model = (
+            f"model on {', '.join(m['features'])}: R² {m['r2']:.3f}, residual σ {m['residual_sigma']:.3f}"
+            if m
+            else "no duration model"
+        )
+        lines.append(
+            f"{kind}: {e['count']} records ({e['share']:.1%}), median {e['median_s']:.1f} s, "
+            f"mean {e['mean_s']:.1f} s; {fit}; {model}"
+        )
     s = cal.data["estimate_noise_sigma"]
     lines.append("estimate noise sigma: " + (f"{s:.3f}" if s is not None else "none (no duration model)"))
     return lines

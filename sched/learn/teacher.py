@@ -18,18 +18,19 @@ policy (several rollouts per candidate per decision), which is why it only
 labels training data.
 
 The student learns by minimising the expected label of its own softmax over
-the candidates (``sched.ppo.distill``): a cost-sensitive imitation that
+the candidates (``sched.learn.ppo.distill``): a cost-sensitive imitation that
 weighs each mistake by what it costs, not a plain classification.
 """
+
 import json
 
 import numba as nb
 import numpy as np
 
-from . import features as F
-from . import rules
-from . import sim_numba as S
-from .scenario import draw
+from sched.data.scenario import draw
+from sched.learn import features as F
+from sched.sim import core as S
+from sched.sim import rules
 
 LABEL_FORMAT = "render-queue-sched/teacher-labels/1"
 
@@ -86,14 +87,37 @@ def _atc_candidates(s, b, k, K):
     v = np.empty(ql)
     for q in range(ql):
         j = s.queue[b, q]
-        v[q] = rules.atc_log_index(rules.static_part(rules.ATC, s.est[b, j], s.w[b, j]),
-                                   s.est[b, j], s.due[b, j], t, k, pbar)
-    return np.argsort(-v, kind="mergesort")[: min(K, ql)]   # the features' atc_rank order
+        v[q] = rules.atc_log_index(
+            rules.static_part(rules.ATC, s.est[b, j], s.w[b, j]), s.est[b, j], s.due[b, j], t, k, pbar
+        )
+    return np.argsort(-v, kind="mergesort")[: min(K, ql)]  # the features' atc_rank order
 
 
 @nb.njit(cache=True)
-def label_scenario(s, b, scratch, k, K, FA, FD, FE, FW, FDUE, horizon, samples, first_future,
-                   p_ref, load, X, G, C, Q, L, nrows, ndec):
+def label_scenario(
+    s,
+    b,
+    scratch,
+    k,
+    K,
+    FA,
+    FD,
+    FE,
+    FW,
+    FDUE,
+    horizon,
+    samples,
+    first_future,
+    p_ref,
+    load,
+    X,
+    G,
+    C,
+    Q,
+    L,
+    nrows,
+    ndec,
+):
     """Run the teacher on slot b, appending its decisions; returns (nrows, ndec).
 
     X: feature rows of every waiting task, G: globals, C: candidate queue
@@ -157,7 +181,7 @@ def make_labels(cfg, seeds, horizon, samples, top_k, futures=2000, progress=Fals
     ``atc_k``: ATC's k for the candidates, the continuation and the features
     (default: the config's rules.atc_k).
     """
-    from .env import p_ref_of
+    from sched.learn.vec_env import p_ref_of
 
     k = float(atc_k if atc_k is not None else cfg["rules"]["atc_k"])
     load = float(cfg["scenario"]["load"])
@@ -169,12 +193,16 @@ def make_labels(cfg, seeds, horizon, samples, top_k, futures=2000, progress=Fals
     fut_seeds = range(tr["start"] + tr["count"] - futures, tr["start"] + tr["count"])
     clash = [s for s in seeds if not tr["start"] <= s < fut_seeds.start]
     if clash:
-        raise ValueError(f"seeds.train.count: {tr['count']} leaves no room for the teacher's "
-                         f"{futures} sampled futures after its scenarios (seed {clash[0]} is outside "
-                         f"{tr['start']}-{fut_seeds.start - 1}); use a larger training range")
+        raise ValueError(
+            f"seeds.train.count: {tr['count']} leaves no room for the teacher's "
+            f"{futures} sampled futures after its scenarios (seed {clash[0]} is outside "
+            f"{tr['start']}-{fut_seeds.start - 1}); use a larger training range"
+        )
     pool = [draw(cfg, s, tasks=horizon) for s in fut_seeds]
-    FA, FD, FE, FW, FDUE = (np.ascontiguousarray([p[key] for p in pool], dtype=np.float64)
-                            for key in ("arrival", "duration", "estimate", "weight", "due"))
+    FA, FD, FE, FW, FDUE = (
+        np.ascontiguousarray([p[key] for p in pool], dtype=np.float64)
+        for key in ("arrival", "duration", "estimate", "weight", "due")
+    )
     n = int(cfg["train"].get("tasks") or cfg["scenario"]["tasks"])
     X, G, C, Q, L, SEG = [], [], [], [], [], []
     it = seeds
@@ -182,28 +210,59 @@ def make_labels(cfg, seeds, horizon, samples, top_k, futures=2000, progress=Fals
         from tqdm import tqdm
 
         it = tqdm(seeds, desc="teacher", unit="scenario", dynamic_ncols=True)
-    scratch = S.empty_state(1, n + horizon, cfg["scenario"]["machines"])   # queue + future
+    scratch = S.empty_state(1, n + horizon, cfg["scenario"]["machines"])  # queue + future
     for seed in it:
         d = draw(cfg, seed, tasks=n)
-        state, _ = S.pack([(d["arrival"], d["duration"], d["estimate"], d["weight"], d["due"])],
-                          cfg["scenario"]["machines"])
+        state, _ = S.pack(
+            [(d["arrival"], d["duration"], d["estimate"], d["weight"], d["due"])], cfg["scenario"]["machines"]
+        )
         x = np.empty((n * n // 2 + n, F.N_TASK))
         g = np.empty((n, F.N_GLOBAL))
         c = np.empty((n, top_k), dtype=np.int64)
         q = np.empty((n, top_k))
         ql = np.empty(n, dtype=np.int64)
-        nr, nd = label_scenario(state, 0, scratch, k, top_k, FA, FD, FE, FW, FDUE, horizon,
-                                samples, first_future(seed, tr["start"]), p_ref, load, x, g, c, q, ql, 0, 0)
-        X.append(x[:nr].astype(np.float32)); G.append(g[:nd].astype(np.float32))
-        C.append(c[:nd]); Q.append(q[:nd].astype(np.float32)); L.append(ql[:nd])
+        nr, nd = label_scenario(
+            state,
+            0,
+            scratch,
+            k,
+            top_k,
+            FA,
+            FD,
+            FE,
+            FW,
+            FDUE,
+            horizon,
+            samples,
+            first_future(seed, tr["start"]),
+            p_ref,
+            load,
+            x,
+            g,
+            c,
+            q,
+            ql,
+            0,
+            0,
+        )
+        X.append(x[:nr].astype(np.float32))
+        G.append(g[:nd].astype(np.float32))
+        C.append(c[:nd])
+        Q.append(q[:nd].astype(np.float32))
+        L.append(ql[:nd])
         SEG.append(np.full(nd, seed, dtype=np.int64))
-    return {"x": np.concatenate(X), "g": np.concatenate(G), "cand": np.concatenate(C),
-            "label": np.concatenate(Q), "counts": np.concatenate(L),
-            "scenario_seed": np.concatenate(SEG)}
+    return {
+        "x": np.concatenate(X),
+        "g": np.concatenate(G),
+        "cand": np.concatenate(C),
+        "label": np.concatenate(Q),
+        "counts": np.concatenate(L),
+        "scenario_seed": np.concatenate(SEG),
+    }
 
 
 def save_labels(path, labels, meta):
-    from .io import atomic_path
+    from sched.files import atomic_path
 
     with atomic_path(path) as tmp:
         with open(tmp, "wb") as fh:

@@ -12,6 +12,7 @@ What a rule may see is what a scheduler knows at ``t``: the task's estimate
 ``p`` (not its true duration), weight ``w``, due date ``d`` and arrival, plus
 ``pbar``, the mean estimate of the tasks waiting at ``t``.
 """
+
 import math
 
 from numba.extending import register_jitable
@@ -77,6 +78,4 @@ def rule_id(name):
     try:
         return RULE_IDS[name]
     except KeyError:
-        raise ValueError(
-            f"unknown rule {name!r}; expected one of {', '.join(RULES)}"
-        ) from None
+        raise ValueError(f"unknown rule {name!r}; expected one of {', '.join(RULES)}") from None

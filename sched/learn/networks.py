@@ -19,23 +19,28 @@ Policy file: a ``torch.save`` of plain containers and tensors only (weights,
 architecture, feature names, ATC k, normalisers, config hash), read back with
 ``torch.load(..., weights_only=True)`` so that loading never executes code.
 """
+
 import math
 
 import numpy as np
 import torch
 from torch import nn
 
-from . import features as F
+from sched.errors import SchedError
+from sched.learn import features as F
 
 FORMAT = "render-queue-sched/policy"
 VERSION = 1
 
 
-class PolicyFileError(ValueError):
+class PolicyFileError(SchedError):
     """A policy file is missing, unreadable or has unexpected contents."""
 
 
-def layer(n_in, n_out, std=math.sqrt(2), bias=0.0):
+ROOT_2 = math.sqrt(2)  # the gain of an orthogonal init before a ReLU/tanh layer
+
+
+def layer(n_in, n_out, std=ROOT_2, bias=0.0):
     """Linear layer with orthogonal initialisation (as in CleanRL's PPO)."""
     lin = nn.Linear(n_in, n_out)
     nn.init.orthogonal_(lin.weight, std)
@@ -64,7 +69,7 @@ def segment_mean(values, seg, n, counts):
 
 def segment_log_softmax(logits, seg, n):
     """Log-probabilities of each row within its decision."""
-    m = segment_max(logits, seg, n).detach()   # a constant shift, for stability only
+    m = segment_max(logits, seg, n).detach()  # a constant shift, for stability only
     total = torch.zeros(n, dtype=logits.dtype).index_add(0, seg, (logits - m[seg]).exp())
     return logits - (total.log() + m)[seg]
 
@@ -80,7 +85,8 @@ def segment_argmax(values, seg, n, starts):
     rows = torch.arange(len(values))
     cand = torch.where(values == m[seg], rows, torch.full_like(rows, len(values)))
     first = torch.full((n,), len(values), dtype=rows.dtype).scatter_reduce(
-        0, seg, cand, "amin", include_self=True)
+        0, seg, cand, "amin", include_self=True
+    )
     return first - starts
 
 
@@ -101,15 +107,22 @@ class TaskScorer(nn.Module):
     tasks costs little more than one of 30.
     """
 
-    def __init__(self, n_task=F.N_TASK, n_global=F.N_GLOBAL, hidden=64, atc_prior=True,
-                 prior_scale=3.0, top_k=16):
+    def __init__(
+        self, n_task=F.N_TASK, n_global=F.N_GLOBAL, hidden=64, atc_prior=True, prior_scale=3.0, top_k=16
+    ):
         super().__init__()
         self.top_k = int(top_k)
         ctx = 2 * n_task + n_global
-        self.actor = nn.Sequential(layer(n_task + ctx, hidden), nn.Tanh(), layer(hidden, hidden),
-                                   nn.Tanh(), layer(hidden, 1, std=0.01))   # corrections start near 0
-        self.critic = nn.Sequential(layer(ctx, hidden), nn.Tanh(), layer(hidden, hidden), nn.Tanh(),
-                                    layer(hidden, 1, std=1.0))
+        self.actor = nn.Sequential(
+            layer(n_task + ctx, hidden),
+            nn.Tanh(),
+            layer(hidden, hidden),
+            nn.Tanh(),
+            layer(hidden, 1, std=0.01),
+        )  # corrections start near 0
+        self.critic = nn.Sequential(
+            layer(ctx, hidden), nn.Tanh(), layer(hidden, hidden), nn.Tanh(), layer(hidden, 1, std=1.0)
+        )
         # A linear score over the task's own features, beside the nonlinear
         # correction: the classic rules and their mixtures live in this
         # low-dimensional space, where policy gradients move fast. With the
@@ -140,20 +153,21 @@ class TaskScorer(nn.Module):
 class FlatMLP(nn.Module):
     """The original card's 196-input actor and critic (256 x 256 MLPs)."""
 
-    def __init__(self, n_in=F.FLAT_SIZE, n_out=F.FLAT_SLOTS, hidden=256, atc_prior=True,
-                 prior_scale=3.0, top_k=0):
+    def __init__(
+        self, n_in=F.FLAT_SIZE, n_out=F.FLAT_SLOTS, hidden=256, atc_prior=True, prior_scale=3.0, top_k=0
+    ):
         super().__init__()
         self.top_k = int(top_k)
-        self.actor = nn.Sequential(layer(n_in, hidden), nn.Tanh(), layer(hidden, hidden), nn.Tanh(),
-                                   layer(hidden, n_out, std=0.01))
-        self.critic = nn.Sequential(layer(n_in, hidden), nn.Tanh(), layer(hidden, hidden), nn.Tanh(),
-                                    layer(hidden, 1, std=1.0))
+        self.actor = nn.Sequential(
+            layer(n_in, hidden), nn.Tanh(), layer(hidden, hidden), nn.Tanh(), layer(hidden, n_out, std=0.01)
+        )
+        self.critic = nn.Sequential(
+            layer(n_in, hidden), nn.Tanh(), layer(hidden, hidden), nn.Tanh(), layer(hidden, 1, std=1.0)
+        )
         self.atc_prior = bool(atc_prior)
-        self.log_prior_scale = nn.Parameter(torch.tensor(math.log(prior_scale)),
-                                            requires_grad=self.atc_prior)
+        self.log_prior_scale = nn.Parameter(torch.tensor(math.log(prior_scale)), requires_grad=self.atc_prior)
         nt = len(F.FLAT_TASK_FEATURES)
-        self.register_buffer("atc_cols", torch.arange(F.FLAT_SLOTS) * nt + F.FLAT_ATC_INDEX,
-                             persistent=False)
+        self.register_buffer("atc_cols", torch.arange(F.FLAT_SLOTS) * nt + F.FLAT_ATC_INDEX, persistent=False)
 
     def forward(self, batch):
         x, counts = batch["x"], batch["counts"]
@@ -161,7 +175,7 @@ class FlatMLP(nn.Module):
         if self.atc_prior:
             logits = logits + self.log_prior_scale.exp() * x[:, self.atc_cols]
         valid = torch.arange(F.FLAT_SLOTS).unsqueeze(0) < counts.unsqueeze(1)
-        if self.top_k > 0:   # slots are in ATC order: slot i has ATC rank i
+        if self.top_k > 0:  # slots are in ATC order: slot i has ATC rank i
             logits = logits.masked_fill(torch.arange(F.FLAT_SLOTS).unsqueeze(0) >= self.top_k, -1e9)
         return logits[valid], self.critic(x).squeeze(-1)
 
@@ -175,8 +189,12 @@ def build(arch):
     name = arch["name"]
     if name not in ARCHITECTURES:
         raise ValueError(f"architecture: expected one of {', '.join(ARCHITECTURES)}, got {name!r}")
-    return ARCHITECTURES[name](hidden=int(arch["hidden"]), atc_prior=bool(arch["atc_prior"]),
-                               prior_scale=float(arch["prior_scale"]), top_k=int(arch.get("top_k", 0)))
+    return ARCHITECTURES[name](
+        hidden=int(arch["hidden"]),
+        atc_prior=bool(arch["atc_prior"]),
+        prior_scale=float(arch["prior_scale"]),
+        top_k=int(arch.get("top_k", 0)),
+    )
 
 
 class Policy:
@@ -185,8 +203,7 @@ class Policy:
     def __init__(self, net, meta):
         self.net = net.eval()
         self.meta = meta
-        self.encoder = F.Encoder(ENCODINGS[meta["arch"]["name"]], meta["atc_k"], meta["p_ref"],
-                                 meta["load"])
+        self.encoder = F.Encoder(ENCODINGS[meta["arch"]["name"]], meta["atc_k"], meta["p_ref"], meta["load"])
 
     @torch.no_grad()
     def act(self, state):
@@ -210,18 +227,34 @@ def make_batch(obs):
     seg = torch.repeat_interleave(torch.arange(n), counts)
     if slot_qpos is None:
         rows = torch.from_numpy(x)[mask]
-        return {"x": rows, "seg": seg, "n": n, "counts": counts, "starts": starts_of(counts),
-                "g": torch.from_numpy(g)}
-    return {"x": torch.from_numpy(x), "seg": seg, "n": n, "counts": counts,
-            "starts": starts_of(counts), "g": None}
+        return {
+            "x": rows,
+            "seg": seg,
+            "n": n,
+            "counts": counts,
+            "starts": starts_of(counts),
+            "g": torch.from_numpy(g),
+        }
+    return {
+        "x": torch.from_numpy(x),
+        "seg": seg,
+        "n": n,
+        "counts": counts,
+        "starts": starts_of(counts),
+        "g": None,
+    }
 
 
 def save(path, net, meta):
     """Write a policy file atomically."""
-    from .io import atomic_path
+    from sched.files import atomic_path
 
-    blob = {"format": FORMAT, "version": VERSION, "meta": meta,
-            "state_dict": {k: v.detach().cpu() for k, v in net.state_dict().items()}}
+    blob = {
+        "format": FORMAT,
+        "version": VERSION,
+        "meta": meta,
+        "state_dict": {k: v.detach().cpu() for k, v in net.state_dict().items()},
+    }
     with atomic_path(path) as tmp:
         torch.save(blob, tmp)
 
@@ -235,9 +268,11 @@ def load(path):
         blob = torch.load(path, map_location="cpu", weights_only=True)
     except FileNotFoundError:
         raise PolicyFileError(f"{path}: policy file not found") from None
-    except Exception as exc:   # pickle refusals, truncated files, not a torch file
-        raise PolicyFileError(f"{path}: not a readable policy file ({type(exc).__name__}: "
-                              f"{str(exc).splitlines()[0][:200] if str(exc) else ''})") from None
+    except Exception as exc:  # pickle refusals, truncated files, not a torch file
+        raise PolicyFileError(
+            f"{path}: not a readable policy file ({type(exc).__name__}: "
+            f"{str(exc).splitlines()[0][:200] if str(exc) else ''})"
+        ) from None
     if not isinstance(blob, dict) or blob.get("format") != FORMAT:
         raise PolicyFileError(f"{path}: not a render-queue-sched policy file (format field missing)")
     if blob.get("version") != VERSION:
@@ -250,17 +285,22 @@ def load(path):
     if enc is None:
         raise PolicyFileError(f"{path}: unknown architecture {meta['arch'].get('name')!r}")
     flat = enc != "tasks"
-    for key, want in (("task_features", F.FLAT_TASK_FEATURES if flat else F.TASK_FEATURES),
-                      ("global_features", F.FLAT_GLOBAL_FEATURES if flat else F.GLOBAL_FEATURES)):
+    for key, want in (
+        ("task_features", F.FLAT_TASK_FEATURES if flat else F.TASK_FEATURES),
+        ("global_features", F.FLAT_GLOBAL_FEATURES if flat else F.GLOBAL_FEATURES),
+    ):
         if list(meta[key]) != list(want):
-            raise PolicyFileError(f"{path}: policy was trained on other {key} ({list(meta[key])}, "
-                                  f"this version has {list(want)}); retrain it with this version")
+            raise PolicyFileError(
+                f"{path}: policy was trained on other {key} ({list(meta[key])}, "
+                f"this version has {list(want)}); retrain it with this version"
+            )
     try:
         net = build(meta["arch"])
         net.load_state_dict(blob["state_dict"])
     except (RuntimeError, KeyError, ValueError, TypeError) as exc:
-        raise PolicyFileError(f"{path}: weights do not fit the architecture: "
-                              f"{str(exc).splitlines()[0][:200]}") from None
+        raise PolicyFileError(
+            f"{path}: weights do not fit the architecture: {str(exc).splitlines()[0][:200]}"
+        ) from None
     return Policy(net, meta)
 
 
@@ -282,4 +322,3 @@ def load_cached(path):
         _CACHE.clear()
         _CACHE[key] = load(path)
     return _CACHE[key]
-

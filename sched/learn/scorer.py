@@ -7,13 +7,14 @@ candidates, start the best) is one compiled call, with the scorer's weights
 passed as arrays. It computes the same function as ``TaskScorer.forward``
 (``sched/policy.py``) in float64; the tests check both pick the same tasks.
 """
+
 import math
 
 import numba as nb
 import numpy as np
 
-from . import features as F
-from . import sim_numba as S
+from sched.learn import features as F
+from sched.sim import core as S
 
 
 @nb.njit(cache=True, fastmath=True)
@@ -81,7 +82,7 @@ def greedy_rollout(s, k, p_ref, load, top_k, W0, b0, W1, b1, W2, b2, lin):
             if v > best_v:
                 best_v = v
                 best = q
-        if best < 0:   # every score NaN (a diverged network): ATC's choice, not garbage
+        if best < 0:  # every score NaN (a diverged network): ATC's choice, not garbage
             best = atc_best
         S._start(s, 0, best, s.pending[0])
 
@@ -91,9 +92,17 @@ def weights_of(policy):
     w = getattr(policy, "_nb_weights", None)
     if w is None:
         sd = {k: v.detach().double().numpy() for k, v in policy.net.state_dict().items()}
-        w = tuple(np.ascontiguousarray(sd[name]) for name in (
-            "actor.0.weight", "actor.0.bias", "actor.2.weight", "actor.2.bias",
-            "actor.4.weight", "actor.4.bias")) + (np.ascontiguousarray(sd["linear.weight"][0]),)
+        w = tuple(
+            np.ascontiguousarray(sd[name])
+            for name in (
+                "actor.0.weight",
+                "actor.0.bias",
+                "actor.2.weight",
+                "actor.2.bias",
+                "actor.4.weight",
+                "actor.4.bias",
+            )
+        ) + (np.ascontiguousarray(sd["linear.weight"][0]),)
         policy._nb_weights = w
     return w
 

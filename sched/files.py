@@ -3,6 +3,7 @@
 A reader (or a Snakemake job that is killed half-way) never sees a partial
 artefact: the file is either the old one, absent, or complete.
 """
+
 import json
 import os
 import tempfile

@@ -1,0 +1,2 @@
+"""Evaluation: seeds, runs of named policies, paired statistics, ATC tuning, the
+benchmark tables, the demonstration, the clairvoyant headroom run, the report and its figures."""

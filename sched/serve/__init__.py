@@ -1,0 +1,1 @@
+"""Serving: ``rank(tasks)``, the entry point a render queue calls, and its input parsing."""
