@@ -27,6 +27,7 @@ from sched import files
 from sched.data.calibration import estimate_noise_sigma_from_calibration, kind_specs_from_calibration
 from sched.data.distributions import mean_duration, sample_durations
 from sched.errors import SchedError
+from sched.sim.objective import tardiness
 
 REQUIRED = ("id", "kind", "arrival_s", "duration_s", "weight", "due_s")
 NUMERIC = ("arrival_s", "duration_s", "weight", "due_s", "estimate_s")
@@ -143,7 +144,7 @@ def schedule_frame(scenario, start, end, machine):
     f["machine"] = np.asarray(machine, dtype=np.int64)
     f["start_s"] = np.asarray(start, dtype=np.float64)
     f["end_s"] = np.asarray(end, dtype=np.float64)
-    f["tardiness_s"] = np.maximum(f["end_s"].to_numpy() - due, 0.0)
+    f["tardiness_s"] = tardiness(f["end_s"].to_numpy(), due)
     f["weighted_tardiness_s"] = weight * f["tardiness_s"].to_numpy()
     return f
 

@@ -32,6 +32,7 @@ from sched import files
 from sched.config import ConfigError, seed_range
 from sched.errors import SchedError
 from sched.sim import rules
+from sched.sim.objective import tardiness, weighted_tardiness
 
 #: The heuristics in the order every table lists them.
 HEURISTICS = ("fifo", "spt", "edd", "wspt", "atc", "wmdd", "atc-tuned")
@@ -302,9 +303,9 @@ def resolve_policies(cfg, names, tuned=None, policy_files=None, missing_ok=False
 def schedule_metrics(arrays, start, end):
     """The per-scenario columns (all but seed and policy) of one schedule."""
     arrival, _duration, _estimate, weight, due = arrays
-    tard = np.maximum(np.asarray(end) - due, 0.0)
+    tard = tardiness(end, due)
     return {
-        "total_weighted_tardiness_s": float((weight * tard).sum()),
+        "total_weighted_tardiness_s": weighted_tardiness(end, due, weight),
         "mean_tardiness_s": float(tard.mean()),
         "p90_tardiness_s": float(np.percentile(tard, 90)),
         "max_tardiness_s": float(tard.max()),

@@ -11,6 +11,7 @@ from sched.evaluate.benchmark import _bar, generate_scenarios
 from sched.sim import rules as rules_mod
 from sched.sim.clairvoyant import search, sequence_cost, start_sequence
 from sched.sim.core import simulate_batch
+from sched.sim.objective import weighted_tardiness
 
 CLAIRVOYANT_COLUMNS = (
     "scenario_seed",
@@ -51,7 +52,7 @@ def best_rule_starts(arrays, machines, candidates):
             arrays, rule, machines=machines, k=k if k is not None else rules_mod.ATC_K_DEFAULT
         )
         for b, ((_, _, _, w, due), (start, end, _)) in enumerate(zip(arrays, res)):
-            twt = float((w * np.maximum(end - due, 0.0)).sum())
+            twt = weighted_tardiness(end, due, w)
             if best[b] is None or twt < best[b][2]:
                 best[b] = (rule, k, twt, start_sequence(start, end))
     return best

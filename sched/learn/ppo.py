@@ -46,6 +46,7 @@ from sched.learn import features as F
 from sched.learn import networks as P
 from sched.learn.vec_env import VecQueue, p_ref_of, run_greedy
 from sched.sim import core
+from sched.sim.objective import weighted_tardiness
 
 LOG_COLUMNS = (
     "iteration",
@@ -215,14 +216,8 @@ class Validator:
         self.atc = self._mean_twt(atc)
 
     def _mean_twt(self, results):
-        return float(
-            np.mean(
-                [
-                    (sc[3] * np.maximum(end - sc[4], 0.0)).sum()
-                    for sc, (_, end, _) in zip(self.scenarios, results)
-                ]
-            )
-        )
+        costs = [weighted_tardiness(end, sc[4], sc[3]) for sc, (_, end, _) in zip(self.scenarios, results)]
+        return float(np.mean(costs))
 
     def __call__(self, net, meta):
         pol = P.Policy(net, meta)

@@ -32,6 +32,7 @@ import numpy as np
 
 from sched.errors import SchedError
 from sched.sim import rules
+from sched.sim.objective import tardiness
 
 
 class RankInputError(SchedError):
@@ -623,7 +624,7 @@ def _explain(q, plan, order, start, end, mach):
             "start_s": s,
             "end_s": e,
             "lateness_s": late,
-            "tardiness_s": np.maximum(late, 0.0),
+            "tardiness_s": tardiness(e, q.due[order]),
             "policy": plan.name,
             "atc_k": plan.k if plan.rule == rules.ATC else np.nan,
         },

@@ -40,6 +40,8 @@ far from where the rule put it in one step.
 import numba as nb
 import numpy as np
 
+from sched.sim.objective import weighted_tardiness
+
 INSERT, SWAP = 0, 1
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -344,4 +346,4 @@ def sequence_cost(seq, arrival, duration, weight, due, machines=1):
         np.asarray(duration, dtype=np.float64),
         np.full(int(machines), -np.inf),
     )
-    return float((np.asarray(weight) * np.maximum(end - np.asarray(due), 0.0)).sum())
+    return weighted_tardiness(end, due, weight)

@@ -1,0 +1,92 @@
+"""The results layout: every path the pipeline writes, defined once.
+
+Used by the package (command defaults, ``rank()``'s policy lookup, the report)
+and by the workflow (``workflow/rules/*.smk``), so a path cannot drift between
+them. Functions take a ``root`` so that a robustness setting, whose files live
+under ``results/robustness/<name>/``, reuses the same names; pass a Snakemake
+wildcard such as ``"{seed}"`` to get a rule's pattern.
+
+The file names ``rapport.md``, ``resume.csv`` and ``politique.pt`` are part of
+the project's contract and stay as they are; the code calls them the report,
+the summary and the policy file.
+"""
+
+RESULTS = "results"
+
+# ---------------------------------------------------------------- file names
+POLICY_FILE = "politique.pt"
+TRAIN_LOG = "train_log.csv"
+LEARNING_CURVE = "learning_curve.png"
+PER_SCENARIO = "per_scenario.csv"
+SUMMARY = "resume.csv"
+WINNER = "winner.json"
+TUNED = "tuned.json"
+CLAIRVOYANT = "clairvoyant.csv"
+DEMO_TABLE = "demo.csv"
+DEMO_GANTT = "demo_gantt.png"
+REPORT = "rapport.md"
+
+# ---------------------------------------------------------------- folders and files
+CALIBRATION = f"{RESULTS}/calibration.json"
+CALIBRATION_FIGURE = f"{RESULTS}/calibration.png"
+CONFIG_DIR = f"{RESULTS}/config"
+LOG_DIR = f"{RESULTS}/logs"
+BENCH_DIR = f"{RESULTS}/benchmark"
+DEMO_DIR = f"{RESULTS}/demo"
+FIGURES_DIR = f"{RESULTS}/figures"
+ROBUST_DIR = f"{RESULTS}/robustness"
+REPORT_PATH = f"{RESULTS}/{REPORT}"
+TUNED_PATH = f"{BENCH_DIR}/{TUNED}"
+
+
+def train_dir(root=RESULTS):
+    """The folder holding one subfolder per training seed."""
+    return f"{root}/train"
+
+
+def seed_dir(seed, root=RESULTS):
+    """The training outputs of one seed: policy file, training log, learning curve."""
+    return f"{train_dir(root)}/seed-{seed}"
+
+
+def policy_file(seed, root=RESULTS):
+    """The trained policy of training seed ``seed``."""
+    return f"{seed_dir(seed, root)}/{POLICY_FILE}"
+
+
+def train_log(seed, root=RESULTS):
+    return f"{seed_dir(seed, root)}/{TRAIN_LOG}"
+
+
+def learning_curve(seed, root=RESULTS):
+    return f"{seed_dir(seed, root)}/{LEARNING_CURVE}"
+
+
+def teacher_labels(seeds, root=RESULTS):
+    """The rollout teacher's labels on the training seeds ``seeds`` (text ``A-B``)."""
+    return f"{root}/teacher/labels-{seeds}.npz"
+
+
+def step_config(step, root=RESULTS):
+    """The config file of one workflow step (the settings it depends on)."""
+    return f"{root}/config/{step}.yaml"
+
+
+def shard_dir(seeds):
+    """One benchmark shard's folder (test seeds ``A-B``)."""
+    return f"{BENCH_DIR}/shards/{seeds}"
+
+
+def robust_root(name):
+    """The folder of one robustness setting (its config, tuning, training, benchmark)."""
+    return f"{ROBUST_DIR}/{name}"
+
+
+def log(job):
+    """The log file of a workflow job (``job`` may contain folders)."""
+    return f"{LOG_DIR}/{job}.log"
+
+
+def usage(job):
+    """The resource-usage table Snakemake's ``benchmark:`` writes for a job."""
+    return f"{LOG_DIR}/{job}.usage.tsv"
