@@ -1,0 +1,167 @@
+"""The package's shape: layers, no import cycles, modules and functions of a readable size.
+
+Imports are read from the source (ast), including those inside functions: an
+import deferred into a function still ties two modules together.
+"""
+
+import ast
+from collections import defaultdict
+
+import pytest
+
+from .conftest import ROOT
+
+PACKAGE = ROOT / "sched"
+#: Modules may exceed these sizes only with a line `# size: <reason>` in them.
+MAX_MODULE_LINES = 400
+MAX_FUNCTION_LINES = 80
+SUBPACKAGES = ("sim", "data", "learn", "evaluate", "serve", "commands")
+
+
+def module_name(path):
+    rel = path.relative_to(ROOT).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def sources():
+    return {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def imported_modules(path, known):
+    """The project modules ``path`` imports, anywhere in the file."""
+    tree = ast.parse(path.read_text(), str(path))
+    this = module_name(path)
+    package = this if path.name == "__init__.py" else this.rpartition(".")[0]
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                mod = ".".join(base + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            names = [mod] + [f"{mod}.{a.name}" for a in node.names]
+        else:
+            continue
+        for name in names:
+            # the longest known module the name refers to (a module, or a name in it)
+            while name and name not in known:
+                name = name.rpartition(".")[0]
+            if name and name != this:
+                out.add(name)
+    return out
+
+
+@pytest.fixture(scope="module")
+def graph():
+    known = sources()
+    return {name: imported_modules(path, known) for name, path in known.items()}
+
+
+def test_no_import_cycles(graph):
+    # Package __init__ modules are left out as targets: importing sched.sim.core
+    # runs sched/__init__.py first whatever the code says, and an __init__ that
+    # imports nothing of its own cannot close a cycle.
+    edges = {m: {d for d in deps if not sources()[d].name == "__init__.py"} for m, deps in graph.items()}
+    state, stack, cycles = {}, [], []
+
+    def visit(m):
+        state[m] = "open"
+        stack.append(m)
+        for d in sorted(edges.get(m, ())):
+            if state.get(d) == "open":
+                cycles.append(stack[stack.index(d) :] + [d])
+            elif d not in state:
+                visit(d)
+        stack.pop()
+        state[m] = "done"
+
+    for m in sorted(edges):
+        if m not in state:
+            visit(m)
+    assert not cycles, "import cycles: " + "; ".join(" -> ".join(c) for c in cycles)
+
+
+def test_library_never_imports_the_command_line(graph):
+    offenders = {
+        m: sorted(d for d in deps if d == "sched.cli" or d.startswith("sched.commands"))
+        for m, deps in graph.items()
+        if not (m in ("sched.cli", "sched.__main__") or m.startswith("sched.commands"))
+    }
+    assert not {m: d for m, d in offenders.items() if d}
+
+
+def test_simulation_does_not_depend_on_learning_evaluation_or_serving(graph):
+    upper = ("sched.learn", "sched.evaluate", "sched.serve", "sched.commands", "sched.cli")
+    bad = {
+        m: sorted(d for d in deps if d.startswith(upper))
+        for m, deps in graph.items()
+        if m.startswith(("sched.sim", "sched.data"))
+    }
+    assert not {m: d for m, d in bad.items() if d}
+
+
+def test_the_subpackages_exist_with_a_docstring():
+    for name in SUBPACKAGES:
+        init = PACKAGE / name / "__init__.py"
+        assert init.exists(), name
+        assert ast.get_docstring(ast.parse(init.read_text())), f"sched/{name}/__init__.py has no docstring"
+
+
+def _excused(text):
+    return any(line.lstrip().startswith("# size:") for line in text.splitlines())
+
+
+def test_modules_are_short_or_say_why():
+    long = {}
+    for name, path in sources().items():
+        text = path.read_text()
+        n = text.count("\n")
+        if n > MAX_MODULE_LINES and not _excused(text):
+            long[name] = n
+    assert not long, f"modules over {MAX_MODULE_LINES} lines without a `# size:` reason: {long}"
+
+
+def test_functions_are_short_or_say_why():
+    long = defaultdict(list)
+    for name, path in sources().items():
+        text = path.read_text()
+        lines = text.splitlines()
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                n = node.end_lineno - node.lineno + 1
+                body = lines[node.lineno - 1 : node.end_lineno]
+                if n > MAX_FUNCTION_LINES and not _excused("\n".join(body)):
+                    long[name].append(f"{node.name} ({n})")
+    assert not long, f"functions over {MAX_FUNCTION_LINES} lines without a `# size:` reason: {dict(long)}"
+
+
+def test_no_top_level_module_shadows_the_standard_library():
+    # `sched/io.py` once did: a script run from inside sched/ imported it as `io`
+    import sys
+
+    clashes = sorted(
+        p.stem
+        for p in PACKAGE.glob("*.py")
+        if p.stem in sys.stdlib_module_names and p.stem not in ("__init__", "__main__")
+    )
+    assert not clashes, clashes
+
+
+def test_results_paths_have_one_home():
+    # every "results/..." path literal lives in sched/layout.py
+    offenders = []
+    for p in list(PACKAGE.rglob("*.py")) + list((ROOT / "workflow").rglob("*.smk")) + [ROOT / "Snakefile"]:
+        if p.name == "layout.py":
+            continue
+        for i, line in enumerate(p.read_text().splitlines(), 1):
+            code = line.split("#", 1)[0]
+            if '"results/' in code or "'results/" in code:
+                offenders.append(f"{p.relative_to(ROOT)}:{i}")
+    assert not offenders, offenders
