@@ -57,13 +57,23 @@ def main(argv=None):
     args = build_parser().parse_args(argv)
     try:
         args.func(args)
-    except (SchedError, ValueError, FileNotFoundError) as exc:
-        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        print(f"sched {args.command}: error: {msg}", file=sys.stderr)
-        return 2
     except BrokenPipeError:
         return 0
+    except (SchedError, ValueError) as exc:
+        return _fail(args.command, str(exc) or type(exc).__name__)
+    except OSError as exc:  # a file or folder that cannot be read or written
+        where = f"{exc.filename}: " if exc.filename else ""
+        return _fail(args.command, f"{where}{exc.strerror or exc}")
+    except RecursionError:
+        return _fail(args.command, "input nested too deeply")
     return 0
+
+
+def _fail(command, message):
+    """One line on standard error, exit status 2."""
+    lines = message.strip().splitlines() or ["error"]
+    print(f"sched {command}: error: {lines[0]}", file=sys.stderr)
+    return 2
 
 
 if __name__ == "__main__":

@@ -11,11 +11,13 @@ that sum to one, disjoint seed ranges, distinct bench-log columns).
 import copy
 import hashlib
 import json
+import math
 from pathlib import Path
 
 import yaml
 
 from sched.errors import SchedError
+from sched.limits import MAX_YAML_BYTES, MAX_YAML_NODES, SHOWN_CHARS
 
 SCHEMA_PATH = Path(__file__).resolve().with_name("config.schema.yaml")
 DEFAULT_CONFIG = "config.yaml"
@@ -23,6 +25,73 @@ DEFAULT_CONFIG = "config.yaml"
 
 class ConfigError(SchedError):
     """A configuration value is invalid; the message names the field and value."""
+
+
+def shorten(value, limit=SHOWN_CHARS):
+    """``repr(value)`` cut to ``limit`` characters, for error messages."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _count_nodes(data, limit):
+    """The number of values in ``data``, aliases expanded, counting stops past ``limit``."""
+    count, stack = 0, [data]
+    while stack and count <= limit:
+        item = stack.pop()
+        count += 1
+        if isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return count
+
+
+def load_yaml(path, error=None):
+    """Parse a YAML file safely: no code, a size limit, no alias bombs.
+
+    ``yaml.safe_load`` never runs code, but a few hundred bytes of nested
+    anchors expand to billions of values when anything walks them. The file is
+    refused past ``MAX_YAML_BYTES`` bytes or ``MAX_YAML_NODES`` values.
+    Raises ``error`` (default :class:`ConfigError`) naming the file.
+    """
+    error = error or ConfigError
+    p = Path(path)
+    try:
+        size = p.stat().st_size
+        if size > MAX_YAML_BYTES:
+            raise error(f"{p}: {size} bytes, more than the {MAX_YAML_BYTES} a config may have")
+        with open(p, encoding="utf-8") as fh:
+            data = yaml.safe_load(fh)
+    except yaml.YAMLError as exc:
+        raise error(f"{p}: not valid YAML: {str(exc).splitlines()[0]}") from None
+    except UnicodeDecodeError:
+        raise error(f"{p}: not a UTF-8 text file") from None
+    except IsADirectoryError:
+        raise error(f"{p}: is a folder, not a file") from None
+    except OSError as exc:
+        raise error(f"{p}: cannot read: {exc.strerror}") from None
+    if _count_nodes(data, MAX_YAML_NODES) > MAX_YAML_NODES:
+        raise error(
+            f"{p}: more than {MAX_YAML_NODES} values once its aliases are expanded (nested YAML anchors?)"
+        )
+    return data
+
+
+def check_finite(data, source="config", path=()):
+    """Refuse NaN and infinite numbers anywhere in ``data``, naming the field.
+
+    JSON Schema's ``minimum``/``maximum`` let NaN through (every comparison
+    with NaN is false), and a NaN setting silently changes what runs.
+    """
+    if isinstance(data, dict):
+        for key, value in data.items():
+            check_finite(value, source, (*path, key))
+    elif isinstance(data, list):
+        for i, value in enumerate(data):
+            check_finite(value, source, (*path, i))
+    elif isinstance(data, float) and not math.isfinite(data):
+        raise ConfigError(f"{source}: {_field(path)}: must be a finite number, got {data}")
 
 
 def load_schema():
@@ -62,13 +131,25 @@ def validate_config(cfg, source="config"):
     if not isinstance(cfg, dict):
         raise ConfigError(f"{source}: expected a mapping of settings, got {type(cfg).__name__}")
     given = set(cfg)  # the sections the file sets; the schema's defaults fill the others
+    check_finite(cfg, source)
     validator = _default_filling_validator(load_schema())
     errors = sorted(validator.iter_errors(cfg), key=lambda e: list(e.absolute_path))
     if errors:
         e = errors[0]
-        raise ConfigError(f"{source}: {_field(e.absolute_path)}: {e.message}")
+        raise ConfigError(f"{source}: {_field(e.absolute_path)}: {_message(e)}")
     check_semantics(cfg, source, sections=given)
     return cfg
+
+
+def _message(error):
+    """jsonschema's message with the offending value cut short (it may be huge)."""
+    text = repr(error.instance)
+    message = error.message
+    if len(text) > SHOWN_CHARS and text in message:
+        message = message.replace(text, shorten(error.instance))
+    if len(message) > 4 * SHOWN_CHARS:
+        message = message[: 4 * SHOWN_CHARS - 3] + "..."
+    return message
 
 
 def check_semantics(cfg, source="config", sections=None):
@@ -82,6 +163,7 @@ def check_semantics(cfg, source="config", sections=None):
     against the others. The benchmark commands check their counts again when
     they draw their seeds.
     """
+    check_finite(cfg, source)
     sc = cfg["scenario"]
     if sc.get("calibration") is None:
         shares = {k: v["share"] for k, v in sc["kinds"].items()}
@@ -155,12 +237,7 @@ def load_config(path=None):
     p = Path(path)
     if not p.exists():
         raise ConfigError(f"config file {p} not found")
-    try:
-        with open(p, encoding="utf-8") as fh:
-            cfg = yaml.safe_load(fh)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{p}: not valid YAML: {exc}") from None
-    return validate_config(cfg, str(p))
+    return validate_config(load_yaml(p), str(p))
 
 
 def seed_range(cfg, split):

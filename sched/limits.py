@@ -1,0 +1,16 @@
+"""Documented limits on what the project accepts, in one place.
+
+Inputs beyond these are refused with a one-line error naming the field,
+before any memory is allocated for them (see docs/reliability.md).
+"""
+
+#: GPUs in one farm (``scenario.machines``, ``--machines``, ``rank(machines=...)``).
+MAX_MACHINES = 10_000
+#: Tasks in one generated scenario (``scenario.tasks``).
+MAX_SCENARIO_TASKS = 1_000_000
+#: Values in a YAML document once its aliases are expanded (config files).
+MAX_YAML_NODES = 100_000
+#: Bytes in a config file.
+MAX_YAML_BYTES = 1_000_000
+#: Characters of an offending value quoted in an error message.
+SHOWN_CHARS = 40
