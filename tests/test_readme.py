@@ -1,4 +1,4 @@
-"""The README's two set-up commands are the ones CI and users run."""
+"""The README's two set-up commands are the ones CI and users run, and its links and the docs' resolve."""
 
 import re
 
@@ -21,3 +21,34 @@ def test_readme_has_main_and_test_commands_with_venv_install():
 def test_ci_runs_the_readme_test_command_verbatim():
     ci = (ROOT / ".ci" / "run").read_text()
     assert _commands()[1] in ci
+
+
+def _anchors(text):
+    """GitHub's heading anchors of a Markdown text (headings inside code fences left out)."""
+    anchors, seen = set(), {}
+    for line in re.sub(r"^```.*?^```", "", text, flags=re.M | re.S).splitlines():
+        m = re.match(r"#{1,6} (.+)", line)
+        if m:
+            slug = re.sub(r"[^\w\- ]", "", m.group(1).strip().lower()).replace(" ", "-")
+            n = seen.get(slug, 0)
+            seen[slug] = n + 1
+            anchors.add(slug if n == 0 else f"{slug}-{n}")
+    return anchors
+
+
+def test_relative_links_of_readme_and_docs_point_to_existing_files_and_headings():
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    assert len(pages) >= 8, pages
+    broken = []
+    for page in pages:
+        text = page.read_text()
+        for target in re.findall(r"\]\(([^)\s]+)\)", re.sub(r"^```.*?^```", "", text, flags=re.M | re.S)):
+            if re.match(r"[a-z]+:", target):
+                continue  # an absolute URL
+            path, _, anchor = target.partition("#")
+            dest = (page.parent / path).resolve() if path else page
+            if not dest.exists():
+                broken.append(f"{page.name}: {target} (no such file)")
+            elif anchor and anchor not in _anchors(dest.read_text()):
+                broken.append(f"{page.name}: {target} (no such heading)")
+    assert not broken, broken
