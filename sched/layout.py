@@ -90,3 +90,8 @@ def log(job):
 def usage(job):
     """The resource-usage table Snakemake's ``benchmark:`` writes for a job."""
     return f"{LOG_DIR}/{job}.usage.tsv"
+
+
+def demo_schedule(policy):
+    """The demonstration scenario's schedule under one policy."""
+    return f"{DEMO_DIR}/schedule-{policy}.csv"

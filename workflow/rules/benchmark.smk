@@ -1,14 +1,22 @@
+# The benchmark: ATC's k tuned, every policy on the test scenarios (in shards,
+# then gathered), and the clairvoyant reference. The robustness settings reuse
+# tune and benchmark (workflow/rules/robustness.smk).
+BENCH = layout.BENCH_DIR
+SHARD_TABLE = f"{layout.shard_dir('{seeds}')}/{layout.PER_SCENARIO}"   # one shard's per-scenario table
+
+
 rule tune:
-    """ATC's look-ahead k, chosen on the validation scenarios."""
+    """Choose ATC's look-ahead k on the validation scenarios.
+    Runs `sched tune` (sched/commands/tune.py -> sched.evaluate.benchmark.tune_atc_k)."""
     input:
         config=step_config("tune"),
         calibration=calibration_input(),
     output:
-        f"{BENCH}/tuned.json",
+        layout.TUNED_PATH,
     log:
-        "results/logs/tune.log",
+        layout.log("tune"),
     benchmark:
-        "results/logs/tune.usage.tsv"
+        layout.usage("tune")
     threads: 1
     shadow:
         "minimal"
@@ -18,50 +26,53 @@ rule tune:
 
 
 rule benchmark:
-    """Every policy on one shard (a range of test seeds) of the test scenarios."""
+    """Run every policy on one shard (a range of test seeds) of the test scenarios.
+    Runs `sched benchmark` (sched/commands/benchmark.py -> sched.evaluate.benchmark.run_policies)."""
     input:
         config=step_config("benchmark"),
         calibration=calibration_input(),
-        tuned=f"{BENCH}/tuned.json",
+        tuned=layout.TUNED_PATH,
         policies=policy_files(),
     output:
-        f"{BENCH}/shards/{{seeds}}/per_scenario.csv",
+        SHARD_TABLE,
     params:
         policies=",".join(POLICIES),
+        seeds=lambda wildcards: wildcards.seeds,   # robust_benchmark: the whole test set
         policy_files=policy_file_args(),
         out=lambda wildcards, output: os.path.dirname(output[0]),
     log:
-        "results/logs/benchmark/{seeds}.log",
+        layout.log("benchmark/{seeds}"),
     benchmark:
-        "results/logs/benchmark/{seeds}.usage.tsv"
+        layout.usage("benchmark/{seeds}")
     threads: 1
     shadow:
         "minimal"
     shell:
         "python -m sched --config {input.config:q} benchmark --policies {params.policies}"
-        " --seeds {wildcards.seeds} --tuned {input.tuned:q} {params.policy_files}"
+        " --seeds {params.seeds} --tuned {input.tuned:q} {params.policy_files}"
         " --out {params.out:q} --threads {threads} > {log:q} 2>&1"
 
 
 rule gather:
-    """The shards joined: per-scenario table, summary with bootstrap intervals, winner."""
+    """Join the shards: per-scenario table, summary with bootstrap intervals, winner.
+    Runs `sched gather` (sched/commands/gather.py -> sched.evaluate.benchmark.gather)."""
     input:
         config=step_config("gather"),
-        shards=expand(f"{BENCH}/shards/{{seeds}}/per_scenario.csv", seeds=SHARDS),
-        tuned=f"{BENCH}/tuned.json",
+        shards=expand(SHARD_TABLE, seeds=SHARDS),
+        tuned=layout.TUNED_PATH,
         policies=policy_files(),
     output:
-        per_scenario=f"{BENCH}/per_scenario.csv",
-        resume=report(f"{BENCH}/resume.csv", caption="../report/resume.rst",
-                      category="3. Benchmark"),
-        winner=f"{BENCH}/winner.json",
+        per_scenario=f"{BENCH}/{layout.PER_SCENARIO}",
+        summary=report(f"{BENCH}/{layout.SUMMARY}", caption="../report/resume.rst",
+                       category="3. Benchmark"),
+        winner=f"{BENCH}/{layout.WINNER}",
     params:
         policy_files=policy_file_args(),
         out=lambda wildcards, output: os.path.dirname(output.per_scenario),
     log:
-        "results/logs/gather.log",
+        layout.log("gather"),
     benchmark:
-        "results/logs/gather.usage.tsv"
+        layout.usage("gather")
     threads: 1
     shadow:
         "minimal"
@@ -71,16 +82,17 @@ rule gather:
 
 
 rule clairvoyant:
-    """The headroom reference: a local search that knows the future."""
+    """Run the headroom reference: a local search that knows the future.
+    Runs `sched clairvoyant` (sched/commands/clairvoyant.py -> sched.evaluate.headroom.run_reference)."""
     input:
         config=step_config("clairvoyant"),
         calibration=calibration_input(),
     output:
-        f"{BENCH}/clairvoyant.csv",
+        f"{BENCH}/{layout.CLAIRVOYANT}",
     log:
-        "results/logs/clairvoyant.log",
+        layout.log("clairvoyant"),
     benchmark:
-        "results/logs/clairvoyant.usage.tsv"
+        layout.usage("clairvoyant")
     threads: 2
     shadow:
         "minimal"

@@ -1,16 +1,17 @@
 rule calibrate:
-    """Per-kind duration distributions and the duration model, from the bench logs."""
+    """Fit the per-kind duration distributions and the duration model to the bench logs.
+    Runs `sched calibrate` (sched/commands/calibrate.py -> sched.data.fit.calibrate)."""
     input:
         config=step_config("calibrate"),
         bench=config["calibration"]["bench"],
     output:
-        json="results/calibration.json",
-        png=report("results/calibration.png", caption="../report/calibration.rst",
+        json=layout.CALIBRATION,
+        png=report(layout.CALIBRATION_FIGURE, caption="../report/calibration.rst",
                    category="1. Calibration"),
     log:
-        "results/logs/calibrate.log",
+        layout.log("calibrate"),
     benchmark:
-        "results/logs/calibrate.usage.tsv"
+        layout.usage("calibrate")
     threads: 1
     shadow:
         "minimal"

@@ -1,12 +1,20 @@
 # Shared definitions: the interpreter the jobs run, the policies, the shards,
-# and the per-step config files that make reruns precise.
+# the per-step config files that make reruns precise, and the robustness
+# settings. Every path comes from sched.layout (sched/layout.py), which the
+# package uses too. A function taking `setting` serves the main run (None) and
+# each robustness setting (its name) alike.
+import copy
+import json
 import os
 import shlex
 import sys
 
 import yaml
+from snakemake.exceptions import WorkflowError
 
-from sched.evaluate import benchmark as bm
+from sched import layout
+from sched.evaluate.policies import default_policies
+from sched.evaluate.seeds import benchmark_seeds, range_text, shard_ranges
 
 # Jobs run `python -m sched`: the interpreter running Snakemake (the project's
 # virtual environment, where the package is installed) comes first on their
@@ -14,25 +22,22 @@ from sched.evaluate import benchmark as bm
 # (A prefix replaces Snakemake's default one, bash's strict mode: kept.)
 shell.prefix(f"set -euo pipefail; export PATH={shlex.quote(os.path.dirname(sys.executable))}:\"$PATH\"; ")
 
-BENCH = "results/benchmark"
 TRAIN_SEEDS = [int(s) for s in config["train"]["seeds"]]
-POLICIES = bm.default_policies(config)   # the heuristics, then ppo-<S> per training seed
-SHARDS = [bm.range_text(r) for r in bm.shard_ranges(config)]
+POLICIES = default_policies(config)   # the heuristics, then ppo-<S> per training seed
+SHARDS = [range_text(r) for r in shard_ranges(config)]
+TEST_SEEDS = range_text(benchmark_seeds(config))   # the whole test set, as `--seeds` takes it
 CALIBRATION = config["scenario"]["calibration"]   # None: scenarios use scenario.kinds
-# The rollout teacher's labels (the policies' warm start) are made once, by `sched teach`,
-# for every training seed, in train.teacher_shards parallel jobs over the labelled seeds.
-def _teacher_shards():
-    n = config["train"]["teacher_scenarios"]
-    if n <= 0:
-        return []
-    first = config["seeds"]["train"]["start"]
-    k = max(1, min(config["train"]["teacher_shards"], n))
-    bounds = [first + (n * i) // k for i in range(k + 1)]
-    return [f"{lo}-{hi - 1}" for lo, hi in zip(bounds, bounds[1:])]
+
+# The robustness settings (config robustness.settings) by name: each reruns the
+# benchmark (and, with `train`, the teacher and the training) with
+# scenario.load / scenario.machines overridden, from its own config files under
+# results/robustness/<name>/config/: the same commands, the same contracts.
+ROBUST = {s["name"]: s for s in config["robustness"]["settings"]}
 
 
-TEACHER_SHARDS = _teacher_shards()
-TEACHER = [f"results/teacher/labels-{r}.npz" for r in TEACHER_SHARDS]
+def results_root(setting=None):
+    """The folder holding the outputs of the main run (None) or of a robustness setting."""
+    return layout.RESULTS if setting is None else layout.robust_root(setting)
 
 
 def calibration_input():
@@ -40,19 +45,66 @@ def calibration_input():
     return [CALIBRATION] if CALIBRATION else []
 
 
-def policy_files():
-    return [f"results/train/seed-{s}/politique.pt" for s in TRAIN_SEEDS]
+def retrains(setting):
+    """Whether a robustness setting trains its own policies (it has `train` overrides)."""
+    return setting is not None and bool(ROBUST[setting].get("train"))
 
 
-def policy_file_args():
+def policy_files(setting=None):
+    """The trained policy of each training seed: the setting's own when it retrains,
+    else the main ones."""
+    root = results_root(setting) if retrains(setting) else layout.RESULTS
+    return [layout.policy_file(s, root) for s in TRAIN_SEEDS]
+
+
+def policy_file_args(setting=None):
     """`--policy-file ppo-S=PATH ...` naming each trained policy explicitly."""
-    return " ".join(f"--policy-file ppo-{s}={shlex.quote(p)}"
-                    for s, p in zip(TRAIN_SEEDS, policy_files()))
+    return " ".join(
+        f"--policy-file ppo-{s}={shlex.quote(p)}" for s, p in zip(TRAIN_SEEDS, policy_files(setting))
+    )
+
+
+def teacher_shards(setting=None):
+    """The `A-B` seed ranges of the teacher jobs: the first train.teacher_scenarios
+    training seeds in train.teacher_shards parts (none without a warm start)."""
+    train = step_settings("train", setting)["train"]
+    n = train["teacher_scenarios"]
+    if n <= 0:
+        return []
+    first = config["seeds"]["train"]["start"]
+    k = max(1, min(train["teacher_shards"], n))
+    bounds = [first + (n * i) // k for i in range(k + 1)]
+    return [f"{lo}-{hi - 1}" for lo, hi in zip(bounds, bounds[1:])]
+
+
+def teacher_files(setting=None):
+    """The rollout teacher's label files (the policies' warm start), one per teacher job.
+    `sched teach` makes them once for every training seed; labels do not depend on the
+    sharding (they are keyed on the scenario's seed)."""
+    return [layout.teacher_labels(r, results_root(setting)) for r in teacher_shards(setting)]
+
+
+def atc_k_arg(setting, tuned_path):
+    """`--atc-k K` when a robustness setting trains from a k of its own (its train.atc_k;
+    `tuned`: the k tuned for it, read from ``tuned_path``); empty otherwise."""
+    wanted = (ROBUST[setting].get("train") or {}).get("atc_k")
+    if wanted is None:
+        return ""
+    if wanted == "tuned":
+        with open(tuned_path) as fh:
+            wanted = json.load(fh)["atc_k"]
+    return f"--atc-k {float(wanted)!r}"
+
+
+def robust_summaries():
+    """resume.csv (the summary) of every robustness setting."""
+    return [f"{layout.robust_root(name)}/{layout.SUMMARY}" for name in ROBUST]
 
 
 # ---------------------------------------------------------------- per-step configs
 #
-# Each job reads its settings from its own config file, results/config/<step>.yaml,
+# Each job reads its settings from its own config file, results/config/<step>.yaml
+# (results/robustness/<name>/config/<step>.yaml under a robustness setting),
 # holding only the settings that step depends on (the commands fill in the
 # schema's defaults for the rest). The rule writing it takes those settings as
 # `params`, Snakemake's rerun trigger: the file is rewritten, and the steps
@@ -60,142 +112,102 @@ def policy_file_args():
 # setting reruns training and what reads its policies, not calibration; a
 # `report:` setting reruns the report (and the demo's Gantt chart for its
 # resolution and window), nothing upstream.
+#
+# STEP_SETTINGS lists, per step and per config section, the settings the step
+# reads: ALL (the whole section) or a list of keys; an entry {key: [...]} takes
+# some settings of a nested section.
+ALL = "all"
 
 # What a generated scenario depends on. scenario.calibration names the file;
 # its contents reach the jobs as a declared input.
-SCENARIO_SECTIONS = ("scenario", "rules", "seeds")
+SCENARIO = {"scenario": ALL, "rules": ALL, "seeds": ALL}
 # The benchmark's counts are checked against each other and the seed ranges
 # (sched.config.check_benchmark_counts), so a step that reads any benchmark
 # setting gets all of them.
-BENCHMARK_COUNTS = ("scenarios", "validation_scenarios", "shards", "clairvoyant.scenarios")
-STATISTICS = ("bootstrap_resamples", "bootstrap_seed", "ci_level", "tie_relative", "tie_absolute_s")
+BENCHMARK_COUNTS = ["scenarios", "validation_scenarios", "shards", {"clairvoyant": ["scenarios"]}]
+# Every train setting but `seeds` (each training job's --seed) and `threads`
+# (its --threads, the rule's threads): checked against the schema below.
+TRAIN = [
+    "iterations", "num_envs", "num_steps", "learning_rate", "linear_lr_mult", "anneal_lr", "gamma",
+    "gae_lambda", "num_minibatches", "update_epochs", "norm_adv", "clip_coef", "clip_vloss", "ent_coef",
+    "vf_coef", "max_grad_norm", "target_kl", "reward_scale", "architecture", "hidden", "atc_prior",
+    "prior_scale", "top_k", "atc_k", "teacher_scenarios", "teacher_shards", "teacher_samples",
+    "teacher_horizon", "distill_epochs", "distill_lr", "distill_batch", "distill_scale",
+    "privileged_critic", "tasks", "loads", "eval_every", "validation_scenarios", "checkpoint_every",
+]
+TRAIN_NOT_READ = ["seeds", "threads"]
 
 STEP_SETTINGS = {
-    "calibrate": {"calibration": None},
-    # train.seeds is the job's --seed; train.threads its --threads (the rule's threads)
-    "train": {**dict.fromkeys(SCENARIO_SECTIONS), "train": ("-seeds", "-threads")},
+    "calibrate": {"calibration": ALL},
+    "train": {**SCENARIO, "train": TRAIN},
     # what `sched teach` reads, and what `sched train --teacher` checks the labels against
-    "teach": {**dict.fromkeys(SCENARIO_SECTIONS),
-              "train": ("teacher_scenarios", "teacher_samples", "teacher_horizon", "top_k",
-                        "tasks", "atc_k")},
-    "tune": {**dict.fromkeys(SCENARIO_SECTIONS), "benchmark": (*BENCHMARK_COUNTS, "atc_k_grid")},
-    "benchmark": {**dict.fromkeys(SCENARIO_SECTIONS), "benchmark": BENCHMARK_COUNTS},
-    "gather": {**dict.fromkeys(SCENARIO_SECTIONS), "benchmark": (*BENCHMARK_COUNTS, *STATISTICS)},
-    "clairvoyant": {**dict.fromkeys(SCENARIO_SECTIONS),
-                    "benchmark": (*BENCHMARK_COUNTS, "atc_k_grid", "clairvoyant")},
-    "demo": {**dict.fromkeys(SCENARIO_SECTIONS), "benchmark": (*BENCHMARK_COUNTS, "demo_seed"),
-             "report": ("figure_dpi", "gantt_hours")},
-    "report": {**dict.fromkeys(SCENARIO_SECTIONS), "benchmark": None, "train": ("seeds",),
-               "report": None, "robustness": None},
+    "teach": {**SCENARIO,
+              "train": ["teacher_scenarios", "teacher_samples", "teacher_horizon", "top_k", "tasks", "atc_k"]},
+    "tune": {**SCENARIO, "benchmark": [*BENCHMARK_COUNTS, "atc_k_grid"]},
+    "benchmark": {**SCENARIO, "benchmark": BENCHMARK_COUNTS},
+    "gather": {**SCENARIO,
+               "benchmark": [*BENCHMARK_COUNTS, "bootstrap_resamples", "bootstrap_seed", "ci_level",
+                             "tie_relative", "tie_absolute_s"]},
+    # the whole clairvoyant section (its scenarios count included)
+    "clairvoyant": {**SCENARIO,
+                    "benchmark": ["scenarios", "validation_scenarios", "shards", "atc_k_grid", "clairvoyant"]},
+    "demo": {**SCENARIO, "benchmark": [*BENCHMARK_COUNTS, "demo_seed"],
+             "report": ["figure_dpi", "gantt_hours"]},
+    "report": {**SCENARIO, "benchmark": ALL, "train": ["seeds"], "report": ALL, "robustness": ALL},
 }
+# A new train setting must be listed above (or be one training does not read).
+_unlisted = set(config["train"]) - set(TRAIN) - set(TRAIN_NOT_READ)
+if _unlisted:
+    raise WorkflowError(f"workflow/rules/common.smk: add train.{min(_unlisted)} to TRAIN or TRAIN_NOT_READ")
 
 
-def _pick(section, keys):
-    """The settings ``keys`` of a config section (dotted for nested ones; None: all of
-    them; a leading '-' leaves a key out)."""
-    if keys is None:
+def _select(section, keys):
+    """The settings ``keys`` (ALL, or a list as in STEP_SETTINGS) of a config section."""
+    if keys == ALL:
         return section
-    if all(k.startswith("-") for k in keys):
-        return {k: v for k, v in section.items() if f"-{k}" not in keys}
     out = {}
     for key in keys:
-        head, _, rest = key.partition(".")
-        if rest:
-            out.setdefault(head, {})[rest] = section[head][rest]
+        if isinstance(key, dict):
+            ((name, sub),) = key.items()
+            out[name] = _select(section[name], sub)
         else:
-            out[head] = section[head]
+            out[key] = section[key]
     return out
 
 
-def step_settings(step):
-    """The settings ``step`` depends on, taken from the validated config (defaults filled in)."""
-    return {name: _pick(config[name], keys) for name, keys in STEP_SETTINGS[step].items()}
-
-
-def step_config_text(step):
-    """results/config/<step>.yaml; as the rule's params, it is the rerun trigger."""
-    header = (f"# Written by the workflow from its config: the settings `sched {step}` depends\n"
-              f"# on; the others take the defaults of workflow/schemas/config.schema.yaml.\n"
-              f"# Rewritten, and the step rerun, when one of them changes.\n")
-    # sorted keys: reordering config.yaml changes nothing
-    return header + yaml.safe_dump(step_settings(step), sort_keys=True)
-
-
-def step_config(step):
-    return f"results/config/{step}.yaml"
-
-
-
-# ---------------------------------------------------------------- robustness settings
-#
-# Each setting of `robustness.settings` reruns the benchmark (and, with `train`,
-# the teacher and the training) with scenario.load / scenario.machines
-# overridden, from its own per-step config files under
-# results/robustness/<name>/config/: the same commands, the same contracts.
-ROBUST = {s["name"]: s for s in config["robustness"]["settings"]}
-ROBUST_DIR = "results/robustness"
-
-
-def variant_settings(variant, step):
-    """step_settings(step) under the setting ``variant``."""
-    import copy
-
-    v = ROBUST[variant]
-    st = copy.deepcopy(step_settings(step))
+def step_settings(step, setting=None):
+    """The settings ``step`` depends on, taken from the validated config (defaults filled
+    in), under the robustness setting named ``setting`` (None: the main run)."""
+    chosen = {name: _select(config[name], keys) for name, keys in STEP_SETTINGS[step].items()}
+    if setting is None:
+        return chosen
+    overrides = ROBUST[setting]
+    chosen = copy.deepcopy(chosen)
     for key in ("load", "machines"):
-        if key in v and "scenario" in st:
-            st["scenario"][key] = v[key]
-    if "train" in st and v.get("train"):
-        # atc_k: tuned is passed on the command line, from the setting's tuned.json
-        st["train"].update({k: val for k, val in v["train"].items()
-                            if k != "atc_k" and (step == "train" or k in st["train"])})
-    return st
+        if key in overrides and "scenario" in chosen:
+            chosen["scenario"][key] = overrides[key]
+    if "train" in chosen and overrides.get("train"):
+        # atc_k: the setting's own k is passed on the command line (atc_k_arg), as
+        # `tuned` is only known once its tuned.json is written
+        chosen["train"].update({k: v for k, v in overrides["train"].items()
+                                if k != "atc_k" and (step == "train" or k in chosen["train"])})
+    return chosen
 
 
-def variant_config_text(variant, step):
-    return (f"# Written by the workflow: the settings `sched {step}` depends on, under the\n"
-            f"# robustness setting {variant!r} (see config.yaml, robustness.settings).\n"
-            + yaml.safe_dump(variant_settings(variant, step), sort_keys=True))
+def step_config_text(step, setting=None):
+    """The config file of ``step`` (of the main run, or under a robustness setting); as the
+    params of the rule writing it, it is the rerun trigger."""
+    if setting is None:
+        header = (f"# Written by the workflow from its config: the settings `sched {step}` depends\n"
+                  f"# on; the others take the defaults of workflow/schemas/config.schema.yaml.\n"
+                  f"# Rewritten, and the step rerun, when one of them changes.\n")
+    else:
+        header = (f"# Written by the workflow: the settings `sched {step}` depends on, under the\n"
+                  f"# robustness setting {setting!r} (see config.yaml, robustness.settings).\n")
+    # sorted keys: reordering config.yaml changes nothing
+    return header + yaml.safe_dump(step_settings(step, setting), sort_keys=True)
 
 
-def variant_config(variant, step):
-    return f"{ROBUST_DIR}/{variant}/config/{step}.yaml"
-
-
-def variant_retrains(variant):
-    return bool(ROBUST[variant].get("train"))
-
-
-def variant_teacher_shards(variant):
-    n = variant_settings(variant, "teach")["train"]["teacher_scenarios"]
-    if n <= 0:
-        return []
-    first = config["seeds"]["train"]["start"]
-    shards = ROBUST[variant].get("train", {}).get("teacher_shards", config["train"]["teacher_shards"])
-    k = max(1, min(shards, n))
-    bounds = [first + (n * i) // k for i in range(k + 1)]
-    return [f"{lo}-{hi - 1}" for lo, hi in zip(bounds, bounds[1:])]
-
-
-def variant_policy_files(variant):
-    if variant_retrains(variant):
-        return [f"{ROBUST_DIR}/{variant}/train/seed-{s}/politique.pt" for s in TRAIN_SEEDS]
-    return policy_files()
-
-
-def variant_policy_file_args(variant):
-    return " ".join(f"--policy-file ppo-{s}={shlex.quote(p)}"
-                    for s, p in zip(TRAIN_SEEDS, variant_policy_files(variant)))
-
-
-def variant_atc_k_arg(variant, tuned_path):
-    """`--atc-k K` when the setting trains from its own tuned k (train.atc_k: tuned)."""
-    wanted = (ROBUST[variant].get("train") or {}).get("atc_k")
-    if wanted is None:
-        return ""
-    if wanted == "tuned":
-        import json
-
-        with open(tuned_path) as fh:
-            wanted = json.load(fh)["atc_k"]
-    return f"--atc-k {float(wanted)!r}"
+def step_config(step, setting=None):
+    """The path of that config file (``setting`` may be the wildcard "{setting}")."""
+    return layout.step_config(step, results_root(setting))

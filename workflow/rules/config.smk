@@ -1,11 +1,12 @@
 rule step_config:
-    """The settings one step depends on (see common.smk), as that step's config file."""
+    """Write the config file of one step: the settings it depends on, and only those.
+    Runs no command: the text is step_config_text (workflow/rules/common.smk)."""
     output:
         step_config("{step}"),
     params:
         text=lambda wildcards: step_config_text(wildcards.step),
     log:
-        "results/logs/config/{step}.log",
+        layout.log("config/{step}"),
     wildcard_constraints:
         step="|".join(STEP_SETTINGS),
     localrule: True

@@ -1,5 +1,6 @@
-FIGURES = "results/figures"
-REPORT_FIGURES = {
+# The demonstration scenario and the report.
+FIGURES = layout.FIGURES_DIR
+REPORT_FIGURES = {   # the report's benchmark and training figures, with their captions
     "benchmark_mean_ci.png": "benchmark_mean_ci.rst",
     "benchmark_paired_vs_atc.png": "benchmark_paired_vs_atc.rst",
     "benchmark_ecdf.png": "benchmark_ecdf.rst",
@@ -8,16 +9,18 @@ REPORT_FIGURES = {
 
 
 rule demo:
-    """The demonstration scenario under every policy, and its Gantt chart."""
+    """Run the demonstration scenario under every policy, and draw its Gantt chart.
+    Runs `sched demo` (sched/commands/demo.py -> sched.evaluate.benchmark.run_demo,
+    sched.evaluate.figures.gantt)."""
     input:
         config=step_config("demo"),
         calibration=calibration_input(),
-        tuned=f"{BENCH}/tuned.json",
+        tuned=layout.TUNED_PATH,
         policies=policy_files(),
     output:
-        table="results/demo/demo.csv",
-        schedules=expand("results/demo/schedule-{policy}.csv", policy=POLICIES),
-        gantt=report(f"{FIGURES}/demo_gantt.png", caption="../report/demo_gantt.rst",
+        table=f"{layout.DEMO_DIR}/{layout.DEMO_TABLE}",
+        schedules=[layout.demo_schedule(p) for p in POLICIES],
+        gantt=report(f"{FIGURES}/{layout.DEMO_GANTT}", caption="../report/demo_gantt.rst",
                      category="4. Demonstration"),
     params:
         policies=",".join(POLICIES),
@@ -25,9 +28,9 @@ rule demo:
         out=lambda wildcards, output: os.path.dirname(output.table),
         figures=lambda wildcards, output: os.path.dirname(output.gantt),
     log:
-        "results/logs/demo.log",
+        layout.log("demo"),
     benchmark:
-        "results/logs/demo.usage.tsv"
+        layout.usage("demo")
     threads: 1
     shadow:
         "minimal"
@@ -38,19 +41,19 @@ rule demo:
 
 
 rule report:
-    """rapport.md and the benchmark figures, from the files above."""
+    """Write rapport.md and the benchmark figures from the files above.
+    Runs `sched report` (sched/commands/report.py -> sched.evaluate.report.build)."""
     input:
         config=step_config("report"),
         calibration=calibration_input(),
-        bench=multiext(f"{BENCH}/", "per_scenario.csv", "resume.csv", "winner.json",
-                       "tuned.json", "clairvoyant.csv"),
-        demo="results/demo/demo.csv",
-        gantt=f"{FIGURES}/demo_gantt.png",
-        train_logs=expand("results/train/seed-{seed}/train_log.csv", seed=TRAIN_SEEDS),
-        robustness=expand(f"{ROBUST_DIR}/{{variant}}/resume.csv", variant=list(ROBUST)),
+        bench=[f"{layout.BENCH_DIR}/{name}" for name in (layout.PER_SCENARIO, layout.SUMMARY,
+                                                         layout.WINNER, layout.TUNED, layout.CLAIRVOYANT)],
+        demo=f"{layout.DEMO_DIR}/{layout.DEMO_TABLE}",
+        gantt=f"{FIGURES}/{layout.DEMO_GANTT}",
+        train_logs=[layout.train_log(s) for s in TRAIN_SEEDS],
+        robustness=robust_summaries(),
     output:
-        rapport=report("results/rapport.md", caption="../report/rapport.rst",
-                       category="5. Report"),
+        markdown=report(layout.REPORT_PATH, caption="../report/rapport.rst", category="5. Report"),
         figures=[report(f"{FIGURES}/{name}", caption=f"../report/{caption}",
                         category="3. Benchmark" if name.startswith("benchmark") else "2. Training")
                  for name, caption in REPORT_FIGURES.items()],
@@ -59,15 +62,15 @@ rule report:
         demo=lambda wildcards, input: os.path.dirname(input.demo),
         train=lambda wildcards, input: os.path.dirname(os.path.dirname(input.train_logs[0])),
         figures=lambda wildcards, output: os.path.dirname(output.figures[0]),
-        robustness=lambda wildcards: ROBUST_DIR,   # a folder (settings may be none)
+        robustness=lambda wildcards: layout.ROBUST_DIR,   # a folder (settings may be none)
     log:
-        "results/logs/report.log",
+        layout.log("report"),
     benchmark:
-        "results/logs/report.usage.tsv"
+        layout.usage("report")
     threads: 1
     shadow:
         "minimal"
     shell:
         "python -m sched --config {input.config:q} report --bench {params.bench:q}"
-        " --out {output.rapport:q} --figures {params.figures:q} --train-dir {params.train:q}"
+        " --out {output.markdown:q} --figures {params.figures:q} --train-dir {params.train:q}"
         " --demo {params.demo:q} --robustness {params.robustness:q} > {log:q} 2>&1"

@@ -1,116 +1,95 @@
 # The benchmark under other settings (config robustness.settings): per setting,
 # ATC's k tuned for it, optionally the policies retrained for it, and the whole
-# test set benchmarked in one job (results/robustness/<name>/).
+# test set benchmarked in one job, all under results/robustness/<name>/. Each
+# rule is its main counterpart (same command, threads and shadow) with the
+# setting's config files, inputs and outputs.
+ROBUST_ROOT = results_root("{setting}")   # the folder of the setting named by the wildcard
 
 
-rule robust_config:
-    """A step's config file under one robustness setting."""
+use rule step_config as robust_config with:
+    """Write a step's config file under one robustness setting.
+    Runs no command: the text is step_config_text (workflow/rules/common.smk)."""
     output:
-        f"{ROBUST_DIR}/{{variant}}/config/{{step}}.yaml",
+        step_config("{step}", "{setting}"),
     params:
-        text=lambda wildcards: variant_config_text(wildcards.variant, wildcards.step),
+        text=lambda wildcards: step_config_text(wildcards.step, wildcards.setting),
     log:
-        f"results/logs/robustness/{{variant}}/config-{{step}}.log",
+        layout.log("robustness/{setting}/config-{step}"),
     wildcard_constraints:
-        variant="|".join(ROBUST) or "^$",
+        setting="|".join(ROBUST) or "^$",
         step="tune|teach|train|gather",
-    localrule: True
-    shell:
-        "printf '%s' {params.text:q} > {output:q} 2> {log:q}"
 
 
-rule robust_tune:
-    """ATC's k tuned on the validation scenarios of one setting."""
+use rule tune as robust_tune with:
+    """Choose ATC's k on the validation scenarios of one robustness setting.
+    Runs `sched tune` (sched/commands/tune.py -> sched.evaluate.benchmark.tune_atc_k)."""
     input:
-        config=lambda wildcards: variant_config(wildcards.variant, "tune"),
+        config=step_config("tune", "{setting}"),
         calibration=calibration_input(),
     output:
-        f"{ROBUST_DIR}/{{variant}}/tuned.json",
+        f"{ROBUST_ROOT}/{layout.TUNED}",
     log:
-        "results/logs/robustness/{variant}/tune.log",
+        layout.log("robustness/{setting}/tune"),
     benchmark:
-        "results/logs/robustness/{variant}/tune.usage.tsv"
-    threads: 1
-    shadow:
-        "minimal"
-    shell:
-        "python -m sched --config {input.config:q} tune --out {output:q} --threads {threads}"
-        " > {log:q} 2>&1"
+        layout.usage("robustness/{setting}/tune")
 
 
-rule robust_teach:
-    """The teacher's labels for a setting that retrains (one shard)."""
+use rule teach as robust_teach with:
+    """Label one shard of the training seeds for a robustness setting that retrains.
+    Runs `sched teach` (sched/commands/teach.py -> sched.learn.teacher.make_labels)."""
     input:
-        config=lambda wildcards: variant_config(wildcards.variant, "teach"),
+        config=step_config("teach", "{setting}"),
         calibration=calibration_input(),
-        tuned=f"{ROBUST_DIR}/{{variant}}/tuned.json",
+        tuned=f"{ROBUST_ROOT}/{layout.TUNED}",
     output:
-        f"{ROBUST_DIR}/{{variant}}/teacher/labels-{{seeds}}.npz",
+        layout.teacher_labels("{seeds}", ROBUST_ROOT),
     params:
-        atc_k=lambda wildcards, input: variant_atc_k_arg(wildcards.variant, input.tuned),
+        atc_k=lambda wildcards, input: atc_k_arg(wildcards.setting, input.tuned),
     log:
-        "results/logs/robustness/{variant}/teach-{seeds}.log",
+        layout.log("robustness/{setting}/teach-{seeds}"),
     benchmark:
-        "results/logs/robustness/{variant}/teach-{seeds}.usage.tsv"
-    threads: 1
-    shadow:
-        "minimal"
-    shell:
-        "python -m sched --config {input.config:q} teach --seeds {wildcards.seeds} {params.atc_k}"
-        " --out {output:q} --no-progress > {log:q} 2>&1"
+        layout.usage("robustness/{setting}/teach-{seeds}")
 
 
-rule robust_train:
-    """A policy retrained for one setting, per training seed."""
+use rule train as robust_train with:
+    """Retrain a policy for one robustness setting, per training seed.
+    Runs `sched train` (sched/commands/train.py -> sched.learn.ppo.train)."""
     input:
-        config=lambda wildcards: variant_config(wildcards.variant, "train"),
+        config=step_config("train", "{setting}"),
         calibration=calibration_input(),
-        tuned=f"{ROBUST_DIR}/{{variant}}/tuned.json",
-        teacher=lambda wildcards: [f"{ROBUST_DIR}/{wildcards.variant}/teacher/labels-{r}.npz"
-                                   for r in variant_teacher_shards(wildcards.variant)],
+        tuned=f"{ROBUST_ROOT}/{layout.TUNED}",
+        teacher=lambda wildcards: teacher_files(wildcards.setting),
     output:
-        policy=f"{ROBUST_DIR}/{{variant}}/train/seed-{{seed}}/politique.pt",
-        log_csv=f"{ROBUST_DIR}/{{variant}}/train/seed-{{seed}}/train_log.csv",
-        curve=f"{ROBUST_DIR}/{{variant}}/train/seed-{{seed}}/learning_curve.png",
+        policy=layout.policy_file("{seed}", ROBUST_ROOT),
+        log_csv=layout.train_log("{seed}", ROBUST_ROOT),
+        curve=layout.learning_curve("{seed}", ROBUST_ROOT),
     params:
-        atc_k=lambda wildcards, input: variant_atc_k_arg(wildcards.variant, input.tuned),
-        teacher=lambda wildcards, input: ("--teacher " + " ".join(input.teacher)) if input.teacher else "",
+        atc_k=lambda wildcards, input: atc_k_arg(wildcards.setting, input.tuned),
+        progress="--no-progress",
     log:
-        "results/logs/robustness/{variant}/train-seed-{seed}.log",
+        layout.log("robustness/{setting}/train-seed-{seed}"),
     benchmark:
-        "results/logs/robustness/{variant}/train-seed-{seed}.usage.tsv"
-    threads: config["train"]["threads"]
-    shadow:
-        "minimal"
-    shell:
-        "python -m sched --config {input.config:q} train --seed {wildcards.seed} {params.atc_k}"
-        " --out {output.policy:q} {params.teacher} --threads {threads} --fresh --no-progress"
-        " > {log:q} 2>&1"
+        layout.usage("robustness/{setting}/train-seed-{seed}")
 
 
-rule robust_benchmark:
-    """Every policy on the whole test set under one setting: per-scenario table, summary, winner."""
+use rule benchmark as robust_benchmark with:
+    """Run every policy on the whole test set under one robustness setting: per-scenario
+    table, summary, winner.
+    Runs `sched benchmark` (sched/commands/benchmark.py -> sched.evaluate.benchmark.run_policies)."""
     input:
-        config=lambda wildcards: variant_config(wildcards.variant, "gather"),
+        # gather's settings: a full run also writes the summary
+        config=step_config("gather", "{setting}"),
         calibration=calibration_input(),
-        tuned=f"{ROBUST_DIR}/{{variant}}/tuned.json",
-        policies=lambda wildcards: variant_policy_files(wildcards.variant),
+        tuned=f"{ROBUST_ROOT}/{layout.TUNED}",
+        policies=lambda wildcards: policy_files(wildcards.setting),
     output:
-        per_scenario=f"{ROBUST_DIR}/{{variant}}/per_scenario.csv",
-        resume=f"{ROBUST_DIR}/{{variant}}/resume.csv",
-        winner=f"{ROBUST_DIR}/{{variant}}/winner.json",
+        per_scenario=f"{ROBUST_ROOT}/{layout.PER_SCENARIO}",
+        summary=f"{ROBUST_ROOT}/{layout.SUMMARY}",
+        winner=f"{ROBUST_ROOT}/{layout.WINNER}",
     params:
-        policies=",".join(POLICIES),
-        policy_files=lambda wildcards: variant_policy_file_args(wildcards.variant),
-        out=lambda wildcards, output: os.path.dirname(output.per_scenario),
+        seeds=TEST_SEEDS,
+        policy_files=lambda wildcards: policy_file_args(wildcards.setting),
     log:
-        "results/logs/robustness/{variant}/benchmark.log",
+        layout.log("robustness/{setting}/benchmark"),
     benchmark:
-        "results/logs/robustness/{variant}/benchmark.usage.tsv"
-    threads: 1
-    shadow:
-        "minimal"
-    shell:
-        "python -m sched --config {input.config:q} benchmark --policies {params.policies}"
-        " --tuned {input.tuned:q} {params.policy_files} --out {params.out:q} --threads {threads}"
-        " > {log:q} 2>&1"
+        layout.usage("robustness/{setting}/benchmark")

@@ -1,43 +1,54 @@
+# The policies: the rollout teacher's labels (the warm start), then one PPO
+# training job per training seed. The robustness settings that retrain reuse
+# these rules (workflow/rules/robustness.smk).
+
+
 rule teach:
-    """The rollout teacher's labels on one shard of the first train.teacher_scenarios training seeds."""
+    """Label one shard of the first train.teacher_scenarios training seeds with the rollout teacher.
+    Runs `sched teach` (sched/commands/teach.py -> sched.learn.teacher.make_labels)."""
     input:
         config=step_config("teach"),
         calibration=calibration_input(),
     output:
-        "results/teacher/labels-{seeds}.npz",
+        layout.teacher_labels("{seeds}"),
+    params:
+        atc_k="",   # ATC's k for the teacher's rollouts: the config's (robust_teach: the setting's)
     log:
-        "results/logs/teach/{seeds}.log",
+        layout.log("teach/{seeds}"),
     benchmark:
-        "results/logs/teach/{seeds}.usage.tsv"
+        layout.usage("teach/{seeds}")
     threads: 1
     shadow:
         "minimal"
     shell:
-        "python -m sched --config {input.config:q} teach --seeds {wildcards.seeds} --out {output:q}"
-        " --no-progress > {log:q} 2>&1"
+        "python -m sched --config {input.config:q} teach --seeds {wildcards.seeds} {params.atc_k}"
+        " --out {output:q} --no-progress > {log:q} 2>&1"
 
 
 rule train:
-    """One PPO policy per training seed (train.seeds)."""
+    """Train one PPO policy per training seed (train.seeds), warm-started from the teacher's labels.
+    Runs `sched train` (sched/commands/train.py -> sched.learn.ppo.train)."""
     input:
         config=step_config("train"),
         calibration=calibration_input(),
-        teacher=TEACHER,
+        teacher=teacher_files(),
     output:
-        policy="results/train/seed-{seed}/politique.pt",
-        log_csv="results/train/seed-{seed}/train_log.csv",
-        curve=report("results/train/seed-{seed}/learning_curve.png",
-                     caption="../report/learning_curve.rst", category="2. Training",
-                     subcategory="seed {seed}"),
+        policy=layout.policy_file("{seed}"),
+        log_csv=layout.train_log("{seed}"),
+        curve=report(layout.learning_curve("{seed}"), caption="../report/learning_curve.rst",
+                     category="2. Training", subcategory="seed {seed}"),
     params:
         teacher=lambda wildcards, input: ("--teacher " + " ".join(input.teacher)) if input.teacher else "",
+        atc_k="",   # ATC's k of the prior and the rollouts: the config's (robust_train: the setting's)
+        progress="",   # the log shows the progress bars (robust_train: --no-progress)
     log:
-        "results/logs/train/seed-{seed}.log",
+        layout.log("train/seed-{seed}"),
     benchmark:
-        "results/logs/train/seed-{seed}.usage.tsv"
+        layout.usage("train/seed-{seed}")
     threads: config["train"]["threads"]
     shadow:
         "minimal"
     shell:
-        "python -m sched --config {input.config:q} train --seed {wildcards.seed}"
-        " --out {output.policy:q} {params.teacher} --threads {threads} --fresh > {log:q} 2>&1"
+        "python -m sched --config {input.config:q} train --seed {wildcards.seed} {params.atc_k}"
+        " --out {output.policy:q} {params.teacher} --threads {threads} --fresh {params.progress}"
+        " > {log:q} 2>&1"
