@@ -8,6 +8,7 @@ The other checks are dry runs (`snakemake -n`) on the first one's results.
 """
 
 import copy
+import importlib
 import json
 import os
 import re
@@ -22,7 +23,9 @@ import pytest
 import yaml
 
 from sched.config import validate_config
-from sched.evaluate import benchmark as bm
+from sched.evaluate.policies import default_policies
+from sched.evaluate.seeds import range_text, shard_ranges
+from sched.evaluate.summary import WINNER_KEYS
 
 from .conftest import ROOT
 
@@ -113,8 +116,8 @@ def planned_jobs(cwd, *args):
 
 def expected_outputs():
     cfg = validate_config(copy.deepcopy(SMALL))
-    shards = [bm.range_text(r) for r in bm.shard_ranges(cfg)]
-    policies = bm.default_policies(cfg)
+    shards = [range_text(r) for r in shard_ranges(cfg)]
+    policies = default_policies(cfg)
     out = [
         "results/calibration.json",
         "results/calibration.png",
@@ -228,7 +231,7 @@ def test_builds_every_output_and_one_log_per_job(built):
     assert not missing
     assert all((built / p).stat().st_size > 0 for p in expected_outputs())
     winner = json.loads((built / "results/benchmark/winner.json").read_text())
-    assert tuple(winner) == bm.WINNER_KEYS
+    assert tuple(winner) == WINNER_KEYS
     logs = sorted(
         p.relative_to(built / "results/logs").as_posix() for p in (built / "results/logs").rglob("*.log")
     )
@@ -415,6 +418,35 @@ def test_html_report_has_the_figures_and_captions(built):
         assert name in html
     assert "Calibration of the task durations" in html  # a caption
     assert "one PPO dispatching policy per training seed" in html  # the description
+
+
+def rule_docstrings():
+    """{rule: docstring} from `snakemake --list-rules` (a docstring may span lines)."""
+    listed = snakemake(ROOT, "--list-rules")
+    assert listed.returncode == 0, listed.output[-3000:]
+    blocks = re.findall(r"^(\w+) \((.*?)\)$(?=\n\w|\n*\Z)", listed.stdout, re.M | re.S)
+    return {name: " ".join(doc.split()) for name, doc in blocks}
+
+
+def test_each_rule_docstring_names_the_code_it_runs():
+    # one hop from a rule to its code: the command module, and the library function it calls
+    docs = rule_docstrings()
+    assert len(docs) >= 16 and "robust_train" in docs, docs
+    for rule, doc in docs.items():
+        if rule == "all":
+            continue
+        if rule in ("step_config", "robust_config"):
+            assert "step_config_text (workflow/rules/common.smk)" in doc, doc
+            continue
+        m = re.search(r"Runs `sched (\w+)` \(sched/commands/(\w+)\.py -> (.+?)\)\.?$", doc)
+        assert m, (rule, doc)
+        command, module, functions = m.groups()
+        assert rule.removeprefix("robust_") == command == module, (rule, doc)
+        source = (ROOT / "sched/commands" / f"{module}.py").read_text()
+        for path in functions.split(", "):
+            where, _, name = path.rpartition(".")
+            assert hasattr(importlib.import_module(where), name), (rule, path)
+            assert name in source, (rule, path)  # the command calls it
 
 
 def test_lint_leaves_only_the_warning_the_readme_explains():

@@ -7,7 +7,7 @@ SHARD_TABLE = f"{layout.shard_dir('{seeds}')}/{layout.PER_SCENARIO}"   # one sha
 
 rule tune:
     """Choose ATC's look-ahead k on the validation scenarios.
-    Runs `sched tune` (sched/commands/tune.py -> sched.evaluate.benchmark.tune_atc_k)."""
+    Runs `sched tune` (sched/commands/tune.py -> sched.evaluate.tuning.tune_atc_k)."""
     input:
         config=step_config("tune"),
         calibration=calibration_input(),
@@ -27,7 +27,7 @@ rule tune:
 
 rule benchmark:
     """Run every policy on one shard (a range of test seeds) of the test scenarios.
-    Runs `sched benchmark` (sched/commands/benchmark.py -> sched.evaluate.benchmark.run_policies)."""
+    Runs `sched benchmark` (sched/commands/benchmark.py -> sched.evaluate.runs.run_policies)."""
     input:
         config=step_config("benchmark"),
         calibration=calibration_input(),
@@ -55,7 +55,7 @@ rule benchmark:
 
 rule gather:
     """Join the shards: per-scenario table, summary with bootstrap intervals, winner.
-    Runs `sched gather` (sched/commands/gather.py -> sched.evaluate.benchmark.gather)."""
+    Runs `sched gather` (sched/commands/gather.py -> sched.evaluate.per_scenario.gather)."""
     input:
         config=step_config("gather"),
         shards=expand(SHARD_TABLE, seeds=SHARDS),

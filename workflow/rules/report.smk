@@ -10,7 +10,7 @@ REPORT_FIGURES = {   # the report's benchmark and training figures, with their c
 
 rule demo:
     """Run the demonstration scenario under every policy, and draw its Gantt chart.
-    Runs `sched demo` (sched/commands/demo.py -> sched.evaluate.benchmark.run_demo,
+    Runs `sched demo` (sched/commands/demo.py -> sched.evaluate.demo.run_demo,
     sched.evaluate.figures.gantt)."""
     input:
         config=step_config("demo"),

@@ -22,7 +22,7 @@ use rule step_config as robust_config with:
 
 use rule tune as robust_tune with:
     """Choose ATC's k on the validation scenarios of one robustness setting.
-    Runs `sched tune` (sched/commands/tune.py -> sched.evaluate.benchmark.tune_atc_k)."""
+    Runs `sched tune` (sched/commands/tune.py -> sched.evaluate.tuning.tune_atc_k)."""
     input:
         config=step_config("tune", "{setting}"),
         calibration=calibration_input(),
@@ -75,7 +75,7 @@ use rule train as robust_train with:
 use rule benchmark as robust_benchmark with:
     """Run every policy on the whole test set under one robustness setting: per-scenario
     table, summary, winner.
-    Runs `sched benchmark` (sched/commands/benchmark.py -> sched.evaluate.benchmark.run_policies)."""
+    Runs `sched benchmark` (sched/commands/benchmark.py -> sched.evaluate.runs.run_policies)."""
     input:
         # gather's settings: a full run also writes the summary
         config=step_config("gather", "{setting}"),
