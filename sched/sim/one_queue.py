@@ -1,30 +1,32 @@
 """The compiled path of ``rank()``: one queue, one rule, one compiled call.
 
-``sim_numba.simulate_batch`` is built for many scenarios: it packs a
-25-array :class:`~sched.sim.core.State` in Python and hands it to several
-compiled functions. For one queue of a few dozen tasks that costs more than
-the scheduling itself (each dispatch with the State unboxes every array).
+``core.simulate_batch`` is built for many scenarios: it packs a 25-array
+:class:`~sched.sim.state.State` in Python and hands it to several compiled
+functions. For one queue of a few dozen tasks that costs more than the
+scheduling itself (each dispatch with the State unboxes every array).
 :func:`rollout_order` takes five plain arrays, builds a one-slot State inside
-the compiled code and drives it with ``sim_numba``'s own step functions
+the compiled code and drives it with the core's own step functions
 (``reset_slot``, ``set_rule``, ``_advance``, ``pick``, ``_start``): the
 event loop, the machine model, the tie rule and the rule formulas
-(``sched.rules``) are the simulator's, not a copy. The only thing added is
-the record of the order in which tasks were started.
+(``sched.sim.rules``) are the simulator's, not a copy. The only thing added
+is the record of the order in which tasks were started.
 
-numba's on-disk cache alone would not notice a change in ``sim_numba.py`` or
-``rules.py`` (it checks only this file's timestamp); ``sched/__init__.py``
-keys the cache folder on a hash of all the package's sources for that reason.
+numba's on-disk cache alone would not notice a change in ``core.py``,
+``state.py`` or ``rules.py`` (it checks only this file's timestamp);
+``sched/__init__.py`` keys the cache folder on a hash of all the package's
+sources for that reason.
 """
 
 import numba as nb
 import numpy as np
 
-from sched.sim.core import State, _advance, _start, pick, reset_slot, set_rule
+from sched.sim.core import _advance, _start, pick, set_rule
+from sched.sim.state import State, reset_slot
 
 
 @nb.njit(cache=True)
 def _one_slot_state(n, machines):
-    # The layout of sim_numba.empty_state(1, n, machines).
+    # The layout of state.empty_state(1, n, machines).
     N, M = max(n, 1), machines
     return State(
         arr=np.zeros((1, N)),

@@ -1,9 +1,9 @@
 """Plain-Python reference simulator, written for clarity rather than speed.
 
-It implements the same model as the compiled core (see ``sim_numba``) from
+It implements the same model as the compiled core (see ``sched.sim.core``) from
 scratch, with Python lists and no shared state code, so the tests can check
 that both produce identical schedules. Only the rule formulas are shared
-(``sched.rules``): they are the specification both must follow.
+(``sched.sim.rules``): they are the specification both must follow.
 """
 
 import math

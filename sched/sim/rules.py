@@ -5,7 +5,7 @@ Every rule is written as a *priority* of one waiting task at decision time
 priority; ties go to the earlier arrival, then to the earlier row of the
 scenario. The functions are marked ``register_jitable``: called from Python
 (the reference simulator) they are plain Python; called from the compiled
-core (``sim_numba``) numba compiles them. A formula cannot drift between the
+core (``sched.sim.core``) numba compiles them. A formula cannot drift between the
 two.
 
 What a rule may see is what a scheduler knows at ``t``: the task's estimate
