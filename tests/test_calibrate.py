@@ -584,12 +584,19 @@ def test_cli_column_options_jsonl_and_figure_path(tmp_path):
 
 
 def test_scenario_with_a_calibration_stays_light(calibrated):
-    # (scipy comes with numba anyway; the fitting module and matplotlib must not)
+    # (scipy comes with numba anyway; the fitting and output modules and matplotlib must not)
+    argv = ["--config", str(calibrated.config), "scenario", "--seed", "1", "--tasks", "3"]
+    heavy = (
+        "sched.data.fit",
+        "sched.data.bench_logs",
+        "sched.data.calibration_output",
+        "matplotlib",
+        "torch",
+    )
     code = (
-        "import sys; from sched.cli import main; rc = main(%r); "
-        "heavy = [m for m in ('sched.data.fit', 'matplotlib', 'torch') if m in sys.modules]; "
+        f"import sys; from sched.cli import main; rc = main({argv!r}); "
+        f"heavy = [m for m in {heavy!r} if m in sys.modules]; "
         "sys.exit(f'imported {heavy}' if heavy else rc)"
-        % ["--config", str(calibrated.config), "scenario", "--seed", "1", "--tasks", "3"]
     )
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr

@@ -3,6 +3,7 @@
 import sys
 from pathlib import Path
 
+from sched import layout
 from sched.cli import load_cfg
 from sched.errors import UsageError
 
@@ -24,8 +25,8 @@ def register(sub):
     )
     s.add_argument(
         "--out",
-        default="results/calibration.json",
-        help="calibration JSON (default: results/calibration.json)",
+        default=layout.CALIBRATION,
+        help=f"calibration JSON (default: {layout.CALIBRATION})",
     )
     s.add_argument("--figure", help="figure PNG (default: --out with .png)")
     s.add_argument(
@@ -43,7 +44,8 @@ def register(sub):
 
 def run(args):
     from sched.config import validate_config
-    from sched.data.fit import calibrate, summary_lines, write_calibration
+    from sched.data.calibration_output import summary_lines, write_calibration
+    from sched.data.fit import calibrate
 
     cfg = load_cfg(args)
     opts = cfg["calibration"]

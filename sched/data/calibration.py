@@ -2,7 +2,7 @@
 
 Kept light (json, numpy, jsonschema): the scenario generator and ``rank()``
 import it, so it must not pull in scipy or matplotlib. The fitting itself lives
-in ``sched/calibrate.py``.
+in ``sched/data/fit.py``.
 
 File layout (JSON, ``format`` = ``FORMAT``)::
 
@@ -26,6 +26,7 @@ import math
 import os
 from pathlib import Path
 
+from sched import layout
 from sched.data.distributions import distribution_mean
 from sched.errors import SchedError
 
@@ -35,9 +36,7 @@ FEATURES = ("pixels", "frames", "steps")
 
 
 def _how_to_make(path):
-    return (
-        f"make it with `snakemake -j1 results/calibration.json` or `sched calibrate [BENCH ...] --out {path}`"
-    )
+    return f"make it with `snakemake -j1 {layout.CALIBRATION}` or `sched calibrate [BENCH ...] --out {path}`"
 
 
 _cache = {}
@@ -138,7 +137,7 @@ def _spec_validator():
 
 
 def kind_specs_from_calibration(path):
-    """{kind: spec} from a calibration file, ready for ``sched.scenario``."""
+    """{kind: spec} from a calibration file, ready for ``sched.data.scenario``."""
     return {k: copy.deepcopy(e["spec"]) for k, e in _cached(path)["kinds"].items()}
 
 

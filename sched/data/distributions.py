@@ -1,7 +1,8 @@
 """Duration distributions of the task kinds: their means and their samplers.
 
 One spec per kind (``share``, ``distribution`` and its parameters, see the
-config schema), from ``scenario.kinds`` or from a calibration file.
+config schema), from ``scenario.kinds`` or from a calibration file. Kept light:
+scipy is imported only by :func:`frozen` (the calibration's fits and figure).
 """
 
 import numpy as np
@@ -29,6 +30,15 @@ def sample_durations(spec, rng, size):
     if d == "empirical":
         return rng.choice(np.asarray(spec["samples_s"], dtype=np.float64), size)
     raise ValueError(f"distribution: unknown family {d!r}")
+
+
+def frozen(family, params):
+    """The scipy distribution of a family with calibration-file parameters."""
+    from scipy import stats
+
+    if family == "lognormal":
+        return stats.lognorm(params["sigma"], 0, params["median_s"])
+    return stats.gamma(params["shape"], 0, params["scale_s"])
 
 
 def mean_duration(specs):
