@@ -97,7 +97,8 @@ def read_tasks(source):
 
 
 def run(args):
-    from sched.serve.ranker import explain_records, rank
+    from sched.serve.explain import explain_records
+    from sched.serve.ranker import rank
 
     policy = args.policy
     if policy is None:

@@ -1,1 +1,5 @@
-"""Serving: ``rank(tasks)``, the entry point a render queue calls, and its input parsing."""
+"""Serving: ``rank(tasks)``, the entry point a render queue calls.
+
+``ranker``: ``rank()`` and the policy choice; ``tasks``: reading the tasks,
+times and machines; ``explain``: the plan as a table.
+"""

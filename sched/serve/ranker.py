@@ -4,49 +4,26 @@ The queue hands over the tasks waiting now; ``rank`` plans them with a greedy
 rollout of a policy on the given GPUs, through the compiled simulator (no
 future arrivals are assumed), and returns their ids in the order they start.
 
-Times. ``due``, ``arrival``, ``now`` and busy machines' free times are either
-numbers (seconds, all on one clock) or datetimes (``datetime`` objects or ISO
-8601 text). Datetimes with a time zone are converted to POSIX seconds, and
-numbers given alongside them are read as POSIX seconds too. Datetimes
-without a time zone are accepted only when every time of the call is one
-(they are then read on the local wall clock); mixed with numbers or with
-zoned datetimes they are refused, since their offset is unknown. Without
-``now``: the current time when datetimes are used, else 0 (numbers are then
-seconds relative to the moment of the call).
-
-The planned durations are the tasks' estimates (what a scheduler knows);
-``duration_s`` stands in for a missing ``estimate_s``, and when the config
-names a calibration with a duration model, the model estimates a task that
-has neither from its kind and features.
+This module chooses the policy (config settings, ``winner.json``,
+``tuned.json``, policy files) and runs it. Reading the tasks, times and
+machines (the clock rules, the duration model for missing estimates) is
+:mod:`sched.serve.tasks`; the ``explain`` table is :mod:`sched.serve.explain`.
 """
 
 import json
 import math
 import os
-import time
 from collections import namedtuple
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 
-from sched.errors import SchedError
+from sched import layout
+from sched.serve.explain import explain_frame
+from sched.serve.tasks import RankInputError, read_queue, task_records
 from sched.sim import rules
-from sched.sim.objective import tardiness
 
-
-class RankInputError(SchedError):
-    """``rank`` refuses its input; the message names the task id and field, or the file."""
-
-
-#: Fields rank reads; any other field of a task is a feature for the duration model.
-KNOWN_FIELDS = frozenset(("id", "estimate_s", "duration_s", "weight", "priority", "due", "arrival", "kind"))
-
-#: Where ``ppo-<seed>`` policy files are, by the pipeline's contract.
-PPO_FILE_PATTERN = "results/train/seed-{seed}/politique.pt"
-
-_NUMBER = (int, float, np.integer, np.floating)
-_NAIVE_EPOCH = datetime(1970, 1, 1)
+__all__ = ["Plan", "RankInputError", "Settings", "rank", "tuned_k"]
 
 Plan = namedtuple("Plan", "name rule k policy_file")  # rule: rule id, or None for PPO
 Settings = namedtuple("Settings", "weights atc_k winner tuned calibration")
@@ -61,7 +38,8 @@ def rank(tasks, now=None, policy="auto", machines=1, explain=False, config=None,
     ``tasks``: a list of dicts (or a pandas DataFrame, one row per task) with
     ``id``; ``estimate_s`` (or ``duration_s``); ``weight`` (or ``priority``,
     a class name of config ``scenario.priorities``); ``due``; optional
-    ``arrival`` (default ``now``) and ``kind``. ``machines``: a count of
+    ``arrival`` (default ``now``) and ``kind``; times are numbers or datetimes
+    (the clock rules are :mod:`sched.serve.tasks`'s). ``machines``: a count of
     free GPUs, or a list of the times at which each GPU becomes free (times
     before ``now`` mean free now). ``policy``: ``"auto"`` (the benchmark's
     winner from config ``rank.winner``, else ATC), a rule name, ``"atc-tuned"``,
@@ -76,13 +54,7 @@ def rank(tasks, now=None, policy="auto", machines=1, explain=False, config=None,
     """
     st = _settings(config)
     plan = _plan(policy, policy_file, st)
-    if _is_frame(tasks):
-        tasks = _frame_records(tasks)
-    elif isinstance(tasks, (str, bytes)) or not hasattr(tasks, "__len__"):
-        raise RankInputError(
-            f"tasks: expected a list of task objects or a DataFrame, got {type(tasks).__name__}"
-        )
-    q = _read(tasks, now, machines, st)
+    q = read_queue(task_records(tasks), now, machines, st)
     if q.n == 0:
         order = start = end = mach = np.zeros(0, np.int64)
     elif plan.rule is not None:
@@ -94,7 +66,7 @@ def rank(tasks, now=None, policy="auto", machines=1, explain=False, config=None,
     else:
         order, start, end, mach = _ppo_rollout(plan, q)
     if explain:
-        return _explain(q, plan, order, start, end, mach)
+        return explain_frame(q, plan, order, start, end, mach)
     ids = q.ids
     return [ids[i] for i in order.tolist()]
 
@@ -169,7 +141,7 @@ def _json_file(path, check):
     return value
 
 
-def _positive(value, path, field):
+def _positive_field(value, path, field):
     if (
         isinstance(value, bool)
         or not isinstance(value, (int, float))
@@ -193,7 +165,7 @@ def _check_winner(data, path):
                 f"{path}: field rule: unknown rule {rule!r}; expected one of {', '.join(rules.RULES)}"
             )
         if k is not None:
-            k = _positive(k, path, "atc_k")
+            k = _positive_field(k, path, "atc_k")
         return Plan(name, rules.rule_id(rule), k, None)
     if pfile is None:
         raise RankInputError(
@@ -214,7 +186,7 @@ def _check_winner(data, path):
 def _check_tuned(data, path):
     if not isinstance(data, dict) or "atc_k" not in data:
         raise RankInputError(f'{path}: field atc_k: missing (expected {{"atc_k": K, ...}})')
-    return _positive(data["atc_k"], path, "atc_k")
+    return _positive_field(data["atc_k"], path, "atc_k")
 
 
 def tuned_k(st):
@@ -254,7 +226,7 @@ def _plan(policy, policy_file, st):
             raise RankInputError("policy ppo: needs policy_file (a trained policy file)")
         return _ppo_plan(name, policy_file, "policy_file")
     if name.startswith("ppo-") and name[4:].isdigit():
-        pfile = policy_file if policy_file is not None else PPO_FILE_PATTERN.format(seed=name[4:])
+        pfile = policy_file if policy_file is not None else layout.policy_file(name[4:])
         return _ppo_plan(name, pfile, "policy_file")
     if os.path.isfile(name):
         return _ppo_plan("ppo", name, "policy")
@@ -290,367 +262,3 @@ def _ppo_rollout(plan, q):
     # decision order.
     order = np.lexsort((np.arange(q.n), mach, start))
     return order, start, end, mach
-
-
-# --------------------------------------------------------------------------- input
-
-Queue = namedtuple("Queue", "n ids arrival estimate weight due machine_free kinds clock tz")
-
-
-def _is_frame(obj):
-    import sys
-
-    pd = sys.modules.get("pandas")
-    return pd is not None and isinstance(obj, pd.DataFrame)
-
-
-def _frame_records(df):
-    """DataFrame rows as task dicts; NaN / NaT / None cells count as absent."""
-    if "id" not in df.columns and df.index.name == "id":
-        df = df.reset_index()
-    cols = list(df.columns)
-    absent = df.isna().to_numpy()
-    return [
-        {c: v for c, v, a in zip(cols, row, skip) if not a}
-        for row, skip in zip(df.itertuples(index=False, name=None), absent)
-    ]
-
-
-def _where(task_id, pos):
-    return f"task {task_id!r}" if task_id is not None else f"task #{pos + 1} (no id)"
-
-
-def _bad(task_id, pos, field, why):
-    return RankInputError(f"{_where(task_id, pos)}: field {field}: {why}")
-
-
-def _number(v):
-    """v as a float if it is a number (not a bool), else None."""
-    t = type(v)
-    if t is float:
-        return v
-    if t is int:
-        return float(v)
-    if isinstance(v, _NUMBER) and not isinstance(v, (bool, np.bool_)):
-        return float(v)
-    return None
-
-
-def _when(v):
-    """A time value: a float (seconds) or a datetime. Raises ValueError with the reason."""
-    f = _number(v)
-    if f is not None:
-        if not math.isfinite(f):
-            raise ValueError(f"not finite: {v!r}")
-        return f
-    if isinstance(v, datetime):
-        if v != v:  # NaT
-            raise ValueError(f"not a date: {v!r}")
-        return v
-    if isinstance(v, str):
-        try:
-            return datetime.fromisoformat(v.strip())
-        except ValueError:
-            raise ValueError(
-                f"unparsable date {v!r} (expected ISO 8601, e.g. 2026-05-09T14:30:00+02:00)"
-            ) from None
-    raise ValueError(f"expected seconds or an ISO 8601 datetime, got {type(v).__name__} {v!r}")
-
-
-def _read(tasks, now, machines, st):
-    """Validate the tasks, now and machines; the planning arrays on one clock."""
-    n = len(tasks)
-    ids = [None] * n
-    est = [0.0] * n
-    weight = [0.0] * n
-    due = [0.0] * n
-    arrival = [None] * n
-    kinds = [None] * n
-    seen = {}
-    dates = []  # (value, task id, pos, field) of every datetime met
-    weights = st.weights
-    model = None
-    isfinite = math.isfinite
-    for pos, task in enumerate(tasks):
-        try:
-            get = task.get
-        except AttributeError:
-            raise RankInputError(
-                f"task #{pos + 1}: expected an object with fields, got {type(task).__name__}"
-            ) from None
-        tid = get("id")
-        if tid is None:
-            raise _bad(None, pos, "id", "missing")
-        try:
-            first = seen.setdefault(tid, pos)
-        except TypeError:
-            raise _bad(tid, pos, "id", f"must be a string or a number, got {type(tid).__name__}") from None
-        if first != pos:
-            raise _bad(tid, pos, "id", f"duplicate id (also task #{first + 1})")
-        ids[pos] = tid
-
-        field, v = "estimate_s", get("estimate_s")
-        if v is None:
-            field, v = "duration_s", get("duration_s")
-        if v is None:
-            if model is None:
-                model = _duration_model(st.calibration)
-            v = model(task, tid, pos)
-            field = "estimate_s"
-        f = v if type(v) is float else _number(v)  # the common case first: speed
-        if f is None:
-            raise _bad(tid, pos, field, f"not a number: {v!r}")
-        if not (f > 0.0 and f < math.inf):
-            raise _bad(tid, pos, field, f"must be finite and > 0, got {v!r}")
-        est[pos] = f
-
-        v = get("weight")
-        if v is None:
-            cls = get("priority")
-            if cls is None:
-                raise _bad(tid, pos, "weight", "missing (give weight or priority)")
-            try:
-                f = weights[cls]
-            except (KeyError, TypeError):
-                raise _bad(
-                    tid,
-                    pos,
-                    "priority",
-                    f"unknown priority class {cls!r}; expected one of "
-                    f"{', '.join(weights)} (config scenario.priorities)",
-                ) from None
-        else:
-            f = v if type(v) is float else _number(v)
-            if f is None:
-                raise _bad(tid, pos, "weight", f"not a number: {v!r}")
-            if not (f > 0.0 and f < math.inf):
-                raise _bad(tid, pos, "weight", f"must be finite and > 0, got {v!r}")
-        weight[pos] = f
-
-        v = get("due")
-        if v is None:
-            raise _bad(tid, pos, "due", "missing")
-        due[pos] = v if type(v) is float and isfinite(v) else _time(v, tid, pos, "due", dates)
-        v = get("arrival")
-        if v is not None:
-            arrival[pos] = v if type(v) is float and isfinite(v) else _time(v, tid, pos, "arrival", dates)
-        kinds[pos] = get("kind")
-
-    if now is not None:
-        try:
-            now = _when(now)
-        except ValueError as exc:
-            raise RankInputError(f"now: {exc}") from None
-        if type(now) is not float:
-            dates.append((now, None, None, "now"))
-    free = _machines(machines, dates)
-
-    clock, tz = "seconds", None
-    if dates:
-        clock, tz = _clock(dates, now, free, due, arrival)
-        if clock != "seconds":
-            conv = _to_seconds_naive if clock == "naive" else _to_seconds_aware
-            due = [conv(x) if type(x) is not float else x for x in due]
-            arrival = [conv(x) if x is not None and type(x) is not float else x for x in arrival]
-            free = [conv(x) if type(x) is not float else x for x in free]
-            if now is not None and type(now) is not float:
-                now = conv(now)
-    if now is None:
-        now = (
-            time.time()
-            if clock == "aware"
-            else _to_seconds_naive(datetime.now())
-            if clock == "naive"
-            else 0.0
-        )
-    arrival = [now if a is None else a for a in arrival]
-    mfree = np.array(free, dtype=np.float64)
-    np.maximum(mfree, now, out=mfree)
-    return Queue(
-        n,
-        ids,
-        np.array(arrival, dtype=np.float64),
-        np.array(est, dtype=np.float64),
-        np.array(weight, dtype=np.float64),
-        np.array(due, dtype=np.float64),
-        mfree,
-        kinds,
-        clock,
-        tz,
-    )
-
-
-def _time(v, tid, pos, field, dates):
-    """A task's time field: seconds, or a datetime noted in ``dates``."""
-    try:
-        f = _when(v)
-    except ValueError as exc:
-        raise _bad(tid, pos, field, str(exc)) from None
-    if type(f) is not float:
-        dates.append((f, tid, pos, field))
-    return f
-
-
-def _machines(machines, dates):
-    """Free times of the machines (floats or datetimes; -inf: free at any time)."""
-    f = _number(machines)
-    if f is not None:
-        if not (math.isfinite(f) and f == int(f) and f >= 1):
-            raise RankInputError(f"machines: expected a whole count >= 1, got {machines!r}")
-        return [-math.inf] * int(f)
-    if isinstance(machines, (str, bytes, dict)) or not hasattr(machines, "__iter__"):
-        raise RankInputError(
-            "machines: expected a count of free GPUs or a list of the times "
-            f"at which each becomes free, got {machines!r}"
-        )
-    free = []
-    for m, v in enumerate(machines):
-        try:
-            t = _when(v)
-        except ValueError as exc:
-            raise RankInputError(f"machines[{m}]: {exc}") from None
-        if type(t) is not float:
-            dates.append((t, None, None, f"machines[{m}]"))
-        free.append(t)
-    if not free:
-        raise RankInputError("machines: empty list (at least one GPU is needed)")
-    return free
-
-
-def _clock(dates, now, free, due, arrival):
-    """'aware' (POSIX seconds) or 'naive' (local wall clock), and the time zone to show."""
-    naive = [d for d in dates if d[0].utcoffset() is None]
-    aware = [d for d in dates if d[0].utcoffset() is not None]
-    if not naive:
-        return "aware", (now if isinstance(now, datetime) else aware[0][0]).tzinfo
-    if aware:
-        other = aware[0]
-        mixed = f"a date with one ({_label(other)} {other[0].isoformat()})"
-    else:
-        num = _first_number(now, free, due, arrival)
-        if num is None:
-            return "naive", None
-        mixed = f"numbers ({num})"
-    d = naive[0]
-    raise RankInputError(
-        f"{_label(d)}: date {d[0].isoformat()} has no time zone and cannot be "
-        f"mixed with {mixed}; add a time zone, e.g. +00:00"
-    )
-
-
-def _label(d):
-    value, tid, pos, field = d
-    return f"{_where(tid, pos)}: field {field}" if pos is not None else field
-
-
-def _first_number(now, free, due, arrival):
-    if type(now) is float:
-        return f"now = {now:g}"
-    for m, t in enumerate(free):
-        if type(t) is float and math.isfinite(t):
-            return f"machines[{m}] = {t:g}"
-    for name, col in (("due", due), ("arrival", arrival)):
-        for pos, t in enumerate(col):
-            if type(t) is float:
-                return f"task #{pos + 1} {name} = {t:g}"
-    return None
-
-
-def _to_seconds_aware(d):
-    return d.timestamp()
-
-
-def _to_seconds_naive(d):
-    return (d - _NAIVE_EPOCH).total_seconds()
-
-
-def _duration_model(calibration):
-    """A function estimating a task's duration from its kind and features.
-
-    Needs ``sched.data.calibration.predict_duration`` (issue 3) and a config
-    that names a calibration; without them a task with no estimate is refused.
-    """
-    predict = None
-    if calibration:
-        try:
-            from sched.data.calibration import predict_duration as predict
-        except ImportError:
-            predict = None
-
-    def estimate(task, tid, pos):
-        if predict is None:
-            why = (
-                "no calibration with a duration model is configured (scenario.calibration)"
-                if not calibration
-                else "this version cannot read duration models"
-            )
-            raise _bad(tid, pos, "estimate_s", f"missing (give estimate_s or duration_s; {why})")
-        kind = task.get("kind")
-        if kind is None:
-            raise _bad(
-                tid,
-                pos,
-                "kind",
-                "missing (the duration model needs it when estimate_s and duration_s are absent)",
-            )
-        features = {k: v for k, v in task.items() if k not in KNOWN_FIELDS}
-        try:
-            value = predict(calibration, kind, features)
-        except (ValueError, KeyError, TypeError) as exc:
-            raise _bad(
-                tid, pos, "estimate_s", f"missing, and the duration model cannot estimate it: {exc}"
-            ) from None
-        return value
-
-    return estimate
-
-
-# --------------------------------------------------------------------------- explain
-
-EXPLAIN_COLUMNS = ("id", "machine", "start_s", "end_s", "lateness_s", "tardiness_s", "policy", "atc_k")
-
-
-def _explain(q, plan, order, start, end, mach):
-    """The plan as a table, in start order."""
-    import pandas as pd
-
-    order = np.asarray(order, np.int64)
-    s, e = np.asarray(start, np.float64)[order], np.asarray(end, np.float64)[order]
-    late = e - q.due[order]
-    frame = pd.DataFrame(
-        {
-            "id": pd.Series([q.ids[i] for i in order.tolist()], dtype=object),
-            "machine": np.asarray(mach, np.int64)[order],
-            "start_s": s,
-            "end_s": e,
-            "lateness_s": late,
-            "tardiness_s": tardiness(e, q.due[order]),
-            "policy": plan.name,
-            "atc_k": plan.k if plan.rule == rules.ATC else np.nan,
-        },
-        columns=list(EXPLAIN_COLUMNS),
-    )
-    if q.clock == "aware":
-        frame["start_at"] = pd.to_datetime(s, unit="s", utc=True).tz_convert(q.tz or UTC)
-        frame["end_at"] = pd.to_datetime(e, unit="s", utc=True).tz_convert(q.tz or UTC)
-    elif q.clock == "naive":
-        frame["start_at"] = pd.to_datetime(s, unit="s")
-        frame["end_at"] = pd.to_datetime(e, unit="s")
-    return frame
-
-
-def explain_records(frame):
-    """The explain table as JSON-ready dicts (datetimes in ISO 8601, NaN as null)."""
-    out = []
-    for row in frame.to_dict("records"):
-        rec = {}
-        for k, v in row.items():
-            if isinstance(v, datetime):
-                v = v.isoformat()
-            elif isinstance(v, (float, np.floating)) and not math.isfinite(v):
-                v = None
-            elif isinstance(v, np.generic):
-                v = v.item()
-            rec[k] = v
-        out.append(rec)
-    return out
