@@ -1,4 +1,4 @@
-"""PPO: training, the policy file, resume, the Gymnasium environment, the scorer."""
+"""PPO: training, the policy file, resume, the scorer (the Gymnasium environment: test_gym_env.py)."""
 
 import contextlib
 import copy
@@ -12,6 +12,7 @@ import torch
 from sched.data.scenario import generate
 from sched.learn import features as F
 from sched.learn import networks as P
+from sched.learn import policy_file as PF
 from sched.learn.ppo import Args, train
 from sched.sim import core
 
@@ -43,7 +44,7 @@ def test_training_writes_a_loadable_policy_and_log(trained):
         assert ppo[col].notna().all(), col
     assert (ppo["entropy"] > 0).all() and (ppo["env_steps"].diff().dropna() == 32).all()
     assert log["val_weighted_tardiness_s"].notna().sum() == 4  # iterations -1, 0, 3 and 6
-    pol = P.load(out)
+    pol = PF.load(out)
     assert pol.meta["arch"]["name"] == "scorer" and pol.meta["best_iteration"] in (-1, 0, 3, 6)
     val = log.set_index("iteration")["val_weighted_tardiness_s"].dropna()
     assert pol.meta["val_weighted_tardiness_s"] == pytest.approx(val.min())  # the best is kept
@@ -51,7 +52,7 @@ def test_training_writes_a_loadable_policy_and_log(trained):
 
 def test_greedy_policy_is_deterministic_and_feasible(trained, tiny_cfg):
     out, _ = trained
-    pol = P.load(out)
+    pol = PF.load(out)
     from sched.learn.vec_env import run_greedy
 
     scs = [generate(tiny_cfg, s, tasks=80, machines=2).arrays for s in range(3)]
@@ -109,9 +110,9 @@ def _train_until_checkpoint(cfg, args, out, stop_after):
     while it is being written: an exception inside the atomic write throws the
     new checkpoint away and leaves the previous one.
     """
-    import sched.learn.ppo as ppo
+    import sched.learn.checkpoint as ck
 
-    real_save, real_atomic = torch.save, ppo.atomic_path
+    real_save, real_atomic = torch.save, ck.atomic_path
     saved = []
 
     def save(obj, f, *a, **k):
@@ -126,48 +127,48 @@ def _train_until_checkpoint(cfg, args, out, stop_after):
         if saved and saved.pop() == stop_after:
             raise _Stop
 
-    ppo.torch.save, ppo.atomic_path = save, atomic_then_stop
+    ck.torch.save, ck.atomic_path = save, atomic_then_stop
     try:
         with pytest.raises(_Stop):
             train(cfg, args, out, progress=False)
     finally:
-        ppo.torch.save, ppo.atomic_path = real_save, real_atomic
+        ck.torch.save, ck.atomic_path = real_save, real_atomic
 
 
 def test_bad_policy_files_are_refused(tmp_path, trained, cli):
     out, _ = trained
-    with pytest.raises(P.PolicyFileError, match="not found"):
-        P.load(tmp_path / "missing.pt")
+    with pytest.raises(PF.PolicyFileError, match="not found"):
+        PF.load(tmp_path / "missing.pt")
     junk = tmp_path / "junk.pt"
     junk.write_bytes(b"not a torch file")
-    with pytest.raises(P.PolicyFileError, match="not a readable policy file"):
-        P.load(junk)
+    with pytest.raises(PF.PolicyFileError, match="not a readable policy file"):
+        PF.load(junk)
     other = tmp_path / "other.pt"
     torch.save({"weights": torch.zeros(3)}, other)
-    with pytest.raises(P.PolicyFileError, match="format field missing"):
-        P.load(other)
+    with pytest.raises(PF.PolicyFileError, match="format field missing"):
+        PF.load(other)
     blob = torch.load(out, weights_only=True)
     blob["state_dict"]["embed.0.weight"] = torch.zeros(2, 2)
     bad = tmp_path / "bad_weights.pt"
     torch.save(blob, bad)
-    with pytest.raises(P.PolicyFileError, match="weights do not fit"):
-        P.load(bad)
+    with pytest.raises(PF.PolicyFileError, match="weights do not fit"):
+        PF.load(bad)
     for key in ("task_features", "global_features"):
         blob = torch.load(out, weights_only=True)
         blob["meta"][key] = list(reversed(blob["meta"][key]))  # same size, other order
         moved = tmp_path / f"moved_{key}.pt"
         torch.save(blob, moved)
-        with pytest.raises(P.PolicyFileError, match=f"trained on other {key}"):
-            P.load(moved)
+        with pytest.raises(PF.PolicyFileError, match=f"trained on other {key}"):
+            PF.load(moved)
 
     class Evil:
         def __reduce__(self):
             return (print, ("executed",))
 
     evil = tmp_path / "evil.pt"
-    torch.save({"format": P.FORMAT, "x": Evil()}, evil)
-    with pytest.raises(P.PolicyFileError):
-        P.load(evil)  # weights_only refuses to unpickle arbitrary objects
+    torch.save({"format": PF.FORMAT, "x": Evil()}, evil)
+    with pytest.raises(PF.PolicyFileError):
+        PF.load(evil)  # weights_only refuses to unpickle arbitrary objects
     r = cli("simulate", "--policy", "ppo", "--policy-file", junk, "--seed", 1)
     assert r.returncode == 2 and "junk.pt" in r.stderr
 
@@ -245,25 +246,6 @@ def test_untrained_prior_policy_picks_what_atc_picks(tiny_cfg):
             assert np.array_equal(s1, s2)
 
 
-def test_gymnasium_env_passes_check_env(cfg):
-    from gymnasium.utils.env_checker import check_env
-
-    from sched.learn.vec_env import make_gym_env
-
-    c = copy.deepcopy(cfg)
-    c["scenario"]["tasks"] = 40
-    env = make_gym_env(c, max_queue=16)
-    check_env(env, skip_render_check=True)
-    obs, info = env.reset(seed=7)
-    total, done = 0.0, False
-    while not done:
-        valid = np.flatnonzero(obs["action_mask"])
-        obs, r, done, trunc, info = env.step(int(valid[-1]))
-        assert not info["masked_action"]
-        total += r
-    assert total == pytest.approx(-0.001 * info["total_weighted_tardiness_s"], rel=1e-9, abs=1e-12)
-
-
 def test_flat_encoding_has_196_inputs_and_shows_the_atc_best(cfg):
     sc = generate(cfg, 2, tasks=300)
     state, _ = core.pack([sc.arrays], 1)
@@ -288,7 +270,7 @@ def test_flat_architecture_trains_and_loads(tmp_path, tiny_cfg):
         **{**TINY, "eval_every": 0, "checkpoint_every": 0, "teacher_scenarios": 0},
     )
     train(tiny_cfg, args, out, progress=False)
-    pol = P.load(out)
+    pol = PF.load(out)
     assert pol.meta["arch"]["name"] == "flat" and pol.meta["task_features"] == list(F.FLAT_TASK_FEATURES)
     from sched.learn.vec_env import run_greedy
 
@@ -320,7 +302,7 @@ def test_privileged_hint_is_the_atc_cost_to_go(tiny_cfg):
 def test_one_queue_fast_path_matches_the_batched_greedy(trained, tiny_cfg):
     from sched.learn.vec_env import run_greedy, run_greedy_one
 
-    pol = P.load(trained[0])
+    pol = PF.load(trained[0])
     for seed, machines, free in ((1, 1, None), (2, 2, [30.0, 0.0]), (3, 3, None)):
         sc = generate(tiny_cfg, seed, tasks=120, machines=machines).arrays
         a = run_greedy_one(pol, sc, machines, free)
@@ -377,13 +359,106 @@ def test_vec_queue_episode_rewards_sum_to_its_total_weighted_tardiness(cfg):
             seen += 1
 
 
-def test_gymnasium_env_shows_every_decision_and_pays_every_second_of_tardiness(cfg):
-    from sched.learn.vec_env import make_gym_env
+def test_compute_gae_on_a_three_step_toy_trajectory():
+    """Hand computation: gamma = lambda = 0.5, so every number is exact in float32.
 
-    env = make_gym_env(_late_cfg(cfg, 1), max_queue=4)
-    obs, info = env.reset(seed=3)
-    assert obs["action_mask"].sum() == 1  # one task: a step with one valid action
-    obs, r, done, trunc, info = env.step(0)
-    assert done and not trunc
-    assert info["total_weighted_tardiness_s"] > 0
-    assert r == pytest.approx(-0.001 * info["total_weighted_tardiness_s"], rel=1e-9)
+    Slot 0 never ends: delta_2 = 3 + 0.5 * 2 - 1.5 = 2.5, delta_1 = 2 + 0.5 * 1.5 - 1 = 1.75,
+    delta_0 = 1 + 0.5 * 1 - 0.5 = 1; A_2 = 2.5, A_1 = 1.75 + 0.25 * 2.5 = 2.375,
+    A_0 = 1 + 0.25 * 2.375 = 1.59375. Slot 1 ends an episode at step 1: no bootstrap
+    across it, A_1 = 2 - 1 = 1, A_0 = 1 + 0.25 * 1 = 1.25.
+    """
+    from sched.learn.update import compute_gae
+
+    rewards = np.array([[1, 1], [2, 2], [3, 3]], dtype=np.float32)
+    values = np.array([[0.5, 0.5], [1.0, 1.0], [1.5, 1.5]], dtype=np.float32)
+    dones = np.array([[0, 0], [0, 1], [0, 0]], dtype=np.float32)
+    next_value = np.array([2.0, 2.0], dtype=np.float32)
+    adv, ret = compute_gae(rewards, values, dones, next_value, gamma=0.5, gae_lambda=0.5)
+    assert adv.dtype == np.float32 and adv.shape == (3, 2)
+    np.testing.assert_array_equal(adv[:, 0], [1.59375, 2.375, 2.5])
+    np.testing.assert_array_equal(adv[:, 1], [1.25, 1.0, 2.5])
+    np.testing.assert_array_equal(ret, adv + values)
+    # gamma = lambda = 1, no episode end: the advantage is the return-to-go minus the value
+    adv1, _ = compute_gae(rewards, values, np.zeros_like(dones), next_value, gamma=1.0, gae_lambda=1.0)
+    np.testing.assert_array_equal(adv1[:, 0], [6 + 2 - 0.5, 5 + 2 - 1.0, 3 + 2 - 1.5])
+
+
+def test_explained_variance():
+    from sched.learn.update import explained_variance
+
+    returns = np.array([1.0, 2.0, 3.0, 4.0])
+    assert explained_variance(returns, returns) == 1.0
+    assert explained_variance(np.full(4, 2.5), returns) == 0.0
+    assert np.isnan(explained_variance(returns, np.ones(4)))
+
+
+def test_every_setting_of_args_has_a_docstring():
+    import ast
+    import inspect
+
+    import sched.learn.ppo as ppo
+
+    (cls,) = [n for n in ast.parse(inspect.getsource(ppo)).body if getattr(n, "name", "") == "Args"]
+    documented = {
+        a.target.id
+        for a, b in zip(cls.body, cls.body[1:])
+        if isinstance(a, ast.AnnAssign) and isinstance(b, ast.Expr) and isinstance(b.value.value, str)
+    }
+    import dataclasses
+
+    assert documented == {f.name for f in dataclasses.fields(Args)}
+
+
+def test_run_progress_counts_episodes_and_keeps_the_best_weights():
+    from sched.learn.checkpoint import RECENT_EPISODES, RunProgress
+
+    run = RunProgress()
+    run.count([(1, 0.85, 10.0), (2, 0.85, 20.0)], steps=32)
+    run.count([(3, 0.85, float(i)) for i in range(RECENT_EPISODES)], steps=32)
+    assert (run.env_steps, run.episodes) == (64, RECENT_EPISODES + 2)
+    assert run.recent == [float(i) for i in range(RECENT_EPISODES)]
+    net = torch.nn.Linear(2, 1)
+    run.keep_if_best(5.0, 3, net)
+    kept = run.best["state"]["weight"].clone()
+    with torch.no_grad():
+        net.weight += 1.0
+    run.keep_if_best(6.0, 4, net)  # worse: not kept
+    run.keep_if_best(float("nan"), 5, net)  # no score: not kept
+    assert run.best["iteration"] == 3 and run.best["score"] == 5.0
+    assert torch.equal(run.best["state"]["weight"], kept)  # a copy, not the live weights
+
+
+def test_checkpoint_of_other_settings_is_ignored(tmp_path, tiny_cfg):
+    from sched.learn import checkpoint
+    from sched.learn.checkpoint import RunProgress
+    from sched.learn.ppo import make_env, make_optimizer
+
+    args = Args(seed=4, **TINY)
+    meta = PF.policy_meta(tiny_cfg, args)
+    net = P.build(meta["arch"])
+    opt, gen, env = make_optimizer(net, args), torch.Generator(), make_env(tiny_cfg, args, meta["atc_k"])
+    env.reset()
+    path = checkpoint.path_for(tmp_path / "politique.pt")
+    assert path.name == "politique.pt.ckpt"
+    said = []
+    assert checkpoint.load(path, checkpoint.fingerprint(meta, args), net, opt, gen, env, said.append) is None
+    run = RunProgress(iteration=2, rows=[{"iteration": 1}], env_steps=64, episodes=3, wall=1.5, recent=[7.0])
+    checkpoint.save(path, checkpoint.fingerprint(meta, args), run, net, opt, gen, env)
+    back = checkpoint.load(path, checkpoint.fingerprint(meta, args), net, opt, gen, env, said.append)
+    assert back == run and said == []
+    other = checkpoint.fingerprint(meta, Args(seed=5, **TINY))
+    assert checkpoint.load(path, other, net, opt, gen, env, said.append) is None
+    assert said == [f"ignoring checkpoint {path}: made with another config or arguments"]
+
+
+def test_observation_names_its_parts_and_maps_actions_to_queue_positions(cfg):
+    sc = generate(cfg, 2, tasks=60)
+    state, _ = core.pack([sc.arrays], 1)
+    core.advance_batch(state, True)
+    tasks = F.Encoder("tasks", 2.0, 80.0, 0.85)(state)
+    assert tasks.slot_qpos is None and tasks.globals_.shape == (1, F.N_GLOBAL)
+    assert tasks.x.shape[:2] == tasks.mask.shape
+    assert tasks.queue_positions(np.array([1])) == 1  # a row is a queue position
+    flat = F.Encoder("flat", 2.0, 80.0, 0.85)(state)
+    assert flat.globals_ is None and flat.x.shape == (1, F.FLAT_SIZE)
+    assert flat.queue_positions(np.array([0])) == flat.slot_qpos[0, 0]

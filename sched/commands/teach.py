@@ -10,7 +10,8 @@ from sched.errors import UsageError
 def register(sub):
     s = sub.add_parser(
         "teach",
-        help="label training scenarios with the rollout teacher (the policy's warm start; sched/teacher.py)",
+        help="label training scenarios with the rollout teacher "
+        "(the policy's warm start; sched/learn/teacher.py)",
     )
     s.add_argument(
         "--seeds",

@@ -32,7 +32,8 @@ def register(sub):
 
 
 def run(args):
-    from sched.learn.ppo import Args, plot_learning_curve, train
+    from sched.learn.ppo import Args, train
+    from sched.learn.train_log import plot_learning_curve
 
     cfg = load_cfg(args)
     if args.iterations is not None and args.iterations < 1:

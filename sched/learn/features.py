@@ -19,6 +19,7 @@ likewise (argmax = WMDD, WSPT), ``due_rel`` gives EDD and ``est_rel`` SPT.
 """
 
 import math
+from typing import NamedTuple
 
 import numba as nb
 import numpy as np
@@ -187,6 +188,34 @@ def encode_flat(s, k, p_ref, loads, flat, mask, slot_qpos):
             flat[b, FLAT_SLOTS * nt + f] = gb[_FLAT_G[f]]
 
 
+class Observation(NamedTuple):
+    """What :class:`Encoder` returns for a batch of ``B`` slots.
+
+    For the per-task encoding ("tasks"): ``x`` (B, Q, N_TASK) float32 rows in
+    queue order (Q: the longest waiting queue), ``mask`` (B, Q) bool, True for
+    a waiting task, ``globals_`` (B, N_GLOBAL) float32, ``slot_qpos`` None (an
+    action is a queue position).
+
+    For the flat encoding ("flat"): ``x`` (B, 196) float32, the whole input
+    vector (globals included), ``mask`` (B, 24) bool, ``globals_`` None,
+    ``slot_qpos`` (B, 24) int64, the queue position shown in each slot (-1
+    when empty): action ``a`` of slot b starts queue position ``slot_qpos[b, a]``.
+
+    Slots without a pending decision are all zero and fully masked.
+    """
+
+    x: np.ndarray
+    mask: np.ndarray
+    globals_: np.ndarray | None
+    slot_qpos: np.ndarray | None
+
+    def queue_positions(self, actions):
+        """The queue positions of ``actions`` (one row index per slot, as a NumPy array)."""
+        if self.slot_qpos is None:
+            return actions
+        return self.slot_qpos[np.arange(len(actions)), actions]
+
+
 class Encoder:
     """Allocates the arrays and calls the compiled encoders for a State.
 
@@ -202,11 +231,7 @@ class Encoder:
         self.kind, self.k, self.p_ref, self.load = kind, float(k), float(p_ref), load
 
     def __call__(self, state, loads=None):
-        """Observation of every pending slot: (x, mask, g, slot_qpos).
-
-        For "tasks": x (B, Q, N_TASK), mask (B, Q), g (B, N_GLOBAL), slot_qpos None.
-        For "flat": x (B, 196), mask (B, 24), g None, slot_qpos (B, 24).
-        """
+        """The :class:`Observation` of every slot of ``state`` (``loads``: one per slot)."""
         B = state.n.shape[0]
         if loads is None:
             loads = np.broadcast_to(np.asarray(self.load, dtype=np.float64), (B,))
@@ -218,9 +243,9 @@ class Encoder:
             mask = np.empty((B, Q), dtype=np.bool_)
             g = np.empty((B, N_GLOBAL), dtype=np.float32)
             encode_tasks(state, self.k, self.p_ref, loads, x, mask, g)
-            return x, mask, g, None
+            return Observation(x, mask, g, None)
         flat = np.empty((B, FLAT_SIZE), dtype=np.float32)
         mask = np.empty((B, FLAT_SLOTS), dtype=np.bool_)
         slot_qpos = np.empty((B, FLAT_SLOTS), dtype=np.int64)
         encode_flat(state, self.k, self.p_ref, loads, flat, mask, slot_qpos)
-        return flat, mask, None, slot_qpos
+        return Observation(flat, mask, None, slot_qpos)

@@ -1,4 +1,4 @@
-"""Policy networks and the policy file format.
+"""Policy networks: the actor-critics, the ragged batches they read, and :class:`Policy`.
 
 Two architectures (config ``ppo.architecture``):
 
@@ -15,9 +15,7 @@ feature is the ATC log index relative to the queue's best, so a network whose
 correction is zero picks exactly what ATC picks, and learning starts from the
 field's reference rule instead of from a random policy. ``scale`` is learned.
 
-Policy file: a ``torch.save`` of plain containers and tensors only (weights,
-architecture, feature names, ATC k, normalisers, config hash), read back with
-``torch.load(..., weights_only=True)`` so that loading never executes code.
+The policy file that stores a trained network is ``sched.learn.policy_file``.
 """
 
 import math
@@ -26,16 +24,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from sched.errors import SchedError
 from sched.learn import features as F
-
-FORMAT = "render-queue-sched/policy"
-VERSION = 1
-
-
-class PolicyFileError(SchedError):
-    """A policy file is missing, unreadable or has unexpected contents."""
-
 
 ROOT_2 = math.sqrt(2)  # the gain of an orthogonal init before a ReLU/tanh layer
 
@@ -212,14 +201,14 @@ class Policy:
         batch = make_batch(obs)
         logits, _ = self.net(batch)
         a = segment_argmax(logits, batch["seg"], batch["n"], batch["starts"]).numpy()
-        slot_qpos = obs[3]
+        slot_qpos = obs.slot_qpos
         if slot_qpos is not None:
             a = slot_qpos[np.arange(len(a)), np.minimum(a, slot_qpos.shape[1] - 1)]
         return np.where(state.pending >= 0, a, -1).astype(np.int64)
 
 
 def make_batch(obs):
-    """A ragged batch (dict of tensors) from an encoder's observation."""
+    """A ragged batch (dict of tensors) from an encoder's :class:`~sched.learn.features.Observation`."""
     x, mask, g, slot_qpos = obs
     mask = torch.from_numpy(mask)
     counts = mask.sum(1)
@@ -245,80 +234,15 @@ def make_batch(obs):
     }
 
 
-def save(path, net, meta):
-    """Write a policy file atomically."""
-    from sched.files import atomic_path
-
-    blob = {
-        "format": FORMAT,
-        "version": VERSION,
-        "meta": meta,
-        "state_dict": {k: v.detach().cpu() for k, v in net.state_dict().items()},
-    }
-    with atomic_path(path) as tmp:
-        torch.save(blob, tmp)
+# Transitional: the policy file format moved to sched.learn.policy_file. These
+# names stay readable here until the callers outside sched/learn
+# (sched/evaluate/runs.py, sched/serve/ranker.py) import them from there.
+_MOVED_TO_POLICY_FILE = ("FORMAT", "VERSION", "PolicyFileError", "save", "load", "load_cached")
 
 
-REQUIRED_META = ("arch", "atc_k", "p_ref", "load", "task_features", "global_features", "config_hash")
+def __getattr__(name):
+    if name in _MOVED_TO_POLICY_FILE:
+        from sched.learn import policy_file
 
-
-def load(path):
-    """Read a policy file without executing code; PolicyFileError on anything unexpected."""
-    try:
-        blob = torch.load(path, map_location="cpu", weights_only=True)
-    except FileNotFoundError:
-        raise PolicyFileError(f"{path}: policy file not found") from None
-    except Exception as exc:  # pickle refusals, truncated files, not a torch file
-        raise PolicyFileError(
-            f"{path}: not a readable policy file ({type(exc).__name__}: "
-            f"{str(exc).splitlines()[0][:200] if str(exc) else ''})"
-        ) from None
-    if not isinstance(blob, dict) or blob.get("format") != FORMAT:
-        raise PolicyFileError(f"{path}: not a render-queue-sched policy file (format field missing)")
-    if blob.get("version") != VERSION:
-        raise PolicyFileError(f"{path}: policy file version {blob.get('version')!r}, expected {VERSION}")
-    meta = blob.get("meta")
-    missing = [k for k in REQUIRED_META if not isinstance(meta, dict) or k not in meta]
-    if missing:
-        raise PolicyFileError(f"{path}: policy file lacks {', '.join(missing)}")
-    enc = ENCODINGS.get(meta["arch"].get("name"))
-    if enc is None:
-        raise PolicyFileError(f"{path}: unknown architecture {meta['arch'].get('name')!r}")
-    flat = enc != "tasks"
-    for key, want in (
-        ("task_features", F.FLAT_TASK_FEATURES if flat else F.TASK_FEATURES),
-        ("global_features", F.FLAT_GLOBAL_FEATURES if flat else F.GLOBAL_FEATURES),
-    ):
-        if list(meta[key]) != list(want):
-            raise PolicyFileError(
-                f"{path}: policy was trained on other {key} ({list(meta[key])}, "
-                f"this version has {list(want)}); retrain it with this version"
-            )
-    try:
-        net = build(meta["arch"])
-        net.load_state_dict(blob["state_dict"])
-    except (RuntimeError, KeyError, ValueError, TypeError) as exc:
-        raise PolicyFileError(
-            f"{path}: weights do not fit the architecture: {str(exc).splitlines()[0][:200]}"
-        ) from None
-    return Policy(net, meta)
-
-
-_CACHE = {}
-
-
-def load_cached(path):
-    """:func:`load`, remembered per file (path, size, modification time): a queue
-    calling ``rank()`` many times reads and rebuilds the network once."""
-    import os
-
-    p = os.path.abspath(path)
-    try:
-        st = os.stat(p)
-    except FileNotFoundError:
-        raise PolicyFileError(f"{path}: policy file not found") from None
-    key = (p, st.st_size, st.st_mtime_ns)
-    if key not in _CACHE:
-        _CACHE.clear()
-        _CACHE[key] = load(path)
-    return _CACHE[key]
+        return getattr(policy_file, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -5,7 +5,7 @@ calling torch (or even NumPy) once per decision costs more than the
 decision. Here the whole rollout (advance, encode, score the ``top_k``
 candidates, start the best) is one compiled call, with the scorer's weights
 passed as arrays. It computes the same function as ``TaskScorer.forward``
-(``sched/policy.py``) in float64; the tests check both pick the same tasks.
+(``sched.learn.networks``) in float64; the tests check both pick the same tasks.
 """
 
 import math

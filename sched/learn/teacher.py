@@ -13,12 +13,12 @@ It is not clairvoyant: the futures are samples from the model, not the
 scenario's real arrivals. It does use the true durations of the tasks
 already in the queue, which a scheduler only knows as estimates: a teacher
 may know more than the student; the student (the policy) only ever sees the
-features of ``sched.features``. It is about a thousand times slower than a
+features of ``sched.learn.features``. It is about a thousand times slower than a
 policy (several rollouts per candidate per decision), which is why it only
 labels training data.
 
 The student learns by minimising the expected label of its own softmax over
-the candidates (``sched.learn.ppo.distill``): a cost-sensitive imitation that
+the candidates (``sched.learn.distill.distill``): a cost-sensitive imitation that
 weighs each mistake by what it costs, not a plain classification.
 """
 
@@ -27,12 +27,27 @@ import json
 import numba as nb
 import numpy as np
 
+from sched.config import ConfigError
 from sched.data.scenario import draw
+from sched.errors import SchedError
+from sched.files import atomic_path
 from sched.learn import features as F
+from sched.learn.vec_env import p_ref_of
 from sched.sim import core as S
 from sched.sim import rules
 
 LABEL_FORMAT = "render-queue-sched/teacher-labels/1"
+
+#: Sampled futures in the teacher's pool: the scenario model's first arrivals for
+#: that many seeds at the end of the training range (scenarios come from its start).
+FUTURES = 2000
+#: Stride between the first futures of consecutive scenario seeds in the pool
+#: (a prime, so that neighbouring scenarios do not reuse the same futures).
+FUTURE_STRIDE = 7919
+
+
+class TeacherLabelError(SchedError):
+    """A teacher label file is unreadable or does not match the others."""
 
 
 @nb.njit(cache=True)
@@ -172,39 +187,44 @@ def first_future(seed, train_start):
     A function of the scenario's own seed, so that the labels do not depend on
     how the teacher's seeds are split into jobs (``train.teacher_shards``).
     """
-    return (int(seed) - int(train_start)) * 7919
+    return (int(seed) - int(train_start)) * FUTURE_STRIDE
 
 
-def make_labels(cfg, seeds, horizon, samples, top_k, futures=2000, progress=False, atc_k=None):
-    """Teacher labels for the training scenarios ``seeds`` (dict of arrays).
+def future_pool(cfg, seeds, horizon, futures=FUTURES):
+    """The sampled futures: (arrival, duration, estimate, weight, due) arrays of ``futures`` x ``horizon``.
 
-    ``atc_k``: ATC's k for the candidates, the continuation and the features
-    (default: the config's rules.atc_k).
+    Each is the scenario model's first ``horizon`` arrivals for a seed taken
+    from the end of the training range (the labelled scenarios ``seeds`` come
+    from its start: ConfigError when the two would overlap).
     """
-    from sched.learn.vec_env import p_ref_of
-
-    k = float(atc_k if atc_k is not None else cfg["rules"]["atc_k"])
-    load = float(cfg["scenario"]["load"])
-    p_ref = p_ref_of(cfg)
-    seeds = list(seeds)
-    # futures: the scenario model's first `horizon` arrivals, for seeds taken
-    # from the end of the training range (scenario seeds come from its start)
     tr = cfg["seeds"]["train"]
     fut_seeds = range(tr["start"] + tr["count"] - futures, tr["start"] + tr["count"])
     clash = [s for s in seeds if not tr["start"] <= s < fut_seeds.start]
     if clash:
-        raise ValueError(
+        raise ConfigError(
             f"seeds.train.count: {tr['count']} leaves no room for the teacher's "
             f"{futures} sampled futures after its scenarios (seed {clash[0]} is outside "
             f"{tr['start']}-{fut_seeds.start - 1}); use a larger training range"
         )
     pool = [draw(cfg, s, tasks=horizon) for s in fut_seeds]
-    FA, FD, FE, FW, FDUE = (
+    return tuple(
         np.ascontiguousarray([p[key] for p in pool], dtype=np.float64)
         for key in ("arrival", "duration", "estimate", "weight", "due")
     )
+
+
+def make_labels(cfg, seeds, horizon, samples, top_k, futures=FUTURES, progress=False, atc_k=None):
+    """Teacher labels for the training scenarios ``seeds`` (dict of arrays).
+
+    ``atc_k``: ATC's k for the candidates, the continuation and the features
+    (default: the config's rules.atc_k).
+    """
+    k = float(atc_k if atc_k is not None else cfg["rules"]["atc_k"])
+    p_ref = p_ref_of(cfg)
+    seeds = list(seeds)
+    pool = future_pool(cfg, seeds, horizon, futures)
     n = int(cfg["train"].get("tasks") or cfg["scenario"]["tasks"])
-    X, G, C, Q, L, SEG = [], [], [], [], [], []
+    parts = []
     it = seeds
     if progress:
         from tqdm import tqdm
@@ -212,58 +232,38 @@ def make_labels(cfg, seeds, horizon, samples, top_k, futures=2000, progress=Fals
         it = tqdm(seeds, desc="teacher", unit="scenario", dynamic_ncols=True)
     scratch = S.empty_state(1, n + horizon, cfg["scenario"]["machines"])  # queue + future
     for seed in it:
-        d = draw(cfg, seed, tasks=n)
-        state, _ = S.pack(
-            [(d["arrival"], d["duration"], d["estimate"], d["weight"], d["due"])], cfg["scenario"]["machines"]
-        )
-        x = np.empty((n * n // 2 + n, F.N_TASK))
-        g = np.empty((n, F.N_GLOBAL))
-        c = np.empty((n, top_k), dtype=np.int64)
-        q = np.empty((n, top_k))
-        ql = np.empty(n, dtype=np.int64)
-        nr, nd = label_scenario(
-            state,
-            0,
-            scratch,
-            k,
-            top_k,
-            FA,
-            FD,
-            FE,
-            FW,
-            FDUE,
-            horizon,
-            samples,
-            first_future(seed, tr["start"]),
-            p_ref,
-            load,
-            x,
-            g,
-            c,
-            q,
-            ql,
-            0,
-            0,
-        )
-        X.append(x[:nr].astype(np.float32))
-        G.append(g[:nd].astype(np.float32))
-        C.append(c[:nd])
-        Q.append(q[:nd].astype(np.float32))
-        L.append(ql[:nd])
-        SEG.append(np.full(nd, seed, dtype=np.int64))
+        parts.append(_label_one(cfg, seed, n, scratch, k, p_ref, top_k, pool, horizon, samples))
+    return {key: np.concatenate([p[key] for p in parts]) for key in parts[0]}
+
+
+def _label_one(cfg, seed, n, scratch, k, p_ref, top_k, pool, horizon, samples):
+    """The labels of training scenario ``seed`` (``n`` tasks), as :func:`make_labels` returns them."""
+    d = draw(cfg, seed, tasks=n)
+    state, _ = S.pack(
+        [(d["arrival"], d["duration"], d["estimate"], d["weight"], d["due"])], cfg["scenario"]["machines"]
+    )
+    x = np.empty((n * n // 2 + n, F.N_TASK))
+    g = np.empty((n, F.N_GLOBAL))
+    c = np.empty((n, top_k), dtype=np.int64)
+    q = np.empty((n, top_k))
+    ql = np.empty(n, dtype=np.int64)
+    load = float(cfg["scenario"]["load"])
+    future = first_future(seed, cfg["seeds"]["train"]["start"])
+    nr, nd = label_scenario(
+        state, 0, scratch, k, top_k, *pool, horizon, samples, future, p_ref, load, x, g, c, q, ql, 0, 0
+    )
     return {
-        "x": np.concatenate(X),
-        "g": np.concatenate(G),
-        "cand": np.concatenate(C),
-        "label": np.concatenate(Q),
-        "counts": np.concatenate(L),
-        "scenario_seed": np.concatenate(SEG),
+        "x": x[:nr].astype(np.float32),
+        "g": g[:nd].astype(np.float32),
+        "cand": c[:nd],
+        "label": q[:nd].astype(np.float32),
+        "counts": ql[:nd],
+        "scenario_seed": np.full(nd, seed, dtype=np.int64),
     }
 
 
 def save_labels(path, labels, meta):
-    from sched.files import atomic_path
-
+    """Write teacher labels and their ``meta`` (settings, seeds) as one .npz file, atomically."""
     with atomic_path(path) as tmp:
         with open(tmp, "wb") as fh:
             np.savez(fh, meta=np.array(json.dumps(meta)), **labels)
@@ -278,13 +278,13 @@ def load_labels(paths):
                 m = json.loads(str(z["meta"]))
                 parts.append({k: z[k] for k in z.files if k != "meta"})
         except (OSError, ValueError, KeyError) as exc:
-            raise ValueError(f"{p}: not a teacher label file ({exc})") from None
+            raise TeacherLabelError(f"{p}: not a teacher label file ({exc})") from None
         if m.get("format") != LABEL_FORMAT:
-            raise ValueError(f"{p}: not a teacher label file (format {m.get('format')!r})")
+            raise TeacherLabelError(f"{p}: not a teacher label file (format {m.get('format')!r})")
         same = {k: v for k, v in m.items() if k != "seeds"}
         if meta is not None and same != meta:
-            raise ValueError(f"{p}: made with other settings than {paths[0]}")
+            raise TeacherLabelError(f"{p}: made with other settings than {paths[0]}")
         meta = same
     if not parts:
-        raise ValueError("no teacher label file given")
+        raise TeacherLabelError("no teacher label file given")
     return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}, meta

@@ -4,10 +4,12 @@
   core; one batched policy forward per step serves all of them. Used by the
   PPO trainer.
 * :func:`run_greedy`: a policy's greedy (argmax) rollout over given scenarios,
-  batched the same way. Used by ``sched simulate --policy ppo``, the benchmark
-  and ``rank()``.
-* :class:`RenderQueueEnv`: a Gymnasium environment over one scenario, with an
-  action mask, for users who want to plug in another RL library.
+  batched the same way. Used by ``sched simulate --policy ppo`` and the
+  benchmark; :func:`run_greedy_one` is the one-queue path of ``rank()``.
+
+The Gymnasium environment over one scenario (for users who want to plug in
+another RL library) is ``sched.learn.gym_env.RenderQueueEnv``; it shares
+:func:`reward` with :class:`VecQueue`.
 
 A decision happens when a machine is free and at least one task waits; the
 action picks one waiting task (a queue position). In training and greedy
@@ -15,12 +17,12 @@ rollouts, decisions with a single waiting task have no choice and are taken
 inside the simulator; the Gymnasium environment shows every decision (a step
 with one valid action), so that every episode has at least one step.
 
-Reward (one definition, :func:`reward`): minus ``reward_scale`` (0.001: one
-unit = 1,000 weighted seconds, as in the original card) times the weighted
+Reward (one definition, :func:`reward`): minus ``reward_scale`` (by default
+0.001: one unit = 1,000 weighted seconds, as in the original card) times the weighted
 tardiness accrued by all tasks since the previous decision. Tardiness accrues
 at rate w for every task past its due date and not yet complete; a started
 task is charged up to its completion. The rewards of an episode sum to
--0.001 x the schedule's total weighted tardiness (what accrues before the
+-reward_scale x the schedule's total weighted tardiness (what accrues before the
 first decision is paid with the first reward), and each action is charged
 soon after it is taken (a dense signal instead of one number at the end). A
 training scenario with no choice at all (never more than one task waiting)
@@ -182,7 +184,7 @@ def run_greedy(policy, scenarios, machines=1, machine_free=None, threads=1):
 def run_greedy_one(policy, scenario, machines=1, machine_free=None):
     """:func:`run_greedy` for a single scenario, the fast way for the scorer.
 
-    The whole rollout is one compiled call (``sched.policy_numba``): used by
+    The whole rollout is one compiled call (``sched.learn.scorer``): used by
     ``rank()``, where a queue of a few dozen tasks must be ordered in a couple
     of milliseconds. Falls back to :func:`run_greedy` for the flat architecture.
     """
@@ -191,91 +193,3 @@ def run_greedy_one(policy, scenario, machines=1, machine_free=None):
     from sched.learn.scorer import run_one
 
     return run_one(policy, scenario, machines, machine_free)
-
-
-def make_gym_env(cfg=None, max_queue=64, reward_scale=0.001):
-    """The Gymnasium environment class, built lazily so gymnasium is imported only when used."""
-    import gymnasium as gym
-    from gymnasium import spaces
-
-    from sched.config import seed_range, validate_config
-
-    class RenderQueueEnv(gym.Env):
-        """One render-queue scenario as a Gymnasium environment.
-
-        Observation (dict): ``tasks`` (max_queue, N_TASK) per-task features of
-        the visible waiting tasks, ``globals`` (N_GLOBAL,), ``action_mask``
-        (max_queue,) 1 for a visible task. When more than ``max_queue`` tasks
-        wait, the ``max_queue`` with the highest ATC index are visible, best
-        first; otherwise rows are in queue order. The action is a row index. An
-        action on a masked row is replaced by row 0 and reported in
-        ``info["masked_action"]`` (so a random agent cannot crash the queue).
-        ``reset(seed=...)`` draws the scenario seed from the training range;
-        ``options={"scenario_seed": N}`` picks one.
-        """
-
-        metadata = {"render_modes": []}
-
-        def __init__(self):
-            self.cfg = validate_config({}) if cfg is None else cfg
-            self.max_queue = int(max_queue)
-            self.reward_scale = float(reward_scale)
-            self.seeds = seed_range(self.cfg, "train")
-            sc = self.cfg["scenario"]
-            self.encoder = F.Encoder("tasks", self.cfg["rules"]["atc_k"], p_ref_of(self.cfg), sc["load"])
-            self.observation_space = spaces.Dict(
-                {
-                    "tasks": spaces.Box(-1e4, 1e4, (self.max_queue, F.N_TASK), np.float32),
-                    "globals": spaces.Box(-1e4, 1e4, (F.N_GLOBAL,), np.float32),
-                    "action_mask": spaces.Box(0, 1, (self.max_queue,), np.int8),
-                }
-            )
-            self.action_space = spaces.Discrete(self.max_queue)
-            self.state = core.empty_state(1, sc["tasks"], sc["machines"])
-            self._rows = np.zeros(0, dtype=np.int64)
-            self._before_first = 0.0
-
-        def _obs(self):
-            x, mask, g, _ = self.encoder(self.state)
-            ql = int(self.state.qlen[0]) if self.state.pending[0] >= 0 else 0
-            if ql > self.max_queue:
-                rows = np.argsort(x[0, :ql, F.ATC_RANK_INDEX], kind="stable")[: self.max_queue]
-            else:
-                rows = np.arange(ql)
-            self._rows = rows
-            tasks = np.zeros((self.max_queue, F.N_TASK), np.float32)
-            tasks[: len(rows)] = x[0, rows]
-            am = np.zeros(self.max_queue, np.int8)
-            am[: len(rows)] = 1
-            return {"tasks": tasks, "globals": g[0].astype(np.float32), "action_mask": am}
-
-        def reset(self, *, seed=None, options=None):
-            super().reset(seed=seed)
-            options = options or {}
-            if "scenario_seed" in options:
-                self.scenario_seed = int(options["scenario_seed"])
-            else:
-                self.scenario_seed = int(self.np_random.integers(self.seeds.start, self.seeds.stop))
-            d = draw(self.cfg, self.scenario_seed)
-            core.load_slot(self.state, 0, d["arrival"], d["duration"], d["estimate"], d["weight"], d["due"])
-            core.advance_slot(self.state, 0, False)
-            self._before_first = float(self.state.accrued[0])
-            obs = self._obs()
-            return obs, {"action_mask": obs["action_mask"], "scenario_seed": self.scenario_seed}
-
-        def step(self, action):
-            masked = not (0 <= int(action) < len(self._rows))
-            row = 0 if masked else int(action)
-            qpos = int(self._rows[row])
-            core.apply_batch(self.state, np.array([qpos], dtype=np.int64))
-            core.advance_batch(self.state, False)
-            r = float(reward(self.state.accrued[0] + self._before_first, self.reward_scale))
-            self._before_first = 0.0
-            terminated = bool(self.state.done[0])
-            obs = self._obs()
-            info = {"action_mask": obs["action_mask"], "masked_action": masked}
-            if terminated:
-                info["total_weighted_tardiness_s"] = float(self.state.wt_started[0])
-            return obs, r, terminated, False, info
-
-    return RenderQueueEnv()

@@ -1,0 +1,69 @@
+"""The warm start: the rollout teacher's labels (``sched.learn.teacher``), imitated before PPO."""
+
+import torch
+
+from sched.config import seed_range
+from sched.learn import networks as P
+from sched.learn.teacher import make_labels
+
+
+def teacher_labels(cfg, args, progress=False):
+    """The teacher's labels on the first ``args.teacher_scenarios`` training seeds."""
+    seeds = list(seed_range(cfg, "train"))[: args.teacher_scenarios]
+    return make_labels(
+        cfg,
+        seeds,
+        args.teacher_horizon,
+        args.teacher_samples,
+        args.top_k,
+        progress=progress,
+        atc_k=args.atc_k,
+    )
+
+
+def distill(net, labels, args, gen, progress=False):
+    """Warm start: cost-sensitive imitation of the rollout teacher.
+
+    For each labelled decision the loss is the expected label (extra weighted
+    tardiness over ATC's choice, in units of ``distill_scale``) under the
+    policy's softmax over the teacher's candidates: the gradient pushes
+    probability towards the cheaper candidates in proportion to what a wrong
+    pick costs. The critic is left to PPO. ``gen`` shuffles the decisions.
+    Returns the mean loss of the last epoch.
+    """
+    x, g = torch.from_numpy(labels["x"]), torch.from_numpy(labels["g"])
+    cand, lab = torch.from_numpy(labels["cand"]), torch.from_numpy(labels["label"])
+    counts = torch.from_numpy(labels["counts"])
+    starts = P.starts_of(counts)
+    valid = cand >= 0
+    regret = (lab - lab.masked_fill(~valid, float("inf")).min(1, keepdim=True).values).masked_fill(
+        ~valid, 0.0
+    ) / args.distill_scale
+    opt = torch.optim.Adam(net.parameters(), lr=args.distill_lr)
+    n = len(counts)
+    epochs = range(args.distill_epochs)
+    if progress:
+        from tqdm import tqdm
+
+        epochs = tqdm(epochs, desc="distil teacher", unit="epoch", dynamic_ncols=True)
+    last = float("nan")
+    for _ in epochs:
+        perm = torch.randperm(n, generator=gen)
+        total = 0.0
+        for lo in range(0, n, args.distill_batch):
+            idx = perm[lo : lo + args.distill_batch]
+            c = counts[idx]
+            seg = torch.repeat_interleave(torch.arange(len(idx)), c)
+            st = P.starts_of(c)
+            rows = starts[idx][seg] + torch.arange(len(seg)) - st[seg]
+            batch = {"x": x[rows], "seg": seg, "n": len(idx), "counts": c, "starts": st, "g": g[idx]}
+            logits, _ = net(batch)
+            picked = logits[st.unsqueeze(1) + cand[idx].clamp(min=0)].masked_fill(~valid[idx], -1e9)
+            loss = (torch.softmax(picked, 1) * regret[idx]).sum(1).mean()
+            opt.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(net.parameters(), args.max_grad_norm)
+            opt.step()
+            total += loss.item() * len(idx)
+        last = total / n
+    return last

@@ -1,0 +1,43 @@
+"""Validation: the greedy policy against ATC on fixed validation scenarios.
+
+Validation seeds never overlap training or test seeds. Training keeps the
+weights with the best validation score (``sched.learn.checkpoint.RunProgress``).
+"""
+
+import numpy as np
+
+from sched.config import seed_range
+from sched.data.scenario import draw
+from sched.learn import networks as P
+from sched.learn.vec_env import run_greedy
+from sched.sim import core
+from sched.sim.objective import weighted_tardiness
+
+
+class Validator:
+    """Greedy policy vs ATC on the first ``validation_scenarios`` validation seeds (common random numbers).
+
+    ``atc``: ATC's mean total weighted tardiness on them (with the config's
+    rules.atc_k); calling the validator returns the policy's.
+    """
+
+    def __init__(self, cfg, args):
+        seeds = list(seed_range(cfg, "validation"))[: args.validation_scenarios]
+        self.scenarios = []
+        for s in seeds:
+            d = draw(cfg, s, tasks=args.tasks)
+            self.scenarios.append((d["arrival"], d["duration"], d["estimate"], d["weight"], d["due"]))
+        self.M = cfg["scenario"]["machines"]
+        atc = core.simulate_batch(self.scenarios, "atc", machines=self.M, k=cfg["rules"]["atc_k"])
+        self.atc = self._mean_twt(atc)
+
+    def _mean_twt(self, results):
+        costs = [weighted_tardiness(end, sc[4], sc[3]) for sc, (_, end, _) in zip(self.scenarios, results)]
+        return float(np.mean(costs))
+
+    def __call__(self, net, meta):
+        """Mean total weighted tardiness of ``net``'s greedy policy; leaves ``net`` in training mode."""
+        pol = P.Policy(net, meta)
+        out = self._mean_twt(run_greedy(pol, self.scenarios, self.M))
+        net.train()
+        return out
