@@ -14,6 +14,7 @@ import numpy as np
 from sched.config import load_config
 from sched.data.scenario import generate
 from sched.sim import core, rules
+from sched.sim.objective import weighted_tardiness
 
 
 def main():
@@ -28,9 +29,7 @@ def main():
     twt = {}
     for r in rules.RULES:
         out = core.simulate_batch(arrays, r, machines=cfg["scenario"]["machines"], k=cfg["rules"]["atc_k"])
-        twt[r] = np.array(
-            [(w * np.maximum(e - d, 0)).sum() for (_, e, _), (_, _, _, w, d) in zip(out, arrays)]
-        )
+        twt[r] = np.array([weighted_tardiness(e, d, w) for (_, e, _), (_, _, _, w, d) in zip(out, arrays)])
     table = np.array([twt[r] for r in rules.RULES])
     best = table.mean(1).min()
     wins = np.bincount(table.argmin(0), minlength=len(rules.RULES))

@@ -13,11 +13,14 @@ from pathlib import Path
 
 import pytest
 
+from sched import layout
 from sched.config import validate_config
-from sched.evaluate import benchmark as bm
+from sched.evaluate.policies import HEURISTICS
+from sched.evaluate.runs import run_policies, warm_up
+from sched.evaluate.seeds import benchmark_seeds, train_seeds
 
 CFG = validate_config({})
-SEEDS = bm.benchmark_seeds(CFG)
+SEEDS = benchmark_seeds(CFG)
 HEURISTIC_SPECS = {
     name: {
         "kind": "rule",
@@ -25,27 +28,27 @@ HEURISTIC_SPECS = {
         "atc_k": 2.0 if name in ("atc", "atc-tuned") else None,
         "policy_file": None,
     }
-    for name in bm.HEURISTICS
+    for name in HEURISTICS
 }
 
 
 def _run(specs):
-    return bm.run_policies(CFG, SEEDS, specs)
+    return run_policies(CFG, SEEDS, specs)
 
 
 def test_300_scenarios_all_heuristics(benchmark):
-    bm.warm_up(1)
-    bm.run_policies(CFG, SEEDS[:4], HEURISTIC_SPECS)  # compile or load from cache, untimed
+    warm_up(1)
+    run_policies(CFG, SEEDS[:4], HEURISTIC_SPECS)  # compile or load from cache, untimed
     benchmark.extra_info["target_p50_s"] = 60.0  # reported against the median, not asserted
     frame = benchmark.pedantic(_run, args=(HEURISTIC_SPECS,), rounds=5, iterations=1)
-    assert len(frame) == len(SEEDS) * len(bm.HEURISTICS)
+    assert len(frame) == len(SEEDS) * len(HEURISTICS)
 
 
 def test_300_scenarios_ppo(benchmark):
-    path = Path(bm.PPO_POLICY_FILE.format(seed=bm.train_seeds(CFG)[0]))
+    path = Path(layout.policy_file(train_seeds(CFG)[0]))
     if not path.exists():
         pytest.skip(f"no trained policy at {path}")
     specs = {"ppo": {"kind": "ppo", "rule": None, "atc_k": None, "policy_file": str(path)}}
-    bm.run_policies(CFG, SEEDS[:4], specs)  # warm-up: load the policy, compile
+    run_policies(CFG, SEEDS[:4], specs)  # warm-up: load the policy, compile
     frame = benchmark.pedantic(_run, args=(specs,), rounds=2, iterations=1)
     assert len(frame) == len(SEEDS)

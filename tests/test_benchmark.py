@@ -9,7 +9,20 @@ import yaml
 
 from sched.config import ConfigError, seed_range, validate_config
 from sched.data.scenario import generate
-from sched.evaluate import benchmark as bm
+from sched.evaluate.demo import demo_pair
+from sched.evaluate.per_scenario import PER_SCENARIO_COLUMNS
+from sched.evaluate.policies import default_policies, parse_policies
+from sched.evaluate.seeds import (
+    benchmark_seeds,
+    clairvoyant_seeds,
+    parse_seed_range,
+    range_text,
+    shard_ranges,
+    train_seeds,
+    validation_seeds,
+)
+from sched.evaluate.statistics import bootstrap_counts, paired_difference, win_tie_loss
+from sched.evaluate.summary import SUMMARY_COLUMNS, WINNER_KEYS, choose_winner
 from sched.sim import reference
 
 from .conftest import ROOT, run_cli
@@ -45,8 +58,8 @@ def tiny(tmp_path_factory):
     ok(run_cli(*c, "tune", "--out", tuned))
     ok(run_cli(*c, "benchmark", "--policies", HEURISTICS, "--tuned", tuned, "--out", bench))
     shards = []
-    for s in bm.shard_ranges(cfg):
-        out = d / "shards" / bm.range_text(s)
+    for s in shard_ranges(cfg):
+        out = d / "shards" / range_text(s)
         ok(
             run_cli(
                 *c,
@@ -56,7 +69,7 @@ def tiny(tmp_path_factory):
                 "--tuned",
                 tuned,
                 "--seeds",
-                bm.range_text(s),
+                range_text(s),
                 "--out",
                 out,
             )
@@ -69,15 +82,15 @@ def tiny(tmp_path_factory):
 
 
 def test_seeds_are_disjoint_and_taken_from_their_ranges(cfg):
-    test, val = bm.benchmark_seeds(cfg), bm.validation_seeds(cfg)
+    test, val = benchmark_seeds(cfg), validation_seeds(cfg)
     assert len(test) == 300 and len(val) == cfg["benchmark"]["validation_scenarios"]
     assert test[0] == cfg["seeds"]["test"]["start"] and set(test) <= set(seed_range(cfg, "test"))
     assert set(val) <= set(seed_range(cfg, "validation"))
     train = seed_range(cfg, "train")
     assert not (set(test) & set(val))
     assert not (set(test) & set(train)) and not (set(val) & set(train))
-    assert list(bm.clairvoyant_seeds(cfg)) == list(test[:30])
-    shards = bm.shard_ranges(cfg)
+    assert list(clairvoyant_seeds(cfg)) == list(test[:30])
+    shards = shard_ranges(cfg)
     assert len(shards) == cfg["benchmark"]["shards"]
     assert [s for r in shards for s in r] == list(test)  # a partition, in order
 
@@ -109,11 +122,11 @@ def test_seeds_outside_the_test_set_are_refused(tiny):
 
 
 def test_seed_ranges_parse():
-    assert bm.parse_seed_range("2000000-2000074") == range(2000000, 2000075)
-    assert bm.parse_seed_range("7") == range(7, 8)
+    assert parse_seed_range("2000000-2000074") == range(2000000, 2000075)
+    assert parse_seed_range("7") == range(7, 8)
     for bad in ("7-3", "a-b", "1,2", "-3"):
         with pytest.raises(ValueError, match="--seeds"):
-            bm.parse_seed_range(bad)
+            parse_seed_range(bad)
 
 
 # --------------------------------------------------------------------------- files
@@ -123,7 +136,7 @@ def test_files_have_exactly_the_contract_columns(tiny):
     per = pd.read_csv(tiny["bench"] / "per_scenario.csv")
     assert (
         tuple(per.columns)
-        == bm.PER_SCENARIO_COLUMNS
+        == PER_SCENARIO_COLUMNS
         == (
             "scenario_seed",
             "policy",
@@ -136,29 +149,29 @@ def test_files_have_exactly_the_contract_columns(tiny):
             "tasks",
         )
     )
-    seeds = list(bm.benchmark_seeds(tiny["cfg"]))
+    seeds = list(benchmark_seeds(tiny["cfg"]))
     assert len(per) == len(seeds) * 7
     assert sorted(set(per["scenario_seed"])) == seeds
     assert list(dict.fromkeys(per["policy"])) == HEURISTICS.split(",")
-    resume = pd.read_csv(tiny["bench"] / "resume.csv")
-    assert tuple(resume.columns) == bm.RESUME_COLUMNS
-    assert list(resume["policy"]) == HEURISTICS.split(",")
+    summary = pd.read_csv(tiny["bench"] / "resume.csv")
+    assert tuple(summary.columns) == SUMMARY_COLUMNS
+    assert list(summary["policy"]) == HEURISTICS.split(",")
     for ref in ("atc", "best_heuristic"):
-        n = resume[[f"wins_vs_{ref}", f"ties_vs_{ref}", f"losses_vs_{ref}"]].sum(axis=1)
+        n = summary[[f"wins_vs_{ref}", f"ties_vs_{ref}", f"losses_vs_{ref}"]].sum(axis=1)
         assert (n == len(seeds)).all()
     winner = json.loads((tiny["bench"] / "winner.json").read_text())
-    assert tuple(winner) == bm.WINNER_KEYS
+    assert tuple(winner) == WINNER_KEYS
     tuned = json.loads(tiny["tuned"].read_text())
     assert tuned["atc_k"] in TINY["benchmark"]["atc_k_grid"]
     assert tuned["atc_k"] == min(tuned["grid"], key=lambda g: g["mean_twt_s"])["atc_k"]
-    assert resume.set_index("policy").loc["atc-tuned", "atc_k"] == tuned["atc_k"]
+    assert summary.set_index("policy").loc["atc-tuned", "atc_k"] == tuned["atc_k"]
 
 
 def test_per_scenario_values_match_the_reference_simulator(tiny):
     cfg = tiny["cfg"]
     per = pd.read_csv(tiny["bench"] / "per_scenario.csv").set_index(["scenario_seed", "policy"])
     k_tuned = json.loads(tiny["tuned"].read_text())["atc_k"]
-    seed = bm.benchmark_seeds(cfg)[3]
+    seed = benchmark_seeds(cfg)[3]
     arrival, duration, estimate, weight, due = generate(cfg, seed).arrays
     for policy, rule, k in (("wmdd", "wmdd", 2.0), ("atc", "atc", 2.0), ("atc-tuned", "atc", k_tuned)):
         start, end, _ = reference.simulate(arrival, duration, estimate, weight, due, rule, k=k)
@@ -214,39 +227,39 @@ def test_missing_ppo_policy_file_is_a_clear_error(tiny):
 
 
 def test_default_policies_are_the_heuristics_and_one_ppo_per_training_seed(cfg):
-    assert bm.default_policies(cfg) == HEURISTICS.split(",") + [f"ppo-{s}" for s in bm.train_seeds(cfg)]
-    assert bm.parse_policies("ppo-2,atc,fifo", cfg) == ["fifo", "atc", "ppo-2"]
+    assert default_policies(cfg) == HEURISTICS.split(",") + [f"ppo-{s}" for s in train_seeds(cfg)]
+    assert parse_policies("ppo-2,atc,fifo", cfg) == ["fifo", "atc", "ppo-2"]
     with pytest.raises(ValueError, match="unknown policy 'ppo'"):
-        bm.parse_policies("atc,ppo", cfg)
+        parse_policies("atc,ppo", cfg)
 
 
 # --------------------------------------------------------------------------- statistics
 
 
 def test_bootstrap_interval_contains_the_point_estimate(tiny):
-    resume = pd.read_csv(tiny["bench"] / "resume.csv")
+    summary = pd.read_csv(tiny["bench"] / "resume.csv")
     for ref in ("atc", "best_heuristic"):
-        p, lo, hi = (resume[f"diff_vs_{ref}{s}_pct"] for s in ("", "_ci_lo", "_ci_hi"))
+        p, lo, hi = (summary[f"diff_vs_{ref}{s}_pct"] for s in ("", "_ci_lo", "_ci_hi"))
         assert ((lo <= p + 1e-9) & (p <= hi + 1e-9)).all()
     assert (
-        (resume.mean_twt_ci_lo_k <= resume.mean_twt_k) & (resume.mean_twt_k <= resume.mean_twt_ci_hi_k)
+        (summary.mean_twt_ci_lo_k <= summary.mean_twt_k) & (summary.mean_twt_k <= summary.mean_twt_ci_hi_k)
     ).all()
     rng = np.random.default_rng(0)
     ref = rng.gamma(2.0, 5000.0, 200)
-    counts = bm.bootstrap_counts(200, 2000, 1)
+    counts = bootstrap_counts(200, 2000, 1)
     for x in (ref * rng.lognormal(0, 0.3, 200), ref + rng.normal(0, 3000, 200).clip(-ref)):
-        d, lo, hi = bm.paired_difference(x, ref, counts, 0.95)
+        d, lo, hi = paired_difference(x, ref, counts, 0.95)
         assert lo <= d <= hi and lo < hi
         assert d == pytest.approx((x.mean() - ref.mean()) / ref.mean() * 100)
     # an exact 10 % reduction on every scenario: no uncertainty at all
-    d, lo, hi = bm.paired_difference(0.9 * ref, ref, counts, 0.95)
+    d, lo, hi = paired_difference(0.9 * ref, ref, counts, 0.95)
     assert d == pytest.approx(-10) and lo == pytest.approx(-10) and hi == pytest.approx(-10)
 
 
 def test_wins_ties_losses_use_the_tolerance():
     x = np.array([1.0, 2.0, 3.0, 0.0, 1e6 * (1 + 1e-12)])
     ref = np.array([2.0, 2.0, 1.0, 0.0, 1e6])
-    assert bm.win_tie_loss(x, ref, 1e-9, 1e-6) == (1, 3, 1)
+    assert win_tie_loss(x, ref, 1e-9, 1e-6) == (1, 3, 1)
 
 
 def _twt(means, n=150, noise=0.02, seed=0):
@@ -267,7 +280,7 @@ SPECS = {
 
 def winner(means, noise=0.02, specs=SPECS):
     twt = _twt(means, noise=noise)
-    return bm.choose_winner(twt, specs, bm.bootstrap_counts(150, 2000, 3), 0.95)
+    return choose_winner(twt, specs, bootstrap_counts(150, 2000, 3), 0.95)
 
 
 def test_a_significant_winner_is_picked():
@@ -296,7 +309,7 @@ def test_the_same_rule_twice_is_not_its_own_runner_up():
     specs = dict(SPECS, **{"atc-tuned": dict(SPECS["atc"])})
     twt = _twt({"fifo": 3.0, "atc": 1.0, "wmdd": 1.1})
     twt["atc-tuned"] = twt["atc"].copy()
-    w = bm.choose_winner(twt, specs, bm.bootstrap_counts(150, 2000, 3), 0.95)
+    w = choose_winner(twt, specs, bootstrap_counts(150, 2000, 3), 0.95)
     assert (w["policy"], w["runner_up"], w["significant"]) == ("atc", "wmdd", True)
 
 
@@ -321,7 +334,7 @@ def test_demo_writes_each_policy_and_a_gantt_chart(tiny):
         )
     )
     table = pd.read_csv(out / "demo.csv")
-    assert tuple(table.columns) == bm.PER_SCENARIO_COLUMNS
+    assert tuple(table.columns) == PER_SCENARIO_COLUMNS
     assert list(table["policy"]) == HEURISTICS.split(",") and (table["scenario_seed"] == 2026).all()
     arrays = generate(tiny["cfg"], 2026).arrays
     _, end, _ = reference.simulate(*arrays, "edd")
@@ -331,7 +344,7 @@ def test_demo_writes_each_policy_and_a_gantt_chart(tiny):
     assert (figs / "demo_gantt.png").stat().st_size > 10_000
     for p in HEURISTICS.split(","):
         assert f"\n{p} " in r.stdout
-    left, right = bm.demo_pair(table)
+    left, right = demo_pair(table)
     assert left == "atc" and right != "atc"
     assert table.set_index("policy").loc[right, "total_weighted_tardiness_s"] == min(
         table.loc[table.policy != "atc", "total_weighted_tardiness_s"]
@@ -388,7 +401,7 @@ def test_clairvoyant_command_on_the_first_test_seeds(tiny):
 
     c = pd.read_csv(out)
     assert tuple(c.columns) == CLAIRVOYANT_COLUMNS
-    assert list(c["scenario_seed"]) == list(bm.clairvoyant_seeds(tiny["cfg"]))
+    assert list(c["scenario_seed"]) == list(clairvoyant_seeds(tiny["cfg"]))
     assert (c["clairvoyant_twt_s"] <= c["start_twt_s"] * (1 + 1e-12)).all()
     assert (c["evaluations"] <= c["budget_evaluations"]).all()
     # the start is the best rule on each scenario: never worse than any benchmarked heuristic
@@ -408,3 +421,23 @@ def test_shipped_config_sets_the_schema_defaults_of_the_benchmark():
     defaults = validate_config({})
     assert shipped["benchmark"] == defaults["benchmark"] and shipped["report"] == defaults["report"]
     assert defaults["benchmark"]["scenarios"] == 300 and defaults["benchmark"]["demo_seed"] == 2026
+
+
+def test_the_benchmark_module_keeps_the_names_the_workflow_imports():
+    """workflow/rules/common.smk, `sched teach` and the workflow tests import these from it."""
+    from sched.evaluate import benchmark as bm
+    from sched.evaluate import policies, seeds, summary
+
+    assert bm.default_policies is policies.default_policies
+    assert (bm.range_text, bm.shard_ranges) == (seeds.range_text, seeds.shard_ranges)
+    assert (bm.check_within, bm.parse_seed_range) == (seeds.check_within, seeds.parse_seed_range)
+    assert bm.WINNER_KEYS == summary.WINNER_KEYS
+
+
+def test_library_errors_are_sched_errors():
+    from sched.errors import SchedError
+    from sched.evaluate.errors import BenchmarkError, ReportError
+
+    assert issubclass(BenchmarkError, SchedError) and issubclass(ReportError, SchedError)
+    with pytest.raises(BenchmarkError, match="ends before it starts"):
+        parse_seed_range("9-3")

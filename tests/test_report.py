@@ -8,8 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sched.evaluate import benchmark as bm
 from sched.evaluate import report
+from sched.evaluate.per_scenario import matrix, read_per_scenario, sort_frame
+from sched.evaluate.policies import resolve_policies
+from sched.evaluate.summary import best_heuristic, write_outputs
 
 from .conftest import run_cli
 from .test_benchmark import HEURISTICS, ok, tiny  # noqa: F401  (tiny: the shared fixture)
@@ -121,12 +123,12 @@ def test_report_and_figures_are_written(built):
         assert heading in text
 
 
-def test_every_table_cell_is_read_from_resume_csv(built):
-    resume = pd.read_csv(built["bench"] / "resume.csv").set_index("policy")
+def test_every_table_cell_is_read_from_the_summary(built):
+    summary = pd.read_csv(built["bench"] / "resume.csv").set_index("policy")
     rows = table_rows(built["out"].read_text())
     assert list(rows) == HEURISTICS.split(",")
     for policy, cells in rows.items():
-        r = resume.loc[policy]
+        r = summary.loc[policy]
         mean, lo, hi = numbers(cells[0])
         assert mean == pytest.approx(r.mean_twt_k, abs=5e-4)
         assert (lo, hi) == pytest.approx((r.mean_twt_ci_lo_k, r.mean_twt_ci_hi_k), abs=5e-4)
@@ -146,12 +148,12 @@ def test_changed_files_change_the_report(built, tiny):  # noqa: F811
     """Numbers are read from the files, not typed: edit the files, the report follows."""
     p = dict(built, bench=built["dir"] / "edited")
     shutil.copytree(built["bench"], p["bench"])
-    resume = pd.read_csv(p["bench"] / "resume.csv")
-    i = {name: j for j, name in enumerate(resume["policy"])}
-    resume.loc[i["wmdd"], "p90_twt_k"] = 987.654321
-    resume.loc[i["spt"], "diff_vs_atc_ci_lo_pct"] = -55.44
-    resume.loc[i["edd"], ["wins_vs_atc", "ties_vs_atc", "losses_vs_atc"]] = [77, 0, 1]
-    resume.to_csv(p["bench"] / "resume.csv", index=False)
+    summary = pd.read_csv(p["bench"] / "resume.csv")
+    i = {name: j for j, name in enumerate(summary["policy"])}
+    summary.loc[i["wmdd"], "p90_twt_k"] = 987.654321
+    summary.loc[i["spt"], "diff_vs_atc_ci_lo_pct"] = -55.44
+    summary.loc[i["edd"], ["wins_vs_atc", "ties_vs_atc", "losses_vs_atc"]] = [77, 0, 1]
+    summary.to_csv(p["bench"] / "resume.csv", index=False)
     w = json.loads((p["bench"] / "winner.json").read_text())
     w.update(significant=False, reason="A reason written by the test.")
     (p["bench"] / "winner.json").write_text(json.dumps(w))
@@ -172,9 +174,9 @@ def test_changed_files_change_the_report(built, tiny):  # noqa: F811
 def test_inconsistent_files_are_refused(built, tiny):  # noqa: F811
     p = dict(built, bench=built["dir"] / "stale")
     shutil.copytree(built["bench"], p["bench"])
-    resume = pd.read_csv(p["bench"] / "resume.csv")
-    resume.loc[0, "mean_twt_k"] *= 1.01
-    resume.to_csv(p["bench"] / "resume.csv", index=False)
+    summary = pd.read_csv(p["bench"] / "resume.csv")
+    summary.loc[0, "mean_twt_k"] *= 1.01
+    summary.to_csv(p["bench"] / "resume.csv", index=False)
     out = p["dir"] / "stale.md"
     r = render(tiny, p, out)
     assert r.returncode == 2 and "does not match per_scenario.csv" in r.stderr
@@ -188,8 +190,8 @@ def test_setup_headroom_and_demo_are_read_from_their_files(built):
     assert f"{len(seeds)} scenarios, seeds {seeds[0]}-{seeds[-1]}" in text
     assert "ppo-1: 20 iterations, 81,920 environment steps, 3.2 min" in text
     clair = pd.read_csv(built["bench"] / "clairvoyant.csv")
-    resume = pd.read_csv(built["bench"] / "resume.csv")
-    best = resume.sort_values("rank")["policy"].iloc[0]
+    summary = pd.read_csv(built["bench"] / "resume.csv")
+    best = summary.sort_values("rank")["policy"].iloc[0]
     b = per[(per.policy == best) & per.scenario_seed.isin(clair.scenario_seed)]
     n = len(clair)
     assert (
@@ -201,7 +203,7 @@ def test_setup_headroom_and_demo_are_read_from_their_files(built):
     for r in demo.itertuples():
         assert f"| {r.policy} | {r.total_weighted_tardiness_s / 1000:,.3f} |" in text
     ranking = text[text.index("### Ranking") :].split("\n\n")[1]
-    assert re.findall(r"\d+\. ([\w-]+) \(", ranking) == list(resume.sort_values("rank")["policy"])
+    assert re.findall(r"\d+\. ([\w-]+) \(", ranking) == list(summary.sort_values("rank")["policy"])
 
 
 def test_conclusion_without_ppo_says_so(built):
@@ -214,20 +216,20 @@ def test_conclusion_without_ppo_says_so(built):
 @pytest.mark.parametrize("factor,verdict", [(0.8, "beats"), (1.3, "loses to")])
 def test_conclusion_with_ppo_follows_the_numbers(built, tiny, factor, verdict):  # noqa: F811
     """A synthetic PPO column (a multiple of the best heuristic) goes through the same code."""
-    per = bm.read_per_scenario(built["bench"] / "per_scenario.csv")
+    per = read_per_scenario(built["bench"] / "per_scenario.csv")
     cfg = tiny["cfg"]
-    _, twt = bm.matrix(per)
-    bh = bm.best_heuristic(twt)
+    _, twt = matrix(per)
+    bh = best_heuristic(twt)
     rng = np.random.default_rng(1)
     ppo = per[per.policy == bh].copy()
     ppo["policy"] = "ppo-1"
     ppo["total_weighted_tardiness_s"] *= factor * rng.uniform(0.97, 1.03, len(ppo))
-    frame = bm.sort_frame(pd.concat([per, ppo], ignore_index=True))
-    specs, _ = bm.resolve_policies(cfg, HEURISTICS.split(","), tuned=built["bench"] / "tuned.json")
+    frame = sort_frame(pd.concat([per, ppo], ignore_index=True))
+    specs, _ = resolve_policies(cfg, HEURISTICS.split(","), tuned=built["bench"] / "tuned.json")
     specs["ppo-1"] = {"kind": "ppo", "rule": None, "atc_k": None, "policy_file": "p.pt"}
     d = built["dir"] / f"ppo-{factor}"
     shutil.copytree(built["bench"], d)
-    bm.write_outputs(d, frame, cfg, specs, full=True)
+    write_outputs(d, frame, cfg, specs, full=True)
     out = d / "rapport.md"
     report.build(cfg, d, out, d / "figs", built["train"], built["demo"])
     text = out.read_text()

@@ -3,7 +3,7 @@
 import sys
 from pathlib import Path
 
-from sched import threads
+from sched import layout, threads
 from sched.cli import load_cfg
 
 
@@ -21,7 +21,7 @@ def register(sub):
     )
     s.add_argument(
         "--tuned",
-        default="results/benchmark/tuned.json",
+        default=layout.TUNED_PATH,
         help="`sched tune` output giving atc-tuned's k (default: %(default)s)",
     )
     s.add_argument(
@@ -29,59 +29,54 @@ def register(sub):
         action="append",
         default=[],
         metavar="NAME=PATH",
-        help="policy file of a PPO policy, e.g. ppo-1=results/train/seed-1/politique.pt "
-        "(default: results/train/seed-<S>/politique.pt); repeatable",
+        help=f"policy file of a PPO policy, e.g. ppo-1={layout.policy_file(1)} "
+        f"(default: {layout.policy_file('<S>')}); repeatable",
     )
     s.add_argument(
         "--out",
-        help="output folder (default: results/benchmark for a full run, "
-        "results/benchmark/shards/A-B for a shard)",
+        help=f"output folder (default: {layout.BENCH_DIR} for a full run, "
+        f"{layout.shard_dir('A-B')} for a shard)",
     )
     threads.add_option(s)
     s.set_defaults(func=run)
 
 
 def run(args):
-    from sched.evaluate import benchmark as bm
+    from sched.evaluate.errors import BenchmarkError
+    from sched.evaluate.policies import parse_policies, parse_policy_files, policy_key, resolve_policies
+    from sched.evaluate.runs import run_policies
+    from sched.evaluate.seeds import benchmark_seeds, check_within, parse_seed_range, range_text
+    from sched.evaluate.summary import UNIT, write_outputs
 
     cfg = load_cfg(args)
     threads.apply(args.threads)
-    all_seeds = bm.benchmark_seeds(cfg)
+    all_seeds = benchmark_seeds(cfg)
     seeds = (
-        all_seeds
-        if args.seeds is None
-        else bm.check_within(bm.parse_seed_range(args.seeds), all_seeds, "--seeds")
+        all_seeds if args.seeds is None else check_within(parse_seed_range(args.seeds), all_seeds, "--seeds")
     )
     full = seeds == all_seeds
-    out = (
-        Path(args.out)
-        if args.out
-        else (
-            Path(bm.DEFAULT_BENCH_DIR)
-            if full
-            else Path(bm.DEFAULT_BENCH_DIR) / "shards" / bm.range_text(seeds)
-        )
-    )
-    names = bm.parse_policies(args.policies, cfg)
+    if args.out:
+        out = Path(args.out)
+    else:
+        out = Path(layout.BENCH_DIR) if full else Path(layout.shard_dir(range_text(seeds)))
+    names = parse_policies(args.policies, cfg)
     if full:
         missing = [r for r in ("fifo", "atc") if r not in names]
         if missing:
-            raise bm.BenchmarkError(
+            raise BenchmarkError(
                 f"--policies: a full run writes resume.csv, which compares to "
                 f"{' and '.join(missing)}; add {','.join(missing)}"
             )
-    specs, _ = bm.resolve_policies(
-        cfg, names, tuned=args.tuned, policy_files=bm.parse_policy_files(args.policy_file)
+    specs, _ = resolve_policies(
+        cfg, names, tuned=args.tuned, policy_files=parse_policy_files(args.policy_file)
     )
     timings = {}
-    frame = bm.run_policies(cfg, seeds, specs, progress=True, timings=timings)
-    written = bm.write_outputs(out, frame, cfg, specs, full)
+    frame = run_policies(cfg, seeds, specs, progress=True, timings=timings)
+    written = write_outputs(out, frame, cfg, specs, full)
     means = frame.groupby("policy")["total_weighted_tardiness_s"].mean()
-    print(
-        f"{len(seeds)} scenarios ({bm.range_text(seeds)}), {len(specs)} policies{'' if full else ' (shard)'}"
-    )
+    print(f"{len(seeds)} scenarios ({range_text(seeds)}), {len(specs)} policies{'' if full else ' (shard)'}")
     print(f"{'policy':12} {'mean TWT (k w.s)':>17} {'time (s)':>9}")
-    for name in sorted(specs, key=bm.policy_key):
-        print(f"{name:12} {means[name] / bm.UNIT:17.3f} {timings[name]:9.3f}")
+    for name in sorted(specs, key=policy_key):
+        print(f"{name:12} {means[name] / UNIT:17.3f} {timings[name]:9.3f}")
     for p in written:
         print(f"wrote {p}", file=sys.stderr)

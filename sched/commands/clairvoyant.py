@@ -3,7 +3,7 @@
 import sys
 import time
 
-from sched import threads
+from sched import layout, threads
 from sched.cli import load_cfg
 
 
@@ -17,7 +17,7 @@ def register(sub):
         help="test seeds A-B or N (default: the first benchmark.clairvoyant.scenarios test seeds)",
     )
     s.add_argument(
-        "--out", default="results/benchmark/clairvoyant.csv", help="output CSV (default: %(default)s)"
+        "--out", default=f"{layout.BENCH_DIR}/{layout.CLAIRVOYANT}", help="output CSV (default: %(default)s)"
     )
     threads.add_option(s)
     s.set_defaults(func=run)
@@ -25,15 +25,22 @@ def register(sub):
 
 def run(args):
     from sched import files
-    from sched.evaluate import benchmark as bm
     from sched.evaluate.headroom import run_reference
+    from sched.evaluate.seeds import (
+        benchmark_seeds,
+        check_within,
+        clairvoyant_seeds,
+        parse_seed_range,
+        range_text,
+    )
+    from sched.evaluate.summary import UNIT
 
     cfg = load_cfg(args)
     threads.apply(args.threads)
     seeds = (
-        bm.clairvoyant_seeds(cfg)
+        clairvoyant_seeds(cfg)
         if args.seeds is None
-        else bm.check_within(bm.parse_seed_range(args.seeds), bm.benchmark_seeds(cfg), "--seeds")
+        else check_within(parse_seed_range(args.seeds), benchmark_seeds(cfg), "--seeds")
     )
     t0 = time.perf_counter()
     table = run_reference(cfg, seeds, progress=True)
@@ -41,8 +48,8 @@ def run(args):
     files.write_csv(args.out, table)
     start, clair = table["start_twt_s"].sum(), table["clairvoyant_twt_s"].sum()
     print(
-        f"{len(table)} scenarios ({bm.range_text(seeds)}), {wall:.1f} s: best rule "
-        f"{start / bm.UNIT:.3f} k w.s, clairvoyant {clair / bm.UNIT:.3f} k w.s in total "
+        f"{len(table)} scenarios ({range_text(seeds)}), {wall:.1f} s: best rule "
+        f"{start / UNIT:.3f} k w.s, clairvoyant {clair / UNIT:.3f} k w.s in total "
         f"({(start - clair) / start * 100 if start > 0 else 0.0:.1f} % lower)"
     )
     print(f"wrote {args.out}", file=sys.stderr)

@@ -3,7 +3,7 @@
 import sys
 from pathlib import Path
 
-from sched import threads
+from sched import layout, threads
 from sched.cli import load_cfg
 
 
@@ -21,7 +21,7 @@ def register(sub):
     )
     s.add_argument(
         "--tuned",
-        default="results/benchmark/tuned.json",
+        default=layout.TUNED_PATH,
         help="`sched tune` output giving atc-tuned's k (default: %(default)s)",
     )
     s.add_argument(
@@ -33,11 +33,11 @@ def register(sub):
     )
     s.add_argument(
         "--out",
-        default="results/demo",
+        default=layout.DEMO_DIR,
         help="folder for demo.csv and each policy's schedule (default: %(default)s)",
     )
     s.add_argument(
-        "--figures", default="results/figures", help="folder for demo_gantt.png (default: %(default)s)"
+        "--figures", default=layout.FIGURES_DIR, help="folder for demo_gantt.png (default: %(default)s)"
     )
     threads.add_option(s)
     s.set_defaults(func=run)
@@ -46,50 +46,50 @@ def register(sub):
 def run(args):
     from sched import files
     from sched.data.scenario import check_seed, schedule_frame
-    from sched.evaluate import benchmark as bm
     from sched.evaluate import figures
+    from sched.evaluate.demo import demo_pair, run_demo
+    from sched.evaluate.policies import parse_policies, parse_policy_files, resolve_policies
+    from sched.evaluate.summary import UNIT
 
     cfg = load_cfg(args)
     threads.apply(args.threads)
     seed = check_seed(args.seed if args.seed is not None else cfg["benchmark"]["demo_seed"])
     explicit = args.policies is not None
-    names = bm.parse_policies(args.policies, cfg)
-    specs, skipped = bm.resolve_policies(
+    names = parse_policies(args.policies, cfg)
+    specs, skipped = resolve_policies(
         cfg,
         names,
         tuned=args.tuned,
-        policy_files=bm.parse_policy_files(args.policy_file),
+        policy_files=parse_policy_files(args.policy_file),
         missing_ok=not explicit,
     )
     for s in skipped:
         print(f"sched demo: left out {s}", file=sys.stderr)
-    sc, schedules, table = bm.run_demo(cfg, seed, specs)
-    left, right = bm.demo_pair(table, specs)
+    sc, schedules, table = run_demo(cfg, seed, specs)
+    left, right = demo_pair(table, specs)
     out = Path(args.out)
     twt = dict(zip(table["policy"], table["total_weighted_tardiness_s"]))
     label = lambda p: f"{p} (k = {specs[p]['atc_k']:g})" if specs[p]["rule"] == "atc" else p  # noqa: E731
     fig = figures.gantt(
         sc,
         {
-            f"{label(p)}: total weighted tardiness {twt[p] / bm.UNIT:.3f} k w.s": schedules[p]
+            f"{label(p)}: total weighted tardiness {twt[p] / UNIT:.3f} k w.s": schedules[p]
             for p in (left, right)
         },
         cfg["scenario"]["machines"],
-        Path(args.figures) / "demo_gantt.png",
+        Path(args.figures) / layout.DEMO_GANTT,
         cfg["report"]["figure_dpi"],
         cfg["report"]["gantt_hours"],
         f"Demonstration scenario, seed {seed}: the first {cfg['report']['gantt_hours']:g} h",
     )
     for name, (start, end, mach) in schedules.items():
         files.write_csv(out / f"schedule-{name}.csv", schedule_frame(sc, start, end, mach))
-    files.write_csv(out / "demo.csv", table)
+    files.write_csv(out / layout.DEMO_TABLE, table)
     print(
         f"demonstration scenario seed {seed}: {len(sc)} tasks, load {cfg['scenario']['load']}, "
         f"{cfg['scenario']['machines']} machine(s)"
     )
     print(f"{'policy':12} {'total weighted tardiness (k w.s)':>34} {'tardy tasks':>12}")
     for _, r in table.sort_values("total_weighted_tardiness_s", kind="stable").iterrows():
-        print(
-            f"{r.policy:12} {r.total_weighted_tardiness_s / bm.UNIT:34.3f} {r.tardy_fraction * r.tasks:12.0f}"
-        )
-    print(f"wrote {out / 'demo.csv'}, {fig}", file=sys.stderr)
+        print(f"{r.policy:12} {r.total_weighted_tardiness_s / UNIT:34.3f} {r.tardy_fraction * r.tasks:12.0f}")
+    print(f"wrote {out / layout.DEMO_TABLE}, {fig}", file=sys.stderr)

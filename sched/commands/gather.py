@@ -3,6 +3,7 @@
 import sys
 from pathlib import Path
 
+from sched import layout
 from sched.cli import load_cfg
 
 
@@ -11,7 +12,7 @@ def register(sub):
     s.add_argument("shards", nargs="+", metavar="SHARD.csv", help="per-scenario CSV of each shard")
     s.add_argument(
         "--tuned",
-        default="results/benchmark/tuned.json",
+        default=layout.TUNED_PATH,
         help="`sched tune` output, for atc-tuned's k (default: %(default)s)",
     )
     s.add_argument(
@@ -21,20 +22,23 @@ def register(sub):
         metavar="NAME=PATH",
         help="policy file of a PPO policy as given to `sched benchmark`; repeatable",
     )
-    s.add_argument("--out", default="results/benchmark", help="output folder (default: %(default)s)")
+    s.add_argument("--out", default=layout.BENCH_DIR, help="output folder (default: %(default)s)")
     s.set_defaults(func=run)
 
 
 def run(args):
-    from sched.evaluate import benchmark as bm
+    from sched.evaluate.per_scenario import gather
+    from sched.evaluate.policies import parse_policy_files, policy_key, resolve_policies
+    from sched.evaluate.seeds import benchmark_seeds
+    from sched.evaluate.summary import write_outputs
 
     cfg = load_cfg(args)
-    frame = bm.gather([Path(p) for p in args.shards], seeds=bm.benchmark_seeds(cfg))
-    names = sorted(set(frame["policy"]), key=bm.policy_key)
-    specs, _ = bm.resolve_policies(
-        cfg, names, tuned=args.tuned, policy_files=bm.parse_policy_files(args.policy_file)
+    frame = gather([Path(p) for p in args.shards], seeds=benchmark_seeds(cfg))
+    names = sorted(set(frame["policy"]), key=policy_key)
+    specs, _ = resolve_policies(
+        cfg, names, tuned=args.tuned, policy_files=parse_policy_files(args.policy_file)
     )
-    written = bm.write_outputs(args.out, frame, cfg, specs, full=True)
+    written = write_outputs(args.out, frame, cfg, specs, full=True)
     print(
         f"gathered {len(args.shards)} shard(s): {frame['scenario_seed'].nunique()} scenarios x "
         f"{len(names)} policies"

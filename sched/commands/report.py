@@ -2,6 +2,7 @@
 
 import sys
 
+from sched import layout
 from sched.cli import load_cfg
 
 
@@ -9,21 +10,23 @@ def register(sub):
     s = sub.add_parser("report", help="write rapport.md and the figures from the benchmark's files")
     s.add_argument(
         "--bench",
-        default="results/benchmark",
+        default=layout.BENCH_DIR,
         help="folder with per_scenario.csv, resume.csv, winner.json, tuned.json, "
         "clairvoyant.csv (default: %(default)s)",
     )
-    s.add_argument("--out", default="results/rapport.md", help="report file (default: %(default)s)")
-    s.add_argument("--figures", default="results/figures", help="figure folder (default: %(default)s)")
+    s.add_argument("--out", default=layout.REPORT_PATH, help="report file (default: %(default)s)")
+    s.add_argument("--figures", default=layout.FIGURES_DIR, help="figure folder (default: %(default)s)")
     s.add_argument(
         "--train-dir",
-        default="results/train",
+        default=layout.train_dir(),
         help="training output folder with seed-<S>/train_log.csv (default: %(default)s)",
     )
-    s.add_argument("--demo", default="results/demo", help="`sched demo` output folder (default: %(default)s)")
+    s.add_argument(
+        "--demo", default=layout.DEMO_DIR, help="`sched demo` output folder (default: %(default)s)"
+    )
     s.add_argument(
         "--robustness",
-        default="results/robustness",
+        default=layout.ROBUST_DIR,
         help="folder with <setting>/resume.csv for each robustness setting (default: %(default)s)",
     )
     s.set_defaults(func=run)

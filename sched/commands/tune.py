@@ -2,20 +2,21 @@
 
 import sys
 
-from sched import threads
+from sched import layout, threads
 from sched.cli import load_cfg
 
 
 def register(sub):
     s = sub.add_parser("tune", help="tune ATC's k on validation seeds (benchmark.atc_k_grid)")
-    s.add_argument("--out", default="results/benchmark/tuned.json", help="output JSON (default: %(default)s)")
+    s.add_argument("--out", default=layout.TUNED_PATH, help="output JSON (default: %(default)s)")
     threads.add_option(s)
     s.set_defaults(func=run)
 
 
 def run(args):
     from sched import files
-    from sched.evaluate.benchmark import tune_atc_k
+    from sched.evaluate.summary import UNIT
+    from sched.evaluate.tuning import tune_atc_k
 
     cfg = load_cfg(args)
     threads.apply(args.threads)
@@ -26,6 +27,6 @@ def run(args):
     for g in result["grid"]:
         mark = "  <- chosen" if g["atc_k"] == result["atc_k"] else ""
         print(
-            f"  k = {g['atc_k']:<6g} mean total weighted tardiness {g['mean_twt_s'] / 1000:10.3f} k w.s{mark}"
+            f"  k = {g['atc_k']:<6g} mean total weighted tardiness {g['mean_twt_s'] / UNIT:10.3f} k w.s{mark}"
         )
     print(f"wrote {args.out}", file=sys.stderr)

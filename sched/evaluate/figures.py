@@ -6,6 +6,8 @@ Each function draws from tables the benchmark wrote and saves atomically
 
 import numpy as np
 
+from sched.evaluate.policies import policy_key
+from sched.evaluate.summary import UNIT
 from sched.files import atomic_path
 
 HEURISTIC_COLOR = "#4C72B0"
@@ -35,10 +37,10 @@ def _color(policy):
     return REF_COLOR if policy == "atc" else HEURISTIC_COLOR
 
 
-def mean_with_ci(resume, path, dpi, level):
-    """Mean total weighted tardiness per policy with its bootstrap interval."""
+def mean_with_ci(summary, path, dpi, level):
+    """Mean total weighted tardiness per policy with its bootstrap interval (from the summary)."""
     plt = _plt()
-    r = resume.sort_values("rank", ascending=False)
+    r = summary.sort_values("rank", ascending=False)
     fig, ax = plt.subplots(figsize=(7, 0.45 * len(r) + 1.2))
     y = np.arange(len(r))
     m = r["mean_twt_k"].to_numpy()
@@ -54,12 +56,10 @@ def mean_with_ci(resume, path, dpi, level):
     return save(fig, path, dpi)
 
 
-def paired_differences(per_scenario, path, dpi, ref="atc", unit=1000.0):
+def paired_differences(per_scenario, path, dpi, ref="atc", unit=UNIT):
     """Per-scenario difference (policy - ATC) of total weighted tardiness, one box per policy."""
     plt = _plt()
     table = per_scenario.pivot(index="scenario_seed", columns="policy", values="total_weighted_tardiness_s")
-    from sched.evaluate.benchmark import policy_key
-
     pols = [p for p in sorted(table.columns, key=policy_key) if p != ref]
     data = [(table[p] - table[ref]).to_numpy() / unit for p in pols]
     fig, ax = plt.subplots(figsize=(7, 0.45 * len(pols) + 1.2))
@@ -82,11 +82,9 @@ def paired_differences(per_scenario, path, dpi, ref="atc", unit=1000.0):
     return save(fig, path, dpi)
 
 
-def ecdf(per_scenario, path, dpi, unit=1000.0):
+def ecdf(per_scenario, path, dpi, unit=UNIT):
     """Empirical CDF of the per-scenario total weighted tardiness of each policy."""
     plt = _plt()
-    from sched.evaluate.benchmark import policy_key
-
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for p in sorted(set(per_scenario["policy"]), key=policy_key):
         v = (
@@ -110,7 +108,7 @@ def ecdf(per_scenario, path, dpi, unit=1000.0):
     return save(fig, path, dpi)
 
 
-def learning_curves(logs, path, dpi, unit=1000.0, reference=None):
+def learning_curves(logs, path, dpi, unit=UNIT, reference=None):
     """Training of each seed: the greedy policy on the validation scenarios (left) and
     the sampled policy's training episodes (right).
 

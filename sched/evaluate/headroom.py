@@ -7,7 +7,8 @@ Not a contestant: it shows the headroom below the best policy (see the report).
 import numpy as np
 import pandas as pd
 
-from sched.evaluate.benchmark import _bar, generate_scenarios
+from sched.evaluate.progress import bar
+from sched.evaluate.runs import generate_scenarios
 from sched.sim import rules as rules_mod
 from sched.sim.clairvoyant import search, sequence_cost, start_sequence
 from sched.sim.core import simulate_batch
@@ -75,9 +76,7 @@ def run_reference(cfg, seeds, progress=False):
     results = []
     # in chunks, so the progress bar moves; each chunk is one parallel compiled call
     chunk = 8
-    for lo in _bar(
-        range(0, len(seeds), chunk), "clairvoyant search", progress, total=-(-len(seeds) // chunk)
-    ):
+    for lo in bar(range(0, len(seeds), chunk), "clairvoyant search", progress, total=-(-len(seeds) // chunk)):
         hi = lo + chunk
         results += search(
             arrays[lo:hi],

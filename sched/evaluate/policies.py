@@ -1,0 +1,152 @@
+"""The named policies of the benchmark, and how to run each (its spec).
+
+Names: the heuristics of :data:`HEURISTICS` (``atc-tuned`` is ATC with the k
+that ``sched tune`` chose) and ``ppo-<S>``, the PPO policy of training seed S.
+A spec says how to run a name: ``kind`` ('rule' or 'ppo'), ``rule`` and
+``atc_k`` for a rule, ``policy_file`` for PPO.
+"""
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+
+from sched import layout
+from sched.evaluate.errors import BenchmarkError
+from sched.evaluate.seeds import train_seeds
+
+#: The heuristics in the order every table lists them.
+HEURISTICS = ("fifo", "spt", "edd", "wspt", "atc", "wmdd", "atc-tuned")
+
+_PPO = re.compile(r"^ppo-(\d+)$")
+
+
+def is_ppo(name):
+    return bool(_PPO.match(name))
+
+
+def is_heuristic(name):
+    return name in HEURISTICS
+
+
+def ppo_seed(name):
+    """The training seed of a PPO policy's name (``ppo-<S>``)."""
+    return int(_PPO.match(name).group(1))
+
+
+def policy_key(name):
+    """Sort key: heuristics in table order, then PPO by training seed."""
+    if name in HEURISTICS:
+        return (0, HEURISTICS.index(name), "")
+    m = _PPO.match(name)
+    return (1, int(m.group(1)), "") if m else (2, 0, name)
+
+
+def default_policies(cfg):
+    """Every heuristic, then ``ppo-<S>`` for each training seed of the config."""
+    return list(HEURISTICS) + [f"ppo-{s}" for s in train_seeds(cfg)]
+
+
+def parse_policies(text, cfg):
+    """Comma-separated policy names (None: every heuristic and every trained PPO)."""
+    if text is None:
+        return default_policies(cfg)
+    names = [p.strip() for p in str(text).split(",") if p.strip()]
+    if not names:
+        raise BenchmarkError("--policies: empty list")
+    for n in names:
+        if not (is_heuristic(n) or is_ppo(n)):
+            raise BenchmarkError(
+                f"--policies: unknown policy {n!r}; expected {', '.join(HEURISTICS)} or ppo-<training seed>"
+            )
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise BenchmarkError(f"--policies: {', '.join(dup)} given twice")
+    return sorted(names, key=policy_key)
+
+
+def parse_policy_files(items):
+    """``['ppo-1=PATH', ...]`` -> {'ppo-1': Path}."""
+    out = {}
+    for item in items or []:
+        name, sep, path = str(item).partition("=")
+        name = name.strip()
+        if not sep or not path.strip() or not is_ppo(name):
+            raise BenchmarkError(f"--policy-file: expected ppo-<seed>=PATH, got {item!r}")
+        if name in out:
+            raise BenchmarkError(f"--policy-file: {name} given twice")
+        out[name] = Path(path.strip())
+    return out
+
+
+def read_tuned(path):
+    """The tuned ATC k from ``sched tune``'s file."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise BenchmarkError(
+            f"{path}: tuned-k file not found (run `sched tune` first, or leave atc-tuned out of --policies)"
+        ) from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise BenchmarkError(f"{path}: not valid JSON: {exc}") from None
+    k = data.get("atc_k") if isinstance(data, dict) else None
+    if isinstance(k, bool) or not isinstance(k, (int, float)) or not np.isfinite(k) or k <= 0:
+        raise BenchmarkError(f"{path}: field atc_k: expected a number > 0, got {k!r}")
+    return data
+
+
+def resolve_policies(cfg, names, tuned=None, policy_files=None, missing_ok=False):
+    """How to run each named policy: ({name: spec}, [skipped]).
+
+    ``tuned``: path of ``sched tune``'s file (needed for atc-tuned; default
+    :data:`sched.layout.TUNED_PATH`). ``policy_files`` overrides the default
+    policy file of a PPO policy (:func:`sched.layout.policy_file`). A missing
+    file is an error, unless ``missing_ok``: then the policy is left out and
+    described in the list of skipped policies.
+    """
+    policy_files = dict(policy_files or {})
+    unused = set(policy_files) - set(names)
+    if unused:
+        raise BenchmarkError(
+            f"--policy-file: {', '.join(sorted(unused))} is not among the policies run ({', '.join(names)})"
+        )
+    specs, skipped = {}, []
+    for name in names:
+        if name == "atc-tuned":
+            path = Path(tuned or layout.TUNED_PATH)
+            if missing_ok and not path.exists():
+                skipped.append(f"{name} ({path} not found)")
+                continue
+            specs[name] = rule_spec("atc", float(read_tuned(path)["atc_k"]))
+        elif is_heuristic(name):
+            specs[name] = rule_spec(name, float(cfg["rules"]["atc_k"]) if name == "atc" else None)
+        else:
+            path = policy_files.get(name, Path(layout.policy_file(ppo_seed(name))))
+            if not Path(path).is_file():
+                if missing_ok and name not in policy_files:
+                    skipped.append(f"{name} ({path} not found)")
+                    continue
+                raise BenchmarkError(
+                    f"policy {name}: policy file {path} not found (train it with `sched train`, "
+                    f"or name another file with --policy-file {name}=PATH)"
+                )
+            specs[name] = {"kind": "ppo", "rule": None, "atc_k": None, "policy_file": str(path)}
+    return specs, skipped
+
+
+def rule_spec(rule, atc_k=None):
+    """The spec of a dispatching rule (``atc_k``: ATC's k, None for the other rules)."""
+    return {"kind": "rule", "rule": rule, "atc_k": atc_k, "policy_file": None}
+
+
+def same_rule(a, b):
+    """Whether two specs run the same rule with the same k (the same schedules)."""
+    return bool(
+        a
+        and b
+        and a.get("kind") == b.get("kind") == "rule"
+        and a["rule"] == b["rule"]
+        and a.get("atc_k") == b.get("atc_k")
+    )

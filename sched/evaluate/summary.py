@@ -1,0 +1,206 @@
+"""The benchmark's summary (``resume.csv``) and winner (``winner.json``).
+
+Both are computed from a complete per-scenario table alone, so a full run and
+the gathering of its shards give the same files. Statistics: see
+:mod:`sched.evaluate.statistics`.
+"""
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from sched import files, layout
+from sched.evaluate.errors import BenchmarkError
+from sched.evaluate.per_scenario import check_complete, matrix
+from sched.evaluate.policies import is_heuristic, is_ppo, policy_key, same_rule
+from sched.evaluate.statistics import bootstrap_counts, interval, paired_difference, win_tie_loss
+
+SUMMARY_COLUMNS = (
+    "policy",
+    "rank",
+    "scenarios",
+    "atc_k",
+    "mean_twt_k",
+    "mean_twt_ci_lo_k",
+    "mean_twt_ci_hi_k",
+    "p90_twt_k",
+    "gain_vs_fifo_pct",
+    "diff_vs_atc_pct",
+    "diff_vs_atc_ci_lo_pct",
+    "diff_vs_atc_ci_hi_pct",
+    "wins_vs_atc",
+    "ties_vs_atc",
+    "losses_vs_atc",
+    "best_heuristic",
+    "diff_vs_best_heuristic_pct",
+    "diff_vs_best_heuristic_ci_lo_pct",
+    "diff_vs_best_heuristic_ci_hi_pct",
+    "wins_vs_best_heuristic",
+    "ties_vs_best_heuristic",
+    "losses_vs_best_heuristic",
+)
+WINNER_KEYS = (
+    "policy",
+    "rule",
+    "atc_k",
+    "policy_file",
+    "significant",
+    "runner_up",
+    "mean_difference_pct",
+    "ci95_pct",
+    "reason",
+)
+#: Weighted seconds per reporting unit ("k" columns: thousands of weighted seconds).
+UNIT = 1000.0
+
+
+def best_heuristic(twt):
+    """The heuristic with the lowest mean (first in table order on a tie)."""
+    cands = [p for p in twt if is_heuristic(p)]
+    if not cands:
+        raise BenchmarkError("no heuristic among the policies: the summary compares to heuristics")
+    return min(cands, key=lambda p: (twt[p].mean(), policy_key(p)))
+
+
+def summarise(frame, cfg, specs):
+    """The summary table (``resume.csv``) and the winner record from a complete per-scenario table."""
+    check_complete(frame)
+    b = cfg["benchmark"]
+    seeds, twt = matrix(frame)
+    for ref in ("fifo", "atc"):
+        if ref not in twt:
+            raise BenchmarkError(
+                f"the summary needs policy {ref} (a reference); it is not among {', '.join(twt)}"
+            )
+    counts = bootstrap_counts(len(seeds), b["bootstrap_resamples"], b["bootstrap_seed"])
+    bh = best_heuristic(twt)
+    means = {p: v.mean() for p, v in twt.items()}
+    order = sorted(twt, key=lambda p: (means[p], policy_key(p)))
+    rank = {p: i + 1 for i, p in enumerate(order)}
+    rows = []
+    for p, v in twt.items():
+        spec = specs.get(p) or {}
+        rows.append(
+            {
+                "policy": p,
+                "rank": rank[p],
+                "scenarios": len(seeds),
+                "atc_k": spec.get("atc_k") if spec.get("rule") == "atc" else None,
+                **_summary_numbers(v, twt, bh, counts, b),
+            }
+        )
+    summary = pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
+    winner = choose_winner(twt, specs, counts, b["ci_level"], bh)
+    return summary, winner
+
+
+def _summary_numbers(v, twt, bh, counts, b):
+    """The summary's numeric columns of one policy (``v``: its total per scenario)."""
+    level = b["ci_level"]
+    rel, abs_s = b["tie_relative"], b["tie_absolute_s"]
+    boot_means = counts @ v / len(v) / UNIT
+    lo_m, hi_m = interval(boot_means, level)
+    d_atc = paired_difference(v, twt["atc"], counts, level)
+    d_bh = paired_difference(v, twt[bh], counts, level)
+    fifo = twt["fifo"].mean()
+    return {
+        "mean_twt_k": v.mean() / UNIT,
+        "mean_twt_ci_lo_k": lo_m,
+        "mean_twt_ci_hi_k": hi_m,
+        "p90_twt_k": float(np.percentile(v, 90)) / UNIT,
+        "gain_vs_fifo_pct": (fifo - v.mean()) / fifo * 100.0 if fifo > 0 else float("nan"),
+        "diff_vs_atc_pct": d_atc[0],
+        "diff_vs_atc_ci_lo_pct": d_atc[1],
+        "diff_vs_atc_ci_hi_pct": d_atc[2],
+        **dict(zip(("wins_vs_atc", "ties_vs_atc", "losses_vs_atc"), win_tie_loss(v, twt["atc"], rel, abs_s))),
+        "best_heuristic": bh,
+        "diff_vs_best_heuristic_pct": d_bh[0],
+        "diff_vs_best_heuristic_ci_lo_pct": d_bh[1],
+        "diff_vs_best_heuristic_ci_hi_pct": d_bh[2],
+        **dict(
+            zip(
+                ("wins_vs_best_heuristic", "ties_vs_best_heuristic", "losses_vs_best_heuristic"),
+                win_tie_loss(v, twt[bh], rel, abs_s),
+            )
+        ),
+    }
+
+
+def choose_winner(twt, specs, counts, level, bh=None):
+    """The winner record (see the README, "Benchmark and report").
+
+    The policy with the lowest mean wins when the paired interval of its
+    difference to the runner-up lies entirely below zero. The runner-up is the
+    next-lowest mean, leaving out the other training seeds of PPO when the
+    best is a PPO policy (they are replicas of the same method, and the
+    question winner.json answers is whether the learned policy beats the
+    rules) and any policy that is the same rule with the same k (atc-tuned
+    when the tuning kept k = 2: the same schedules). Otherwise the best
+    heuristic is kept, with ``significant`` false.
+    """
+    bh = bh or best_heuristic(twt)
+    means = {p: v.mean() for p, v in twt.items()}
+    order = sorted(twt, key=lambda p: (means[p], policy_key(p)))
+    best = order[0]
+    others = [
+        p
+        for p in order[1:]
+        if not (is_ppo(best) and is_ppo(p)) and not same_rule(specs.get(best), specs.get(p))
+    ]
+    if not others:
+        raise BenchmarkError("the winner needs at least two policies to compare")
+    runner = others[0]
+    d, lo, hi = paired_difference(twt[best], twt[runner], counts, level)
+    ci = f"[{lo:+.2f} %, {hi:+.2f} %]"
+    lead = f"{d:+.2f} % against the runner-up {runner}"
+    interval_text = f"paired bootstrap {level * 100:g} % interval {ci}"
+    significant = bool(np.isfinite(hi) and hi < 0)
+    if significant:
+        winner, runner_up = best, runner
+        reason = (
+            f"{best} has the lowest mean total weighted tardiness, {lead}; the {interval_text} lies "
+            f"entirely below zero."
+        )
+    elif best == bh:
+        winner, runner_up = bh, runner
+        reason = (
+            f"{bh} has the lowest mean, {lead}, but the {interval_text} does not lie entirely below "
+            f"zero; {bh} is the best heuristic and is kept."
+        )
+    else:
+        winner, runner_up = bh, best
+        reason = (
+            f"{best} has the lowest mean, {lead}, but the {interval_text} does not lie entirely below "
+            f"zero; falling back to the best heuristic, {bh}."
+        )
+        d, lo, hi = paired_difference(twt[bh], twt[best], counts, level)
+    spec = specs.get(winner) or {}
+    return {
+        "policy": winner,
+        "rule": spec.get("rule") if is_heuristic(winner) else None,
+        "atc_k": spec.get("atc_k") if spec.get("rule") == "atc" else None,
+        "policy_file": spec.get("policy_file") if is_ppo(winner) else None,
+        "significant": significant,
+        "runner_up": runner_up,
+        "mean_difference_pct": d,
+        "ci95_pct": [lo, hi],
+        "reason": reason,
+    }
+
+
+def write_outputs(out_dir, frame, cfg, specs, full):
+    """per_scenario.csv, and for a full run resume.csv and winner.json, into ``out_dir``.
+
+    Everything is computed before anything is written.
+    """
+    out_dir = Path(out_dir)
+    if full:
+        summary, winner = summarise(frame, cfg, specs)
+    files.write_csv(out_dir / layout.PER_SCENARIO, frame)
+    written = [out_dir / layout.PER_SCENARIO]
+    if full:
+        files.write_csv(out_dir / layout.SUMMARY, summary)
+        files.write_json(out_dir / layout.WINNER, winner)
+        written += [out_dir / layout.SUMMARY, out_dir / layout.WINNER]
+    return written
