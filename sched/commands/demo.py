@@ -69,7 +69,10 @@ def run(args):
     left, right = demo_pair(table, specs)
     out = Path(args.out)
     twt = dict(zip(table["policy"], table["total_weighted_tardiness_s"]))
-    label = lambda p: f"{p} (k = {specs[p]['atc_k']:g})" if specs[p]["rule"] == "atc" else p  # noqa: E731
+
+    def label(p):
+        return f"{p} (k = {specs[p]['atc_k']:g})" if specs[p]["rule"] == "atc" else p
+
     fig = figures.gantt(
         sc,
         {
