@@ -132,34 +132,21 @@ def read_queue(tasks, now, machines, st):
     arrival = [now if a is None else a for a in arrival]
     mfree = np.array(free, dtype=np.float64)
     np.maximum(mfree, now, out=mfree)
-    return Queue(
-        len(ids),
-        ids,
-        np.array(arrival, dtype=np.float64),
-        np.array(est, dtype=np.float64),
-        np.array(weight, dtype=np.float64),
-        np.array(due, dtype=np.float64),
-        mfree,
-        kinds,
-        clock,
-        tz,
-    )
+    columns = [np.array(c, dtype=np.float64) for c in (arrival, est, weight, due)]
+    return Queue(len(ids), ids, *columns, mfree, kinds, clock, tz)
 
 
 def _read_tasks(tasks, st):
     """Columns of the task fields (times as given: floats or datetimes) and the datetimes met."""
     n = len(tasks)
-    ids = [None] * n
-    est = [0.0] * n
-    weight = [0.0] * n
-    due = [0.0] * n
-    arrival = [None] * n
-    kinds = [None] * n
+    ids, arrival, kinds = [None] * n, [None] * n, [None] * n
+    est, weight, due = [0.0] * n, [0.0] * n, [0.0] * n
     seen = {}
     dates = []  # (value, task id, pos, field) of every datetime met
     weights = st.weights
     model = None
-    isfinite = math.isfinite
+    isfinite, inf = math.isfinite, math.inf
+    # the common case (a float) is checked inline, errors are built in functions: speed
     for pos, task in enumerate(tasks):
         try:
             get = task.get
@@ -167,7 +154,14 @@ def _read_tasks(tasks, st):
             raise RankInputError(
                 f"task #{pos + 1}: expected an object with fields, got {type(task).__name__}"
             ) from None
-        tid = ids[pos] = _task_id(get, pos, seen)
+        tid = get("id")
+        try:
+            first = seen.setdefault(tid, pos)
+        except TypeError:
+            first = None
+        if tid is None or first != pos:
+            raise _id_error(tid, pos, first)
+        ids[pos] = tid
 
         field, v = "estimate_s", get("estimate_s")
         if v is None:
@@ -177,14 +171,19 @@ def _read_tasks(tasks, st):
                 model = _duration_model(st.calibration)
             v = model(task, tid, pos)
             field = "estimate_s"
-        est[pos] = _positive(v, tid, pos, field)
+        f = v if type(v) is float else _number(v)
+        if f is None or not (f > 0.0 and f < inf):
+            raise _not_positive(v, tid, pos, field)
+        est[pos] = f
 
         v = get("weight")
-        weight[pos] = (
-            _class_weight(get("priority"), weights, tid, pos)
-            if v is None
-            else _positive(v, tid, pos, "weight")
-        )
+        if v is None:
+            f = _class_weight(get("priority"), weights, tid, pos)
+        else:
+            f = v if type(v) is float else _number(v)
+            if f is None or not (f > 0.0 and f < inf):
+                raise _not_positive(v, tid, pos, "weight")
+        weight[pos] = f
 
         v = get("due")
         if v is None:
@@ -197,28 +196,21 @@ def _read_tasks(tasks, st):
     return ids, est, weight, due, arrival, kinds, dates
 
 
-def _task_id(get, pos, seen):
-    """The task's id, checked present, hashable and not seen before (``seen``: id -> pos)."""
-    tid = get("id")
+def _id_error(tid, pos, first):
+    """Why a task's id is refused: missing, not hashable (``first`` None), or a duplicate
+    of task ``first``."""
     if tid is None:
-        raise _bad(None, pos, "id", "missing")
-    try:
-        first = seen.setdefault(tid, pos)
-    except TypeError:
-        raise _bad(tid, pos, "id", f"must be a string or a number, got {type(tid).__name__}") from None
-    if first != pos:
-        raise _bad(tid, pos, "id", f"duplicate id (also task #{first + 1})")
-    return tid
+        return _bad(None, pos, "id", "missing")
+    if first is None:
+        return _bad(tid, pos, "id", f"must be a string or a number, got {type(tid).__name__}")
+    return _bad(tid, pos, "id", f"duplicate id (also task #{first + 1})")
 
 
-def _positive(v, tid, pos, field):
-    """A finite number > 0 (an estimate or a weight) as a float."""
-    f = v if type(v) is float else _number(v)  # the common case first: speed
-    if f is None:
-        raise _bad(tid, pos, field, f"not a number: {v!r}")
-    if not (f > 0.0 and f < math.inf):
-        raise _bad(tid, pos, field, f"must be finite and > 0, got {v!r}")
-    return f
+def _not_positive(v, tid, pos, field):
+    """The error for an estimate or weight ``v`` that is not a finite number > 0."""
+    if _number(v) is None:
+        return _bad(tid, pos, field, f"not a number: {v!r}")
+    return _bad(tid, pos, field, f"must be finite and > 0, got {v!r}")
 
 
 def _class_weight(cls, weights, tid, pos):
