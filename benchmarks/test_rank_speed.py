@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from sched import rank
+from sched import layout, rank
 from sched.config import validate_config
 from sched.data.scenario import generate
 
@@ -41,7 +41,7 @@ def queue(n, seed=2026):
 
 
 def policy_file():
-    f = os.environ.get("SCHED_RANK_POLICY_FILE") or str(ROOT / "results/train/seed-1/politique.pt")
+    f = os.environ.get("SCHED_RANK_POLICY_FILE") or str(ROOT / layout.policy_file(1))
     return f if Path(f).is_file() else None
 
 
@@ -51,9 +51,7 @@ def test_rank_speed(benchmark, policy, n):
     kw = {"policy": policy}
     if policy == "ppo":
         if policy_file() is None:
-            pytest.skip(
-                "no trained policy file (SCHED_RANK_POLICY_FILE or results/train/seed-1/politique.pt)"
-            )
+            pytest.skip(f"no trained policy file (SCHED_RANK_POLICY_FILE or {layout.policy_file(1)})")
         kw["policy_file"] = policy_file()
     tasks, now = queue(n)
     first = rank(tasks, now=now, **kw)  # warm-up: JIT load, config and policy caches
