@@ -8,8 +8,8 @@ log-linear duration model
 
 by least squares, and builds the calibration file that
 ``sched.data.scenario`` samples from (layout in ``sched/data/calibration.py``).
-The bench logs are read by :mod:`sched.data.bench_logs`; the figure is
-:mod:`sched.data.calibration_figure`.
+The bench logs are read by :mod:`sched.data.bench_logs`; the figure, the
+files and the terminal summary are :mod:`sched.data.calibration_output`'s.
 
 A kind whose every record is malformed and a kind with fewer than
 ``calibration.min_records`` records stop the calibration with a
