@@ -26,7 +26,7 @@ import numpy as np
 from sched import layout
 from sched.config import load_config, seed_range
 from sched.data.scenario import draw
-from sched.learn import networks as P
+from sched.learn import policy_file
 from sched.learn.ppo import Args, teacher_labels, train
 from sched.learn.vec_env import run_greedy
 from sched.sim import core
@@ -82,7 +82,7 @@ def main():
             resume=False,
             labels=labels if args.teacher_scenarios > 0 else None,
         )
-        got = twt(ev, run_greedy(P.load(path), ev, M))
+        got = twt(ev, run_greedy(policy_file.load(path), ev, M))
         diff = (got - ref) / ref.mean() * 100
         boot = [diff[rng.integers(0, len(diff), len(diff))].mean() for _ in range(10000)]
         lo, hi = np.percentile(boot, [2.5, 97.5])

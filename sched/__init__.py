@@ -1,7 +1,8 @@
 """Render-queue scheduler: calibrated simulator, dispatching rules and PPO.
 
 ``from sched import rank`` is the entry point a render queue calls; the other
-modules are listed in the README.
+subpackages (sim, data, learn, evaluate, serve, commands) are described in the
+README's Layout section.
 """
 
 import os

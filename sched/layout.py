@@ -37,6 +37,9 @@ FIGURES_DIR = f"{RESULTS}/figures"
 ROBUST_DIR = f"{RESULTS}/robustness"
 REPORT_PATH = f"{RESULTS}/{REPORT}"
 TUNED_PATH = f"{BENCH_DIR}/{TUNED}"
+#: `sched train --out` and `sched teach --out` when run by hand, outside the workflow
+DEFAULT_POLICY = f"{RESULTS}/{POLICY_FILE}"
+DEFAULT_TEACHER_LABELS = f"{RESULTS}/teacher/labels.npz"
 
 
 def train_dir(root=RESULTS):
@@ -44,9 +47,14 @@ def train_dir(root=RESULTS):
     return f"{root}/train"
 
 
+def seed_subdir(seed):
+    """The name of one training seed's folder inside a training folder."""
+    return f"seed-{seed}"
+
+
 def seed_dir(seed, root=RESULTS):
     """The training outputs of one seed: policy file, training log, learning curve."""
-    return f"{train_dir(root)}/seed-{seed}"
+    return f"{train_dir(root)}/{seed_subdir(seed)}"
 
 
 def policy_file(seed, root=RESULTS):
@@ -92,6 +100,6 @@ def usage(job):
     return f"{LOG_DIR}/{job}.usage.tsv"
 
 
-def demo_schedule(policy):
+def demo_schedule(policy, folder=DEMO_DIR):
     """The demonstration scenario's schedule under one policy."""
-    return f"{DEMO_DIR}/schedule-{policy}.csv"
+    return f"{folder}/schedule-{policy}.csv"

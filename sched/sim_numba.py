@@ -1,7 +1,8 @@
 """The compiled simulator core, at the path the project's contract names.
 
-The code lives in :mod:`sched.sim.core` (state arrays, event loop, rule picks,
-all compiled with numba); this module re-exports its public API so that
+The code lives in :mod:`sched.sim.core` (event loop, rule picks, rollouts) and
+:mod:`sched.sim.state` (the state arrays), all compiled with numba; this
+module re-exports their public API so that
 ``from sched.sim_numba import simulate_batch`` keeps working.
 """
 

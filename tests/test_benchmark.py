@@ -376,11 +376,11 @@ def test_ppo_policies_are_benchmarked_in_one_batch(tmp_path):
     assert sorted(set(per["policy"])) == ["atc", "fifo", "ppo-1"]
     # expected: each scenario on its own through the one-queue rollout (not the
     # batched path the benchmark takes), tardiness summed here
-    from sched.learn import networks as P
+    from sched.learn import policy_file
     from sched.learn.vec_env import run_greedy_one
 
     cfg = validate_config(yaml.safe_load(conf.read_text()))
-    pol = P.load(pt)
+    pol = policy_file.load(pt)
     seeds = range(2000000, 2000004)
     want = []
     for seed in seeds:
@@ -421,17 +421,6 @@ def test_shipped_config_sets_the_schema_defaults_of_the_benchmark():
     defaults = validate_config({})
     assert shipped["benchmark"] == defaults["benchmark"] and shipped["report"] == defaults["report"]
     assert defaults["benchmark"]["scenarios"] == 300 and defaults["benchmark"]["demo_seed"] == 2026
-
-
-def test_the_benchmark_module_keeps_the_names_the_workflow_imports():
-    """workflow/rules/common.smk, `sched teach` and the workflow tests import these from it."""
-    from sched.evaluate import benchmark as bm
-    from sched.evaluate import policies, seeds, summary
-
-    assert bm.default_policies is policies.default_policies
-    assert (bm.range_text, bm.shard_ranges) == (seeds.range_text, seeds.shard_ranges)
-    assert (bm.check_within, bm.parse_seed_range) == (seeds.check_within, seeds.parse_seed_range)
-    assert bm.WINNER_KEYS == summary.WINNER_KEYS
 
 
 def test_library_errors_are_sched_errors():

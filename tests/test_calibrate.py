@@ -1,6 +1,6 @@
 """`sched calibrate`: bench logs -> per-kind duration distributions and a duration model.
 
-Tolerance (stated in the README's Calibration section too): with 2,000 records
+Tolerance (stated in docs/calibration.md too): with 2,000 records
 per kind, each kind's fitted median is within 5 % of the median of the
 distribution the records were drawn from. The standard error of a fitted
 median is about sigma / sqrt(n) on the log scale, 1.1 % for a log-normal with

@@ -86,7 +86,7 @@ def run(args):
         f"Demonstration scenario, seed {seed}: the first {cfg['report']['gantt_hours']:g} h",
     )
     for name, (start, end, mach) in schedules.items():
-        files.write_csv(out / f"schedule-{name}.csv", schedule_frame(sc, start, end, mach))
+        files.write_csv(layout.demo_schedule(name, out), schedule_frame(sc, start, end, mach))
     files.write_csv(out / layout.DEMO_TABLE, table)
     print(
         f"demonstration scenario seed {seed}: {len(sc)} tasks, load {cfg['scenario']['load']}, "

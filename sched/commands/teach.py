@@ -3,6 +3,7 @@
 import json
 import sys
 
+from sched import layout
 from sched.cli import load_cfg
 from sched.errors import UsageError
 
@@ -18,7 +19,7 @@ def register(sub):
         help="training seeds A-B or N (default: the first train.teacher_scenarios "
         "of seeds.train); shards of that range can run in parallel",
     )
-    s.add_argument("--out", default="results/teacher/labels.npz", help="label file (default: %(default)s)")
+    s.add_argument("--out", default=layout.DEFAULT_TEACHER_LABELS, help="label file (default: %(default)s)")
     s.add_argument(
         "--atc-k",
         type=float,
@@ -41,7 +42,7 @@ def teacher_seeds(cfg, args):
     wanted = seed_range(cfg, "train")[: a.teacher_scenarios]
     if not args.seeds:
         return list(wanted), a
-    from sched.evaluate.benchmark import check_within, parse_seed_range
+    from sched.evaluate.seeds import check_within, parse_seed_range
 
     seeds = check_within(
         parse_seed_range(args.seeds),

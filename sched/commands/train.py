@@ -4,6 +4,7 @@ import json
 import sys
 from pathlib import Path
 
+from sched import layout
 from sched.cli import load_cfg
 from sched.errors import UsageError
 
@@ -11,7 +12,7 @@ from sched.errors import UsageError
 def register(sub):
     s = sub.add_parser("train", help="train a PPO dispatching policy (resumes from its checkpoint)")
     s.add_argument("--iterations", type=int, help="PPO iterations (default: config train.iterations)")
-    s.add_argument("--out", default="results/politique.pt", help="policy file (default: %(default)s)")
+    s.add_argument("--out", default=layout.DEFAULT_POLICY, help="policy file (default: %(default)s)")
     s.add_argument("--seed", type=int, help="training seed (default: config train.seeds[0])")
     s.add_argument("--threads", type=int, help="torch/numba threads (default: config train.threads)")
     s.add_argument(

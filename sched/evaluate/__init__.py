@@ -1,11 +1,25 @@
 """Evaluation: the benchmark of named policies on unseen scenarios, and its report.
 
-Modules: ``seeds`` (the seeds of each split, shards), ``policies`` (policy
-names and how to run each), ``runs`` (running them over scenarios),
-``per_scenario`` (the per-scenario table), ``statistics`` (paired bootstrap),
-``summary`` (``resume.csv`` and ``winner.json``), ``tuning`` (ATC's k),
-``demo`` (the demonstration scenario), ``headroom`` (the clairvoyant reference
-run), ``report`` with ``report_inputs``, ``report_sections``,
-``report_conclusion`` and ``report_format`` (``rapport.md``), ``figures``;
-``benchmark`` gives the overview. ``errors`` holds the package's error classes
-and ``progress`` its progress bar."""
+Steps (each a ``sched`` command, so the workflow can run them as separate jobs):
+
+* ``tune``: ATC's look-ahead k chosen on validation seeds
+  (:func:`sched.evaluate.tuning.tune_atc_k`);
+* ``benchmark``: per-scenario results of each policy on a range of test seeds,
+  a shard or the whole test set (:func:`sched.evaluate.runs.run_policies`);
+* ``gather``: shards concatenated and checked (:func:`sched.evaluate.per_scenario.gather`);
+* the summary (``resume.csv``) and the winner (``winner.json``) are computed
+  from the per-scenario table alone (:func:`sched.evaluate.summary.summarise`),
+  so a full run and the gathering of its shards give the same files.
+
+Where each part lives: :mod:`~sched.evaluate.seeds` (the seeds of each split,
+shards), :mod:`~sched.evaluate.policies` (policy names and specs),
+:mod:`~sched.evaluate.runs` (running them), :mod:`~sched.evaluate.per_scenario`
+(the per-scenario table), :mod:`~sched.evaluate.statistics` (paired bootstrap),
+:mod:`~sched.evaluate.summary` (summary and winner).
+
+Also here: ``tuning`` (ATC's k), ``demo`` (the demonstration scenario),
+``headroom`` (the clairvoyant reference run), ``report`` with ``report_inputs``,
+``report_sections``, ``report_conclusion`` and ``report_format``
+(``rapport.md``), ``figures``; ``errors`` holds the package's error classes
+and ``progress`` its progress bar.
+"""

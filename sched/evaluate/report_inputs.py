@@ -66,7 +66,7 @@ def read_train_logs(train_dir, seeds):
     """{seed: log frame} for each training seed that has ``seed-<S>/train_log.csv``."""
     logs = {}
     for s in seeds:
-        p = Path(train_dir) / f"seed-{s}" / layout.TRAIN_LOG
+        p = Path(train_dir) / layout.seed_subdir(s) / layout.TRAIN_LOG
         if not p.exists():
             continue
         log = read_csv(p, ReportError)

@@ -32,7 +32,7 @@ def schedule_scenarios(
     if policy == "ppo":
         if not policy_file:
             raise ValueError("policy ppo needs a policy file (--policy-file, from `sched train`)")
-        from sched.learn.networks import load
+        from sched.learn.policy_file import load
         from sched.learn.vec_env import run_greedy
 
         return run_greedy(

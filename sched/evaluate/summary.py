@@ -128,7 +128,7 @@ def _summary_numbers(v, twt, bh, counts, b):
 
 
 def choose_winner(twt, specs, counts, level, bh=None):
-    """The winner record (see the README, "Benchmark and report").
+    """The winner record (see docs/benchmark-and-report.md).
 
     The policy with the lowest mean wins when the paired interval of its
     difference to the runner-up lies entirely below zero. The runner-up is the

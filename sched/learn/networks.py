@@ -232,17 +232,3 @@ def make_batch(obs):
         "starts": starts_of(counts),
         "g": None,
     }
-
-
-# Transitional: the policy file format moved to sched.learn.policy_file. These
-# names stay readable here until the callers outside sched/learn
-# (sched/evaluate/runs.py, sched/serve/ranker.py) import them from there.
-_MOVED_TO_POLICY_FILE = ("FORMAT", "VERSION", "PolicyFileError", "save", "load", "load_cached")
-
-
-def __getattr__(name):
-    if name in _MOVED_TO_POLICY_FILE:
-        from sched.learn import policy_file
-
-        return getattr(policy_file, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

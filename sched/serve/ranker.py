@@ -152,7 +152,7 @@ def _positive_field(value, path, field):
 
 
 def _check_winner(data, path):
-    """A winner.json (format in the README) as a Plan, paths resolved."""
+    """A winner.json (format in docs/file-contract.md) as a Plan, paths resolved."""
     if not isinstance(data, dict):
         raise RankInputError(f"{path}: expected a JSON object, got {type(data).__name__}")
     name = data.get("policy")
@@ -245,7 +245,7 @@ def _ppo_plan(name, pfile, where):
 
 def _ppo_rollout(plan, q):
     """Greedy (argmax) rollout of a trained policy over the queue (sched.learn.vec_env.run_greedy)."""
-    from sched.learn.networks import load_cached
+    from sched.learn.policy_file import load_cached
     from sched.learn.vec_env import run_greedy_one
 
     policy = load_cached(plan.policy_file)
