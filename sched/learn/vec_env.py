@@ -164,7 +164,7 @@ def run_greedy(policy, scenarios, machines=1, machine_free=None, threads=1):
     list of (start, end, machine) arrays in row order, like the rule rollouts.
     Torch runs on ``threads`` threads for the call (the caller's setting is
     restored): these forwards are small, and torch's default of one thread per
-    core was measured 5 to 40 times slower on a busy 2-core machine.
+    core is slower, not faster, when other jobs share the cores.
     """
     import torch
 
