@@ -78,29 +78,46 @@ def test_simulate_with_ppo_policy_file(trained, tmp_path, cli):
     assert r2.stdout == r.stdout  # replayable
 
 
-def test_resume_gives_the_same_result(tmp_path, tiny_cfg, trained):
-    ref_out, _ = trained
-    args = Args(seed=3, **TINY)
-    # the full run, killed right after its checkpoint of iteration 4 ...
+def test_resume_gives_the_same_trained_weights(tmp_path, tiny_cfg):
+    # eval_every 0: the policy file holds the last iteration's weights, which PPO
+    # moved away from the start (checked below), so the comparison is of
+    # trained weights, not of an untrained network kept as the best one
+    args = Args(seed=3, **{**TINY, "eval_every": 0})
+    ref = tmp_path / "ref" / "politique.pt"
+    train(tiny_cfg, args, ref, progress=False)
+    # the same run, killed right after its checkpoint of iteration 4 ...
     full = tmp_path / "full" / "politique.pt"
     _train_until_checkpoint(tiny_cfg, args, full, stop_after=4)
     ckpt = full.with_name(full.name + ".ckpt")
     assert ckpt.exists()
+    at_4 = torch.load(ckpt, weights_only=True)["net"]
     # ... then run again: it resumes at iteration 5
     said = []
     train(tiny_cfg, args, full, progress=False, log=said.append)
     assert said == [f"resuming {full} from iteration 4"]
     assert not ckpt.exists()
-    a, b = torch.load(ref_out, weights_only=True), torch.load(full, weights_only=True)
+    a, b = torch.load(ref, weights_only=True), torch.load(full, weights_only=True)
+    assert a["meta"]["best_iteration"] == b["meta"]["best_iteration"] == TINY["iterations"]
+    assert any(not torch.equal(a["state_dict"][k], at_4[k]) for k in at_4)  # PPO moved them after 4
     for k in a["state_dict"]:
         assert torch.equal(a["state_dict"][k], b["state_dict"][k]), k
-    la = pd.read_csv(ref_out.with_name("train_log.csv")).drop(columns=["wall_s", "steps_per_s"])
+    la = pd.read_csv(ref.with_name("train_log.csv")).drop(columns=["wall_s", "steps_per_s"])
     lb = pd.read_csv(full.with_name("train_log.csv")).drop(columns=["wall_s", "steps_per_s"])
     pd.testing.assert_frame_equal(la, lb)
 
 
 class _Stop(Exception):
     pass
+
+
+class _Payload:
+    """Unpickling this runs code: it creates the file ``marker``."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (open, (self.marker, "w"))
 
 
 def _train_until_checkpoint(cfg, args, out, stop_after):
@@ -161,14 +178,14 @@ def test_bad_policy_files_are_refused(tmp_path, trained, cli):
         with pytest.raises(PF.PolicyFileError, match=f"trained on other {key}"):
             PF.load(moved)
 
-    class Evil:
-        def __reduce__(self):
-            return (print, ("executed",))
-
+    marker = tmp_path / "payload-ran"
     evil = tmp_path / "evil.pt"
-    torch.save({"format": PF.FORMAT, "x": Evil()}, evil)
+    blob = torch.load(out, weights_only=True)
+    blob["meta"]["note"] = _Payload(marker)  # a well-formed policy file, plus a payload
+    torch.save(blob, evil)
     with pytest.raises(PF.PolicyFileError):
         PF.load(evil)  # weights_only refuses to unpickle arbitrary objects
+    assert not marker.exists()  # and the payload never ran
     r = cli("simulate", "--policy", "ppo", "--policy-file", junk, "--seed", 1)
     assert r.returncode == 2 and "junk.pt" in r.stderr
 
@@ -357,3 +374,43 @@ def test_vec_queue_episode_rewards_sum_to_its_total_weighted_tardiness(cfg):
             assert ret[b] == pytest.approx(-0.001 * totals[int(playing[b])], rel=1e-5)
             ret[b] = 0.0
             seen += 1
+
+
+def _interrupted_run(tmp_path, tiny_cfg):
+    args = Args(seed=3, **{**TINY, "iterations": 4, "eval_every": 0})
+    out = tmp_path / "run" / "politique.pt"
+    _train_until_checkpoint(tiny_cfg, args, out, stop_after=2)
+    return args, out, out.with_name(out.name + ".ckpt")
+
+
+def test_a_checkpoint_with_a_payload_is_refused_without_running_it(tmp_path, tiny_cfg):
+    from sched.learn.checkpoint import CheckpointError
+
+    args, out, ckpt = _interrupted_run(tmp_path, tiny_cfg)
+    ck = torch.load(ckpt, weights_only=True)
+    marker = tmp_path / "payload-ran"
+    ck["rows"].append(_Payload(marker))
+    torch.save(ck, ckpt)
+    with pytest.raises(CheckpointError, match=r"politique\.pt\.ckpt: not a readable checkpoint"):
+        train(tiny_cfg, args, out, progress=False)
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "foreign", "other-shapes"])
+def test_a_damaged_or_foreign_checkpoint_is_one_error(tmp_path, tiny_cfg, damage):
+    args, out, ckpt = _interrupted_run(tmp_path, tiny_cfg)
+    if damage == "garbage":
+        ckpt.write_bytes(b"not a checkpoint at all")
+    elif damage == "truncated":
+        ckpt.write_bytes(ckpt.read_bytes()[:500])
+    elif damage == "foreign":
+        torch.save({"weights": torch.zeros(3)}, ckpt)
+    else:
+        ck = torch.load(ckpt, weights_only=True)
+        first = next(iter(ck["net"]))
+        ck["net"][first] = torch.zeros(1)
+        torch.save(ck, ckpt)
+    from sched.learn.checkpoint import CheckpointError
+
+    with pytest.raises(CheckpointError, match="politique.pt.ckpt"):
+        train(tiny_cfg, args, out, progress=False)
