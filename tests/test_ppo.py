@@ -91,11 +91,15 @@ def test_resume_gives_the_same_trained_weights(tmp_path, tiny_cfg):
     ckpt = full.with_name(full.name + ".ckpt")
     assert ckpt.exists()
     at_4 = torch.load(ckpt, weights_only=True)["net"]
+    # a kill -9 while writing leaves temporaries beside the outputs: the resumed run removes them
+    stale = [full.with_name(".train_log.csv.x1.tmp"), full.with_name(".politique.pt.ckpt.x2.tmp")]
+    for s in stale:
+        s.write_text("half")
     # ... then run again: it resumes at iteration 5
     said = []
     train(tiny_cfg, args, full, progress=False, log=said.append)
     assert said == [f"resuming {full} from iteration 4"]
-    assert not ckpt.exists()
+    assert not ckpt.exists() and not any(s.exists() for s in stale)
     a, b = torch.load(ref, weights_only=True), torch.load(full, weights_only=True)
     assert a["meta"]["best_iteration"] == b["meta"]["best_iteration"] == TINY["iterations"]
     assert any(not torch.equal(a["state_dict"][k], at_4[k]) for k in at_4)  # PPO moved them after 4

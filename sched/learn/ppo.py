@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from sched import threads
+from sched import files, threads
 from sched.config import seed_range
 from sched.learn import checkpoint, policy_file, train_log
 from sched.learn import networks as P
@@ -215,6 +215,8 @@ def train(cfg, args, out, progress=True, resume=True, log=print, labels=None):
     check_args(args)
     out = Path(out)
     log_path, ckpt_path = out.with_name(train_log.FILE_NAME), checkpoint.path_for(out)
+    for path in (out, log_path, ckpt_path):  # left by a run killed while writing them
+        files.remove_stale_temporaries(path)
     threads.apply(args.threads, torch=True)
     torch.manual_seed(args.seed)  # the network's initialisation
     gen = torch.Generator().manual_seed(args.seed)  # actions, minibatch shuffles, distillation
