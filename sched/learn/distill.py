@@ -36,9 +36,7 @@ def distill(net, labels, args, gen, progress=False):
     counts = torch.from_numpy(labels["counts"])
     starts = P.starts_of(counts)
     valid = cand >= 0
-    regret = (lab - lab.masked_fill(~valid, float("inf")).min(1, keepdim=True).values).masked_fill(
-        ~valid, 0.0
-    ) / args.distill_scale
+    regret = regrets(lab, valid, args.distill_scale)
     opt = torch.optim.Adam(net.parameters(), lr=args.distill_lr)
     n = len(counts)
     epochs = range(args.distill_epochs)
@@ -58,8 +56,7 @@ def distill(net, labels, args, gen, progress=False):
             rows = starts[idx][seg] + torch.arange(len(seg)) - st[seg]
             batch = {"x": x[rows], "seg": seg, "n": len(idx), "counts": c, "starts": st, "g": g[idx]}
             logits, _ = net(batch)
-            picked = logits[st.unsqueeze(1) + cand[idx].clamp(min=0)].masked_fill(~valid[idx], -1e9)
-            loss = (torch.softmax(picked, 1) * regret[idx]).sum(1).mean()
+            loss = imitation_loss(logits, st, cand[idx], valid[idx], regret[idx])
             opt.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(net.parameters(), args.max_grad_norm)
@@ -67,3 +64,21 @@ def distill(net, labels, args, gen, progress=False):
             total += loss.item() * len(idx)
         last = total / n
     return last
+
+
+def regrets(label, valid, scale):
+    """Each candidate's label minus the best valid label of its decision, over ``scale``; 0 where
+    not ``valid`` (padding). ``label``, ``valid``: (decisions, candidates)."""
+    best = label.masked_fill(~valid, float("inf")).min(1, keepdim=True).values
+    return (label - best).masked_fill(~valid, 0.0) / scale
+
+
+def imitation_loss(logits, starts, cand, valid, regret):
+    """The cost-sensitive imitation loss: the mean over decisions of the expected regret under
+    the policy's softmax over each decision's valid candidates.
+
+    ``logits``: the network's ragged rows; ``starts``: the first row of each decision;
+    ``cand``: (decisions, candidates) queue positions, -1 for padding (``valid`` false).
+    """
+    picked = logits[starts.unsqueeze(1) + cand.clamp(min=0)].masked_fill(~valid, -1e9)
+    return (torch.softmax(picked, 1) * regret).sum(1).mean()

@@ -118,14 +118,26 @@ def losses(net, store, flat, mb, args):
     mb_advantages = flat.advantages[mb]
     if args.norm_adv:
         mb_advantages = (mb_advantages - mb_advantages.mean()) / (mb_advantages.std() + 1e-8)
-    pg_loss = torch.max(
-        -mb_advantages * ratio, -mb_advantages * ratio.clamp(1 - args.clip_coef, 1 + args.clip_coef)
-    ).mean()
-    mb_returns, mb_values = flat.returns[mb], flat.values[mb]
-    if args.clip_vloss:
-        v_loss_unclipped = (newvalue - mb_returns) ** 2
-        v_clipped = mb_values + (newvalue - mb_values).clamp(-args.clip_coef, args.clip_coef)
-        v_loss = 0.5 * torch.max(v_loss_unclipped, (v_clipped - mb_returns) ** 2).mean()
-    else:
-        v_loss = 0.5 * ((newvalue - mb_returns) ** 2).mean()
+    pg_loss = clipped_policy_loss(mb_advantages, ratio, args.clip_coef)
+    v_loss = value_loss(newvalue, flat.returns[mb], flat.values[mb], args.clip_coef, args.clip_vloss)
     return pg_loss, v_loss, entropy.mean(), approx_kl, clipfrac
+
+
+def clipped_policy_loss(advantages, ratio, clip_coef):
+    """PPO's clipped surrogate loss: mean of max(-A * r, -A * clip(r, 1 - c, 1 + c)).
+
+    ``ratio`` is new / old probability of the action taken; the loss is the
+    negative of the pessimistic surrogate, so a minimiser gains nothing by
+    moving the ratio beyond 1 +/- c in the direction the advantage favours.
+    """
+    return torch.max(-advantages * ratio, -advantages * ratio.clamp(1 - clip_coef, 1 + clip_coef)).mean()
+
+
+def value_loss(newvalue, returns, values, clip_coef, clip):
+    """Half the mean squared error of the critic; with ``clip``, the larger of the errors of
+    the new value and of the new value kept within ``clip_coef`` of the rollout's ``values``."""
+    if clip:
+        v_loss_unclipped = (newvalue - returns) ** 2
+        v_clipped = values + (newvalue - values).clamp(-clip_coef, clip_coef)
+        return 0.5 * torch.max(v_loss_unclipped, (v_clipped - returns) ** 2).mean()
+    return 0.5 * ((newvalue - returns) ** 2).mean()
