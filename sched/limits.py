@@ -14,3 +14,11 @@ MAX_YAML_NODES = 100_000
 MAX_YAML_BYTES = 1_000_000
 #: Characters of an offending value quoted in an error message.
 SHOWN_CHARS = 40
+#: Largest time in seconds a scenario or bench file may hold, in absolute value
+#: (``arrival_s``, ``duration_s``, ``due_s``, ``estimate_s``; about 31,700 years):
+#: sums over a million such tasks stay finite, so output JSON never holds Infinity.
+MAX_SECONDS = 1e12
+#: Largest task weight in a scenario file.
+MAX_WEIGHT = 1e6
+#: Bytes in a scenario file (``sched simulate --scenario``).
+MAX_SCENARIO_BYTES = 1024**3
