@@ -22,3 +22,15 @@ MAX_SECONDS = 1e12
 MAX_WEIGHT = 1e6
 #: Bytes in a scenario file (``sched simulate --scenario``).
 MAX_SCENARIO_BYTES = 1024**3
+#: Tasks in one ``rank()`` call or ``sched rank`` input.
+MAX_RANK_TASKS = 100_000
+#: Bytes of JSON ``sched rank`` reads (a file or standard input). ``rank()`` also
+#: bounds its times and estimates by MAX_SECONDS (and the plan's reach: latest
+#: time + total estimated work) and its weights by MAX_WEIGHT.
+MAX_RANK_BYTES = 32 * 1024**2
+#: Hidden width of a policy file's network (training defaults: 64, flat 256).
+MAX_POLICY_HIDDEN = 1024
+#: Bytes of a policy file, and of its contents once unpacked.
+MAX_POLICY_BYTES = 64 * 1024**2
+#: Largest magnitude of a weight in a policy file (trained ones here reach about 3).
+MAX_POLICY_WEIGHT = 1e6
