@@ -267,3 +267,62 @@ def test_files_from_another_config_are_refused(built, tiny, tmp_path):  # noqa: 
     )
     assert r.returncode == 2 and "made with scenario settings" in r.stderr
     assert not (tmp_path / "r.md").exists()
+
+
+def test_readme_results_block_is_the_reports_tables(built, tiny, tmp_path):  # noqa: F811
+    readme = tmp_path / "README.md"
+    before, after = "# Project\n\nIntro.\n\n## Results\n\n", "\n## Set up and run\n\nText.\n"
+    readme.write_text(before + report.README_BEGIN + "\nstale numbers\n" + report.README_END + after)
+    out = tmp_path / "rapport.md"
+    r = run_cli(
+        "--config", tiny["conf"], "report", "--bench", built["bench"], "--out", out,
+        "--figures", built["figures"], "--train-dir", built["train"], "--demo", built["demo"],
+        "--readme", readme,
+    )  # fmt: skip
+    ok(r)
+    text = readme.read_text()
+    assert text.startswith(before) and text.endswith(after)  # only the block changed
+    assert "stale numbers" not in text
+    block = text[text.index(report.README_BEGIN) : text.index(report.README_END)]
+    # the same table rows as the report's results table, cell for cell
+    assert table_rows("## Results\n" + block + "### Ranking") == table_rows(out.read_text())
+    # running it again changes nothing
+    ok(
+        run_cli(
+            "--config",
+            tiny["conf"],
+            "report",
+            "--bench",
+            built["bench"],
+            "--out",
+            out,
+            "--figures",
+            built["figures"],
+            "--train-dir",
+            built["train"],
+            "--demo",
+            built["demo"],
+            "--readme",
+            readme,
+        )  # fmt: skip
+    )
+    assert readme.read_text() == text
+
+
+def test_readme_without_a_results_block_is_refused(built, tiny, tmp_path):  # noqa: F811
+    readme = tmp_path / "README.md"
+    readme.write_text("# Project\n\nNo block here.\n")
+    r = run_cli(
+        "--config", tiny["conf"], "report", "--bench", built["bench"], "--out", tmp_path / "r.md",
+        "--figures", built["figures"], "--train-dir", built["train"], "--demo", built["demo"],
+        "--readme", readme,
+    )  # fmt: skip
+    assert r.returncode == 2 and "no results block" in r.stderr and "Traceback" not in r.stderr
+    assert readme.read_text() == "# Project\n\nNo block here.\n"
+
+
+def test_the_projects_readme_has_a_results_block():
+    from .conftest import ROOT
+
+    lines = (ROOT / "README.md").read_text().split("\n")
+    assert lines.index(report.README_BEGIN) < lines.index(report.README_END)

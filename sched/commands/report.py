@@ -29,6 +29,12 @@ def register(sub):
         default=layout.ROBUST_DIR,
         help="folder with <setting>/resume.csv for each robustness setting (default: %(default)s)",
     )
+    s.add_argument(
+        "--readme",
+        metavar="README",
+        help="also rewrite the results block of this README (its lines between the markers) "
+        "with the report's tables; the workflow never does, run it after a full run",
+    )
     s.set_defaults(func=run)
 
 
@@ -45,6 +51,7 @@ def run(args):
         args.demo,
         config_path=args.config,
         robust_dir=args.robustness,
+        readme=args.readme,
     )
     for p in written:
         print(f"wrote {p}", file=sys.stderr)

@@ -30,7 +30,11 @@ from sched.evaluate.report_sections import (
     setup_section,
 )
 
-__all__ = ["FIGURES", "ReportError", "build", "make_figures", "render"]
+__all__ = ["FIGURES", "README_BEGIN", "README_END", "ReportError", "build", "make_figures", "render"]
+
+#: The README's results block lies between these lines; `sched report --readme` rewrites it.
+README_BEGIN = "<!-- results: written by `sched report --readme README.md`; do not edit by hand -->"
+README_END = "<!-- end of results -->"
 
 
 def make_figures(cfg, d, figures_dir):
@@ -89,10 +93,41 @@ def render(cfg, d, made, notes, paths):
     return "\n".join("\n".join(s) + "\n" for s in sections)
 
 
+def readme_block(cfg, d):
+    """The README's results: the report's results and other-settings tables, one heading level down."""
+    lines = []
+    for section in (results_section(cfg, d)[2:], robustness_section(cfg, d.get("robust"))):
+        lines += ["#" + x if x.startswith("## ") else x for x in section] + [""]
+    return [README_BEGIN, "", *lines, README_END]
+
+
+def update_readme(path, block):
+    """Replace the lines between README_BEGIN and README_END (included) of ``path`` with ``block``."""
+    text = Path(path).read_text(encoding="utf-8")
+    lines = text.split("\n")
+    try:
+        first, last = lines.index(README_BEGIN), lines.index(README_END)
+    except ValueError:
+        raise ReportError(
+            f"{path}: no results block (a line {README_BEGIN!r}, then {README_END!r})"
+        ) from None
+    if last < first:
+        raise ReportError(f"{path}: the end of the results block comes before its beginning")
+    files.write_text(path, "\n".join(lines[:first] + block + lines[last + 1 :]))
+
+
 def build(
-    cfg, bench_dir, out, figures_dir, train_dir, demo_dir, config_path=None, robust_dir=layout.ROBUST_DIR
+    cfg,
+    bench_dir,
+    out,
+    figures_dir,
+    train_dir,
+    demo_dir,
+    config_path=None,
+    robust_dir=layout.ROBUST_DIR,
+    readme=None,
 ):
-    """Write the figures and rapport.md; returns the paths written."""
+    """Write the figures and rapport.md (and the results block of ``readme``); returns the paths written."""
     d = load(bench_dir, train_dir, demo_dir, cfg)
     d["robust"] = read_robustness(cfg, robust_dir)
     paths = {
@@ -105,4 +140,8 @@ def build(
     made, notes = make_figures(cfg, d, figures_dir)
     text = render(cfg, d, made, notes, paths)
     files.write_text(out, text)
-    return [Path(out), *made.values()]
+    written = [Path(out), *made.values()]
+    if readme is not None:
+        update_readme(readme, readme_block(cfg, d))
+        written.append(Path(readme))
+    return written
