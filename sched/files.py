@@ -4,7 +4,9 @@ A reader (or a Snakemake job that is killed half-way) never sees a partial
 artefact: the file is either the old one, absent, or complete.
 """
 
+import csv
 import glob
+import io
 import json
 import os
 import stat
@@ -13,6 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from sched.errors import SchedError
+from sched.limits import SHOWN_CHARS as SHOWN
 
 
 class OutputError(SchedError):
@@ -98,18 +101,121 @@ def write_csv(path, frame):
         frame.to_csv(tmp, index=False)
 
 
-def read_csv(path, error, **kwargs):
-    """pandas.read_csv with the usual failures turned into ``error`` naming the file."""
-    import pandas as pd
+def read_bytes(path, error, limit=None):
+    """The bytes of a regular file, or ``error`` naming it.
 
+    A folder, a pipe or a device is refused (opened without blocking, so a
+    FIFO with no writer does not hang), and so is a file over ``limit`` bytes.
+    """
     try:
-        return pd.read_csv(path, **kwargs)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except FileNotFoundError:
         raise error(f"{path}: file not found") from None
+    except PermissionError:
+        raise error(f"{path}: cannot read (permission denied)") from None
+    except OSError as exc:
+        raise error(f"{path}: cannot read: {exc.strerror}") from None
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise error(f"{path}: is a folder, not a file")
+        if not stat.S_ISREG(st.st_mode):
+            raise error(f"{path}: not a regular file (a pipe or a device?)")
+        if limit is not None and st.st_size > limit:
+            raise error(f"{path}: {st.st_size} bytes, more than the {limit} allowed")
+        with os.fdopen(os.dup(fd), "rb") as fh:
+            return fh.read()
+    except OSError as exc:
+        raise error(f"{path}: cannot read: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+
+
+def read_text(path, error, limit=None):
+    """The text of a regular UTF-8 file (a byte-order mark dropped), or ``error`` naming it."""
+    data = read_bytes(path, error, limit)
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise error(f"{path}: not a UTF-8 text file (byte {exc.start} cannot be decoded)") from None
+
+
+def scan_csv(text, source, error, skipinitialspace=False, sep=",", max_rows=None):
+    """Check a CSV text's shape: (header, the file line of each data row).
+
+    Refused with ``error``, naming ``source``, the row (1 = the first data row)
+    and the line (1 = the first line of the file, the header's when it has no
+    blank line above it): a row whose field count differs from the header's,
+    a column name given twice (compared stripped), more than ``max_rows`` rows,
+    text that is no CSV, a file with no header. Blank lines are skipped, as
+    pandas does; a row's line is where it starts (a quoted field may span lines).
+    """
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=sep, skipinitialspace=skipinitialspace)
+    header, header_line, lines, end = None, 0, [], 0
+    try:
+        for record in reader:
+            start, end = end + 1, reader.line_num
+            if not record or (len(record) == 1 and not record[0].strip()):
+                continue
+            if header is None:
+                header, header_line = record, start
+                check_header(header, source, start, error)
+            elif len(record) != len(header):
+                raise error(
+                    f"{source}: row {len(lines) + 1} (line {start}): {len(record)} fields, "
+                    f"the header (line {header_line}) has {len(header)}"
+                )
+            else:
+                lines.append(start)
+                if max_rows is not None and len(lines) > max_rows:
+                    raise error(f"{source}: more than {max_rows} rows")
+    except csv.Error as exc:
+        raise error(f"{source}: line {reader.line_num}: not a readable CSV file ({exc})") from None
+    if header is None:
+        raise error(f"{source}: empty file (no header, no rows)")
+    return header, lines
+
+
+def check_header(header, source, line, error):
+    """Refuse a column name given twice (compared stripped; empty names may repeat)."""
+    seen = {}
+    for i, name in enumerate(header, start=1):
+        name = name.strip()
+        if name and name in seen:  # pandas names empty columns "Unnamed: i", all different
+            raise error(
+                f"{source}: line {line}: column {name[:SHOWN]!r} appears twice (fields {seen[name]} and {i})"
+            )
+        seen[name] = i
+
+
+def read_csv_lines(path, error, limit=None, max_rows=None, **kwargs):
+    """:func:`read_csv`, with the file line of each row: (frame, lines)."""
+    import pandas as pd
+
+    text = read_text(path, error, limit)
+    _, lines = scan_csv(
+        text, path, error, kwargs.get("skipinitialspace", False), kwargs.get("sep", ","), max_rows
+    )
+    try:
+        # index_col=False: pandas never takes a column as the index (it would
+        # for rows one field longer than the header, which scan_csv refuses)
+        frame = pd.read_csv(io.StringIO(text), index_col=False, **kwargs)
     except pd.errors.EmptyDataError:
         raise error(f"{path}: empty file (no header, no rows)") from None
-    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
-        raise error(f"{path}: not a readable CSV file: {exc}") from None
+    except pd.errors.ParserError as exc:
+        raise error(f"{path}: not a readable CSV file: {str(exc).strip()}") from None
+    if len(frame) != len(lines):  # the csv module and pandas read the rows differently
+        raise error(f"{path}: not a readable CSV file ({len(lines)} rows here, {len(frame)} by pandas)")
+    return frame, lines
+
+
+def read_csv(path, error, **kwargs):
+    """pandas.read_csv of a checked file; every failure is ``error`` naming the file.
+
+    The file must be a regular UTF-8 file whose rows all have the header's
+    field count and whose column names are distinct (see :func:`scan_csv`).
+    """
+    return read_csv_lines(path, error, **kwargs)[0]
 
 
 def _jsonable(value):

@@ -600,3 +600,60 @@ def test_scenario_with_a_calibration_stays_light(calibrated):
     )
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+
+
+# --------------------------------------------------------------------------- issue 13: hostile bench logs
+
+
+@pytest.mark.parametrize(
+    "maker,bad,reason",
+    [
+        # a mean or a likelihood over such durations is Infinity or NaN in the calibration file
+        (csv_with, "image,1e308", "duration_s: '1e308' is out of range (<= 1e+12)"),
+        (jsonl_with, '{"kind": "image", "duration_s": 1e300}', "duration_s: 1e+300 is out of range"),
+        (jsonl_with, '{"kind": "image", "duration_s": 4, "steps": 1e200}', "steps: 1e+200 is out of range"),
+    ],
+)
+def test_absurdly_large_numbers_make_a_record_malformed(tmp_path, maker, bad, reason):
+    p, line = maker(tmp_path, bad)
+    cal = calibrate([p], options())
+    assert cal.data["sources"][0]["malformed_lines"] == [line]
+    warnings = [t for level, t in cal.notes if level == "warning"]
+    assert f"line {line}: {reason}" in warnings[0]
+    text = json.dumps(cal.data)
+    assert "Infinity" not in text and "NaN" not in text
+
+
+def test_a_bench_header_naming_a_column_twice_is_refused(tmp_path):
+    p = tmp_path / "twice.csv"
+    p.write_text("kind,duration_s, duration_s\n" + "\n".join(f"{x},1" for x in good_lines()) + "\n")
+    with pytest.raises(CalibrationError, match=r"twice.csv: line 1: column 'duration_s' appears twice"):
+        calibrate([p], options())
+
+
+def test_unreadable_bench_logs_are_one_error_naming_them(tmp_path, monkeypatch):
+    import os
+
+    folder = tmp_path / "folder.csv"
+    folder.mkdir()
+    junk = tmp_path / "junk.jsonl"
+    junk.write_bytes(b"\xff\xfe\x00\x01\x80junk")
+    cases = [(folder, "is a folder, not a file"), (junk, "not UTF-8 text")]
+    if hasattr(os, "mkfifo"):
+        os.mkfifo(tmp_path / "fifo.csv")  # no writer: refused at once, not waited on
+        cases.append((tmp_path / "fifo.csv", "not a regular file"))
+    for path, match in cases:
+        with pytest.raises(CalibrationError, match=match) as info:
+            calibrate([path], options())
+        assert str(info.value).startswith(f"{path}: ")
+    good, _ = csv_with(tmp_path, "image,20", name="good.csv")
+    real_open = os.open
+
+    def denied(path, *args, **kwargs):  # chmod 000 does not stop root
+        if str(path) == str(good):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", denied)
+    with pytest.raises(CalibrationError, match=r"good.csv: cannot read \(permission denied\)"):
+        calibrate([good], options())

@@ -109,3 +109,68 @@ def test_a_robustness_setting_takes_the_train_keys_and_no_defaults():
     for key, sub in setting["properties"].items():
         if key != "atc_k":
             assert sub == {"$ref": f"#/properties/train/properties/{key}"}, key
+
+
+# --------------------------------------------------------------------------- issue 13: documented bounds
+
+
+def _schema():
+    return yaml.safe_load((ROOT / "workflow/schemas/config.schema.yaml").read_text())
+
+
+def test_schema_maxima_are_the_documented_limits():
+    from sched import limits
+
+    s = _schema()
+    sc, props = s["properties"]["scenario"]["properties"], s["properties"]
+    setting = props["robustness"]["properties"]["settings"]["items"]["properties"]
+    bounded = [
+        (sc["tasks"], limits.MAX_SCENARIO_TASKS, "MAX_SCENARIO_TASKS"),
+        (props["train"]["properties"]["tasks"], limits.MAX_SCENARIO_TASKS, "MAX_SCENARIO_TASKS"),
+        (sc["machines"], limits.MAX_MACHINES, "MAX_MACHINES"),
+        (setting["machines"], limits.MAX_MACHINES, "MAX_MACHINES"),
+    ]
+    for sub, limit, name in bounded:
+        assert sub["maximum"] == limit
+        assert f"sched.limits.{name}" in sub["description"]
+    weight = sc["priorities"]["additionalProperties"]["properties"]["weight"]
+    assert weight["maximum"] == limits.MAX_WEIGHT
+    assert s["$defs"]["range"]["items"]["maximum"] == limits.MAX_SECONDS
+    kind = s["$defs"]["kind"]["properties"]
+    assert kind["median_s"]["maximum"] == kind["samples_s"]["items"]["maximum"] == limits.MAX_SECONDS
+
+
+@pytest.mark.parametrize(
+    "cfg,match",
+    [
+        (
+            {"scenario": {"tasks": 10**12}},
+            r"scenario.tasks: 1000000000000 is greater than the maximum of 1000000",
+        ),
+        (
+            {"scenario": {"machines": 10**9}},
+            r"scenario.machines: 1000000000 is greater than the maximum of 10000",
+        ),
+        ({"train": {"tasks": 10**7}}, r"train.tasks: 10000000 is greater than the maximum of 1000000"),
+        (
+            {"robustness": {"settings": [{"name": "big", "machines": 10**9}]}},
+            r"robustness.settings.0.machines: 1000000000 is greater than the maximum of 10000",
+        ),
+        (
+            {"scenario": {"priorities": {"p": {"weight": 1e300, "prob": 1}}}},
+            r"scenario.priorities.p.weight: 1e\+300 is greater than the maximum",
+        ),
+        ({"scenario": {"due": {"slack_s": [0, 1e300]}}}, r"scenario.due.slack_s.1: 1e\+300 is greater"),
+        (
+            {
+                "scenario": {
+                    "kinds": {"a": {"share": 1, "distribution": "lognormal", "median_s": 1e300, "sigma": 1}}
+                }
+            },
+            r"scenario.kinds.a.median_s: 1e\+300 is greater than the maximum",
+        ),
+    ],
+)
+def test_sizes_and_magnitudes_past_the_limits_are_refused(cfg, match):
+    with pytest.raises(ConfigError, match=match):
+        validate_config(cfg, "test.yaml")

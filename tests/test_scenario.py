@@ -157,3 +157,224 @@ def test_validate_frame_names_the_source():
     )
     with pytest.raises(ScenarioError, match="my-table: row 1"):
         validate_frame(frame, "my-table")
+
+
+# --------------------------------------------------------------------------- issue 13: file shape and bounds
+
+HEADER = "id,kind,arrival_s,duration_s,weight,due_s\n"
+
+SHAPE = [
+    # every row one field longer: pandas took the first column as the index (defect 4)
+    (
+        HEADER + "a,image,0,10,1,20,30\nb,image,0,10,1,20,30\n",
+        r"row 1 \(line 2\): 7 fields, the header \(line 1\) has 6",
+    ),
+    (
+        HEADER + "a,image,0,10,1,20\nb,image,0,10\n",
+        r"row 2 \(line 3\): 4 fields, the header \(line 1\) has 6",
+    ),
+    # a blank line and a quoted field over two lines: the row named is the right one
+    (
+        HEADER + 'a,image,0,10,1,20\n\nb,image,0,10,1,20\n"c\nd",image,0,10,1,20\ne,image,0,10,1,20,30\n',
+        r"row 4 \(line 7\): 7 fields",
+    ),
+    (
+        HEADER.rstrip("\n") + ",id\na,image,0,10,1,20,x\n",
+        r"line 1: column 'id' appears twice \(fields 1 and 7\)",
+    ),
+    (HEADER.rstrip("\n") + ", weight \na,image,0,10,1,20,2\n", "column 'weight' appears twice"),
+    (HEADER.rstrip("\n") + ",start_s\na,image,0,10,1,20,5\n", "column 'start_s' is one a schedule adds"),
+    (HEADER.rstrip("\n") + ",machine\na,image,0,10,1,20,0\n", "column 'machine' is one a schedule adds"),
+    (HEADER.rstrip("\n") + ",weighted_tardiness_s\na,image,0,10,1,20,0\n", "'weighted_tardiness_s' is one"),
+    # ids are stripped, then must be distinct
+    (HEADER + "a  ,image,0,10,1,20\na,image,0,10,1,20\n", r"row 2 \(line 3\) field id: duplicate id 'a'"),
+    # finite but absurd values would make the summary sums Infinity (defect 5)
+    (HEADER + "a,image,0,1e308,1,20\n", r"row 1 \(line 2\) field duration_s: '1e308' is out of range"),
+    (HEADER + "a,image,-2e12,10,1,20\n", "field arrival_s: '-2e12' is out of range"),
+    (HEADER + "a,image,0,10,1,1e13\n", "field due_s: '1e13' is out of range"),
+    (
+        HEADER.rstrip("\n") + ",estimate_s\na,image,0,10,1,20,1e300\n",
+        "field estimate_s: '1e300' is out of range",
+    ),
+    (HEADER + "a,image,0,10,1e7,20\n", r"field weight: '1e7' is out of range \(\|value\| <= 1e\+06\)"),
+    # a cell error after a blank line names the file line, not row + 1
+    (
+        HEADER + "a,image,0,10,1,20\n\n\nb,image,0,10,x,20\n",
+        r"row 2 \(line 5\) field weight: 'x' is not a number",
+    ),
+]
+
+
+@pytest.mark.parametrize("text,match", SHAPE)
+def test_misshapen_and_out_of_range_files_are_refused_naming_the_row(tmp_path, text, match):
+    p = tmp_path / "bad.csv"
+    p.write_text(text)
+    with pytest.raises(ScenarioError, match=match) as info:
+        read_scenario(p)
+    assert str(info.value).startswith(f"{p}: ")
+
+
+def test_values_at_the_limits_are_accepted(tmp_path):
+    from sched.limits import MAX_SECONDS, MAX_WEIGHT
+
+    p = tmp_path / "edge.csv"
+    p.write_text(HEADER + f"a,image,{-MAX_SECONDS!r},{MAX_SECONDS!r},{MAX_WEIGHT!r},{MAX_SECONDS!r}\n")
+    f = read_scenario(p).frame
+    assert f["duration_s"].iloc[0] == MAX_SECONDS and f["weight"].iloc[0] == MAX_WEIGHT
+
+
+def test_ids_are_stripped(tmp_path):
+    p = tmp_path / "s.csv"
+    p.write_text(HEADER + '  a  ,image,0,10,1,20\n" b ",image,0,10,1,20\n')
+    assert read_scenario(p).frame["id"].tolist() == ["a", "b"]
+
+
+def test_valid_files_in_every_layout_read_as_before(tmp_path):
+    # a byte-order mark, CRLF line ends, a quoted comma, a quoted line break, blank and
+    # white lines, spaces after commas, an unnamed trailing column
+    p = tmp_path / "s.csv"
+    p.write_bytes(
+        b"\xef\xbb\xbfid,kind,arrival_s,duration_s,weight,due_s,note,\r\n"
+        b'1,image,0,10,1,20,"a, b",\r\n\r\n   \r\n'
+        b'2, video , 1e1,5,2,  30,"multi\nline",x\r\n'
+    )
+    f = read_scenario(p).frame
+    assert list(f.columns) == [
+        "id",
+        "kind",
+        "arrival_s",
+        "duration_s",
+        "weight",
+        "due_s",
+        "note",
+        "Unnamed: 7",
+    ]
+    assert f["id"].tolist() == ["1", "2"] and f["kind"].tolist() == ["image", "video "]
+    assert f["arrival_s"].tolist() == [0.0, 10.0] and f["due_s"].tolist() == [20.0, 30.0]
+    assert f["note"].tolist() == ["a, b", "multi\nline"] and f["Unnamed: 7"].tolist() == ["", "x"]
+
+
+def test_a_generated_scenario_reads_back_identically(tmp_path, cfg):
+    sc = generate(cfg, 5, tasks=300)
+    write_scenario(tmp_path / "s.csv", sc)
+    back = read_scenario(tmp_path / "s.csv").frame
+    for col in ("arrival_s", "duration_s", "weight", "due_s", "estimate_s"):
+        assert np.array_equal(back[col].to_numpy(), sc.frame[col].to_numpy())
+
+
+def _fifo(path):
+    import os
+
+    if not hasattr(os, "mkfifo"):
+        pytest.skip("no FIFOs here")
+    os.mkfifo(path)
+    return path
+
+
+def test_unreadable_scenario_files_are_one_error_naming_them(tmp_path, monkeypatch):
+    import os
+
+    folder = tmp_path / "folder.csv"
+    folder.mkdir()
+    junk = tmp_path / "junk.csv"
+    junk.write_bytes(b"\xff\xfe\x00\x01\x80junk")
+    cases = [
+        (folder, "is a folder, not a file"),
+        (junk, "not a UTF-8 text file"),
+        # a FIFO with no writer: refused at once, not waited on
+        (_fifo(tmp_path / "fifo.csv"), "not a regular file"),
+        (tmp_path / "missing.csv", "file not found"),
+        (tmp_path / "junk.csv" / "x.csv", "cannot read"),
+    ]
+    for path, match in cases:
+        with pytest.raises(ScenarioError, match=match) as info:
+            read_scenario(path)
+        assert str(info.value).startswith(f"{path}: ")
+    # chmod 000 does not stop root: make open() itself fail
+    good = tmp_path / "good.csv"
+    good.write_text(GOOD)
+    real_open = os.open
+
+    def denied(path, *args, **kwargs):
+        if str(path) == str(good):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", denied)
+    with pytest.raises(ScenarioError, match=r"good.csv: cannot read \(permission denied\)"):
+        read_scenario(good)
+
+
+def test_scenario_files_past_the_size_limits_are_refused(tmp_path, monkeypatch):
+    import sched.data.scenario as S
+
+    p = tmp_path / "s.csv"
+    p.write_text(HEADER + "".join(f"{i},image,0,10,1,20\n" for i in range(5)))
+    monkeypatch.setattr(S, "MAX_SCENARIO_TASKS", 4)
+    with pytest.raises(ScenarioError, match="more than 4 rows"):
+        read_scenario(p)
+    monkeypatch.setattr(S, "MAX_SCENARIO_TASKS", 5)
+    assert len(read_scenario(p)) == 5
+    monkeypatch.setattr(S, "MAX_SCENARIO_BYTES", 100)
+    with pytest.raises(ScenarioError, match=r"s.csv: \d+ bytes, more than the 100 allowed"):
+        read_scenario(p)
+
+
+def test_read_csv_never_takes_a_column_as_the_index(tmp_path):
+    from sched import files
+
+    class Bad(ValueError):
+        pass
+
+    p = tmp_path / "t.csv"
+    p.write_text("a,b\n1,2,3\n")
+    with pytest.raises(Bad, match=r"t.csv: row 1 \(line 2\): 3 fields, the header \(line 1\) has 2"):
+        files.read_csv(p, Bad)
+    p.write_text("a,b\n1,2\n")
+    frame, lines = files.read_csv_lines(p, Bad)
+    assert frame.to_dict("list") == {"a": [1], "b": [2]} and lines == [2]
+    p.write_text('a,b\n"1,2\n')
+    with pytest.raises(Bad, match="t.csv"):
+        files.read_csv(p, Bad)
+
+
+def test_generation_is_bounded_before_allocating(cfg):
+    from sched.data.scenario import SizeError, draw
+    from sched.limits import MAX_MACHINES, MAX_SCENARIO_TASKS
+
+    with pytest.raises(SizeError, match=f"tasks: must be at most {MAX_SCENARIO_TASKS}"):
+        draw(cfg, 1, tasks=10**12)
+    with pytest.raises(SizeError, match=f"machines: must be at most {MAX_MACHINES}"):
+        draw(cfg, 1, tasks=5, machines=10**9)
+    with pytest.raises(ValueError, match="finite > 0"):
+        draw(cfg, 1, tasks=5, load=float("inf"))
+
+
+@pytest.mark.parametrize(
+    "change, field",
+    [
+        ({"estimate_noise_sigma": 1000.0}, "estimate_s"),
+        (
+            {"kinds": {"a": {"share": 1, "distribution": "lognormal", "median_s": 1e12, "sigma": 1}}},
+            "arrival_s",
+        ),
+        (
+            {"kinds": {"a": {"share": 1, "distribution": "lognormal", "median_s": 10, "sigma": 900}}},
+            "arrival_s",
+        ),
+    ],
+)
+def test_generated_times_beyond_the_limit_are_refused_without_warnings(cfg, change, field):
+    import warnings
+
+    from sched.data.scenario import SizeError
+
+    c = copy.deepcopy(cfg)
+    c["scenario"].update(change)
+    c = validate_config(c)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(
+            SizeError, match=f"scenario seed 3: a drawn {field} of .* is beyond the 1e\\+12 s"
+        ):
+            generate(c, 3, tasks=50)

@@ -1,8 +1,10 @@
 """`sched scenario`: write a generated scenario as CSV."""
 
+import math
 import sys
 
 from sched.cli import load_cfg
+from sched.errors import UsageError
 
 
 def register(sub):
@@ -23,6 +25,7 @@ def register(sub):
 def run(args):
     from sched.data.scenario import generate, write_scenario
 
+    check_overrides(args)
     cfg = load_cfg(args)
     if args.calibration:
         cfg["scenario"]["calibration"] = args.calibration
@@ -32,3 +35,15 @@ def run(args):
         print(f"wrote {args.out} ({len(sc)} tasks, seed {args.seed})", file=sys.stderr)
     else:
         sc.frame.to_csv(sys.stdout, index=False)
+
+
+def check_overrides(args):
+    """The command-line overrides within the schema's bounds, refused naming the option."""
+    from sched.data.scenario import check_size
+
+    for name, value in (("--tasks", args.tasks), ("--machines", args.machines)):
+        if value is not None and value < 1:
+            raise UsageError(f"{name}: must be >= 1, got {value}")
+    check_size(args.tasks, args.machines, names=("--tasks", "--machines"))
+    if args.load is not None and not 0 < args.load < math.inf:
+        raise UsageError(f"--load: must be a finite number > 0, got {args.load}")

@@ -1,6 +1,7 @@
 """`sched simulate`: schedule scenarios with a policy and summarise them."""
 
 import json
+import math
 from pathlib import Path
 
 from sched.cli import load_cfg
@@ -25,16 +26,17 @@ def register(sub):
 
 def run(args):
     from sched import files
-    from sched.data.scenario import generate, read_scenario, schedule_frame, summarize
+    from sched.data.scenario import check_size, generate, read_scenario, schedule_frame, summarize
     from sched.evaluate.runs import schedule_scenarios
 
     cfg = load_cfg(args)
     machines = args.machines if args.machines is not None else cfg["scenario"]["machines"]
     if machines < 1:
         raise UsageError(f"--machines: must be >= 1, got {machines}")
+    check_size(None, machines, names=("--tasks", "--machines"))
     k = args.atc_k if args.atc_k is not None else cfg["rules"]["atc_k"]
-    if not k > 0:
-        raise UsageError(f"--atc-k: must be > 0, got {k}")
+    if not 0 < k < math.inf:  # an infinite k would print Infinity in the JSON lines
+        raise UsageError(f"--atc-k: must be a finite number > 0, got {k}")
     if args.scenario:
         scenarios = [read_scenario(p) for p in args.scenario]
         stems = [s.name for s in scenarios]

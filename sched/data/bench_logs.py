@@ -5,8 +5,10 @@ duration <= 0, a line that is not JSON or not a JSON object, a row with the
 wrong number of fields) are skipped, counted and kept with their line numbers
 in a :class:`BenchLog`. A file that cannot be read, an empty file and a file
 with more than ``calibration.max_bad_share`` malformed records raise
-:class:`CalibrationError`; the checks that need every file (kinds, counts)
-are :func:`sched.data.fit.calibrate`'s.
+:class:`CalibrationError`, and so do a folder, a pipe and a CSV header naming
+a column twice. A number above ``sched.limits.MAX_SECONDS`` (a duration or a
+feature) makes its record malformed. The checks that need every file (kinds,
+counts) are :func:`sched.data.fit.calibrate`'s.
 """
 
 import csv
@@ -19,7 +21,9 @@ from pathlib import Path
 
 import numpy as np
 
+from sched import files
 from sched.errors import SchedError
+from sched.limits import MAX_SECONDS
 
 SUFFIXES = {".csv": "csv", ".jsonl": "jsonl", ".json-lines": "jsonl"}
 FIELDS = ("kind", "duration_s", "width", "height", "frames", "steps")
@@ -69,6 +73,8 @@ def _number(value, name):
         raise _Bad(f"{name}: {value!r} is not finite")
     if x <= 0:
         raise _Bad(f"{name}: must be > 0, got {value!r}")
+    if x > MAX_SECONDS:  # a mean or a likelihood over such values is no longer finite
+        raise _Bad(f"{name}: {value!r} is out of range (<= {MAX_SECONDS:g})")
     return x
 
 
@@ -110,6 +116,7 @@ def _raw_records(text, fmt, path, columns):
             return
         header = [h.strip() for h in header]
         reader.fieldnames = header
+        files.check_header(header, path, reader.line_num, CalibrationError)
         for f in ("kind", "duration_s"):
             if columns[f] not in header:
                 raise CalibrationError(
@@ -148,12 +155,7 @@ def _read_file(path):
             f"{path}: unknown bench log format {path.suffix or '(no extension)'!r}; "
             f"expected {', '.join(SUFFIXES)} (CSV or JSON Lines)"
         )
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise CalibrationError(f"{path}: file not found") from None
-    except IsADirectoryError:
-        raise CalibrationError(f"{path}: is a folder, not a bench log") from None
+    data = files.read_bytes(path, CalibrationError)  # a folder, a pipe, an unreadable file: refused
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

@@ -6,7 +6,12 @@ A scenario is a table of tasks, one row each. File contract (CSV):
 
 ``duration_s`` is the true duration, ``estimate_s`` what the scheduler sees
 (the duration when the column is absent). Extra columns are carried through
-to schedules unchanged.
+to schedules unchanged; the columns a schedule adds (``SCHEDULE_COLUMNS``)
+are refused, and so is a column name given twice. Every row has the header's
+field count. Ids are stripped of surrounding spaces, then must be distinct.
+Times are finite and at most ``sched.limits.MAX_SECONDS`` in absolute value,
+weights at most ``sched.limits.MAX_WEIGHT``; a file has at most
+``sched.limits.MAX_SCENARIO_TASKS`` rows and ``MAX_SCENARIO_BYTES`` bytes.
 
 Generated scenarios follow the config's ``scenario`` section (documented in
 ``workflow/schemas/config.schema.yaml``): Poisson arrivals at the rate that
@@ -24,18 +29,28 @@ import numpy as np
 import pandas as pd
 
 from sched import files
+from sched.config import shorten
 from sched.data.calibration import estimate_noise_sigma_from_calibration, kind_specs_from_calibration
 from sched.data.distributions import mean_duration, sample_durations
 from sched.errors import SchedError
+from sched.limits import MAX_MACHINES, MAX_SCENARIO_BYTES, MAX_SCENARIO_TASKS, MAX_SECONDS, MAX_WEIGHT
 from sched.sim.objective import tardiness
 
 REQUIRED = ("id", "kind", "arrival_s", "duration_s", "weight", "due_s")
 NUMERIC = ("arrival_s", "duration_s", "weight", "due_s", "estimate_s")
 POSITIVE = ("duration_s", "estimate_s", "weight")
+#: Columns the schedule table adds (see schedule_frame): a scenario may not hold them.
+SCHEDULE_COLUMNS = ("machine", "start_s", "end_s", "tardiness_s", "weighted_tardiness_s")
+#: Largest absolute value of each numeric column.
+BOUNDS = {c: (MAX_WEIGHT if c == "weight" else MAX_SECONDS) for c in NUMERIC}
 
 
 class ScenarioError(SchedError):
     """A scenario file or table is invalid; the message names file, row and field."""
+
+
+class SizeError(SchedError):
+    """More tasks or machines than sched.limits allows; the message names the field."""
 
 
 @dataclass
@@ -62,14 +77,21 @@ class Scenario:
 # --------------------------------------------------------------------------- reading
 
 
-def validate_frame(frame, source="scenario"):
-    """Check a task table; return it with numeric columns as float64.
+def validate_frame(frame, source="scenario", lines=None):
+    """Check a task table; return it with numeric columns as float64 and ids stripped.
 
     Rows are numbered from 1 (the first task) and the file line is given too
-    (the header is line 1).
+    (the first line of the file is line 1): ``lines[i]`` for row ``i + 1``
+    when given (see :func:`sched.files.read_csv_lines`), else ``i + 2``.
     """
     if not isinstance(frame, pd.DataFrame):
         raise ScenarioError(f"{source}: expected a table of tasks")
+    taken = [c for c in SCHEDULE_COLUMNS if c in frame.columns]
+    if taken:
+        raise ScenarioError(
+            f"{source}: column {taken[0]!r} is one a schedule adds (a schedule file, not a scenario?); "
+            f"a scenario may not hold {', '.join(SCHEDULE_COLUMNS)}"
+        )
     missing = [c for c in REQUIRED if c not in frame.columns]
     if missing:
         raise ScenarioError(
@@ -80,9 +102,11 @@ def validate_frame(frame, source="scenario"):
     out = frame.copy()
     for col in ("id", "kind"):
         text = out[col].astype("string")
+        if col == "id":
+            text = text.str.strip()  # "a " and "a" are the same task (as in rank())
         empty = text.isna() | (text.str.strip() == "")
         if empty.any():
-            raise ScenarioError(f"{source}: {_where(empty)} field {col}: missing value")
+            raise ScenarioError(f"{source}: {_where(empty, lines)} field {col}: missing value")
         out[col] = text.astype(str)
     for col in NUMERIC:
         if col not in out.columns:
@@ -96,14 +120,20 @@ def validate_frame(frame, source="scenario"):
             if pd.isna(shown) or str(shown).strip() == "":
                 why = "missing value"
             elif np.isnan(values.iloc[i]) and str(shown).strip().lower() not in ("nan", "-nan", "+nan"):
-                why = f"{shown!r} is not a number"
+                why = f"{shorten(shown)} is not a number"
             else:
-                why = f"{shown!r} is not finite"
-            raise ScenarioError(f"{source}: {_where(bad)} field {col}: {why}")
+                why = f"{shorten(shown)} is not finite"
+            raise ScenarioError(f"{source}: {_where(bad, lines)} field {col}: {why}")
         if col in POSITIVE and (values <= 0).any():
             mask = (values <= 0).to_numpy()
             raise ScenarioError(
-                f"{source}: {_where(mask)} field {col}: must be > 0, got {values[mask].iloc[0]:g}"
+                f"{source}: {_where(mask, lines)} field {col}: must be > 0, got {values[mask].iloc[0]:g}"
+            )
+        big = (values.abs() > BOUNDS[col]).to_numpy()
+        if big.any():
+            raise ScenarioError(
+                f"{source}: {_where(big, lines)} field {col}: {shorten(raw.iloc[int(np.argmax(big))])} "
+                f"is out of range (|value| <= {BOUNDS[col]:g})"
             )
         out[col] = values
     dup = out["id"].duplicated()
@@ -111,23 +141,33 @@ def validate_frame(frame, source="scenario"):
         i = int(np.argmax(dup.to_numpy()))
         first = int(np.flatnonzero((out["id"] == out["id"].iloc[i]).to_numpy())[0])
         raise ScenarioError(
-            f"{source}: {_where(dup.to_numpy())} field id: duplicate id {out['id'].iloc[i]!r} "
+            f"{source}: {_where(dup.to_numpy(), lines)} field id: duplicate id {shorten(out['id'].iloc[i])} "
             f"(first at row {first + 1})"
         )
     return out.reset_index(drop=True)
 
 
-def _where(mask):
+def _where(mask, lines):
+    """ "row R (line L)" of the first row where ``mask`` holds (see validate_frame)."""
     i = int(np.argmax(np.asarray(mask)))
-    return f"row {i + 1} (line {i + 2})"
+    line = lines[i] if lines is not None else i + 2
+    return f"row {i + 1} (line {line})"
 
 
 def read_scenario(path):
-    """Read and validate a scenario CSV file."""
+    """Read and validate a scenario CSV file (see the module's file contract)."""
     path = Path(path)
-    frame = files.read_csv(path, ScenarioError, dtype=str, keep_default_na=False, skipinitialspace=True)
+    frame, lines = files.read_csv_lines(
+        path,
+        ScenarioError,
+        limit=MAX_SCENARIO_BYTES,
+        max_rows=MAX_SCENARIO_TASKS,
+        dtype=str,
+        keep_default_na=False,
+        skipinitialspace=True,
+    )
     frame.columns = [c.strip() for c in frame.columns]
-    return Scenario(path.stem, validate_frame(frame, str(path)))
+    return Scenario(path.stem, validate_frame(frame, str(path), lines))
 
 
 def write_scenario(path, scenario):
@@ -204,6 +244,25 @@ def check_seed(seed):
     return int(seed)
 
 
+def check_size(tasks, machines, names=("tasks", "machines")):
+    """Refuse more than MAX_SCENARIO_TASKS tasks or MAX_MACHINES machines, naming the field."""
+    for name, value, limit in zip(names, (tasks, machines), (MAX_SCENARIO_TASKS, MAX_MACHINES)):
+        if value is not None and value > limit:
+            raise SizeError(f"{name}: must be at most {limit} (sched.limits), got {value}")
+
+
+def _check_drawn(seed, **times):
+    """Refuse a drawn time beyond MAX_SECONDS (or not finite), as a scenario file's would be."""
+    for name, values in times.items():
+        if not np.all(np.abs(values) <= MAX_SECONDS):  # NaN fails the test too
+            worst = values[~(np.abs(values) <= MAX_SECONDS)][0]
+            raise SizeError(
+                f"scenario seed {seed}: a drawn {name} of {worst:g} is beyond the {MAX_SECONDS:g} s a "
+                "scenario may hold (sched.limits.MAX_SECONDS): the durations, estimate noise or due "
+                "settings (config scenario section or calibration file) are too large"
+            )
+
+
 def draw(cfg, seed, tasks=None, load=None, machines=None):
     """The random part of :func:`generate`: a dict of task arrays, no table.
 
@@ -216,8 +275,20 @@ def draw(cfg, seed, tasks=None, load=None, machines=None):
     n = int(tasks if tasks is not None else sc["tasks"])
     rho = float(load if load is not None else sc["load"])
     M = int(machines if machines is not None else sc["machines"])
-    if n < 1 or not rho > 0 or M < 1:
-        raise ValueError(f"tasks, load, machines: must be >= 1, > 0, >= 1; got {n}, {rho}, {M}")
+    if n < 1 or not 0 < rho < np.inf or M < 1:
+        raise ValueError(f"tasks, load, machines: must be >= 1, finite > 0, >= 1; got {n}, {rho}, {M}")
+    check_size(n, M)
+    # an overflow (a huge sigma, say) is refused below in one line, without warnings
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        d = _draw(cfg, seed, n, rho, M)
+    _check_drawn(
+        seed, arrival_s=d["arrival"], duration_s=d["duration"], estimate_s=d["estimate"], due_s=d["due"]
+    )
+    return d
+
+
+def _draw(cfg, seed, n, rho, M):
+    sc = cfg["scenario"]
     specs = kind_specs(cfg)
     kinds = sorted(specs)
     shares = np.array([specs[k]["share"] for k in kinds], dtype=np.float64)
