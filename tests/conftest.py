@@ -99,3 +99,57 @@ def tiny_policy(tmp_path_factory, tiny_cfg):
     out = tmp_path_factory.mktemp("train") / "politique.pt"
     summary = train(tiny_cfg, Args(seed=3, **TINY_TRAIN), out, progress=False)
     return out, summary
+
+
+#: The scenarios of the agreement tests of a learned policy (compiled scorer against torch's
+#: batched rollout, busy machines): (scenario seed, machines, machine_free), on ``tiny_cfg``
+#: with AGREEMENT_TASKS tasks. ``distinct_policy`` schedules each of them unlike ATC.
+AGREEMENT_CASES = ((1, 1, None), (2, 2, [30.0, 0.0]), (3, 3, None))
+AGREEMENT_TASKS = 120
+
+
+def starts_unlike_atc(policy_file, arrays, machines=1, machine_free=None):
+    """How many tasks start at another time under the policy's greedy rollout (torch) than
+    under ATC with the policy's k."""
+    import numpy as np
+
+    from sched.learn import policy_file as PF
+    from sched.learn.vec_env import run_greedy
+    from sched.sim import core
+
+    pol = PF.load(policy_file)
+    ((start, _, _),) = run_greedy(pol, [arrays], machines, machine_free)
+    ((atc, _, _),) = core.simulate_batch(
+        [arrays], "atc", machines=machines, k=pol.meta["atc_k"], machine_free=machine_free
+    )
+    return int((np.asarray(start) != np.asarray(atc)).sum())
+
+
+@pytest.fixture(scope="session")
+def distinct_policy(tmp_path_factory, tiny_policy, tiny_cfg):
+    """A valid policy file whose schedules are not ATC's: use it where a test checks that two
+    paths compute the same learned policy.
+
+    ``tiny_policy`` barely moved from its start, which is ATC exactly (the ATC prior, a
+    correction network whose output layer starts near 0): tests that compare two ways of
+    running it would pass with a broken correction network. Here the output layer of the
+    correction network is redrawn (standard deviation 3, a fixed seed), so the correction
+    outweighs the ATC term often. The fixture checks that the policy differs from ATC on
+    every one of AGREEMENT_CASES, and returns the file's path.
+    """
+    import torch
+
+    from sched.data.scenario import generate
+    from sched.learn import policy_file as PF
+
+    pol = PF.load(tiny_policy[0])
+    head = pol.net.actor[-1]
+    gen = torch.Generator().manual_seed(13)
+    with torch.no_grad():
+        head.weight.copy_(3.0 * torch.randn(head.weight.shape, generator=gen))
+    out = tmp_path_factory.mktemp("distinct") / "politique.pt"
+    PF.save(out, pol.net, pol.meta)
+    for seed, machines, free in AGREEMENT_CASES:
+        arrays = generate(tiny_cfg, seed, tasks=AGREEMENT_TASKS, machines=machines).arrays
+        assert starts_unlike_atc(out, arrays, machines, free) > 0, (seed, machines, free)
+    return out

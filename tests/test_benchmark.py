@@ -25,7 +25,7 @@ from sched.evaluate.statistics import bootstrap_counts, paired_difference, win_t
 from sched.evaluate.summary import SUMMARY_COLUMNS, WINNER_KEYS, choose_winner
 from sched.sim import reference
 
-from .conftest import ROOT, run_cli
+from .conftest import ROOT, run_cli, starts_unlike_atc
 
 HEURISTICS = "fifo,spt,edd,wspt,atc,wmdd,atc-tuned"
 TINY = {
@@ -351,9 +351,13 @@ def test_demo_writes_each_policy_and_a_gantt_chart(tiny):
     )
 
 
-def test_ppo_policies_are_benchmarked_in_one_batch(tmp_path):
+def test_ppo_policies_are_benchmarked_in_one_batch(tmp_path, distinct_policy):
+    """Two policy files in one batch: one just trained by `sched train`, and one that
+    schedules unlike ATC (so that the comparison tests the learned part, not only ATC's)."""
     conf = tmp_path / "c.yaml"
-    conf.write_text(yaml.safe_dump(TINY))
+    # benchmark scenarios of 120 tasks: queues long enough for the distinct policy's totals to
+    # differ from ATC's (training keeps 40, as fast as before)
+    conf.write_text(yaml.safe_dump(dict(TINY, scenario={"tasks": 120}, train={"tasks": 40})))
     pt = tmp_path / "politique.pt"
     ok(run_cli("--config", conf, "train", "--iterations", 2, "--out", pt))
     out = tmp_path / "b"
@@ -363,9 +367,11 @@ def test_ppo_policies_are_benchmarked_in_one_batch(tmp_path):
             conf,
             "benchmark",
             "--policies",
-            "fifo,atc,ppo-1",
+            "fifo,atc,ppo-1,ppo-2",
             "--policy-file",
             f"ppo-1={pt}",
+            "--policy-file",
+            f"ppo-2={distinct_policy}",
             "--seeds",
             "2000000-2000003",
             "--out",
@@ -373,25 +379,30 @@ def test_ppo_policies_are_benchmarked_in_one_batch(tmp_path):
         )
     )
     per = pd.read_csv(out / "per_scenario.csv")
-    assert sorted(set(per["policy"])) == ["atc", "fifo", "ppo-1"]
+    assert sorted(set(per["policy"])) == ["atc", "fifo", "ppo-1", "ppo-2"]
     # expected: each scenario on its own through the one-queue rollout (not the
     # batched path the benchmark takes), tardiness summed here
     from sched.learn import policy_file
     from sched.learn.vec_env import run_greedy_one
 
     cfg = validate_config(yaml.safe_load(conf.read_text()))
-    pol = policy_file.load(pt)
     seeds = range(2000000, 2000004)
-    want = []
-    for seed in seeds:
-        arrays = generate(cfg, seed).arrays  # arrival, duration, estimate, weight, due
-        _, duration, _, weight, due = arrays
-        start, end, _ = run_greedy_one(pol, arrays, 1, None)
-        assert np.allclose(np.asarray(end) - start, duration)
-        want.append(float((weight * np.maximum(np.asarray(end) - due, 0.0)).sum()))
-    got = per[per.policy == "ppo-1"].set_index("scenario_seed")["total_weighted_tardiness_s"]
-    assert list(got.index) == list(seeds)
-    assert got.to_numpy() == pytest.approx(want, rel=1e-9)
+    totals = per.set_index(["policy", "scenario_seed"])["total_weighted_tardiness_s"]
+    for name, path in (("ppo-1", pt), ("ppo-2", distinct_policy)):
+        pol = policy_file.load(path)
+        want = []
+        for seed in seeds:
+            arrays = generate(cfg, seed).arrays  # arrival, duration, estimate, weight, due
+            _, duration, _, weight, due = arrays
+            start, end, _ = run_greedy_one(pol, arrays, 1, None)
+            assert np.allclose(np.asarray(end) - start, duration)
+            want.append(float((weight * np.maximum(np.asarray(end) - due, 0.0)).sum()))
+        got = totals.loc[name]
+        assert list(got.index) == list(seeds)
+        assert got.to_numpy() == pytest.approx(want, rel=1e-9), name
+    # the distinct policy's schedules, and totals, are not ATC's
+    assert sum(starts_unlike_atc(distinct_policy, generate(cfg, s).arrays) for s in seeds) > 0
+    assert (totals.loc["ppo-2"] != totals.loc["atc"]).any()
 
 
 def test_clairvoyant_command_on_the_first_test_seeds(tiny):

@@ -2,6 +2,7 @@
 checkpoints, the observation (training end to end: test_ppo.py)."""
 
 import numpy as np
+import pytest
 import torch
 
 from sched.data.scenario import generate
@@ -117,3 +118,101 @@ def test_observation_names_its_parts_and_maps_actions_to_queue_positions(cfg):
     flat = F.Encoder("flat", 2.0, 80.0, 0.85)(state)
     assert flat.globals_ is None and flat.x.shape == (1, F.FLAT_SIZE)
     assert flat.queue_positions(np.array([0])) == flat.slot_qpos[0, 0]
+
+
+# ------------------------------------------------------------------ the losses, by hand
+
+
+@pytest.mark.parametrize(
+    "advantage, ratio, want",
+    [
+        # inside [1 - eps, 1 + eps] = [0.8, 1.2]: the plain surrogate, -A * r
+        (2.0, 1.1, -2.2),
+        (-2.0, 0.9, 1.8),
+        # outside, on the side the advantage favours: clipped, -A * (1 +/- eps)
+        (2.0, 1.5, -2.4),
+        (-1.0, 0.5, 0.8),
+        # outside, on the side it penalises: not clipped (the pessimistic bound), -A * r
+        (2.0, 0.5, -1.0),
+        (-1.0, 1.5, 1.5),
+    ],
+)
+def test_clipped_policy_loss_by_hand(advantage, ratio, want):
+    """loss = max(-A * r, -A * clip(r, 1 - eps, 1 + eps)), eps = 0.2; its gradient in r is
+    -A where the plain term is the larger, and 0 where the clipped one is (no incentive to
+    move r further)."""
+    from sched.learn.update import clipped_policy_loss
+
+    r = torch.tensor([ratio], dtype=torch.float64, requires_grad=True)
+    loss = clipped_policy_loss(torch.tensor([advantage], dtype=torch.float64), r, 0.2)
+    assert loss.item() == pytest.approx(want, rel=1e-12)
+    loss.backward()
+    clipped = abs(want + advantage * ratio) > 1e-12
+    assert r.grad.item() == (0.0 if clipped else -advantage)
+
+
+def test_clipped_policy_loss_is_the_mean_over_decisions():
+    from sched.learn.update import clipped_policy_loss
+
+    adv = torch.tensor([2.0, -2.0, 2.0, -1.0], dtype=torch.float64)
+    ratio = torch.tensor([1.1, 0.9, 1.5, 1.5], dtype=torch.float64)
+    got = clipped_policy_loss(adv, ratio, 0.2).item()
+    assert got == pytest.approx((-2.2 + 1.8 - 2.4 + 1.5) / 4, rel=1e-12)
+    # a wider clip range lets the third ratio count in full: -2 * 1.5 = -3
+    assert clipped_policy_loss(adv, ratio, 0.5).item() == pytest.approx((-2.2 + 1.8 - 3.0 + 1.5) / 4)
+
+
+def test_value_loss_by_hand():
+    """0.5 * mean(max((v - R)^2, (v_clip - R)^2)), v_clip = v_old + clip(v - v_old, -c, c), c = 0.2.
+
+    Decision 0: v = 2, v_old = 1, R = 3: v_clip = 1.2, max(1, 3.24) = 3.24 (the clipped
+    value is further from the return: it counts). Decision 1: v = 1.1, v_old = 1, R = 0:
+    inside the clip, 1.21. Decision 2: v = 0, v_old = 1, R = 0.5: v_clip = 0.8,
+    max(0.25, 0.09) = 0.25. Unclipped: 0.5 * mean(1, 1.21, 0.25).
+    """
+    from sched.learn.update import value_loss
+
+    def t(*v):
+        return torch.tensor(v, dtype=torch.float64)
+
+    new, ret, old = t(2.0, 1.1, 0.0), t(3.0, 0.0, 0.5), t(1.0, 1.0, 1.0)
+    assert value_loss(new, ret, old, 0.2, True).item() == pytest.approx(0.5 * (3.24 + 1.21 + 0.25) / 3)
+    assert value_loss(new, ret, old, 0.2, False).item() == pytest.approx(0.5 * (1.0 + 1.21 + 0.25) / 3)
+
+
+def test_entropy_is_over_the_valid_actions_only():
+    """Three decisions as a ragged batch, the logits as the scorer gives them (-1e9 for a
+    task outside the top_k candidates). Decision 0: logits (0, 0, masked): entropy ln 2,
+    not ln 3. Decision 1: probabilities (1/4, 3/4). Decision 2: one valid action: 0."""
+    logits = torch.tensor([0.0, 0.0, -1e9, 0.0, np.log(3.0), 0.7], dtype=torch.float32)
+    seg = torch.tensor([0, 0, 0, 1, 1, 2])
+    logp = P.segment_log_softmax(logits, seg, 3)
+    h = P.segment_entropy(logp, seg, 3)
+    want = [np.log(2.0), -(0.25 * np.log(0.25) + 0.75 * np.log(0.75)), 0.0]
+    np.testing.assert_allclose(h.numpy(), want, rtol=1e-6, atol=1e-6)
+    assert torch.allclose(logp.exp()[[0, 1, 3, 4, 5]], torch.tensor([0.5, 0.5, 0.25, 0.75, 1.0]))
+
+
+def test_distillation_loss_on_a_two_decision_toy_batch():
+    """Cost-sensitive imitation: mean over decisions of sum_c softmax(logits of the valid
+    candidates)_c * (label_c - min label) / scale.
+
+    Decision 0: 4 waiting tasks (rows 0-3), candidates at queue positions 2, 0, 3 with labels
+    0, 200, 100 (extra weighted seconds over ATC's choice): regrets 0, 2, 1 at scale 100.
+    Logits ln 2, 0, 0 for the candidates: probabilities 1/2, 1/4, 1/4; row 1 (logit 5) is
+    no candidate and must not count. Expected regret 0.75.
+    Decision 1: 2 waiting tasks (rows 4-5), candidates 1, 0 and one padding (-1), labels
+    0, -50 (the second is cheaper than ATC's choice): regrets 0.5, 0. Logits ln 3, 0:
+    probabilities 3/4, 1/4. Expected regret 0.375. Loss (0.75 + 0.375) / 2 = 0.5625.
+    """
+    from sched.learn.distill import imitation_loss, regrets
+
+    cand = torch.tensor([[2, 0, 3], [1, 0, -1]])
+    valid = cand >= 0
+    label = torch.tensor([[0.0, 200.0, 100.0], [0.0, -50.0, 0.0]])
+    reg = regrets(label, valid, 100.0)
+    assert reg.tolist() == [[0.0, 2.0, 1.0], [0.5, 0.0, 0.0]]
+    logits = torch.tensor([0.0, 5.0, np.log(2.0), 0.0, 0.0, np.log(3.0)], dtype=torch.float32)
+    starts = torch.tensor([0, 4])
+    loss = imitation_loss(logits, starts, cand, valid, reg)
+    assert loss.item() == pytest.approx(0.5625, rel=1e-6)
