@@ -6,7 +6,8 @@ before any memory is allocated for them (see docs/reliability.md).
 
 #: GPUs in one farm (``scenario.machines``, ``--machines``, ``rank(machines=...)``).
 MAX_MACHINES = 10_000
-#: Tasks in one generated scenario (``scenario.tasks``).
+#: Tasks in one scenario: generated (``scenario.tasks``, ``train.tasks``, ``--tasks``)
+#: or read from a file (its rows).
 MAX_SCENARIO_TASKS = 1_000_000
 #: Values in a YAML document once its aliases are expanded (config files).
 MAX_YAML_NODES = 100_000
