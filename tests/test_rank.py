@@ -276,10 +276,30 @@ def test_policy_arguments_are_checked(tmp_path):
 
 
 def test_a_file_that_is_not_a_policy_is_refused(tmp_path):
+    # The contract: every bad input to rank() is a RankInputError, a damaged
+    # policy file included (its PolicyFileError is the cause).
+    from sched.learn.policy_file import PolicyFileError
+
     junk = tmp_path / "junk.pt"
     junk.write_bytes(b"not a policy")
-    with pytest.raises(ValueError):
-        rank(static_queue(seed=1, n=5), now=NOW, policy=str(junk), config=conf(tmp_path))
+    for kw in ({"policy": str(junk)}, {"policy": "ppo", "policy_file": junk}):
+        with pytest.raises(RankInputError) as exc:
+            rank(static_queue(seed=1, n=5), now=NOW, config=conf(tmp_path), **kw)
+        assert type(exc.value) is RankInputError
+        assert isinstance(exc.value.__cause__, PolicyFileError)
+        assert "junk.pt: not a readable policy file" in str(exc.value)
+
+
+def test_a_bad_config_is_a_rank_input_error(tmp_path):
+    from sched.config import ConfigError
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("rules: {atc_k: -1}\n")
+    for c in (str(bad), str(tmp_path / "none.yaml"), {"rules": {"atc_k": float("nan")}}):
+        with pytest.raises(RankInputError) as exc:
+            rank([_ok()], now=0.0, config=c)
+        assert type(exc.value) is RankInputError and isinstance(exc.value.__cause__, ConfigError)
+        assert "atc_k" in str(exc.value) or "none.yaml" in str(exc.value)
 
 
 def test_ppo_order_is_the_greedy_rollouts_start_order(tmp_path, tiny_policy):
@@ -524,12 +544,35 @@ BAD = [
 ]
 
 
+BAD += [
+    # values beyond the documented limits, which could make a start, end or lateness infinite
+    ([_ok(estimate_s=1e308)], "'x'", "estimate_s", "at most 1e+12 s (sched.limits.MAX_SECONDS)"),
+    ([_ok(estimate_s=10**400)], "'x'", "estimate_s", "at most 1e+12 s"),
+    ([_without("estimate_s") | {"duration_s": 2e12}], "'x'", "duration_s", "at most 1e+12 s"),
+    ([_ok(weight=1e300)], "'x'", "weight", "at most 1e+06 (sched.limits.MAX_WEIGHT)"),
+    ([_ok(weight=-(10**400))], "'x'", "weight", "> 0"),
+    ([_ok(due=-1e300)], "'x'", "due", "within 1e+12 s of 0"),
+    ([_ok(due=10**400)], "'x'", "due", "within 1e+12 s of 0"),
+    ([_ok(arrival=2e12)], "'x'", "arrival", "within 1e+12 s of 0"),
+    # ids: compared with surrounding white space stripped, returned as given
+    ([_ok(id="a"), _ok(id="a  ")], "'a  '", "id", "duplicate id (task #1 is 'a'"),
+    ([_ok(id=" b"), _ok(id="b\t")], "'b\\t'", "id", "duplicate id"),
+    ([_ok(id=1), _ok(id=1.0)], "1.0", "id", "duplicate id (also task #1)"),
+    ([_ok(id="   ")], "'   '", "id", "empty"),
+    ([_ok(id="")], "''", "id", "empty"),
+    ([_ok(id=float("nan"))], "nan", "id", "not a finite number"),
+    ([_ok(id=np.float64("inf"))], "inf", "id", "not a finite number"),
+    ([_ok(id="x" * 10_000, estimate_s=-1)], "'xxxxxxxx", "estimate_s", "> 0"),
+]
+
+
 @pytest.mark.parametrize("tasks, who, field, why", BAD)
 def test_bad_input_names_the_task_and_field(tmp_path, tasks, who, field, why):
     with pytest.raises(RankInputError) as exc:
         rank(tasks, now=0.0, config=conf(tmp_path))
     msg = str(exc.value)
     assert isinstance(exc.value, ValueError)
+    assert len(msg) < 400 and "\n" not in msg, msg
     assert who in msg and why in msg, msg
     assert field is None or f"field {field}:" in msg, msg
 
@@ -550,6 +593,58 @@ def test_bad_input_names_the_task_and_field(tmp_path, tasks, who, field, why):
 def test_bad_arguments_are_refused(tmp_path, kw, what):
     with pytest.raises(RankInputError, match=what.replace("[", r"\[").replace("]", r"\]")):
         rank([_ok()], **{"now": 0.0, **kw}, config=conf(tmp_path))
+
+
+def test_ids_are_returned_as_given(tmp_path):
+    tasks = [_ok(id=" a ", estimate_s=50.0), _ok(id="b\n", estimate_s=10.0), _ok(id=7, estimate_s=5.0)]
+    assert rank(tasks, now=0.0, policy="spt", config=conf(tmp_path)) == [7, "b\n", " a "]
+
+
+def test_machines_beyond_the_limit_are_refused_before_allocating(tmp_path):
+    from sched.limits import MAX_MACHINES
+
+    tasks = [_ok()]
+    assert rank(tasks, now=0.0, machines=MAX_MACHINES, config=conf(tmp_path)) == ["x"]
+    assert rank(tasks, now=0.0, machines=[0.0] * MAX_MACHINES, config=conf(tmp_path)) == ["x"]
+    over = MAX_MACHINES + 1
+    for machines, what in (
+        (10**9, "1000000000 GPUs"),
+        (1e300, "1e+300 GPUs"),
+        (over, f"{over} GPUs"),
+        ([0.0] * over, f"a list of {over} free times"),
+        ((0.0 for _ in range(10**9)), f"more than {MAX_MACHINES} free times"),
+    ):
+        with pytest.raises(RankInputError) as exc:
+            rank(tasks, now=0.0, machines=machines, config=conf(tmp_path))
+        assert str(exc.value) == (
+            f"machines: {what}, more than the limit of {MAX_MACHINES} GPUs (sched.limits.MAX_MACHINES)"
+        )
+
+
+def test_more_tasks_than_the_limit_are_refused_before_reading(tmp_path):
+    from sched.limits import MAX_RANK_TASKS
+
+    n = MAX_RANK_TASKS + 1
+    for tasks in ([_ok()] * n, pd.DataFrame({"id": range(n)})):
+        with pytest.raises(RankInputError) as exc:
+            rank(tasks, now=0.0, config=conf(tmp_path))
+        assert str(exc.value) == (
+            f"tasks: {n} tasks, more than the limit of {MAX_RANK_TASKS} (sched.limits.MAX_RANK_TASKS)"
+        )
+
+
+def test_a_plan_that_would_overflow_is_refused(tmp_path):
+    # Before: two estimates of 1e308 gave an end of inf (Infinity or null in the CLI's JSON).
+    huge = [_ok(id="a", estimate_s=6e11), _ok(id="b", estimate_s=6e11)]
+    with pytest.raises(RankInputError, match=r"^tasks: the plan could end at 1\.2e\+12 s .*MAX_SECONDS"):
+        rank(huge, now=0.0, explain=True, config=conf(tmp_path))
+    with pytest.raises(RankInputError, match="plan could end"):
+        rank(huge[:1], now=0.0, machines=[5e11], config=conf(tmp_path))
+    # up to the limit every number of the plan is finite
+    edge = [_ok(id="a", estimate_s=5e11, due=-1e12), _ok(id="b", estimate_s=5e11, due=1e12)]
+    table = rank(edge, now=0.0, explain=True, config=conf(tmp_path))
+    numbers = table[["start_s", "end_s", "lateness_s", "tardiness_s"]].to_numpy()
+    assert np.isfinite(numbers).all() and table.end_s.max() == 1e12
 
 
 def test_tasks_must_be_a_list_or_a_frame(tmp_path):
@@ -649,3 +744,105 @@ def test_cli_empty_queue(tmp_path):
     _, _, cfg = _cli_queue(tmp_path)
     out = run_cli("--config", cfg, "rank", input="[]")
     assert out.returncode == 0 and json.loads(out.stdout) == []
+
+
+# --------------------------------------------------------------------------- hostile input
+# The probing cases of issue 13 through `sched rank`, each in a subprocess
+# under a memory cap: one line, exit status 2, the field or file named.
+
+
+def _hostile(tmp_path):
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(json.dumps(conf(tmp_path)))
+    return cfg
+
+
+def _task(**kw):
+    return dict({"id": "a", "estimate_s": 30, "weight": 1, "due": 100}, **kw)
+
+
+@pytest.mark.parametrize(
+    "args, stdin, needles",
+    [
+        (["--machines", "1000000000"], [_task()], ["machines: 1000000000 GPUs", "MAX_MACHINES"]),
+        (["--machines", ",".join(["0"] * 10_001)], [_task()], ["a list of 10001 free times"]),
+        ([], [_task(estimate_s=1e308)], ["task 'a': field estimate_s", "MAX_SECONDS"]),
+        ([], [_task(due=-1e300)], ["task 'a': field due", "MAX_SECONDS"]),
+        ([], [_task(id="b", estimate_s=6e11), _task(estimate_s=6e11)], ["plan could end"]),
+        (["--explain"], [_task(id="b", estimate_s=1e308), _task(estimate_s=1e308)], ["estimate_s"]),
+        ([], [_task(), _task(id="a  ")], ["task 'a  ': field id: duplicate id"]),
+        ([], '[{"id": "a", "estimate_s": NaN, "weight": 1, "due": 0}]', ["standard input", "NaN"]),
+        ([], '[{"id": "a", "estimate_s": Infinity, "weight": 1, "due": 0}]', ["Infinity"]),
+        ([], '[{"id": "a", "estimate_s": 1' + "0" * 400 + ', "weight": 1, "due": 0}]', ["estimate_s"]),
+        ([], '[{"id": "a", "estimate_s": 1' + "0" * 5000 + ', "weight": 1, "due": 0}]', ["not valid JSON"]),
+        ([], "[" * 100_000, ["standard input: not valid JSON: nested too deeply"]),
+    ],
+)
+def test_hostile_cli_input_is_one_line(tmp_path, args, stdin, needles):
+    from .test_hostile_input import assert_one_line_error, probe
+
+    cfg = _hostile(tmp_path)
+    text = stdin if isinstance(stdin, str) else json.dumps(stdin)
+    code, out, err = probe("--config", cfg, "rank", "-", *args, cwd=tmp_path, input=text)
+    assert_one_line_error(code, err, *needles)
+    assert out == ""
+
+
+def test_hostile_files_are_one_line(tmp_path):
+    from sched.limits import MAX_RANK_BYTES, MAX_RANK_TASKS
+
+    from .test_hostile_input import assert_one_line_error, probe
+
+    cfg = _hostile(tmp_path)
+    (tmp_path / "deep.json").write_text("[" * 100_000)
+    code, _, err = probe("--config", cfg, "rank", "deep.json", cwd=tmp_path)
+    assert_one_line_error(code, err, "deep.json: not valid JSON: nested too deeply")
+
+    n = MAX_RANK_TASKS + 1
+    (tmp_path / "many.json").write_text(json.dumps([_task(id=i) for i in range(n)]))
+    code, _, err = probe("--config", cfg, "rank", "many.json", cwd=tmp_path)
+    assert_one_line_error(code, err, f"tasks: {n} tasks", "MAX_RANK_TASKS")
+
+    big = "[" + " " * MAX_RANK_BYTES + "]"
+    code, _, err = probe("--config", cfg, "rank", cwd=tmp_path, input=big)
+    assert_one_line_error(code, err, "standard input: more than the limit", "MAX_RANK_BYTES")
+    (tmp_path / "big.json").write_text(big)
+    code, _, err = probe("--config", cfg, "rank", "big.json", cwd=tmp_path)
+    assert_one_line_error(code, err, "big.json: more than the limit", "MAX_RANK_BYTES")
+
+    (tmp_path / "folder.json").mkdir()
+    code, _, err = probe("--config", cfg, "rank", "folder.json", cwd=tmp_path)
+    assert_one_line_error(code, err, "folder.json: cannot read")
+
+
+def test_hostile_policy_files_are_one_line(tmp_path):
+    import torch
+
+    from .test_hostile_input import assert_one_line_error, probe
+    from .test_policy_file import write_policy
+
+    cfg = _hostile(tmp_path)
+    good = write_policy(tmp_path / "good.pt", "scorer", 64)
+    queue = json.dumps([_task(id=i) for i in range(5)])
+
+    def crafted(name, edit):
+        blob = torch.load(good, weights_only=True)
+        edit(blob)
+        torch.save(blob, tmp_path / name)
+        return name
+
+    cases = [
+        (crafted("wide.pt", lambda b: b["meta"]["arch"].update(hidden=12000)), "meta.arch.hidden"),
+        (crafted("text.pt", lambda b: b["meta"].update(arch="scorer")), "meta.arch"),
+        (
+            crafted("nan.pt", lambda b: b["state_dict"]["actor.2.weight"].fill_(float("nan"))),
+            "actor.2.weight",
+        ),
+        (crafted("k.pt", lambda b: b["meta"].update(atc_k=-2.0)), "meta.atc_k"),
+    ]
+    for name, field in cases:
+        code, out, err = probe("--config", cfg, "rank", "--policy-file", name, cwd=tmp_path, input=queue)
+        assert_one_line_error(code, err, name, field)
+        assert out == ""
+    code, out, err = probe("--config", cfg, "rank", "--policy-file", "good.pt", cwd=tmp_path, input=queue)
+    assert code == 0 and sorted(json.loads(out)) == list(range(5)), err

@@ -1,10 +1,18 @@
-"""`sched rank`: the order in which to start the tasks waiting now (JSON in, JSON out)."""
+"""`sched rank`: the order in which to start the tasks waiting now (JSON in, JSON out).
 
+The input is read bounded: at most ``sched.limits.MAX_RANK_BYTES`` bytes of
+UTF-8 JSON, nested at most as deep as Python's JSON parser goes (about 1,000
+levels), without ``NaN`` or ``Infinity`` (not JSON); anything else is one
+line and exit status 2, naming the file. The output is strict JSON.
+"""
+
+import gc
 import json
 import sys
 
 from sched.cli import load_cfg
 from sched.errors import UsageError
+from sched.limits import MAX_RANK_BYTES
 
 
 def register(sub):
@@ -75,25 +83,57 @@ def parse_machines(text):
 
 
 def read_tasks(source):
-    """The JSON list of task objects in ``source`` (a path, or '-' for standard input)."""
+    """The JSON list of task objects in ``source`` (a path, or '-' for standard input).
+
+    Refused in one line (UsageError naming the source): more than
+    MAX_RANK_BYTES bytes, text that is not UTF-8 or not JSON, ``NaN`` or
+    ``Infinity``, nesting too deep for the parser, anything but a list.
+    """
     name = "standard input" if source == "-" else source
     try:
         if source == "-":
-            text = sys.stdin.read()
+            stream = getattr(sys.stdin, "buffer", sys.stdin)
+            data = stream.read(MAX_RANK_BYTES + 1)
         else:
-            with open(source, encoding="utf-8") as fh:
-                text = fh.read()
+            with open(source, "rb") as fh:
+                data = fh.read(MAX_RANK_BYTES + 1)
     except FileNotFoundError:
         raise UsageError(f"{source}: file not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{name}: cannot read: {exc}") from None
+    except OSError as exc:
+        raise UsageError(f"{name}: cannot read: {exc.strerror or exc}") from None
+    if len(data) > MAX_RANK_BYTES:
+        raise UsageError(
+            f"{name}: more than the limit of {MAX_RANK_BYTES} bytes (sched.limits.MAX_RANK_BYTES)"
+        )
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"{name}: not valid JSON: {exc}") from None
+        text = data.decode("utf-8") if isinstance(data, bytes) else data
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{name}: cannot read: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    data = _parse(text, name)
     if not isinstance(data, list):
         raise UsageError(f"{name}: expected a JSON list of task objects, got {type(data).__name__}")
     return data
+
+
+def _not_json(constant):
+    raise ValueError(f"{constant} is not JSON (numbers must be finite)")
+
+
+def _parse(text, name):
+    """json.loads, guarded: one UsageError naming ``name`` for any bad document."""
+    # The cyclic garbage collector would rescan the growing document again and
+    # again (a list of millions of small objects parses ten times slower).
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return json.loads(text, parse_constant=_not_json)
+    except RecursionError:
+        raise UsageError(f"{name}: not valid JSON: nested too deeply") from None
+    except ValueError as exc:  # JSONDecodeError, NaN/Infinity, integers too long to read
+        raise UsageError(f"{name}: not valid JSON: {str(exc).splitlines()[0][:200]}") from None
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def run(args):
@@ -118,7 +158,7 @@ def run(args):
     )
     if args.explain:
         # one record a line: still one JSON document, and readable
-        records = [json.dumps(r) for r in explain_records(out)]
+        records = [json.dumps(r, allow_nan=False) for r in explain_records(out)]
         print("[" + ",\n ".join(records) + "]")
     else:
-        print(json.dumps(out))
+        print(json.dumps(out, allow_nan=False))

@@ -4,21 +4,33 @@ A ``torch.save`` of plain containers and tensors only: ``format``,
 ``version``, ``meta`` (architecture, feature names, ATC k, normalisers,
 config hash, training arguments, validation scores) and ``state_dict`` (the
 weights). It is read back with ``torch.load(..., weights_only=True)`` so that
-loading never executes code, and checked against this version's features
-and architectures before use.
+loading never executes code, and checked before anything is built from it:
+the file's size (and its contents' once unpacked) against
+``sched.limits.MAX_POLICY_BYTES``; every ``meta`` field's type and range
+(the architecture a known name with a hidden width of at most
+``MAX_POLICY_HIDDEN``; ``atc_k``, ``p_ref``, ``load`` finite and > 0; this
+version's features); then every tensor's name, shape and dtype against the
+architecture's (computed on torch's ``meta`` device, which allocates
+nothing), and its values: finite, of magnitude at most ``MAX_POLICY_WEIGHT``.
+Anything else is a :class:`PolicyFileError` naming the file and the field
+or tensor.
 """
 
 import dataclasses
+import math
 import os
+import zipfile
 
 import torch
 
-from sched.config import config_hash
+from sched.config import config_hash, shorten
 from sched.errors import SchedError
 from sched.files import atomic_path
 from sched.learn import features as F
+from sched.learn import networks
 from sched.learn.networks import ENCODINGS, Policy, build
 from sched.learn.vec_env import p_ref_of
+from sched.limits import MAX_POLICY_BYTES, MAX_POLICY_HIDDEN, MAX_POLICY_WEIGHT
 
 FORMAT = "render-queue-sched/policy"
 VERSION = 1
@@ -68,12 +80,17 @@ def save(path, net, meta):
 
 
 def load(path):
-    """Read a policy file without executing code; PolicyFileError on anything unexpected."""
+    """Read a policy file without executing code; PolicyFileError on anything unexpected.
+
+    Nothing is built before the metadata and the weights are checked against
+    each other (see the module's docstring).
+    """
+    _check_size(path)
     try:
         blob = torch.load(path, map_location="cpu", weights_only=True)
     except FileNotFoundError:
         raise PolicyFileError(f"{path}: policy file not found") from None
-    except Exception as exc:  # pickle refusals, truncated files, not a torch file
+    except Exception as exc:  # pickle refusals, truncated files, not a torch file, too deep
         raise PolicyFileError(
             f"{path}: not a readable policy file ({type(exc).__name__}: "
             f"{str(exc).splitlines()[0][:200] if str(exc) else ''})"
@@ -81,12 +98,15 @@ def load(path):
     if not isinstance(blob, dict) or blob.get("format") != FORMAT:
         raise PolicyFileError(f"{path}: not a render-queue-sched policy file (format field missing)")
     if blob.get("version") != VERSION:
-        raise PolicyFileError(f"{path}: policy file version {blob.get('version')!r}, expected {VERSION}")
+        raise PolicyFileError(
+            f"{path}: policy file version {shorten(blob.get('version'))}, expected {VERSION}"
+        )
     meta = blob.get("meta")
     _check_meta(path, meta)
+    state = _check_weights(path, meta["arch"], blob.get("state_dict"))
     try:
         net = build(meta["arch"])
-        net.load_state_dict(blob["state_dict"])
+        net.load_state_dict(state)
     except (RuntimeError, KeyError, ValueError, TypeError) as exc:
         raise PolicyFileError(
             f"{path}: weights do not fit the architecture: {str(exc).splitlines()[0][:200]}"
@@ -94,24 +114,142 @@ def load(path):
     return Policy(net, meta)
 
 
+def _check_size(path):
+    """PolicyFileError when the file, or its zip entries once unpacked, exceed MAX_POLICY_BYTES."""
+    try:
+        size = os.stat(path).st_size
+    except FileNotFoundError:
+        raise PolicyFileError(f"{path}: policy file not found") from None
+    except OSError as exc:
+        raise PolicyFileError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if size > MAX_POLICY_BYTES:
+        raise PolicyFileError(
+            f"{path}: {size} bytes, more than a policy file may hold "
+            f"({MAX_POLICY_BYTES} bytes, sched.limits.MAX_POLICY_BYTES)"
+        )
+    try:
+        with zipfile.ZipFile(path) as z:
+            unpacked = sum(i.file_size for i in z.infolist())
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError):
+        return  # not a zip: torch.load says what it is
+    if unpacked > MAX_POLICY_BYTES:
+        raise PolicyFileError(
+            f"{path}: {unpacked} bytes once unpacked, more than a policy file may hold "
+            f"({MAX_POLICY_BYTES} bytes, sched.limits.MAX_POLICY_BYTES)"
+        )
+
+
+def _bad(path, field, why, value):
+    return PolicyFileError(f"{path}: field {field}: {why}, got {shorten(value)}")
+
+
+def _is_int(v):
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _positive(path, field, v):
+    """``v``, a finite number > 0 (not a bool), or PolicyFileError."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not (math.isfinite(v) and v > 0):
+        raise _bad(path, field, "expected a finite number > 0", v)
+    return v
+
+
+def _check_arch(path, arch):
+    """PolicyFileError unless ``arch`` is an architecture dict :func:`build` can use cheaply."""
+    if not isinstance(arch, dict):
+        raise _bad(path, "meta.arch", "expected a mapping (name, hidden, atc_prior, prior_scale)", arch)
+    name = arch.get("name")
+    if not isinstance(name, str) or name not in ENCODINGS:
+        raise _bad(
+            path, "meta.arch.name", f"unknown architecture; expected one of {', '.join(ENCODINGS)}", name
+        )
+    hidden = arch.get("hidden")
+    if not _is_int(hidden) or not 1 <= hidden <= MAX_POLICY_HIDDEN:
+        raise _bad(
+            path,
+            "meta.arch.hidden",
+            f"expected a whole number from 1 to {MAX_POLICY_HIDDEN} (sched.limits.MAX_POLICY_HIDDEN)",
+            hidden,
+        )
+    if not isinstance(arch.get("atc_prior"), bool):
+        raise _bad(path, "meta.arch.atc_prior", "expected true or false", arch.get("atc_prior"))
+    _positive(path, "meta.arch.prior_scale", arch.get("prior_scale"))
+    top_k = arch.get("top_k", 0)
+    if not _is_int(top_k) or not 0 <= top_k < 2**31:
+        raise _bad(path, "meta.arch.top_k", "expected a whole number >= 0", top_k)
+
+
 def _check_meta(path, meta):
-    """PolicyFileError unless ``meta`` has every field and this version's features."""
-    missing = [k for k in REQUIRED_META if not isinstance(meta, dict) or k not in meta]
+    """PolicyFileError unless ``meta`` has every field, each of the right type and range,
+    and this version's features."""
+    if not isinstance(meta, dict):
+        raise _bad(path, "meta", "expected a mapping", meta)
+    missing = [k for k in REQUIRED_META if k not in meta]
     if missing:
         raise PolicyFileError(f"{path}: policy file lacks {', '.join(missing)}")
-    enc = ENCODINGS.get(meta["arch"].get("name"))
-    if enc is None:
-        raise PolicyFileError(f"{path}: unknown architecture {meta['arch'].get('name')!r}")
-    flat = enc != "tasks"
+    _check_arch(path, meta["arch"])
+    for key in ("atc_k", "p_ref", "load"):
+        _positive(path, f"meta.{key}", meta[key])
+    if not isinstance(meta["config_hash"], str):
+        raise _bad(path, "meta.config_hash", "expected text", meta["config_hash"])
+    flat = ENCODINGS[meta["arch"]["name"]] != "tasks"
     for key, want in (
         ("task_features", F.FLAT_TASK_FEATURES if flat else F.TASK_FEATURES),
         ("global_features", F.FLAT_GLOBAL_FEATURES if flat else F.GLOBAL_FEATURES),
     ):
-        if list(meta[key]) != list(want):
+        got = meta[key]
+        if not isinstance(got, (list, tuple)) or not all(isinstance(f, str) for f in got):
+            raise _bad(path, f"meta.{key}", "expected a list of feature names", got)
+        if list(got) != list(want):
             raise PolicyFileError(
-                f"{path}: policy was trained on other {key} ({list(meta[key])}, "
+                f"{path}: policy was trained on other {key} ({shorten(list(got), 120)}, "
                 f"this version has {list(want)}); retrain it with this version"
             )
+
+
+def expected_tensors(arch):
+    """{name: (shape, dtype)} of the weights of ``arch`` (checked by :func:`_check_arch`),
+    from a network built on torch's ``meta`` device: no memory, no initialisation cost."""
+    with torch.device("meta"):
+        net = networks.build(arch)
+    return {k: (tuple(v.shape), v.dtype) for k, v in net.state_dict().items()}
+
+
+def _check_weights(path, arch, state):
+    """``state``, if its tensors are exactly those of ``arch`` (names, shapes, dtypes),
+    finite and of magnitude at most MAX_POLICY_WEIGHT; else PolicyFileError naming the tensor."""
+    if not isinstance(state, dict):
+        raise _bad(path, "state_dict", "expected a mapping of tensors", type(state).__name__)
+    want = expected_tensors(arch)
+    fit = f"{path}: weights do not fit the architecture"
+    for name in state:
+        if name not in want:
+            raise PolicyFileError(f"{fit}: unexpected tensor {shorten(name)}")
+    for name, (shape, dtype) in want.items():
+        t = state.get(name)
+        if t is None:
+            raise PolicyFileError(f"{fit}: tensor {name} missing")
+        if not isinstance(t, torch.Tensor) or t.layout != torch.strided:
+            raise PolicyFileError(f"{fit}: {name} is a {type(t).__name__}, not a dense tensor")
+        if tuple(t.shape) != shape:
+            raise PolicyFileError(
+                f"{fit}: tensor {name} has shape {list(t.shape)}, the architecture's is {list(shape)} "
+                f"(meta.arch: {shorten(arch, 120)})"
+            )
+        if t.dtype != dtype:
+            raise PolicyFileError(f"{fit}: tensor {name} has dtype {t.dtype}, expected {dtype}")
+        if not bool(torch.isfinite(t).all()):
+            raise PolicyFileError(f"{path}: tensor {name}: weights must be finite (it holds NaN or inf)")
+        # a log-scale (FlatMLP's log_prior_scale) is used as exp(value)
+        big = float(t.abs().max()) if t.numel() else 0.0
+        if name.rsplit(".", 1)[-1].startswith("log_"):
+            big = math.exp(min(float(t.max()), 700.0))
+        if big > MAX_POLICY_WEIGHT:
+            raise PolicyFileError(
+                f"{path}: tensor {name}: a weight of magnitude {big:g}, above "
+                f"{MAX_POLICY_WEIGHT:g} (sched.limits.MAX_POLICY_WEIGHT)"
+            )
+    return state
 
 
 _CACHE = {}

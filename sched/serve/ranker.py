@@ -5,9 +5,18 @@ rollout of a policy on the given GPUs, through the compiled simulator (no
 future arrivals are assumed), and returns their ids in the order they start.
 
 This module chooses the policy (config settings, ``winner.json``,
-``tuned.json``, policy files) and runs it. Reading the tasks, times and
-machines (the clock rules, the duration model for missing estimates) is
-:mod:`sched.serve.tasks`; the ``explain`` table is :mod:`sched.serve.explain`.
+``tuned.json``, policy files) and runs it. Reading the tasks and machines
+(ids, limits, the duration model for missing estimates) is
+:mod:`sched.serve.tasks`, the clock rules :mod:`sched.serve.times`; the
+``explain`` table is :mod:`sched.serve.explain`.
+
+Errors: every bad input ends in a :class:`RankInputError` (a
+``sched.errors.SchedError``, so a ``ValueError``) with a one-line message
+naming the task and field, the argument, or the file: the tasks, ``now``,
+``machines``, ``policy``, ``policy_file`` (a damaged or crafted policy file:
+the ``PolicyFileError`` of :mod:`sched.learn.policy_file` is its
+``__cause__``), ``winner.json``, ``tuned.json`` and ``config`` (a
+``ConfigError`` as the cause).
 """
 
 import json
@@ -19,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from sched import layout
+from sched.errors import SchedError
 from sched.serve.explain import explain_frame
 from sched.serve.tasks import RankInputError, read_queue, task_records
 from sched.sim import rules
@@ -39,7 +49,10 @@ def rank(tasks, now=None, policy="auto", machines=1, explain=False, config=None,
     ``id``; ``estimate_s`` (or ``duration_s``); ``weight`` (or ``priority``,
     a class name of config ``scenario.priorities``); ``due``; optional
     ``arrival`` (default ``now``) and ``kind``; times are numbers or datetimes
-    (the clock rules are :mod:`sched.serve.tasks`'s). ``machines``: a count of
+    (the clock rules are :mod:`sched.serve.times`'s). Ids are strings or
+    numbers, compared with surrounding white space stripped (``"a"`` and
+    ``"a  "`` are duplicates) and returned as given; limits on sizes and
+    values: :mod:`sched.serve.tasks`. ``machines``: a count of
     free GPUs, or a list of the times at which each GPU becomes free (times
     before ``now`` mean free now). ``policy``: ``"auto"`` (the benchmark's
     winner from config ``rank.winner``, else ATC), a rule name, ``"atc-tuned"``,
@@ -49,8 +62,9 @@ def rank(tasks, now=None, policy="auto", machines=1, explain=False, config=None,
 
     Returns a list of ids (as given) in start order; with ``explain=True`` a
     DataFrame with, in start order, each task's planned machine, start and
-    end, lateness (end - due) and tardiness, and the policy used. Bad input
-    raises :class:`RankInputError`.
+    end, lateness (end - due) and tardiness, and the policy used. Any bad
+    input (tasks, arguments, config, policy or winner file) raises
+    :class:`RankInputError`, and nothing else.
     """
     st = _settings(config)
     plan = _plan(policy, policy_file, st)
@@ -101,7 +115,10 @@ def _settings(config):
 
     from sched.config import load_config, validate_config
 
-    cfg = load_config(path) if from_file else validate_config(copy.deepcopy(config), "config")
+    try:
+        cfg = load_config(path) if from_file else validate_config(copy.deepcopy(config), "config")
+    except SchedError as exc:  # ConfigError: the message names the file and field
+        raise RankInputError(str(exc)) from exc
     st = Settings(
         weights={name: float(c["weight"]) for name, c in cfg["scenario"]["priorities"].items()},
         atc_k=float(cfg["rules"]["atc_k"]),
@@ -245,10 +262,13 @@ def _ppo_plan(name, pfile, where):
 
 def _ppo_rollout(plan, q):
     """Greedy (argmax) rollout of a trained policy over the queue (sched.learn.vec_env.run_greedy)."""
-    from sched.learn.policy_file import load_cached
+    from sched.learn.policy_file import PolicyFileError, load_cached
     from sched.learn.vec_env import run_greedy_one
 
-    policy = load_cached(plan.policy_file)
+    try:
+        policy = load_cached(plan.policy_file)
+    except PolicyFileError as exc:  # the message names the file and the field or tensor
+        raise RankInputError(str(exc)) from exc
     start, end, mach = run_greedy_one(
         policy,
         (q.arrival, q.estimate, q.estimate, q.weight, q.due),

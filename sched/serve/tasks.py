@@ -4,20 +4,25 @@
 and ``machines`` into the planning arrays of a :class:`Queue`. A bad value
 raises :class:`RankInputError` naming the task id (or position) and the field.
 
-Times. ``due``, ``arrival``, ``now`` and busy machines' free times are either
-numbers (seconds, all on one clock) or datetimes (``datetime`` objects or ISO
-8601 text). Datetimes with a time zone are converted to POSIX seconds, and
-numbers given alongside them are read as POSIX seconds too. Datetimes
-without a time zone are accepted only when every time of the call is one
-(they are then read on the local wall clock); mixed with numbers or with
-zoned datetimes they are refused, since their offset is unknown. Without
-``now``: the current time when datetimes are used, else 0 (numbers are then
-seconds relative to the moment of the call).
+Times (numbers or datetimes, on one clock): :mod:`sched.serve.times`.
 
 Durations. The planned durations are the tasks' estimates (what a scheduler
 knows); ``duration_s`` stands in for a missing ``estimate_s``, and when the
 config names a calibration with a duration model, the model estimates a task
 that has neither from its kind and features.
+
+Ids. An id is a string or a number, returned exactly as given. Ids are
+compared with the white space around them stripped: ``"a"`` and ``"a  "``
+are the same task, so a queue holding both is refused as a duplicate; an id
+of white space only, or a number that is not finite, is refused.
+
+Limits (``sched.limits``), so that every start, end and lateness of the plan
+is a finite number and memory stays bounded: at most ``MAX_RANK_TASKS``
+tasks and ``MAX_MACHINES`` GPUs (checked before anything is allocated for
+them); every time within ``MAX_SECONDS`` of 0 (datetimes always are);
+estimates in (0, ``MAX_SECONDS``]; weights in (0, ``MAX_WEIGHT``]; and the
+plan's reach (the latest time given + the total estimated work) at most
+``MAX_SECONDS``.
 """
 
 import math
@@ -28,7 +33,10 @@ from datetime import datetime
 
 import numpy as np
 
+from sched.config import shorten
 from sched.errors import SchedError
+from sched.limits import MAX_MACHINES, MAX_RANK_TASKS, MAX_SECONDS, MAX_WEIGHT
+from sched.serve.times import clock_of, number, seconds_naive, to_seconds, when, where
 
 
 class RankInputError(SchedError):
@@ -38,8 +46,6 @@ class RankInputError(SchedError):
 #: Fields rank reads; any other field of a task is a feature for the duration model.
 KNOWN_FIELDS = frozenset(("id", "estimate_s", "duration_s", "weight", "priority", "due", "arrival", "kind"))
 
-_NUMBER = (int, float, np.integer, np.floating)
-_NAIVE_EPOCH = datetime(1970, 1, 1)
 
 #: The validated queue. ``clock``: "seconds", "aware" (POSIX seconds) or "naive"
 #: (local wall clock); ``tz``: the time zone to show the plan in.
@@ -50,14 +56,21 @@ Queue = namedtuple("Queue", "n ids arrival estimate weight due machine_free kind
 
 
 def task_records(tasks):
-    """The tasks as a sequence of records: a DataFrame's rows, or ``tasks`` itself."""
-    if _is_frame(tasks):
-        return _frame_records(tasks)
-    if isinstance(tasks, (str, bytes)) or not hasattr(tasks, "__len__"):
+    """The tasks as a sequence of records: a DataFrame's rows, or ``tasks`` itself.
+
+    More than ``MAX_RANK_TASKS`` tasks are refused before any is read.
+    """
+    frame = _is_frame(tasks)
+    if not frame and (isinstance(tasks, (str, bytes)) or not hasattr(tasks, "__len__")):
         raise RankInputError(
             f"tasks: expected a list of task objects or a DataFrame, got {type(tasks).__name__}"
         )
-    return tasks
+    if len(tasks) > MAX_RANK_TASKS:
+        raise RankInputError(
+            f"tasks: {len(tasks)} tasks, more than the limit of {MAX_RANK_TASKS} "
+            "(sched.limits.MAX_RANK_TASKS)"
+        )
+    return _frame_records(tasks) if frame else tasks
 
 
 def _is_frame(obj):
@@ -78,24 +91,8 @@ def _frame_records(df):
     ]
 
 
-def _where(task_id, pos):
-    return f"task {task_id!r}" if task_id is not None else f"task #{pos + 1} (no id)"
-
-
 def _bad(task_id, pos, field, why):
-    return RankInputError(f"{_where(task_id, pos)}: field {field}: {why}")
-
-
-def _number(v):
-    """v as a float if it is a number (not a bool), else None."""
-    t = type(v)
-    if t is float:
-        return v
-    if t is int:
-        return float(v)
-    if isinstance(v, _NUMBER) and not isinstance(v, (bool, np.bool_)):
-        return float(v)
-    return None
+    return RankInputError(f"{where(task_id, pos)}: field {field}: {why}")
 
 
 # --------------------------------------------------------------------------- the queue
@@ -109,7 +106,7 @@ def read_queue(tasks, now, machines, st):
     ids, est, weight, due, arrival, kinds, dates = _read_tasks(tasks, st)
     if now is not None:
         try:
-            now = _when(now)
+            now = when(now)
         except ValueError as exc:
             raise RankInputError(f"now: {exc}") from None
         if type(now) is not float:
@@ -118,22 +115,34 @@ def read_queue(tasks, now, machines, st):
 
     clock, tz = "seconds", None
     if dates:
-        clock, tz = _clock(dates, now, free, due, arrival)
+        try:
+            clock, tz = clock_of(dates, now, free, due, arrival)
+        except ValueError as exc:
+            raise RankInputError(str(exc)) from None
         if clock != "seconds":
-            due, arrival, free, now = _to_seconds(clock, due, arrival, free, now)
+            due, arrival, free, now = to_seconds(clock, due, arrival, free, now)
     if now is None:
-        now = (
-            time.time()
-            if clock == "aware"
-            else _to_seconds_naive(datetime.now())
-            if clock == "naive"
-            else 0.0
-        )
+        now = time.time() if clock == "aware" else seconds_naive(datetime.now()) if clock == "naive" else 0.0
     arrival = [now if a is None else a for a in arrival]
     mfree = np.array(free, dtype=np.float64)
     np.maximum(mfree, now, out=mfree)
     columns = [np.array(c, dtype=np.float64) for c in (arrival, est, weight, due)]
+    if ids:
+        _check_reach(columns[0], columns[1], mfree)
     return Queue(len(ids), ids, *columns, mfree, kinds, clock, tz)
+
+
+def _check_reach(arrival, est, mfree):
+    """RankInputError unless the plan ends within MAX_SECONDS: every task starts by the
+    latest free time or arrival plus the work planned before it."""
+    latest = max(float(arrival.max()), float(mfree.max()))
+    work = float(est.sum())
+    if not latest + work <= MAX_SECONDS:
+        raise RankInputError(
+            f"tasks: the plan could end at {latest + work:.6g} s (latest start or arrival "
+            f"{latest:.6g} s + total estimated work {work:.6g} s), beyond {MAX_SECONDS:g} s "
+            "(sched.limits.MAX_SECONDS)"
+        )
 
 
 def _read_tasks(tasks, st):
@@ -145,7 +154,7 @@ def _read_tasks(tasks, st):
     dates = []  # (value, task id, pos, field) of every datetime met
     weights = st.weights
     model = None
-    isfinite, inf = math.isfinite, math.inf
+    isfinite, big = math.isfinite, MAX_SECONDS
     # the common case (a float) is checked inline, errors are built in functions: speed
     for pos, task in enumerate(tasks):
         try:
@@ -155,12 +164,19 @@ def _read_tasks(tasks, st):
                 f"task #{pos + 1}: expected an object with fields, got {type(task).__name__}"
             ) from None
         tid = get("id")
+        key = tid
+        if isinstance(tid, str):
+            key = tid.strip()
+            if not key:
+                raise _bad(tid, pos, "id", "empty")
+        elif isinstance(tid, (float, np.floating)) and not isfinite(tid):
+            raise _bad(tid, pos, "id", "not a finite number")
         try:
-            first = seen.setdefault(tid, pos)
+            first = seen.setdefault(key, pos)
         except TypeError:
             first = None
         if tid is None or first != pos:
-            raise _id_error(tid, pos, first)
+            raise _id_error(tid, pos, first, ids)
         ids[pos] = tid
 
         field, v = "estimate_s", get("estimate_s")
@@ -171,46 +187,62 @@ def _read_tasks(tasks, st):
                 model = _duration_model(st.calibration)
             v = model(task, tid, pos)
             field = "estimate_s"
-        f = v if type(v) is float else _number(v)
-        if f is None or not (f > 0.0 and f < inf):
-            raise _not_positive(v, tid, pos, field)
+        f = v if type(v) is float else number(v)
+        if f is None or not (f > 0.0 and f <= MAX_SECONDS):
+            raise _not_positive(v, tid, pos, field, MAX_SECONDS, "MAX_SECONDS")
         est[pos] = f
 
         v = get("weight")
         if v is None:
             f = _class_weight(get("priority"), weights, tid, pos)
         else:
-            f = v if type(v) is float else _number(v)
-            if f is None or not (f > 0.0 and f < inf):
-                raise _not_positive(v, tid, pos, "weight")
+            f = v if type(v) is float else number(v)
+            if f is None or not (f > 0.0 and f <= MAX_WEIGHT):
+                raise _not_positive(v, tid, pos, "weight", MAX_WEIGHT, "MAX_WEIGHT")
         weight[pos] = f
 
         v = get("due")
         if v is None:
             raise _bad(tid, pos, "due", "missing")
-        due[pos] = v if type(v) is float and isfinite(v) else _time(v, tid, pos, "due", dates)
+        due[pos] = v if type(v) is float and -big <= v <= big else _time(v, tid, pos, "due", dates)
         v = get("arrival")
         if v is not None:
-            arrival[pos] = v if type(v) is float and isfinite(v) else _time(v, tid, pos, "arrival", dates)
+            arrival[pos] = (
+                v if type(v) is float and -big <= v <= big else _time(v, tid, pos, "arrival", dates)
+            )
         kinds[pos] = get("kind")
     return ids, est, weight, due, arrival, kinds, dates
 
 
-def _id_error(tid, pos, first):
+def _id_error(tid, pos, first, ids):
     """Why a task's id is refused: missing, not hashable (``first`` None), or a duplicate
-    of task ``first``."""
+    of task ``first`` (``ids``: the ids read so far)."""
     if tid is None:
         return _bad(None, pos, "id", "missing")
     if first is None:
         return _bad(tid, pos, "id", f"must be a string or a number, got {type(tid).__name__}")
-    return _bad(tid, pos, "id", f"duplicate id (also task #{first + 1})")
+    if ids[first] == tid:
+        return _bad(tid, pos, "id", f"duplicate id (also task #{first + 1})")
+    return _bad(
+        tid,
+        pos,
+        "id",
+        f"duplicate id (task #{first + 1} is {shorten(ids[first])}; white space around ids is ignored)",
+    )
 
 
-def _not_positive(v, tid, pos, field):
-    """The error for an estimate or weight ``v`` that is not a finite number > 0."""
-    if _number(v) is None:
-        return _bad(tid, pos, field, f"not a number: {v!r}")
-    return _bad(tid, pos, field, f"must be finite and > 0, got {v!r}")
+def _not_positive(v, tid, pos, field, most, name):
+    """The error for an estimate or weight ``v`` that is not a number in (0, ``most``]
+    (``name``: that limit's name in sched.limits)."""
+    f = number(v)
+    if f is None:
+        return _bad(tid, pos, field, f"not a number: {shorten(v)}")
+    if f > most and not (isinstance(v, (float, np.floating)) and math.isinf(v)):  # ints are finite
+        unit = " s" if name == "MAX_SECONDS" else ""
+        return _bad(
+            tid, pos, field, f"must be at most {most:g}{unit} (sched.limits.{name}), got {shorten(v)}"
+        )
+    return _bad(tid, pos, field, f"must be finite and > 0, got {shorten(v)}")
 
 
 def _class_weight(cls, weights, tid, pos):
@@ -232,31 +264,10 @@ def _class_weight(cls, weights, tid, pos):
 # --------------------------------------------------------------------------- times and machines
 
 
-def _when(v):
-    """A time value: a float (seconds) or a datetime. Raises ValueError with the reason."""
-    f = _number(v)
-    if f is not None:
-        if not math.isfinite(f):
-            raise ValueError(f"not finite: {v!r}")
-        return f
-    if isinstance(v, datetime):
-        if v != v:  # NaT
-            raise ValueError(f"not a date: {v!r}")
-        return v
-    if isinstance(v, str):
-        try:
-            return datetime.fromisoformat(v.strip())
-        except ValueError:
-            raise ValueError(
-                f"unparsable date {v!r} (expected ISO 8601, e.g. 2026-05-09T14:30:00+02:00)"
-            ) from None
-    raise ValueError(f"expected seconds or an ISO 8601 datetime, got {type(v).__name__} {v!r}")
-
-
 def _time(v, tid, pos, field, dates):
     """A task's time field: seconds, or a datetime noted in ``dates``."""
     try:
-        f = _when(v)
+        f = when(v)
     except ValueError as exc:
         raise _bad(tid, pos, field, str(exc)) from None
     if type(f) is not float:
@@ -266,20 +277,26 @@ def _time(v, tid, pos, field, dates):
 
 def _machines(machines, dates):
     """Free times of the machines (floats or datetimes; -inf: free at any time)."""
-    f = _number(machines)
+    f = number(machines)
     if f is not None:
+        if f > MAX_MACHINES:
+            raise _too_many_machines(f"{shorten(machines)} GPUs")
         if not (math.isfinite(f) and f == int(f) and f >= 1):
-            raise RankInputError(f"machines: expected a whole count >= 1, got {machines!r}")
+            raise RankInputError(f"machines: expected a whole count >= 1, got {shorten(machines)}")
         return [-math.inf] * int(f)
     if isinstance(machines, (str, bytes, dict)) or not hasattr(machines, "__iter__"):
         raise RankInputError(
             "machines: expected a count of free GPUs or a list of the times "
-            f"at which each becomes free, got {machines!r}"
+            f"at which each becomes free, got {shorten(machines)}"
         )
+    if hasattr(machines, "__len__") and len(machines) > MAX_MACHINES:
+        raise _too_many_machines(f"a list of {len(machines)} free times")
     free = []
     for m, v in enumerate(machines):
+        if m == MAX_MACHINES:  # an iterator: counted as it goes
+            raise _too_many_machines(f"more than {MAX_MACHINES} free times")
         try:
-            t = _when(v)
+            t = when(v)
         except ValueError as exc:
             raise RankInputError(f"machines[{m}]: {exc}") from None
         if type(t) is not float:
@@ -290,62 +307,10 @@ def _machines(machines, dates):
     return free
 
 
-def _clock(dates, now, free, due, arrival):
-    """'aware' (POSIX seconds) or 'naive' (local wall clock), and the time zone to show."""
-    naive = [d for d in dates if d[0].utcoffset() is None]
-    aware = [d for d in dates if d[0].utcoffset() is not None]
-    if not naive:
-        return "aware", (now if isinstance(now, datetime) else aware[0][0]).tzinfo
-    if aware:
-        other = aware[0]
-        mixed = f"a date with one ({_label(other)} {other[0].isoformat()})"
-    else:
-        num = _first_number(now, free, due, arrival)
-        if num is None:
-            return "naive", None
-        mixed = f"numbers ({num})"
-    d = naive[0]
-    raise RankInputError(
-        f"{_label(d)}: date {d[0].isoformat()} has no time zone and cannot be "
-        f"mixed with {mixed}; add a time zone, e.g. +00:00"
+def _too_many_machines(what):
+    return RankInputError(
+        f"machines: {what}, more than the limit of {MAX_MACHINES} GPUs (sched.limits.MAX_MACHINES)"
     )
-
-
-def _label(d):
-    value, tid, pos, field = d
-    return f"{_where(tid, pos)}: field {field}" if pos is not None else field
-
-
-def _first_number(now, free, due, arrival):
-    if type(now) is float:
-        return f"now = {now:g}"
-    for m, t in enumerate(free):
-        if type(t) is float and math.isfinite(t):
-            return f"machines[{m}] = {t:g}"
-    for name, col in (("due", due), ("arrival", arrival)):
-        for pos, t in enumerate(col):
-            if type(t) is float:
-                return f"task #{pos + 1} {name} = {t:g}"
-    return None
-
-
-def _to_seconds(clock, due, arrival, free, now):
-    """The datetimes among the times as seconds on ``clock`` ("aware" or "naive")."""
-    conv = _to_seconds_naive if clock == "naive" else _to_seconds_aware
-    due = [conv(x) if type(x) is not float else x for x in due]
-    arrival = [conv(x) if x is not None and type(x) is not float else x for x in arrival]
-    free = [conv(x) if type(x) is not float else x for x in free]
-    if now is not None and type(now) is not float:
-        now = conv(now)
-    return due, arrival, free, now
-
-
-def _to_seconds_aware(d):
-    return d.timestamp()
-
-
-def _to_seconds_naive(d):
-    return (d - _NAIVE_EPOCH).total_seconds()
 
 
 # --------------------------------------------------------------------------- duration model

@@ -1,0 +1,129 @@
+"""``rank()``'s times: numbers or datetimes, read on one clock.
+
+Times. ``due``, ``arrival``, ``now`` and busy machines' free times are either
+numbers (seconds, all on one clock) or datetimes (``datetime`` objects or ISO
+8601 text). Datetimes with a time zone are converted to POSIX seconds, and
+numbers given alongside them are read as POSIX seconds too. Datetimes
+without a time zone are accepted only when every time of the call is one
+(they are then read on the local wall clock); mixed with numbers or with
+zoned datetimes they are refused, since their offset is unknown. Without
+``now``: the current time when datetimes are used, else 0 (numbers are then
+seconds relative to the moment of the call).
+
+A function here raises ``ValueError`` with the reason; :mod:`sched.serve.tasks`
+turns it into a ``RankInputError`` naming the task and the field.
+"""
+
+import math
+from datetime import datetime
+
+import numpy as np
+
+from sched.config import shorten
+from sched.limits import MAX_SECONDS
+
+NUMBER = (int, float, np.integer, np.floating)
+NAIVE_EPOCH = datetime(1970, 1, 1)
+
+
+def where(task_id, pos):
+    """How an error names a task: its id (cut short), else its position."""
+    return f"task {shorten(task_id)}" if task_id is not None else f"task #{pos + 1} (no id)"
+
+
+def number(v):
+    """v as a float if it is a number (not a bool), else None."""
+    t = type(v)
+    if t is float:
+        return v
+    if t is int and -(2**53) <= v <= 2**53:
+        return float(v)
+    if isinstance(v, NUMBER) and not isinstance(v, (bool, np.bool_)):
+        try:
+            return float(v)
+        except OverflowError:  # an int beyond any float
+            return math.inf if v > 0 else -math.inf
+    return None
+
+
+def when(v):
+    """A time value: a float (seconds) or a datetime. Raises ValueError with the reason."""
+    f = number(v)
+    if f is not None:
+        if not math.isfinite(f) and isinstance(v, (float, np.floating)):  # ints are finite
+            raise ValueError(f"not finite: {shorten(v)}")
+        if not -MAX_SECONDS <= f <= MAX_SECONDS:
+            raise ValueError(
+                f"must be within {MAX_SECONDS:g} s of 0 (sched.limits.MAX_SECONDS), got {shorten(v)}"
+            )
+        return f
+    if isinstance(v, datetime):
+        if v != v:  # NaT
+            raise ValueError(f"not a date: {shorten(v)}")
+        return v
+    if isinstance(v, str):
+        try:
+            return datetime.fromisoformat(v.strip())
+        except ValueError:
+            raise ValueError(
+                f"unparsable date {shorten(v)} (expected ISO 8601, e.g. 2026-05-09T14:30:00+02:00)"
+            ) from None
+    raise ValueError(f"expected seconds or an ISO 8601 datetime, got {type(v).__name__} {shorten(v)}")
+
+
+def clock_of(dates, now, free, due, arrival):
+    """'aware' (POSIX seconds) or 'naive' (local wall clock), and the time zone to show."""
+    naive = [d for d in dates if d[0].utcoffset() is None]
+    aware = [d for d in dates if d[0].utcoffset() is not None]
+    if not naive:
+        return "aware", (now if isinstance(now, datetime) else aware[0][0]).tzinfo
+    if aware:
+        other = aware[0]
+        mixed = f"a date with one ({_label(other)} {other[0].isoformat()})"
+    else:
+        num = _first_number(now, free, due, arrival)
+        if num is None:
+            return "naive", None
+        mixed = f"numbers ({num})"
+    d = naive[0]
+    raise ValueError(
+        f"{_label(d)}: date {d[0].isoformat()} has no time zone and cannot be "
+        f"mixed with {mixed}; add a time zone, e.g. +00:00"
+    )
+
+
+def _label(d):
+    value, tid, pos, field = d
+    return f"{where(tid, pos)}: field {field}" if pos is not None else field
+
+
+def _first_number(now, free, due, arrival):
+    if type(now) is float:
+        return f"now = {now:g}"
+    for m, t in enumerate(free):
+        if type(t) is float and math.isfinite(t):
+            return f"machines[{m}] = {t:g}"
+    for name, col in (("due", due), ("arrival", arrival)):
+        for pos, t in enumerate(col):
+            if type(t) is float:
+                return f"task #{pos + 1} {name} = {t:g}"
+    return None
+
+
+def to_seconds(clock, due, arrival, free, now):
+    """The datetimes among the times as seconds on ``clock`` ("aware" or "naive")."""
+    conv = seconds_naive if clock == "naive" else seconds_aware
+    due = [conv(x) if type(x) is not float else x for x in due]
+    arrival = [conv(x) if x is not None and type(x) is not float else x for x in arrival]
+    free = [conv(x) if type(x) is not float else x for x in free]
+    if now is not None and type(now) is not float:
+        now = conv(now)
+    return due, arrival, free, now
+
+
+def seconds_aware(d):
+    return d.timestamp()
+
+
+def seconds_naive(d):
+    return (d - NAIVE_EPOCH).total_seconds()
