@@ -133,11 +133,15 @@ def read_bytes(path, error, limit=None):
 
 def read_text(path, error, limit=None):
     """The text of a regular UTF-8 file (a byte-order mark dropped), or ``error`` naming it."""
-    data = read_bytes(path, error, limit)
+    return decode_utf8(read_bytes(path, error, limit), path, error)
+
+
+def decode_utf8(data, source, error):
+    """``data`` as text (a byte-order mark dropped), or ``error`` naming ``source``."""
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise error(f"{path}: not a UTF-8 text file (byte {exc.start} cannot be decoded)") from None
+        raise error(f"{source}: not a UTF-8 text file (byte {exc.start} cannot be decoded)") from None
 
 
 def scan_csv(text, source, error, skipinitialspace=False, sep=",", max_rows=None):
@@ -150,30 +154,43 @@ def scan_csv(text, source, error, skipinitialspace=False, sep=",", max_rows=None
     text that is no CSV, a file with no header. Blank lines are skipped, as
     pandas does; a row's line is where it starts (a quoted field may span lines).
     """
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=sep, skipinitialspace=skipinitialspace)
-    header, header_line, lines, end = None, 0, [], 0
-    try:
-        for record in reader:
-            start, end = end + 1, reader.line_num
-            if not record or (len(record) == 1 and not record[0].strip()):
-                continue
-            if header is None:
-                header, header_line = record, start
-                check_header(header, source, start, error)
-            elif len(record) != len(header):
-                raise error(
-                    f"{source}: row {len(lines) + 1} (line {start}): {len(record)} fields, "
-                    f"the header (line {header_line}) has {len(header)}"
-                )
-            else:
-                lines.append(start)
-                if max_rows is not None and len(lines) > max_rows:
-                    raise error(f"{source}: more than {max_rows} rows")
-    except csv.Error as exc:
-        raise error(f"{source}: line {reader.line_num}: not a readable CSV file ({exc})") from None
+    header, header_line, lines = None, 0, []
+    for start, record in _records(text, source, error, sep, skipinitialspace):
+        if not record or (len(record) == 1 and not record[0].strip()):
+            continue
+        if header is None:
+            header, header_line = record, start
+            check_header(header, source, start, error)
+        elif len(record) != len(header):
+            raise error(
+                f"{source}: row {len(lines) + 1} (line {start}): {len(record)} fields, "
+                f"the header (line {header_line}) has {len(header)}"
+            )
+        else:
+            lines.append(start)
+            if max_rows is not None and len(lines) > max_rows:
+                raise error(f"{source}: more than {max_rows} rows")
     if header is None:
         raise error(f"{source}: empty file (no header, no rows)")
     return header, lines
+
+
+def _records(text, source, error, sep, skipinitialspace):
+    """(first line, fields) of each record of a CSV text, blank lines included."""
+    if '"' not in text:
+        # no quoting: a record is a line (CRLF, LF or CR ended, as pandas reads them);
+        # splitting lines is several times faster than the csv module
+        for i, line in enumerate(text.replace("\r\n", "\n").replace("\r", "\n").split("\n"), start=1):
+            yield i, line.split(sep)
+        return
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=sep, skipinitialspace=skipinitialspace)
+    end = 0
+    try:
+        for record in reader:
+            yield end + 1, record
+            end = reader.line_num
+    except csv.Error as exc:
+        raise error(f"{source}: line {reader.line_num}: not a readable CSV file ({exc})") from None
 
 
 def check_header(header, source, line, error):
@@ -192,14 +209,20 @@ def read_csv_lines(path, error, limit=None, max_rows=None, **kwargs):
     """:func:`read_csv`, with the file line of each row: (frame, lines)."""
     import pandas as pd
 
-    text = read_text(path, error, limit)
+    data = read_bytes(path, error, limit)
     _, lines = scan_csv(
-        text, path, error, kwargs.get("skipinitialspace", False), kwargs.get("sep", ","), max_rows
+        decode_utf8(data, path, error),
+        path,
+        error,
+        kwargs.get("skipinitialspace", False),
+        kwargs.get("sep", ","),
+        max_rows,
     )
     try:
         # index_col=False: pandas never takes a column as the index (it would
-        # for rows one field longer than the header, which scan_csv refuses)
-        frame = pd.read_csv(io.StringIO(text), index_col=False, **kwargs)
+        # for rows one field longer than the header, which scan_csv refuses);
+        # from the bytes, not the text: twice as fast
+        frame = pd.read_csv(io.BytesIO(data), index_col=False, encoding="utf-8", **kwargs)
     except pd.errors.EmptyDataError:
         raise error(f"{path}: empty file (no header, no rows)") from None
     except pd.errors.ParserError as exc:

@@ -378,3 +378,30 @@ def test_generated_times_beyond_the_limit_are_refused_without_warnings(cfg, chan
             SizeError, match=f"scenario seed 3: a drawn {field} of .* is beyond the 1e\\+12 s"
         ):
             generate(c, 3, tasks=50)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a,b\n1,2\n\n3,4\n",
+        "a,b\r\n1,2\r\n  \r\n\r\n3,4",
+        "a,b\r1,2\r\r3,4\r",
+        "\n\na,b\n1, 2\n 3,4 \n\n",
+        "a,b\n1,2\n3,4,5\n",
+        "a,b\n1,2\n\n3\n",
+    ],
+)
+def test_the_fast_and_the_quoting_csv_scans_agree(text):
+    # scan_csv splits lines when the text holds no quote, else runs the csv module
+    from sched import files
+
+    def scan(t):
+        try:
+            return files.scan_csv(t, "t.csv", ValueError, skipinitialspace=True)
+        except ValueError as exc:
+            return str(exc)
+
+    quoted = text.replace("a,", '"a",', 1)
+    fast, slow = scan(text), scan(quoted)
+    assert fast == slow
+    assert isinstance(fast, tuple) or "fields, the header" in fast
