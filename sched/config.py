@@ -55,22 +55,15 @@ def load_yaml(path, error=None):
     refused past ``MAX_YAML_BYTES`` bytes or ``MAX_YAML_NODES`` values.
     Raises ``error`` (default :class:`ConfigError`) naming the file.
     """
+    from sched.files import read_text
+
     error = error or ConfigError
     p = Path(path)
+    text = read_text(p, error, limit=MAX_YAML_BYTES)  # a folder, a pipe, a huge file: one error
     try:
-        size = p.stat().st_size
-        if size > MAX_YAML_BYTES:
-            raise error(f"{p}: {size} bytes, more than the {MAX_YAML_BYTES} a config may have")
-        with open(p, encoding="utf-8") as fh:
-            data = yaml.safe_load(fh)
+        data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise error(f"{p}: not valid YAML: {str(exc).splitlines()[0]}") from None
-    except UnicodeDecodeError:
-        raise error(f"{p}: not a UTF-8 text file") from None
-    except IsADirectoryError:
-        raise error(f"{p}: is a folder, not a file") from None
-    except OSError as exc:
-        raise error(f"{p}: cannot read: {exc.strerror}") from None
     if _count_nodes(data, MAX_YAML_NODES) > MAX_YAML_NODES:
         raise error(
             f"{p}: more than {MAX_YAML_NODES} values once its aliases are expanded (nested YAML anchors?)"

@@ -33,5 +33,7 @@ MAX_RANK_BYTES = 32 * 1024**2
 MAX_POLICY_HIDDEN = 1024
 #: Bytes of a policy file, and of its contents once unpacked.
 MAX_POLICY_BYTES = 64 * 1024**2
-#: Largest magnitude of a weight in a policy file (trained ones here reach about 3).
+#: Largest magnitude of a weight in a policy file (trained ones stay orders of magnitude below).
 MAX_POLICY_WEIGHT = 1e6
+#: Bytes in a calibration file (``sched calibrate`` writes a few kilobytes).
+MAX_CALIBRATION_BYTES = 64 * 1024**2

@@ -278,3 +278,15 @@ def test_out_into_a_read_only_folder_is_one_line(tmp_path, monkeypatch, capsys, 
     err = capsys.readouterr().err
     assert_one_line_error(code, err, "ro", "permission denied")
     assert list((tmp_path / "ro").iterdir()) == []
+
+
+def test_a_config_or_calibration_that_is_a_pipe_is_refused_at_once(tmp_path):
+    import os
+
+    os.mkfifo(tmp_path / "fifo.yaml")
+    code, _, err = probe("--config", "fifo.yaml", "scenario", "--seed", "1", cwd=tmp_path)
+    assert_one_line_error(code, err, "fifo.yaml", "not a regular file")
+    os.mkfifo(tmp_path / "cal.json")
+    (tmp_path / "c.yaml").write_text("scenario: {calibration: cal.json}\n")
+    code, _, err = probe("--config", "c.yaml", "scenario", "--seed", "1", cwd=tmp_path)
+    assert_one_line_error(code, err, "cal.json", "not a regular file")

@@ -29,6 +29,8 @@ from pathlib import Path
 from sched import layout
 from sched.data.distributions import distribution_mean
 from sched.errors import SchedError
+from sched.files import read_text
+from sched.limits import MAX_CALIBRATION_BYTES
 
 FORMAT = "sched-calibration/1"
 #: Features of the log-linear duration model, in this order.
@@ -61,14 +63,13 @@ def _cached(path):
     key = (os.path.abspath(path), st.st_mtime_ns, st.st_size, st.st_ino)
     if key not in _cache:
         path = Path(path)
+        text = read_text(path, CalibrationFileError, limit=MAX_CALIBRATION_BYTES)  # no folder, pipe
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            data = json.loads(text)
+        except (json.JSONDecodeError, RecursionError) as exc:
             raise CalibrationFileError(
-                f"calibration file {path}: not valid JSON ({exc}); {_how_to_make(path)}"
+                f"calibration file {path}: not valid JSON ({str(exc)[:80]}); {_how_to_make(path)}"
             ) from None
-        except IsADirectoryError:
-            raise CalibrationFileError(f"calibration file {path} is a folder; {_how_to_make(path)}") from None
         check_calibration(data, str(path))
         _cache.clear()  # one file in use at a time is the common case
         _cache[key] = data
