@@ -108,7 +108,7 @@ CRAFTED = [
     (arch_set("hidden", 10**30), "meta.arch.hidden", str(MAX_POLICY_HIDDEN)),
     (arch_set("hidden", 0), "meta.arch.hidden", "0"),
     (arch_set("hidden", "8"), "meta.arch.hidden", "'8'"),
-    (arch_set("hidden", 8.0), "meta.arch.hidden", "8.0"),
+    (arch_set("hidden", 8.5), "meta.arch.hidden", "8.5"),
     (arch_set("hidden", True), "meta.arch.hidden", "True"),
     (arch_set("hidden", 16), "actor.0.weight", "shape"),  # allowed, but the weights are 8 wide
     (arch_set("atc_prior", "yes"), "meta.arch.atc_prior", "'yes'"),
@@ -164,6 +164,12 @@ def test_a_good_file_loads_and_builds_once(good, monkeypatch):
     want = torch.load(good, weights_only=True)["state_dict"]
     got = policy.net.state_dict()
     assert got.keys() == want.keys() and all(torch.equal(got[k], want[k]) for k in want)
+
+
+def test_whole_floats_in_the_architecture_load(good):
+    # the config schema's "integer" accepts 64.0, and training stores it as given
+    path = craft(good, lambda b: b["meta"]["arch"].update(hidden=8.0, top_k=16.0))
+    assert PF.load(path).net.top_k == 16
 
 
 def test_the_largest_allowed_network_loads(tmp_path):

@@ -246,6 +246,7 @@ def test_atc_tuned_reads_tuned_json(tmp_path):
     "content, field",
     [
         ("{not json", "JSON"),
+        ("[" * 100_000, "nested too deeply"),
         (json.dumps([1, 2]), "object"),
         (json.dumps(winner("x", rule="nope")), "rule"),
         (json.dumps(winner("atc", rule="atc", atc_k=0)), "atc_k"),
@@ -822,7 +823,7 @@ def test_hostile_policy_files_are_one_line(tmp_path):
     from .test_policy_file import write_policy
 
     cfg = _hostile(tmp_path)
-    good = write_policy(tmp_path / "good.pt", "scorer", 64)
+    good = write_policy(tmp_path / "good.pt", "scorer", 64)  # loads: tests/test_policy_file.py
     queue = json.dumps([_task(id=i) for i in range(5)])
 
     def crafted(name, edit):
@@ -838,11 +839,8 @@ def test_hostile_policy_files_are_one_line(tmp_path):
             crafted("nan.pt", lambda b: b["state_dict"]["actor.2.weight"].fill_(float("nan"))),
             "actor.2.weight",
         ),
-        (crafted("k.pt", lambda b: b["meta"].update(atc_k=-2.0)), "meta.atc_k"),
     ]
     for name, field in cases:
         code, out, err = probe("--config", cfg, "rank", "--policy-file", name, cwd=tmp_path, input=queue)
         assert_one_line_error(code, err, name, field)
         assert out == ""
-    code, out, err = probe("--config", cfg, "rank", "--policy-file", "good.pt", cwd=tmp_path, input=queue)
-    assert code == 0 and sorted(json.loads(out)) == list(range(5)), err

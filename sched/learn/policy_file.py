@@ -143,7 +143,10 @@ def _bad(path, field, why, value):
     return PolicyFileError(f"{path}: field {field}: {why}, got {shorten(value)}")
 
 
-def _is_int(v):
+def _is_whole(v):
+    """An int, or a float with an integral value (the config schema's "integer" allows 64.0)."""
+    if isinstance(v, float):
+        return v.is_integer()
     return isinstance(v, int) and not isinstance(v, bool)
 
 
@@ -164,7 +167,7 @@ def _check_arch(path, arch):
             path, "meta.arch.name", f"unknown architecture; expected one of {', '.join(ENCODINGS)}", name
         )
     hidden = arch.get("hidden")
-    if not _is_int(hidden) or not 1 <= hidden <= MAX_POLICY_HIDDEN:
+    if not _is_whole(hidden) or not 1 <= hidden <= MAX_POLICY_HIDDEN:
         raise _bad(
             path,
             "meta.arch.hidden",
@@ -175,7 +178,7 @@ def _check_arch(path, arch):
         raise _bad(path, "meta.arch.atc_prior", "expected true or false", arch.get("atc_prior"))
     _positive(path, "meta.arch.prior_scale", arch.get("prior_scale"))
     top_k = arch.get("top_k", 0)
-    if not _is_int(top_k) or not 0 <= top_k < 2**31:
+    if not _is_whole(top_k) or not 0 <= top_k < 2**31:
         raise _bad(path, "meta.arch.top_k", "expected a whole number >= 0", top_k)
 
 

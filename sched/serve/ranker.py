@@ -153,6 +153,8 @@ def _json_file(path, check):
             data = json.load(fh)
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise RankInputError(f"{path}: not a readable JSON file: {exc}") from None
+    except RecursionError:
+        raise RankInputError(f"{path}: not a readable JSON file: nested too deeply") from None
     value = check(data, path)
     _json_cache[path] = (key, value)
     return value

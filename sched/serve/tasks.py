@@ -128,15 +128,13 @@ def read_queue(tasks, now, machines, st):
     np.maximum(mfree, now, out=mfree)
     columns = [np.array(c, dtype=np.float64) for c in (arrival, est, weight, due)]
     if ids:
-        _check_reach(columns[0], columns[1], mfree)
+        _check_reach(max(max(arrival), max(free), now), sum(est))
     return Queue(len(ids), ids, *columns, mfree, kinds, clock, tz)
 
 
-def _check_reach(arrival, est, mfree):
+def _check_reach(latest, work):
     """RankInputError unless the plan ends within MAX_SECONDS: every task starts by the
-    latest free time or arrival plus the work planned before it."""
-    latest = max(float(arrival.max()), float(mfree.max()))
-    work = float(est.sum())
+    latest free time or arrival (``latest``) plus the work planned before it."""
     if not latest + work <= MAX_SECONDS:
         raise RankInputError(
             f"tasks: the plan could end at {latest + work:.6g} s (latest start or arrival "
@@ -154,7 +152,7 @@ def _read_tasks(tasks, st):
     dates = []  # (value, task id, pos, field) of every datetime met
     weights = st.weights
     model = None
-    isfinite, big = math.isfinite, MAX_SECONDS
+    low, big, heavy = -MAX_SECONDS, MAX_SECONDS, MAX_WEIGHT  # locals: speed
     # the common case (a float) is checked inline, errors are built in functions: speed
     for pos, task in enumerate(tasks):
         try:
@@ -164,13 +162,10 @@ def _read_tasks(tasks, st):
                 f"task #{pos + 1}: expected an object with fields, got {type(task).__name__}"
             ) from None
         tid = get("id")
-        key = tid
-        if isinstance(tid, str):
-            key = tid.strip()
-            if not key:
-                raise _bad(tid, pos, "id", "empty")
-        elif isinstance(tid, (float, np.floating)) and not isfinite(tid):
-            raise _bad(tid, pos, "id", "not a finite number")
+        t = type(tid)
+        key = tid if t is int else tid.strip() if t is str else _id_key(tid, pos)
+        if not key and t is str:
+            raise _bad(tid, pos, "id", "empty")
         try:
             first = seen.setdefault(key, pos)
         except TypeError:
@@ -188,7 +183,7 @@ def _read_tasks(tasks, st):
             v = model(task, tid, pos)
             field = "estimate_s"
         f = v if type(v) is float else number(v)
-        if f is None or not (f > 0.0 and f <= MAX_SECONDS):
+        if f is None or not (f > 0.0 and f <= big):
             raise _not_positive(v, tid, pos, field, MAX_SECONDS, "MAX_SECONDS")
         est[pos] = f
 
@@ -197,21 +192,32 @@ def _read_tasks(tasks, st):
             f = _class_weight(get("priority"), weights, tid, pos)
         else:
             f = v if type(v) is float else number(v)
-            if f is None or not (f > 0.0 and f <= MAX_WEIGHT):
+            if f is None or not (f > 0.0 and f <= heavy):
                 raise _not_positive(v, tid, pos, "weight", MAX_WEIGHT, "MAX_WEIGHT")
         weight[pos] = f
 
         v = get("due")
         if v is None:
             raise _bad(tid, pos, "due", "missing")
-        due[pos] = v if type(v) is float and -big <= v <= big else _time(v, tid, pos, "due", dates)
+        due[pos] = v if type(v) is float and low <= v <= big else _time(v, tid, pos, "due", dates)
         v = get("arrival")
         if v is not None:
-            arrival[pos] = (
-                v if type(v) is float and -big <= v <= big else _time(v, tid, pos, "arrival", dates)
-            )
+            arrival[pos] = v if type(v) is float and low <= v <= big else _time(v, tid, pos, "arrival", dates)
         kinds[pos] = get("kind")
     return ids, est, weight, due, arrival, kinds, dates
+
+
+def _id_key(tid, pos):
+    """What an id that is neither an int nor a str is compared by: a str subclass
+    stripped; a float if finite; anything else as it is."""
+    if isinstance(tid, str):
+        key = tid.strip()
+        if not key:
+            raise _bad(tid, pos, "id", "empty")
+        return key
+    if isinstance(tid, (float, np.floating)) and not math.isfinite(tid):
+        raise _bad(tid, pos, "id", "not a finite number")
+    return tid
 
 
 def _id_error(tid, pos, first, ids):
