@@ -202,14 +202,15 @@ def test_distillation_loss_on_a_two_decision_toy_batch():
     Logits ln 2, 0, 0 for the candidates: probabilities 1/2, 1/4, 1/4; row 1 (logit 5) is
     no candidate and must not count. Expected regret 0.75.
     Decision 1: 2 waiting tasks (rows 4-5), candidates 1, 0 and one padding (-1), labels
-    0, -50 (the second is cheaper than ATC's choice): regrets 0.5, 0. Logits ln 3, 0:
+    0, -50 (the second is cheaper than ATC's choice): regrets 0.5, 0 (and 0 for the padding). Logits ln 3, 0:
     probabilities 3/4, 1/4. Expected regret 0.375. Loss (0.75 + 0.375) / 2 = 0.5625.
     """
     from sched.learn.distill import imitation_loss, regrets
 
     cand = torch.tensor([[2, 0, 3], [1, 0, -1]])
     valid = cand >= 0
-    label = torch.tensor([[0.0, 200.0, 100.0], [0.0, -50.0, 0.0]])
+    # a padding label counts for nothing, whatever it holds (here less than every real one)
+    label = torch.tensor([[0.0, 200.0, 100.0], [0.0, -50.0, -1000.0]])
     reg = regrets(label, valid, 100.0)
     assert reg.tolist() == [[0.0, 2.0, 1.0], [0.5, 0.0, 0.0]]
     logits = torch.tensor([0.0, 5.0, np.log(2.0), 0.0, 0.0, np.log(3.0)], dtype=torch.float32)

@@ -71,32 +71,37 @@ def test_wmdd_index_of_three_tasks_by_hand():
     assert _pick_by_formula("wmdd", 2.0) == 1
 
 
-def _pick_by_formula(rule, k):
+def _pick_by_formula(rule, k, t=T):
     if rule == "atc":
-        return max(range(3), key=lambda i: atc_textbook(*TASKS[i], T, k, PBAR))
-    return min(range(3), key=lambda i: wmdd_textbook(*TASKS[i], T))
+        return max(range(3), key=lambda i: atc_textbook(*TASKS[i], t, k, PBAR))
+    return min(range(3), key=lambda i: wmdd_textbook(*TASKS[i], t))
 
 
-def _three_waiting_at_t():
-    """Row 0 runs [0, 10) on the one machine; rows 1-3 (tasks A, B, C) arrive at 1, 2, 3
-    and all wait at t = 10, the first decision among them."""
-    p, w, d = (np.array([10.0] + [x[i] for x in TASKS]) for i in range(3))
+def _three_waiting_at(t):
+    """Row 0 runs [0, t) on the one machine; rows 1-3 (tasks A, B, C) arrive at 1, 2, 3
+    and all wait at t, the first decision among them."""
+    p, w, d = (np.array([t] + [x[i] for x in TASKS]) for i in range(3))
     d[0] = 100.0
     return np.array([0.0, 1.0, 2.0, 3.0]), p, p, w, d
 
 
-@pytest.mark.parametrize("rule, k", [("atc", 2.0), ("atc", 0.5), ("wmdd", 2.0)])
-def test_both_simulators_start_the_task_the_formula_picks(rule, k):
-    want = _pick_by_formula(rule, k)
-    arrays = _three_waiting_at_t()
+@pytest.mark.parametrize(
+    "rule, k, t, want",
+    [("atc", 2.0, T, 0), ("atc", 0.5, T, 2), ("wmdd", 2.0, T, 1), ("wmdd", 2.0, 18.0, 0)],
+)
+def test_both_simulators_start_the_task_the_formula_picks(rule, k, t, want):
+    """At t = 18 WMDD's indices are A max(2, 6) / 2 = 3, B max(3, 13) / 4 = 3.25,
+    C max(6, 0) / 1 = 6: A first, where at t = 10 it was B."""
+    assert _pick_by_formula(rule, k, t) == want
+    arrays = _three_waiting_at(t)
     for simulate in (core.simulate, reference.simulate):
         start, _, _ = simulate(*arrays, rule, k=k)
         start = np.asarray(start, dtype=float)
         assert start[0] == 0.0
-        assert start[1 + want] == T and sorted(start[1:])[0] == T, (simulate.__module__, start)
+        assert start[1 + want] == t and sorted(start[1:])[0] == t, (simulate.__module__, start)
     # the reference simulator's decision itself, at t, among the three waiting rows
     arrival, _, est, w, d = arrays
-    assert reference.choose(rule, T, [1, 2, 3], arrival, est, w, d, k) == want
+    assert reference.choose(rule, t, [1, 2, 3], arrival, est, w, d, k) == want
 
 
 def _dispatch_by_textbook(arrival, p, w, d, rule, k):
