@@ -294,7 +294,9 @@ def test_a_significant_winner_is_picked():
     assert (w["policy"], w["rule"], w["atc_k"], w["significant"]) == ("atc-tuned", "atc", 1.5, True)
 
 
-def test_no_significant_winner_falls_back_to_the_best_heuristic():
+def test_a_best_heuristic_whose_lead_is_not_significant_is_kept():
+    """Here the best mean is a heuristic's (atc) both times; the fallback from a learned policy
+    that is best but not significantly: test_statistics.py."""
     w = winner({"fifo": 3.0, "atc": 1.0, "wmdd": 1.05, "ppo-1": 0.995}, noise=0.3)
     assert (w["policy"], w["significant"], w["rule"], w["atc_k"]) == ("atc", False, "atc", 2.0)
     assert w["runner_up"] == "ppo-1" and w["policy_file"] is None
