@@ -16,6 +16,7 @@ from sched.learn import policy_file as PF
 from sched.learn.ppo import Args, train
 from sched.sim import core
 
+from .conftest import AGREEMENT_CASES, AGREEMENT_TASKS
 from .conftest import TINY_TRAIN as TINY
 
 
@@ -320,12 +321,14 @@ def test_privileged_hint_is_the_atc_cost_to_go(tiny_cfg):
         assert -hint[b] / 0.001 + s.wt_prev[b] == pytest.approx(total, rel=1e-6)
 
 
-def test_one_queue_fast_path_matches_the_batched_greedy(trained, tiny_cfg):
+def test_one_queue_fast_path_matches_the_batched_greedy(distinct_policy, tiny_cfg):
+    # distinct_policy schedules each of these cases unlike ATC (its fixture
+    # asserts it), so the correction network's part of the score is tested too
     from sched.learn.vec_env import run_greedy, run_greedy_one
 
-    pol = PF.load(trained[0])
-    for seed, machines, free in ((1, 1, None), (2, 2, [30.0, 0.0]), (3, 3, None)):
-        sc = generate(tiny_cfg, seed, tasks=120, machines=machines).arrays
+    pol = PF.load(distinct_policy)
+    for seed, machines, free in AGREEMENT_CASES:
+        sc = generate(tiny_cfg, seed, tasks=AGREEMENT_TASKS, machines=machines).arrays
         a = run_greedy_one(pol, sc, machines, free)
         (b,) = run_greedy(pol, [sc], machines, free)
         for u, v in zip(a, b):
