@@ -129,6 +129,7 @@ def test_schema_maxima_are_the_documented_limits():
         (props["train"]["properties"]["tasks"], limits.MAX_SCENARIO_TASKS, "MAX_SCENARIO_TASKS"),
         (sc["machines"], limits.MAX_MACHINES, "MAX_MACHINES"),
         (setting["machines"], limits.MAX_MACHINES, "MAX_MACHINES"),
+        (props["train"]["properties"]["hidden"], limits.MAX_POLICY_HIDDEN, "MAX_POLICY_HIDDEN"),
     ]
     for sub, limit, name in bounded:
         assert sub["maximum"] == limit

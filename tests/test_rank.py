@@ -303,14 +303,18 @@ def test_a_bad_config_is_a_rank_input_error(tmp_path):
         assert "atc_k" in str(exc.value) or "none.yaml" in str(exc.value)
 
 
-def test_ppo_order_is_the_greedy_rollouts_start_order(tmp_path, tiny_policy):
+def test_ppo_order_is_the_greedy_rollouts_start_order(tmp_path, distinct_policy):
     from sched.data.scenario import Scenario
     from sched.evaluate.runs import schedule_scenarios
 
-    policy_file = str(tiny_policy[0])
+    from .conftest import starts_unlike_atc
+
+    policy_file = str(distinct_policy)
 
     tasks = static_queue(seed=9, n=50)
     arr, dur, _, w, due = columns(tasks)
+    # the policy orders this queue unlike ATC: the test covers its correction network
+    assert starts_unlike_atc(distinct_policy, columns(tasks), 2, [NOW, NOW]) > 0
     frame = pd.DataFrame(
         {
             "id": [t["id"] for t in tasks],

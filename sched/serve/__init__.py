@@ -1,5 +1,6 @@
 """Serving: ``rank(tasks)``, the entry point a render queue calls.
 
-``ranker``: ``rank()`` and the policy choice; ``tasks``: reading the tasks,
-times and machines; ``explain``: the plan as a table.
+``ranker``: ``rank()`` and the policy choice; ``tasks``: reading and checking
+the tasks and machines; ``times``: the clock (numbers, dates, time zones);
+``explain``: the plan as a table.
 """
