@@ -14,6 +14,7 @@ import numba as nb
 import numpy as np
 
 from sched.learn import features as F
+from sched.learn import scorer_fast, scorer_pool
 from sched.sim import core as S
 
 
@@ -29,62 +30,97 @@ def _affine(W, b, x, lo, hi, out):
 
 
 @nb.njit(cache=True)
-def greedy_rollout(s, k, p_ref, load, top_k, W0, b0, W1, b1, W2, b2, lin):
-    """Run the greedy scorer on slot 0 of ``s`` until every task has started."""
+def _decide(s, k, p_ref, load, top_k, W0, b0, W1, b1, W2, b2, lin, xb, gb, inp, ctx, h0, h1):
+    """Queue position of the task the greedy scorer starts now (slot 0): the policy's
+    decision, computed as the definition reads. The reference for every faster path."""
     n_task = F.N_TASK
-    xb = np.empty((s.queue.shape[1], n_task))
-    gb = np.empty(F.N_GLOBAL)
     n_in = W0.shape[1]
-    inp = np.empty(n_in)
-    ctx = np.empty(W0.shape[0])
-    h0 = np.empty(W0.shape[0])
-    h1 = np.empty(W1.shape[0])
-    while S._advance(s, 0, True):
-        ql = s.qlen[0]
-        F._encode_slot(s, 0, k, p_ref, load, xb, gb)
-        # context: mean and max of every waiting task's features, then globals
-        for f in range(n_task):
-            m = 0.0
-            mx = -np.inf
-            for q in range(ql):
-                v = xb[q, f]
-                m += v
-                if v > mx:
-                    mx = v
-            inp[n_task + f] = m / ql
-            inp[2 * n_task + f] = mx
-        for f in range(F.N_GLOBAL):
-            inp[3 * n_task + f] = gb[f]
-        # the first layer's context part is the same for every candidate
-        _affine(W0, b0, inp, n_task, n_in, ctx)
-        best = -1
-        best_v = -np.inf
-        atc_best = 0
+    ql = s.qlen[0]
+    F._encode_slot(s, 0, k, p_ref, load, xb, gb)
+    # context: mean and max of every waiting task's features, then globals
+    for f in range(n_task):
+        m = 0.0
+        mx = -np.inf
         for q in range(ql):
-            rank = round(xb[q, F.ATC_RANK_INDEX] * ql)
-            if rank == 0:
-                atc_best = q
-            if top_k > 0 and rank >= top_k:
-                continue
-            for f in range(n_task):
-                inp[f] = xb[q, f]
-            _affine(W0, ctx, inp, 0, n_task, h0)
-            for i in range(h0.shape[0]):
-                h0[i] = math.tanh(h0[i])
-            _affine(W1, b1, h0, 0, h0.shape[0], h1)
-            for i in range(h1.shape[0]):
-                h1[i] = math.tanh(h1[i])
-            v = b2[0]
-            for i in range(h1.shape[0]):
-                v += W2[0, i] * h1[i]
-            for f in range(n_task):
-                v += lin[f] * xb[q, f]
-            if v > best_v:
-                best_v = v
-                best = q
-        if best < 0:  # every score NaN (a diverged network): ATC's choice, not garbage
-            best = atc_best
+            v = xb[q, f]
+            m += v
+            if v > mx:
+                mx = v
+        inp[n_task + f] = m / ql
+        inp[2 * n_task + f] = mx
+    for f in range(F.N_GLOBAL):
+        inp[3 * n_task + f] = gb[f]
+    # the first layer's context part is the same for every candidate
+    _affine(W0, b0, inp, n_task, n_in, ctx)
+    best = -1
+    best_v = -np.inf
+    atc_best = 0
+    for q in range(ql):
+        rank = round(xb[q, F.ATC_RANK_INDEX] * ql)
+        if rank == 0:
+            atc_best = q
+        if top_k > 0 and rank >= top_k:
+            continue
+        for f in range(n_task):
+            inp[f] = xb[q, f]
+        _affine(W0, ctx, inp, 0, n_task, h0)
+        for i in range(h0.shape[0]):
+            h0[i] = math.tanh(h0[i])
+        _affine(W1, b1, h0, 0, h0.shape[0], h1)
+        for i in range(h1.shape[0]):
+            h1[i] = math.tanh(h1[i])
+        v = b2[0]
+        for i in range(h1.shape[0]):
+            v += W2[0, i] * h1[i]
+        for f in range(n_task):
+            v += lin[f] * xb[q, f]
+        if v > best_v:
+            best_v = v
+            best = q
+    if best < 0:  # every score NaN (a diverged network): ATC's choice, not garbage
+        best = atc_best
+    return best
+
+
+@nb.njit(cache=True)
+def _buffers(s, W0, W1):
+    return (
+        np.empty((s.queue.shape[1], F.N_TASK)),
+        np.empty(F.N_GLOBAL),
+        np.empty(W0.shape[1]),
+        np.empty(W0.shape[0]),
+        np.empty(W0.shape[0]),
+        np.empty(W1.shape[0]),
+    )
+
+
+@nb.njit(cache=True)
+def greedy_rollout(s, k, p_ref, load, top_k, W0, b0, W1, b1, W2, b2, lin):
+    """Run the greedy scorer on slot 0 of ``s`` until every task has started (the
+    reference: :func:`_decide` at every decision; time quadratic in the queue)."""
+    xb, gb, inp, ctx, h0, h1 = _buffers(s, W0, W1)
+    while S._advance(s, 0, True):
+        best = _decide(s, k, p_ref, load, top_k, W0, b0, W1, b1, W2, b2, lin, xb, gb, inp, ctx, h0, h1)
         S._start(s, 0, best, s.pending[0])
+
+
+@nb.njit(cache=True)
+def greedy_rollout_fast(s, k, p_ref, load, top_k, W0, b0, W1, b1, W2, b2, lin, fw, ws):
+    """:func:`greedy_rollout`, each decision by ``scorer_fast.decide`` when it is certain
+    (the same task), else by :func:`_decide`. Returns (certified, exact) decision counts."""
+    xb, gb, inp, ctx, h0, h1 = _buffers(s, W0, W1)
+    idx, live, mstate = ws[0], ws[1], ws[3]
+    certified = exact = 0
+    while S._advance(s, 0, True):
+        best = scorer_fast.decide(s, k, p_ref, load, top_k, fw, ws)
+        if best >= 0:
+            certified += 1
+        else:
+            exact += 1
+            best = _decide(s, k, p_ref, load, top_k, W0, b0, W1, b1, W2, b2, lin, xb, gb, inp, ctx, h0, h1)
+        scorer_pool.kill(s.queue[0, best], idx, live, mstate)
+        S._start(s, 0, best, s.pending[0])
+    return certified, exact
 
 
 def weights_of(policy):
@@ -107,10 +143,38 @@ def weights_of(policy):
     return w
 
 
-def run_one(policy, scenario, machines=1, machine_free=None):
-    """(start, end, machine) of one scenario under the greedy scorer, row order."""
+def fast_weights_of(policy):
+    """``scorer_fast.prepare`` of the policy's weights, computed once per policy."""
+    fw = getattr(policy, "_nb_fast_weights", None)
+    if fw is None:
+        fw = policy._nb_fast_weights = scorer_fast.prepare(weights_of(policy))
+    return fw
+
+
+def fast_path_applies(top_k, scenario):
+    """Whether :func:`greedy_rollout_fast` runs: a candidate set of 1 to MAX_TOP_K
+    tasks, finite times, positive estimates and weights (else the reference runs)."""
+    if not 0 < top_k <= scorer_fast.MAX_TOP_K:
+        return False
+    arr, _, est, w, due = (np.asarray(c, dtype=np.float64) for c in scenario)
+    finite = all(np.isfinite(c).all() for c in (arr, est, w, due))
+    return bool(finite and (est > 0).all() and (w > 0).all())
+
+
+def run_one(policy, scenario, machines=1, machine_free=None, fast=True):
+    """(start, end, machine) of one scenario under the greedy scorer, row order.
+
+    ``fast``: through :func:`greedy_rollout_fast` where it applies (the same
+    schedule); False: the reference :func:`greedy_rollout`.
+    """
     state, (order,) = S.pack([scenario], machines, machine_free)
     enc = policy.encoder
     load = float(np.asarray(enc.load).ravel()[0])
-    greedy_rollout(state, enc.k, enc.p_ref, load, int(policy.net.top_k), *weights_of(policy))
+    top_k = int(policy.net.top_k)
+    w = weights_of(policy)
+    if fast and fast_path_applies(top_k, scenario):
+        ws = scorer_fast.workspace(state.queue.shape[1], top_k, w[0].shape[0])
+        greedy_rollout_fast(state, enc.k, enc.p_ref, load, top_k, *w, fast_weights_of(policy), ws)
+    else:
+        greedy_rollout(state, enc.k, enc.p_ref, load, top_k, *w)
     return S._unpack(state, [order])[0]
