@@ -1,11 +1,19 @@
-"""The scorer's greedy rollout of one queue, compiled: the fast path of ``rank()``.
+"""The scorer's greedy rollout of one queue, compiled: the learned-policy path of ``rank()``.
 
-``rank()`` orders a queue of a few dozen tasks in a couple of milliseconds:
-calling torch (or even NumPy) once per decision costs more than the
-decision. Here the whole rollout (advance, encode, score the ``top_k``
-candidates, start the best) is one compiled call, with the scorer's weights
-passed as arrays. It computes the same function as ``TaskScorer.forward``
-(``sched.learn.networks``) in float64; the tests check both pick the same tasks.
+Calling torch (or even NumPy) once per decision costs more than a decision
+on a queue of a few dozen tasks, so the whole rollout (advance, encode,
+score the ``top_k`` candidates, start the best) is one compiled call, with
+the scorer's weights passed as arrays. :func:`_decide` computes the same
+function as ``TaskScorer.forward`` (``sched.learn.networks``) in float64
+(the tests check both pick the same tasks); :func:`greedy_rollout` takes
+every decision with it: the reference, whose time grows with the square of
+the queue times several libm calls per waiting task (features, then a sort).
+
+:func:`greedy_rollout_fast` (what :func:`run_one`, hence ``rank()``, runs
+when the policy has a candidate limit ``top_k``) takes each decision through
+``sched.learn.scorer_fast.decide``, which gives the same task or answers
+that it cannot be sure; then :func:`_decide` decides. The schedule is the
+reference's, bit for bit (``tests/test_rank_scaling.py``).
 """
 
 import math

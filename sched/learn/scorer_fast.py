@@ -83,17 +83,30 @@ def tanh_fast(x):
 
 
 @nb.njit(cache=True)
-def wmdd_min(s, ln, live, idx, t, A8, amin):
+def near_min(amin):
+    """Approximate WMDD ratios above this cannot hold the smallest key (libm's log is
+    within 2 ulp, the approximate ratios within 3 ulp of ``_encode_slot``'s)."""
+    return amin * (1.0 + 64.0 * P.U * (2.0 + abs(math.log(amin))))
+
+
+@nb.njit(cache=True)
+def wmdd_min(s, ln, live, idx, t, A8, acc):
     """The queue's smallest WMDD key, as ``_encode_slot`` computes it: the exact key of
-    every task whose approximate ratio is within a few ulp of the smallest."""
-    thr = amin * (1.0 + 64.0 * P.U * (2.0 + abs(math.log(amin))))
+    every task whose approximate ratio is near the smallest (usually the smallest alone)."""
+    if acc[P.N_NEAR_A8] == 1.0:
+        return _wmdd_key(s, idx[int(acc[P.ARG_MIN_A8])], t)
+    thr = near_min(acc[P.MIN_A8])
     kmin = np.inf
     for i in range(ln):
         if A8[i] <= thr and live[i] > 0.0:
-            j = idx[i]
-            p, w, d = s.est[0, j], s.w[0, j], s.due[0, j]
-            kmin = min(kmin, math.log(max(p, d - t) / w))
+            kmin = min(kmin, _wmdd_key(s, idx[i], t))
     return kmin
+
+
+@nb.njit(cache=True)
+def _wmdd_key(s, j, t):
+    p, w, d = s.est[0, j], s.w[0, j], s.due[0, j]
+    return math.log(max(p, d - t) / w)
 
 
 @nb.njit(cache=True)
@@ -195,7 +208,7 @@ def decide(s, k, p_ref, load, top_k, fw, ws):
     late = P.exact_args(ln, live, rows, t, K, rP, wk)
     m = P.select(ln, live, rows, wk, top_k, pos, acc)
     atc_max = wk[P.W_A, pos[0]]
-    P.sums(ln, live, rows, wk, atc_max, acc[P.MAX_L], acc)
+    P.sums(ln, live, rows, wk, atc_max, acc[P.MAX_L], near_min(acc[P.MIN_A8]), acc)
     P.products(ln, live, wk, acc)
     fix[:] = 0.0
     # every waiting task arrived at once (rank's default): one waiting time
@@ -207,12 +220,15 @@ def decide(s, k, p_ref, load, top_k, fw, ws):
     for i in range(P.N_ACC):
         if not math.isfinite(acc[i]):
             return -1
-    kmin = wmdd_min(s, ln, live, idx, t, wk[P.W_A8], acc[P.MIN_A8])
+    kmin = wmdd_min(s, ln, live, idx, t, wk[P.W_A8], acc)
     thr8 = acc[P.MIN_A8] * math.exp(FLOOR_MARGIN)
     if acc[P.N_BIG] > 0.0 or acc[P.MAX_A8] > thr8:
         P.fixups(ln, live, wk, kmin, thr8, with6, fix)
     P.context(ql, work, pbar, rP, late, kmin, acc, fix, cin, dcin)
     _globals(s, ql, t, work, pbar, p_ref, load, late, cin)
+    for f in range(N_CTX):
+        if not (math.isfinite(cin[f]) and math.isfinite(dcin[f])):
+            return -1
     candidate_features(s, idx, ql, t, k, pbar, pos, m, atc_max, kmin, acc[P.MAX_L], X)
     score(X, m, cin, fw, H0, H1, v)
     E = error_bound(X, m, cin, dcin, fw)

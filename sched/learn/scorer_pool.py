@@ -58,7 +58,8 @@ W_A, W_A3, W_A5, W_A6, W_A8 = range(5)
 S_LOGW, S_ABS_LOGW, S_LOGP, S_ABS_LOGP, S_X4, S_X7, S_X9, N_BIG = range(8)
 PROD = 8  # six (mantissa, exponent) pairs: asinh3 >= 0, < 0, asinh5 >= 0, < 0, asinh6, log A8
 MAX_P, MAX_A3, MAX_A5, MAX_A6, MAX_A8, MIN_A8, MAX_LOGW, MAX_L = range(PROD + 12, PROD + 20)
-N_ACC = PROD + 20
+ARG_MIN_A8, N_NEAR_A8 = PROD + 20, PROD + 21  # the entry of MIN_A8; live entries near it
+N_ACC = PROD + 22
 
 
 @nb.njit(cache=True)
@@ -170,6 +171,7 @@ def select(ln, live, rows, wk, top_k, pos, acc):
     lo, hi = -1e308, 1e308
     mp = m3 = m5 = m8 = mlw = mL = lo
     n8 = hi
+    i8 = 0
     m = 0
     thr = -np.inf  # the m-th best so far once m == top_k: a new entry must beat it
     for i in range(ln):
@@ -180,7 +182,9 @@ def select(ln, live, rows, wk, top_k, pos, acc):
         m3 = max(m3, wk[W_A3, i] if on else lo)
         m5 = max(m5, wk[W_A5, i] if on else lo)
         m8 = max(m8, wk[W_A8, i] if on else lo)
-        n8 = min(n8, wk[W_A8, i] if on else hi)
+        x8 = wk[W_A8, i] if on else hi
+        i8 = i if x8 < n8 else i8
+        n8 = min(n8, x8)
         v = a[i]
         if on and (m < top_k or v > thr):
             r = m if m < top_k else top_k - 1
@@ -197,15 +201,16 @@ def select(ln, live, rows, wk, top_k, pos, acc):
         first += 1
     acc[MAX_P], acc[MAX_LOGW], acc[MAX_L], acc[MAX_A3], acc[MAX_A5] = mp, mlw, mL, m3, m5
     acc[MAX_A6] = wk[W_A6, first]  # the earliest arrival waits longest
-    acc[MAX_A8], acc[MIN_A8] = m8, n8
+    acc[MAX_A8], acc[MIN_A8], acc[ARG_MIN_A8] = m8, n8, i8
     return m
 
 
 @nb.njit(cache=True, fastmath=FASTMATH, error_model="numpy")
-def sums(ln, live, rows, wk, atc_max, L_max, acc):
+def sums(ln, live, rows, wk, atc_max, L_max, near8, acc):
     """Sums over the live entries: log w, log p (and their magnitudes), slack_pos,
-    the floored atc and wspt features, and the count of values left to :func:`fixups`."""
-    s_lw = s_alw = s_lp = s_alp = s4 = s7 = s9 = big = 0.0
+    the floored atc and wspt features, the count of values left to :func:`fixups`,
+    and of WMDD ratios up to ``near8``."""
+    s_lw = s_alw = s_lp = s_alp = s4 = s7 = s9 = big = near = 0.0
     for i in range(ln):
         lv = live[i]
         lw, lp = rows[R_LOGW, i], rows[R_LOGP, i]
@@ -219,6 +224,8 @@ def sums(ln, live, rows, wk, atc_max, L_max, acc):
         s9 += lv * max(rows[R_L, i] - L_max, -FLOOR)
         out = 4.0 - (abs(x3) <= BIG) - (abs(x5) <= BIG) - (x6 <= BIG) - ((x8 >= 1.0 / BIG) & (x8 <= BIG))
         big += lv * out
+        near += lv * (x8 <= near8)
+    acc[N_NEAR_A8] = near
     acc[S_LOGW], acc[S_ABS_LOGW], acc[S_LOGP], acc[S_ABS_LOGP] = s_lw, s_alw, s_lp, s_alp
     acc[S_X4], acc[S_X7], acc[S_X9], acc[N_BIG] = s4, s7, s9, big
 
