@@ -205,14 +205,15 @@ def decide(s, k, p_ref, load, top_k, fw, ws):
     K = k * pbar
     if not (0.0 < K < np.inf and 0.0 < rP < np.inf and math.isfinite(t)):
         return -1
-    late = P.exact_args(ln, live, rows, t, K, rP, wk)
-    m = P.select(ln, live, rows, wk, top_k, pos, acc)
-    atc_max = wk[P.W_A, pos[0]]
-    P.sums(ln, live, rows, wk, atc_max, acc[P.MAX_L], near_min(acc[P.MIN_A8]), acc)
-    P.products(ln, live, wk, acc)
-    fix[:] = 0.0
     # every waiting task arrived at once (rank's default): one waiting time
     with6 = s.arr[0, s.queue[0, 0]] != s.arr[0, s.queue[0, ql - 1]]
+    late = P.exact_args(ln, live, rows, t, K, rP, with6, wk)
+    m = P.select(ln, live, rows, wk, top_k, pos, acc)
+    acc[P.MAX_A6] = (t - s.arr[0, s.queue[0, 0]]) * rP  # the earliest arrival waits longest
+    atc_max = wk[P.W_A, pos[0]]
+    P.sums(ln, live, rows, wk, atc_max, acc[P.MAX_L], acc)
+    P.products(ln, live, wk, near_min(acc[P.MIN_A8]), acc)
+    fix[:] = 0.0
     if with6:
         P.products6(ln, live, wk, acc)
     else:

@@ -50,8 +50,8 @@ SAFETY = 4.0
 FASTMATH = {"reassoc", "nsz", "contract", "arcp"}
 
 # Rows of the mirror's static values, in queue order.
-R_P, R_D, R_ARR, R_L, R_C, R_LOGW, R_LOGP, R_RW, R_W = range(9)
-N_ROWS = 9
+R_P, R_D, R_ARR, R_L, R_C, R_LOGW, R_LOGP, R_RW = range(8)
+N_ROWS = 8
 # Per-decision rows.
 W_A, W_A3, W_A5, W_A6, W_A8 = range(5)
 # Slots of the accumulator array.
@@ -95,7 +95,7 @@ def sync(s, idx, live, rows, state):
         p, w, d = s.est[0, j], s.w[0, j], s.due[0, j]
         idx[ln] = j
         live[ln] = 1.0
-        rows[R_P, ln], rows[R_D, ln], rows[R_ARR, ln], rows[R_W, ln] = p, d, s.arr[0, j], w
+        rows[R_P, ln], rows[R_D, ln], rows[R_ARR, ln] = p, d, s.arr[0, j]
         rows[R_L, ln] = math.log(w / p)  # rules.static_part(ATC, p, w)
         rows[R_C, ln] = d - p
         rows[R_LOGW, ln], rows[R_LOGP, ln], rows[R_RW, ln] = math.log(w), math.log(p), 1.0 / w
@@ -145,18 +145,20 @@ def queue_sum(ln, live, rows):
 
 
 @nb.njit(cache=True, error_model="numpy")
-def exact_args(ln, live, rows, t, K, rP, wk):
+def exact_args(ln, live, rows, t, K, rP, with6, wk):
     """Per entry: the ATC log index (``rules.atc_log_index``'s operations: exact), the
-    asinh arguments (times 1 / pbar) and the WMDD ratio (times 1 / w). Returns the
-    count of late waiting tasks (exact)."""
+    asinh arguments (times 1 / pbar; the waiting times' only ``with6``) and the WMDD
+    ratio (times 1 / w). Returns the count of late waiting tasks (exact)."""
     late = 0
+    if with6:
+        for i in range(ln):
+            wk[W_A6, i] = (t - rows[R_ARR, i]) * rP
     for i in range(ln):
         p, d = rows[R_P, i], rows[R_D, i]
         wk[W_A, i] = rows[R_L, i] - max(rows[R_C, i] - t, 0.0) / K
         dt = d - t
         wk[W_A3, i] = (dt - p) * rP
         wk[W_A5, i] = dt * rP
-        wk[W_A6, i] = (t - rows[R_ARR, i]) * rP
         wk[W_A8, i] = max(p, dt) * rows[R_RW, i]
         late += (live[i] > 0.0) & (d < t + p)
     return late
@@ -196,47 +198,39 @@ def select(ln, live, rows, wk, top_k, pos, acc):
                 m += 1
             if m == top_k:
                 thr = a[pos[m - 1]]
-    first = 0
-    while live[first] == 0.0:
-        first += 1
     acc[MAX_P], acc[MAX_LOGW], acc[MAX_L], acc[MAX_A3], acc[MAX_A5] = mp, mlw, mL, m3, m5
-    acc[MAX_A6] = wk[W_A6, first]  # the earliest arrival waits longest
     acc[MAX_A8], acc[MIN_A8], acc[ARG_MIN_A8] = m8, n8, i8
     return m
 
 
 @nb.njit(cache=True, fastmath=FASTMATH, error_model="numpy")
-def sums(ln, live, rows, wk, atc_max, L_max, near8, acc):
+def sums(ln, live, rows, wk, atc_max, L_max, acc):
     """Sums over the live entries: log w, log p (and their magnitudes), slack_pos,
-    the floored atc and wspt features, the count of values left to :func:`fixups`,
-    and of WMDD ratios up to ``near8``."""
-    s_lw = s_alw = s_lp = s_alp = s4 = s7 = s9 = big = near = 0.0
+    the floored atc and wspt features."""
+    s_lw = s_alw = s_lp = s_alp = s4 = s7 = s9 = 0.0
     for i in range(ln):
         lv = live[i]
         lw, lp = rows[R_LOGW, i], rows[R_LOGP, i]
-        x3, x5, x6, x8 = wk[W_A3, i], wk[W_A5, i], wk[W_A6, i], wk[W_A8, i]
         s_lw += lv * lw
         s_alw += lv * abs(lw)
         s_lp += lv * lp
         s_alp += lv * abs(lp)
-        s4 += lv * min(max(x3, 0.0), FLOOR)
+        s4 += lv * min(max(wk[W_A3, i], 0.0), FLOOR)
         s7 += lv * max(wk[W_A, i] - atc_max, -FLOOR)
         s9 += lv * max(rows[R_L, i] - L_max, -FLOOR)
-        out = 4.0 - (abs(x3) <= BIG) - (abs(x5) <= BIG) - (x6 <= BIG) - ((x8 >= 1.0 / BIG) & (x8 <= BIG))
-        big += lv * out
-        near += lv * (x8 <= near8)
-    acc[N_NEAR_A8] = near
     acc[S_LOGW], acc[S_ABS_LOGW], acc[S_LOGP], acc[S_ABS_LOGP] = s_lw, s_alw, s_lp, s_alp
-    acc[S_X4], acc[S_X7], acc[S_X9], acc[N_BIG] = s4, s7, s9, big
+    acc[S_X4], acc[S_X7], acc[S_X9] = s4, s7, s9
 
 
 @nb.njit(cache=True, fastmath=FASTMATH, error_model="numpy")
-def products(ln, live, wk, acc):
+def products(ln, live, wk, near8, acc):
     """Products over the live entries of |x| + sqrt(x*x + 1) (for asinh: x >= 0 and
-    x < 0 apart) and of the WMDD ratio, by blocks of BLOCK, as mantissa and exponent."""
+    x < 0 apart) and of the WMDD ratio, by blocks of BLOCK, as mantissa and exponent;
+    the count of values left out (for :func:`fixups`), of WMDD ratios up to ``near8``."""
     for i in range(6):
         acc[PROD + 2 * i] = 1.0
         acc[PROD + 2 * i + 1] = 0.0
+    big = near = 0.0
     for b0 in range(0, ln, BLOCK):
         p3p = p3n = p5p = p5n = p8 = 1.0
         for i in range(b0, min(b0 + BLOCK, ln)):
@@ -244,29 +238,37 @@ def products(ln, live, wk, acc):
             x3, x5, x8 = wk[W_A3, i], wk[W_A5, i], wk[W_A8, i]
             ok3 = on & (abs(x3) <= BIG)
             ok5 = on & (abs(x5) <= BIG)
+            ok8 = on & (x8 >= 1.0 / BIG) & (x8 <= BIG)
+            big += 3.0 * on - ok3 - ok5 - ok8
+            near += on & (x8 <= near8)
             y3 = abs(x3) + math.sqrt(x3 * x3 + 1.0)
             y5 = abs(x5) + math.sqrt(x5 * x5 + 1.0)
             p3p *= y3 if ok3 & (x3 >= 0.0) else 1.0
             p3n *= y3 if ok3 & (x3 < 0.0) else 1.0
             p5p *= y5 if ok5 & (x5 >= 0.0) else 1.0
             p5n *= y5 if ok5 & (x5 < 0.0) else 1.0
-            p8 *= x8 if on & (x8 >= 1.0 / BIG) & (x8 <= BIG) else 1.0
+            p8 *= x8 if ok8 else 1.0
         _fold(acc, 0, p3p)
         _fold(acc, 1, p3n)
         _fold(acc, 2, p5p)
         _fold(acc, 3, p5n)
         _fold(acc, 5, p8)
+    acc[N_BIG], acc[N_NEAR_A8] = big, near
 
 
 @nb.njit(cache=True, fastmath=FASTMATH, error_model="numpy")
 def products6(ln, live, wk, acc):
     """The product for asinh of the waiting times (x >= 0), when arrivals differ."""
+    big = 0.0
     for b0 in range(0, ln, BLOCK):
         p6 = 1.0
         for i in range(b0, min(b0 + BLOCK, ln)):
             x6 = wk[W_A6, i]
-            p6 *= x6 + math.sqrt(x6 * x6 + 1.0) if (live[i] > 0.0) & (x6 <= BIG) else 1.0
+            on = live[i] > 0.0
+            big += on & (x6 > BIG)
+            p6 *= x6 + math.sqrt(x6 * x6 + 1.0) if on & (x6 <= BIG) else 1.0
         _fold(acc, 4, p6)
+    acc[N_BIG] += big
 
 
 @nb.njit(cache=True, inline="always")
