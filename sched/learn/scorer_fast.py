@@ -199,7 +199,7 @@ def decide(s, k, p_ref, load, top_k, fw, ws):
     idx, live, rows, mstate, wk, pos, acc, fix, cin, dcin, X, H0, H1, v = ws
     P.sync(s, idx, live, rows, mstate)
     ql, t, ln = s.qlen[0], s.t[0], mstate[0]
-    work = P.queue_sum(ln, live, rows)
+    work = P.queue_sum(ln, live, rows, acc)
     pbar = work / ql
     rP = 1.0 / pbar
     K = k * pbar
@@ -210,6 +210,7 @@ def decide(s, k, p_ref, load, top_k, fw, ws):
     late = P.exact_args(ln, live, rows, t, K, rP, with6, wk)
     m = P.select(ln, live, rows, wk, top_k, pos, acc)
     acc[P.MAX_A6] = (t - s.arr[0, s.queue[0, 0]]) * rP  # the earliest arrival waits longest
+    acc[P.MAX_A5] = (acc[P.MAX_D] - t) * rP  # exact_args' operations, monotone in d
     atc_max = wk[P.W_A, pos[0]]
     P.sums(ln, live, rows, wk, atc_max, acc[P.MAX_L], acc)
     P.products(ln, live, wk, near_min(acc[P.MIN_A8]), acc)

@@ -59,7 +59,8 @@ S_LOGW, S_ABS_LOGW, S_LOGP, S_ABS_LOGP, S_X4, S_X7, S_X9, N_BIG = range(8)
 PROD = 8  # six (mantissa, exponent) pairs: asinh3 >= 0, < 0, asinh5 >= 0, < 0, asinh6, log A8
 MAX_P, MAX_A3, MAX_A5, MAX_A6, MAX_A8, MIN_A8, MAX_LOGW, MAX_L = range(PROD + 12, PROD + 20)
 ARG_MIN_A8, N_NEAR_A8 = PROD + 20, PROD + 21  # the entry of MIN_A8; live entries near it
-N_ACC = PROD + 22
+MAX_D = PROD + 22
+N_ACC = PROD + 23
 
 
 @nb.njit(cache=True)
@@ -135,12 +136,21 @@ def kill(j, idx, live, state):
 
 
 @nb.njit(cache=True)
-def queue_sum(ln, live, rows):
+def queue_sum(ln, live, rows, acc):
     """Sum of the waiting tasks' estimates in queue order, ``_encode_slot``'s bit for bit
-    (a dead entry adds an exact 0.0)."""
+    (a dead entry adds an exact 0.0); the largest static values of the live entries
+    alongside (free: the sum's additions wait on each other)."""
     work = 0.0
+    lo = -1e308
+    mp = mlw = mL = md = lo
     for i in range(ln):
+        on = live[i] > 0.0
         work += rows[R_P, i] * live[i]
+        mp = max(mp, rows[R_P, i] if on else lo)
+        mlw = max(mlw, rows[R_LOGW, i] if on else lo)
+        mL = max(mL, rows[R_L, i] if on else lo)
+        md = max(md, rows[R_D, i] if on else lo)
+    acc[MAX_P], acc[MAX_LOGW], acc[MAX_L], acc[MAX_D] = mp, mlw, mL, md
     return work
 
 
@@ -168,21 +178,17 @@ def exact_args(ln, live, rows, t, K, rP, with6, wk):
 def select(ln, live, rows, wk, top_k, pos, acc):
     """The ``top_k`` largest ATC indices among live entries, ties in queue order
     (``_encode_slot``'s stable argsort): ``pos[:m]`` their entries, best first; returns
-    m. Also the largest and smallest values of the live entries into ``acc``."""
+    m. Also the largest and smallest arguments of the live entries into ``acc``."""
     a = wk[W_A]
     lo, hi = -1e308, 1e308
-    mp = m3 = m5 = m8 = mlw = mL = lo
+    m3 = m8 = lo
     n8 = hi
     i8 = 0
     m = 0
     thr = -np.inf  # the m-th best so far once m == top_k: a new entry must beat it
     for i in range(ln):
         on = live[i] > 0.0  # no branch: dead entries are frequent and scattered
-        mp = max(mp, rows[R_P, i] if on else lo)
-        mlw = max(mlw, rows[R_LOGW, i] if on else lo)
-        mL = max(mL, rows[R_L, i] if on else lo)
         m3 = max(m3, wk[W_A3, i] if on else lo)
-        m5 = max(m5, wk[W_A5, i] if on else lo)
         m8 = max(m8, wk[W_A8, i] if on else lo)
         x8 = wk[W_A8, i] if on else hi
         i8 = i if x8 < n8 else i8
@@ -198,7 +204,7 @@ def select(ln, live, rows, wk, top_k, pos, acc):
                 m += 1
             if m == top_k:
                 thr = a[pos[m - 1]]
-    acc[MAX_P], acc[MAX_LOGW], acc[MAX_L], acc[MAX_A3], acc[MAX_A5] = mp, mlw, mL, m3, m5
+    acc[MAX_A3] = m3
     acc[MAX_A8], acc[MIN_A8], acc[ARG_MIN_A8] = m8, n8, i8
     return m
 
