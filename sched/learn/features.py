@@ -114,14 +114,26 @@ def _encode_slot(s, b, k, p_ref, load, x, g):
         x[q, 8] = max(-(x[q, 8] - wmdd_min), ATC_FLOOR)
         x[q, 9] = max(x[q, 9] - wspt_max, ATC_FLOOR)
         x[q, 11] = r / ql
-    M = s.mfree.shape[1]
+    global_features(s.mfree[b], t, ql, work, pbar, p_ref, late, load, g)
+    return order
+
+
+@nb.njit(cache=True)
+def global_features(mfree, t, ql, work, pbar, p_ref, late, load, g):
+    """Write the N_GLOBAL features of a decision into ``g``: the one definition.
+
+    ``mfree``: the machines' free times; ``t``: now; ``ql``: waiting tasks;
+    ``work``: their total estimate and ``pbar`` its mean; ``late``: how many
+    would finish late if started now; ``load``: the scenario model's load.
+    """
+    M = mfree.shape[0]
     busy = 0.0
     free = 0
     for m in range(M):
-        if s.mfree[b, m] <= t:
+        if mfree[m] <= t:
             free += 1
         else:
-            busy += s.mfree[b, m] - t
+            busy += mfree[m] - t
     g[0] = math.log1p(ql)
     g[1] = math.log1p(work / p_ref)
     g[2] = math.log(pbar / p_ref)
@@ -129,7 +141,6 @@ def _encode_slot(s, b, k, p_ref, load, x, g):
     g[4] = free / M
     g[5] = late / ql
     g[6] = load
-    return order
 
 
 @nb.njit(cache=True)

@@ -259,20 +259,5 @@ def queue_position(s, ql, j):
 
 @nb.njit(cache=True)
 def _globals(s, ql, t, work, pbar, p_ref, load, late, cin):
-    """The global features, with ``_encode_slot``'s operations."""
-    M = s.mfree.shape[1]
-    busy = 0.0
-    free = 0
-    for m in range(M):
-        if s.mfree[0, m] <= t:
-            free += 1
-        else:
-            busy += s.mfree[0, m] - t
-    g = cin[2 * N_TASK :]
-    g[0] = math.log1p(ql)
-    g[1] = math.log1p(work / p_ref)
-    g[2] = math.log(pbar / p_ref)
-    g[3] = math.asinh(busy / M / p_ref)
-    g[4] = free / M
-    g[5] = late / ql
-    g[6] = load
+    """The global features (their one definition: ``features.global_features``)."""
+    F.global_features(s.mfree[0], t, ql, work, pbar, p_ref, late, load, cin[2 * N_TASK :])
