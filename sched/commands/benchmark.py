@@ -5,6 +5,7 @@ from pathlib import Path
 
 from sched import layout, threads
 from sched.cli import load_cfg
+from sched.commands import add_policy_inputs
 
 
 def register(sub):
@@ -19,18 +20,11 @@ def register(sub):
     s.add_argument(
         "--seeds", metavar="RANGE", help="test seeds A-B (inclusive) or N: a shard (default: every test seed)"
     )
-    s.add_argument(
-        "--tuned",
-        default=layout.TUNED_PATH,
-        help="`sched tune` output giving atc-tuned's k (default: %(default)s)",
-    )
-    s.add_argument(
-        "--policy-file",
-        action="append",
-        default=[],
-        metavar="NAME=PATH",
-        help=f"policy file of a PPO policy, e.g. ppo-1={layout.policy_file(1)} "
-        f"(default: {layout.policy_file('<S>')}); repeatable",
+    add_policy_inputs(
+        s,
+        "`sched tune` output giving atc-tuned's k",
+        f"policy file of a PPO policy, e.g. ppo-1={layout.policy_file(1)} "
+        f"(default: {layout.policy_file('<S>')})",
     )
     s.add_argument(
         "--out",

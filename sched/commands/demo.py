@@ -5,6 +5,7 @@ from pathlib import Path
 
 from sched import layout, threads
 from sched.cli import load_cfg
+from sched.commands import add_policy_inputs
 
 
 def register(sub):
@@ -19,17 +20,8 @@ def register(sub):
         help="comma-separated policies (default: every heuristic and every "
         "PPO policy whose file exists; atc-tuned when the tuned file exists)",
     )
-    s.add_argument(
-        "--tuned",
-        default=layout.TUNED_PATH,
-        help="`sched tune` output giving atc-tuned's k (default: %(default)s)",
-    )
-    s.add_argument(
-        "--policy-file",
-        action="append",
-        default=[],
-        metavar="NAME=PATH",
-        help="policy file of a PPO policy, e.g. ppo-1=PATH; repeatable",
+    add_policy_inputs(
+        s, "`sched tune` output giving atc-tuned's k", "policy file of a PPO policy, e.g. ppo-1=PATH"
     )
     s.add_argument(
         "--out",

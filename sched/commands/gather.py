@@ -5,22 +5,16 @@ from pathlib import Path
 
 from sched import layout
 from sched.cli import load_cfg
+from sched.commands import add_policy_inputs
 
 
 def register(sub):
     s = sub.add_parser("gather", help="join benchmark shards: per_scenario.csv, resume.csv, winner.json")
     s.add_argument("shards", nargs="+", metavar="SHARD.csv", help="per-scenario CSV of each shard")
-    s.add_argument(
-        "--tuned",
-        default=layout.TUNED_PATH,
-        help="`sched tune` output, for atc-tuned's k (default: %(default)s)",
-    )
-    s.add_argument(
-        "--policy-file",
-        action="append",
-        default=[],
-        metavar="NAME=PATH",
-        help="policy file of a PPO policy as given to `sched benchmark`; repeatable",
+    add_policy_inputs(
+        s,
+        "`sched tune` output, for atc-tuned's k",
+        "policy file of a PPO policy as given to `sched benchmark`",
     )
     s.add_argument("--out", default=layout.BENCH_DIR, help="output folder (default: %(default)s)")
     s.set_defaults(func=run)

@@ -55,8 +55,7 @@ def teacher_seeds(cfg, args):
 
 
 def run(args):
-    from sched.config import config_hash
-    from sched.learn.teacher import LABEL_FORMAT, make_labels, save_labels
+    from sched.learn.teacher import LABEL_FORMAT, label_settings, make_labels, save_labels
 
     cfg = load_cfg(args)
     seeds, a = teacher_seeds(cfg, args)
@@ -69,16 +68,7 @@ def run(args):
         progress=not args.no_progress,
         atc_k=a.atc_k,
     )
-    meta = {
-        "format": LABEL_FORMAT,
-        "config_hash": config_hash(cfg, ["scenario", "rules", "seeds"]),
-        "samples": a.teacher_samples,
-        "horizon": a.teacher_horizon,
-        "top_k": a.top_k,
-        "tasks": a.tasks,
-        "atc_k": a.atc_k,
-        "seeds": [seeds[0], seeds[-1]],
-    }
+    meta = {"format": LABEL_FORMAT, **label_settings(cfg, a), "seeds": [seeds[0], seeds[-1]]}
     save_labels(args.out, labels, meta)
     print(
         json.dumps(

@@ -66,20 +66,13 @@ def _checked_labels(cfg, a, paths):
     """Teacher labels from files, refused unless made for this config and these settings."""
     import numpy as np
 
-    from sched.config import config_hash, seed_range
-    from sched.learn.teacher import load_labels
+    from sched.config import seed_range
+    from sched.learn.teacher import label_settings, load_labels
 
     if a.teacher_scenarios <= 0:
         raise UsageError("--teacher: train.teacher_scenarios is 0 (no warm start configured)")
     labels, meta = load_labels(paths)
-    want = {
-        "config_hash": config_hash(cfg, ["scenario", "rules", "seeds"]),
-        "samples": a.teacher_samples,
-        "horizon": a.teacher_horizon,
-        "top_k": a.top_k,
-        "tasks": a.tasks,
-        "atc_k": a.atc_k,
-    }
+    want = label_settings(cfg, a)
     for key, value in want.items():
         if meta.get(key) != value:
             raise UsageError(

@@ -27,7 +27,7 @@ import json
 import numba as nb
 import numpy as np
 
-from sched.config import ConfigError
+from sched.config import ConfigError, config_hash
 from sched.data.scenario import draw
 from sched.errors import SchedError
 from sched.files import atomic_path
@@ -259,6 +259,18 @@ def _label_one(cfg, seed, n, scratch, k, p_ref, top_k, pool, horizon, samples):
         "label": q[:nd].astype(np.float32),
         "counts": ql[:nd],
         "scenario_seed": np.full(nd, seed, dtype=np.int64),
+    }
+
+
+def label_settings(cfg, args):
+    """The settings a label file was made with, which a training run must share to use it."""
+    return {
+        "config_hash": config_hash(cfg, ["scenario", "rules", "seeds"]),
+        "samples": args.teacher_samples,
+        "horizon": args.teacher_horizon,
+        "top_k": args.top_k,
+        "tasks": args.tasks,
+        "atc_k": args.atc_k,
     }
 
 
