@@ -26,7 +26,7 @@ def _numba_cache_dir():
 
     here = os.path.dirname(os.path.abspath(__file__))
     digest = hashlib.sha256()
-    for folder, dirs, names in sorted(os.walk(here)):
+    for folder, dirs, names in os.walk(here):  # top-down, so pruning dirs takes effect
         dirs[:] = sorted(d for d in dirs if d != "__pycache__")
         for name in sorted(names):
             if name.endswith(".py"):
