@@ -15,6 +15,7 @@ RESULTS = "results"
 
 # ---------------------------------------------------------------- file names
 POLICY_FILE = "politique.pt"
+WARM_POLICY_FILE = "warm_start.pt"
 TRAIN_LOG = "train_log.csv"
 LEARNING_CURVE = "learning_curve.png"
 PER_SCENARIO = "per_scenario.csv"
@@ -60,6 +61,13 @@ def seed_dir(seed, root=RESULTS):
 def policy_file(seed, root=RESULTS):
     """The trained policy of training seed ``seed``."""
     return f"{seed_dir(seed, root)}/{POLICY_FILE}"
+
+
+def warm_policy_file(seed, root=RESULTS):
+    """The warm start of training seed ``seed`` (the distilled weights, before PPO), written by
+    ``sched train`` beside the policy file when the run has a teacher; benchmarked as
+    ``ppo-<seed>-warm``."""
+    return f"{seed_dir(seed, root)}/{WARM_POLICY_FILE}"
 
 
 def train_log(seed, root=RESULTS):

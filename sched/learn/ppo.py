@@ -239,18 +239,20 @@ def train(cfg, args, out, progress=True, resume=True, log=print, labels=None):
         lr = anneal_lr(optimizer, args, iteration)
         t_iter = time.perf_counter()
         rollout, obs = collect_rollout(env, net, obs, args.num_steps, P.ENCODINGS[args.architecture], gen)
+        t_collected = time.perf_counter()
         run.count(rollout.episodes, args.batch_size)
         advantages, returns = compute_gae(
             rollout.rewards, rollout.values, rollout.dones, rollout.next_value, args.gamma, args.gae_lambda
         )
         stats = ppo_update(net, optimizer, rollout, advantages, returns, args, gen)
+        t_updated = time.perf_counter()
         val = val_atc = math.nan
         if validator is not None and (iteration % args.eval_every == 0 or iteration == args.iterations):
             val, val_atc = validator(net, meta), validator.atc
             run.keep_if_best(val, iteration, net)
         run.iteration, run.wall = iteration, clock()
-        steps_per_s = args.batch_size / max(time.perf_counter() - t_iter, 1e-9)
-        run.rows.append(train_log.iteration_row(iteration, run, stats, steps_per_s, lr, val, val_atc))
+        timing = (args.batch_size, t_collected - t_iter, t_updated - t_collected)
+        run.rows.append(train_log.iteration_row(iteration, run, stats, timing, lr, val, val_atc))
         if bar is not None:
             bar.show(run.rows[-1])
         if (

@@ -29,6 +29,8 @@ LOG_COLUMNS = (
     "clip_fraction",
     "explained_variance",
     "steps_per_s",
+    "collect_s",
+    "update_s",
     "wall_s",
     "learning_rate",
     "val_weighted_tardiness_s",
@@ -54,8 +56,10 @@ def start_row(iteration, loss, learning_rate, wall, val, val_atc):
     return row
 
 
-def iteration_row(iteration, progress, stats, steps_per_s, learning_rate, val, val_atc):
-    """The row of a PPO iteration (``progress``: a RunProgress, ``stats``: its UpdateStats)."""
+def iteration_row(iteration, progress, stats, timing, learning_rate, val, val_atc):
+    """The row of a PPO iteration (``progress``: a RunProgress, ``stats``: its UpdateStats,
+    ``timing``: (decisions, seconds collecting them, seconds updating on them))."""
+    decisions, collect_s, update_s = timing
     recent = progress.recent
     return {
         "iteration": iteration,
@@ -68,7 +72,9 @@ def iteration_row(iteration, progress, stats, steps_per_s, learning_rate, val, v
         "approx_kl": stats.approx_kl,
         "clip_fraction": stats.clip_fraction,
         "explained_variance": stats.explained_variance,
-        "steps_per_s": steps_per_s,
+        "steps_per_s": decisions / max(collect_s + update_s, 1e-9),
+        "collect_s": collect_s,
+        "update_s": update_s,
         "wall_s": progress.wall,
         "learning_rate": learning_rate,
         "val_weighted_tardiness_s": val,
