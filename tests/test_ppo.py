@@ -108,8 +108,9 @@ def test_resume_gives_the_same_trained_weights(tmp_path, tiny_cfg):
     assert any(not torch.equal(a["state_dict"][k], at_4[k]) for k in at_4)  # PPO moved them after 4
     for k in a["state_dict"]:
         assert torch.equal(a["state_dict"][k], b["state_dict"][k]), k
-    la = pd.read_csv(ref.with_name("train_log.csv")).drop(columns=["wall_s", "steps_per_s", "collect_s", "update_s"])
-    lb = pd.read_csv(full.with_name("train_log.csv")).drop(columns=["wall_s", "steps_per_s", "collect_s", "update_s"])
+    timing = ["wall_s", "steps_per_s", "collect_s", "update_s"]
+    la = pd.read_csv(ref.with_name("train_log.csv")).drop(columns=timing)
+    lb = pd.read_csv(full.with_name("train_log.csv")).drop(columns=timing)
     pd.testing.assert_frame_equal(la, lb)
 
 
