@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from sched import files, threads
+from sched import files, layout, threads
 from sched.config import seed_range
 from sched.learn import checkpoint, policy_file, train_log
 from sched.learn import networks as P
@@ -232,7 +232,7 @@ def train(cfg, args, out, progress=True, resume=True, log=print, labels=None):
         obs = env.observe()
     else:
         obs = env.reset()
-        run = start(cfg, args, net, meta, validator, gen, labels, progress)
+        run = start(cfg, args, net, meta, validator, gen, labels, progress, out)
     bar = train_log.ProgressBar(args, run.iteration) if progress else None
     clock = train_log.Stopwatch(already=run.wall)
     for iteration in range(run.iteration + 1, args.iterations + 1):
@@ -267,12 +267,14 @@ def train(cfg, args, out, progress=True, resume=True, log=print, labels=None):
     return finish(out, log_path, ckpt_path, net, meta, run, validator, args)
 
 
-def start(cfg, args, net, meta, validator, gen, labels, progress):
+def start(cfg, args, net, meta, validator, gen, labels, progress, out):
     """A new run's starting points, validated: its first log rows; returns its RunProgress.
 
     Model selection covers where training starts too: the untrained network
     (the ATC prior: ATC with ``atc_k``) and, with a teacher, the warm start.
-    A warm start or PPO that does worse on validation is not kept.
+    A warm start or PPO that does worse on validation is not kept. The warm
+    start is also written as a policy file of its own (``warm_start.pt``
+    beside ``out``), so that the benchmark can show PPO's share of the gain.
     """
     run = RunProgress()
     clock = train_log.Stopwatch()
@@ -289,6 +291,9 @@ def start(cfg, args, net, meta, validator, gen, labels, progress):
         if labels is None:
             labels = teacher_labels(cfg, args, progress=progress)
         add_row(0, distill(net, labels, args, gen, progress=progress), args.distill_lr)
+        val = run.rows[-1]["val_weighted_tardiness_s"]
+        warm = dict(meta, best_iteration=0, val_weighted_tardiness_s=None if math.isnan(val) else float(val))
+        policy_file.save(Path(out).with_name(layout.WARM_POLICY_FILE), net, warm)
     else:
         add_row(0, math.nan, math.nan)
     run.wall = run.rows[-1]["wall_s"]
