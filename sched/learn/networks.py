@@ -83,6 +83,23 @@ def starts_of(counts):
     return torch.cumsum(counts, 0) - counts
 
 
+def evaluate_actions(net, batch, actions):
+    """(log-probability of ``actions``, entropy over the valid candidates, value) per decision.
+
+    ``batch``: ragged (``make_batch``, ``RolloutStore.batch``) or compact
+    (``CompactStore.batch``: keys ``x``, ``ctx``, ``mask``); ``actions``: the
+    chosen row within each decision.
+    """
+    if "ctx" in batch:
+        logits, value = net.forward_compact(batch["x"], batch["ctx"], batch["mask"])
+        logp = torch.log_softmax(logits, -1)
+        entropy = -(logp.exp() * logp).sum(-1)  # masked rows: exp(-1e9) = 0 exactly
+        return logp.gather(1, actions.view(-1, 1)).squeeze(1), entropy, value
+    logits, value = net(batch)
+    logp = segment_log_softmax(logits, batch["seg"], batch["n"])
+    return logp[batch["starts"] + actions], segment_entropy(logp, batch["seg"], batch["n"]), value
+
+
 class TaskScorer(nn.Module):
     """Size-free actor-critic over per-task feature rows.
 
@@ -137,6 +154,21 @@ class TaskScorer(nn.Module):
         scores = self.linear(xc).squeeze(-1) + self.actor(torch.cat([xc, c[seg[cand]]], -1)).squeeze(-1)
         logits = torch.full((len(x),), -1e9, dtype=scores.dtype).index_copy(0, cand, scores)
         return logits, self.critic(c).squeeze(-1)
+
+    def forward_compact(self, x, ctx, mask):
+        """The same function on a compact batch (what the compiled sampler writes): ``x`` (N, K,
+        n_task) the candidates' rows, ``ctx`` (N, n_ctx) the context, ``mask`` (N, K) the valid
+        candidates. Logits (N, K), -1e9 where masked, and values (N,). The first layer's context
+        part is computed once per decision, and the rest for the valid candidates only."""
+        first = self.actor[0]
+        n_task = x.shape[-1]
+        ctx_part = ctx @ first.weight[:, n_task:].T + first.bias
+        rows = x[mask]
+        seg = mask.nonzero()[:, 0]
+        h = rows @ first.weight[:, :n_task].T + ctx_part[seg]
+        scores = self.linear(rows).squeeze(-1) + self.actor[1:](h).squeeze(-1)
+        logits = torch.full(mask.shape, -1e9, dtype=scores.dtype).masked_scatter(mask, scores)
+        return logits, self.critic(ctx).squeeze(-1)
 
 
 class FlatMLP(nn.Module):

@@ -45,7 +45,7 @@ from sched.learn import checkpoint, policy_file, train_log
 from sched.learn import networks as P
 from sched.learn.checkpoint import RunProgress
 from sched.learn.distill import distill, teacher_labels
-from sched.learn.rollout import collect_rollout
+from sched.learn.rollout import CompiledSampler, collect_compiled, collect_rollout
 from sched.learn.update import compute_gae, ppo_update
 from sched.learn.validation import Validator
 from sched.learn.vec_env import VecQueue
@@ -56,6 +56,9 @@ from sched.learn.vec_env import VecQueue
 #: training seed itself: the global one initialises the network, a ``torch.Generator``
 #: samples the actions and shuffles the minibatches and the distillation's decisions.
 SCENARIO_STREAM = 20240601
+#: Second word of the seed of the NumPy stream of the compiled sampler's uniforms
+#: (``sched.learn.sampler``: the actions of the scorer's rollouts).
+ACTION_STREAM = 20261201
 
 
 @dataclass
@@ -192,6 +195,7 @@ def make_env(cfg, args, atc_k):
         loads=args.loads,
         reward_scale=args.reward_scale,
         privileged=args.privileged_critic,
+        action_rng=np.random.default_rng([args.seed, ACTION_STREAM]),
     )
 
 
@@ -233,12 +237,16 @@ def train(cfg, args, out, progress=True, resume=True, log=print, labels=None):
     else:
         obs = env.reset()
         run = start(cfg, args, net, meta, validator, gen, labels, progress, out)
+    draw = CompiledSampler(env, net) if args.architecture == "scorer" else None
     bar = train_log.ProgressBar(args, run.iteration) if progress else None
     clock = train_log.Stopwatch(already=run.wall)
     for iteration in range(run.iteration + 1, args.iterations + 1):
         lr = anneal_lr(optimizer, args, iteration)
         t_iter = time.perf_counter()
-        rollout, obs = collect_rollout(env, net, obs, args.num_steps, P.ENCODINGS[args.architecture], gen)
+        if draw is not None:
+            rollout = collect_compiled(env, net, args.num_steps, draw)
+        else:
+            rollout, obs = collect_rollout(env, net, obs, args.num_steps, P.ENCODINGS[args.architecture], gen)
         t_collected = time.perf_counter()
         run.count(rollout.episodes, args.batch_size)
         advantages, returns = compute_gae(

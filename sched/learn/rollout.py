@@ -1,9 +1,16 @@
 """Rollout collection for PPO: ``num_steps`` lockstep steps of the training scenarios.
 
-Each step encodes every slot of the vector environment, runs one batched
-forward of the actor-critic, samples one action per slot from its masked
-softmax and steps the environment. The decisions are kept ragged (see
-``sched.learn.networks``): each holds as many feature rows as tasks wait.
+Two collectors, the same sampling policy (the masked softmax of the logits):
+
+* :func:`collect_compiled` (the scorer): each step is one compiled call that
+  encodes, scores and samples every slot (``sched.learn.sampler``), and keeps
+  a compact observation per decision (the ``top_k`` candidates' rows and the
+  queue context); torch then computes the log-probabilities and the values of
+  the whole rollout in one batched forward;
+* :func:`collect_rollout` (any architecture, the flat one included): each
+  step encodes every slot, runs one batched torch forward and samples; the
+  decisions are kept ragged (see ``sched.learn.networks``), with as many
+  feature rows as tasks wait.
 """
 
 from typing import NamedTuple
@@ -11,7 +18,9 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
+from sched.learn import features as F
 from sched.learn import networks as P
+from sched.learn import sampler
 
 
 class RolloutStore:
@@ -109,3 +118,64 @@ def collect_rollout(env, net, obs, num_steps, encoding, gen):
         episodes,
     )
     return rollout, obs
+
+
+class CompactStore:
+    """The decisions of a compiled rollout: candidates' rows (N, K, n_task), context (N, n_ctx),
+    valid-candidate mask (N, K), as torch tensors."""
+
+    def __init__(self, x, ctx, count):
+        K = x.shape[1]
+        self.x = torch.from_numpy(x)
+        self.ctx = torch.from_numpy(ctx)
+        self.mask = torch.arange(K).unsqueeze(0) < torch.from_numpy(count).unsqueeze(1)
+
+    def batch(self, idx):
+        return {"x": self.x[idx], "ctx": self.ctx[idx], "mask": self.mask[idx]}
+
+    def all(self):
+        return {"x": self.x, "ctx": self.ctx, "mask": self.mask}
+
+
+class CompiledSampler:
+    """What :func:`collect_compiled` needs besides the env: the candidate limit and the scratch."""
+
+    def __init__(self, env, net):
+        self.K = net.top_k if net.top_k > 0 else env.tasks
+        self.work = sampler.workspace(env.tasks, self.K, net.actor[0].out_features)
+        self.u = np.empty((env.B, self.K))
+        self.qpos = np.empty(env.B, dtype=np.int64)
+
+    def __call__(self, env, fw, top_k, X, C, count, choice, logp):
+        """Sample every slot of ``env`` now, writing its compact observation; returns the queue positions."""
+        env.action_rng.random(out=self.u)
+        e = env.encoder
+        s, u, q, w = env.state, self.u, self.qpos, self.work
+        sampler.sample_batch(s, e.k, e.p_ref, env.slot_load, top_k, fw, u, X, C, count, choice, logp, q, w)
+        return self.qpos
+
+
+@torch.no_grad()
+def collect_compiled(env, net, num_steps, draw):
+    """Step ``env`` (a ``VecQueue`` built with an ``action_rng``) ``num_steps`` times under ``net``'s
+    sampling policy, compiled; ``draw``: a :class:`CompiledSampler`. Returns the :class:`Rollout`
+    (the next observation is the env's state: nothing to carry)."""
+    T, B, K = num_steps, env.B, draw.K
+    X = np.zeros((T + 1, B, K, F.N_TASK), dtype=np.float32)
+    C = np.zeros((T + 1, B, sampler.N_CTX), dtype=np.float32)
+    count = np.zeros((T + 1, B), dtype=np.int64)
+    choice = np.zeros((T + 1, B), dtype=np.int64)
+    rewards, dones, hints, logp = (np.zeros((T + 1, B), dtype=np.float32) for _ in range(4))
+    fw = sampler.weights(net)
+    for t in range(T + 1):  # step T only observes: the bootstrap value's context
+        hints[t] = env.value_hint()
+        qpos = draw(env, fw, net.top_k, X[t], C[t], count[t], choice[t], logp[t])
+        if t < T:
+            _, rewards[t], dones[t] = env.step(qpos, observe=False)
+    store = CompactStore(X[:T].reshape(T * B, K, -1), C[:T].reshape(T * B, -1), count[:T].reshape(-1))
+    actions = torch.from_numpy(choice[:T].reshape(-1))
+    values = net.critic(torch.from_numpy(C)).squeeze(-1).numpy() + hints
+    logp = torch.from_numpy(logp[:T].reshape(-1))
+    next_value, values = values[T], values[:T]
+    episodes, env.finished = env.finished, []
+    return Rollout(store, actions, logp, values, hints[:T], rewards[:T], dones[:T], next_value, episodes)

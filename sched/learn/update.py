@@ -104,12 +104,8 @@ def ppo_update(net, optimizer, rollout, advantages, returns, args, gen):
 
 def losses(net, store, flat, mb, args):
     """PPO's losses on the decisions ``mb``: (pg_loss, v_loss, entropy_loss, approx_kl, clip fraction)."""
-    batch = store.batch(mb)
-    logits, newvalue = net(batch)
+    newlogprob, entropy, newvalue = P.evaluate_actions(net, store.batch(mb), flat.actions[mb])
     newvalue = newvalue + flat.hints[mb]  # the network learns the residual on the hint
-    logprobs = P.segment_log_softmax(logits, batch["seg"], batch["n"])
-    newlogprob = logprobs[batch["starts"] + flat.actions[mb]]
-    entropy = P.segment_entropy(logprobs, batch["seg"], batch["n"])
     logratio = newlogprob - flat.logprobs[mb]
     ratio = logratio.exp()
     with torch.no_grad():

@@ -69,8 +69,12 @@ class VecQueue:
         machines=None,
         reward_scale=0.001,
         privileged=False,
+        action_rng=None,
     ):
         self.cfg = cfg
+        #: the uniforms of the compiled sampler's Gumbel-max draws (``sched.learn.sampler``);
+        #: kept here so that a checkpoint restores it with the scenarios' stream
+        self.action_rng = action_rng
         self.B = int(num_envs)
         self.rng = rng
         self.seeds = seeds
@@ -85,7 +89,13 @@ class VecQueue:
         self.finished = []  # (seed, load, total weighted tardiness) of episodes that ended
         self.atc_k = float(atc_k)
         self.scratch = core.empty_state(self.B, self.tasks, self.M) if privileged else None
+        # the hint of the current states, and what lets the next step's reuse it
+        # (core.cost_to_go_cached): valid, the action taken, ATC's choice
         self._ctg = np.zeros(self.B)
+        self._hint_valid = np.zeros(self.B, dtype=np.bool_)
+        self._taken = np.full(self.B, -1, dtype=np.int64)
+        self._atc_choice = np.full(self.B, -1, dtype=np.int64)
+        self._hint_stale = True
         # tardiness accrued between a slot's reload and its first decision: no
         # action caused it, but it is part of the episode's total, so it is
         # paid with the episode's first reward (the rewards then sum exactly)
@@ -95,10 +105,25 @@ class VecQueue:
         """Privileged value estimate of every slot, for the critic only: minus the
         scaled weighted tardiness still to accrue if ATC took every decision from
         now on, with the slot's true future arrivals (hindsight). Zero when the
-        environment was built without ``privileged``."""
+        environment was built without ``privileged``.
+
+        A slot whose last action was ATC's own choice keeps its ATC rollout
+        (``core.cost_to_go_cached``): the hint costs a rollout only after the
+        policy departs from ATC."""
         if self.scratch is None:
             return np.zeros(self.B, dtype=np.float32)
-        core.cost_to_go_batch(self.state, self.scratch, core.rules.ATC, self.atc_k, self._ctg)
+        if self._hint_stale:
+            core.cost_to_go_cached(
+                self.state,
+                self.scratch,
+                core.rules.ATC,
+                self.atc_k,
+                self._ctg,
+                self._hint_valid,
+                self._taken,
+                self._atc_choice,
+            )
+            self._hint_stale = False
         return reward(self._ctg, self.reward_scale).astype(np.float32)
 
     def _load(self, b):
@@ -110,6 +135,9 @@ class VecQueue:
             )
             d = draw(self.cfg, seed, tasks=self.tasks, load=load, machines=self.M)
             core.load_slot(self.state, b, d["arrival"], d["duration"], d["estimate"], d["weight"], d["due"])
+            core.set_rule(self.state, b, core.rules.ATC)  # the hint's ATC choices read it
+            self._hint_valid[b] = False
+            self._hint_stale = True
             self.slot_load[b], self.slot_seed[b] = load, seed
             core.advance_slot(self.state, b, True)
             if not self.state.done[b]:
@@ -125,9 +153,11 @@ class VecQueue:
     def observe(self):
         return self.encoder(self.state, self.slot_load)
 
-    def step(self, actions):
-        """Apply one action per slot; returns (obs, reward, done)."""
+    def step(self, actions, observe=True):
+        """Apply one action per slot; returns (obs, reward, done) (obs None without ``observe``)."""
         s = self.state
+        self._taken[:] = actions
+        self._hint_stale = True
         core.apply_batch(s, np.asarray(actions, dtype=np.int64))
         core.advance_batch(s, True)
         r = reward(s.accrued + self._before_first, self.reward_scale).astype(np.float32)
@@ -136,7 +166,7 @@ class VecQueue:
         for b in np.flatnonzero(done):
             self.finished.append((int(self.slot_seed[b]), float(self.slot_load[b]), float(s.wt_started[b])))
             self._load(b)
-        return self.observe(), r, done
+        return (self.observe() if observe else None), r, done
 
     # checkpointing: the whole simulator state and the seed stream
     def get_state(self):
@@ -145,7 +175,10 @@ class VecQueue:
             "slot_load": self.slot_load.copy(),
             "slot_seed": self.slot_seed.copy(),
             "before_first": self._before_first.copy(),
+            "hint": np.array([self._ctg, self._hint_valid, self._taken, self._atc_choice]),
+            "hint_stale": int(self._hint_stale),
             "rng": self.rng.bit_generator.state,
+            "action_rng": None if self.action_rng is None else self.action_rng.bit_generator.state,
         }
 
     def set_state(self, st):
@@ -154,7 +187,11 @@ class VecQueue:
         self.slot_load[:] = st["slot_load"]
         self.slot_seed[:] = st["slot_seed"]
         self._before_first[:] = st["before_first"]
+        self._ctg[:], self._hint_valid[:], self._taken[:], self._atc_choice[:] = st["hint"]
+        self._hint_stale = bool(st["hint_stale"])
         self.rng.bit_generator.state = st["rng"]
+        if self.action_rng is not None:
+            self.action_rng.bit_generator.state = st["action_rng"]
 
 
 def run_greedy(policy, scenarios, machines=1, machine_free=None, threads=1):

@@ -253,6 +253,29 @@ def cost_to_go_batch(s, scratch, rule, k, out):
         out[b] = 0.0 if s.done[b] else _cost_to_go(s, b, scratch, rule, k)
 
 
+@nb.njit(cache=True, parallel=True, _nrt=False)
+def cost_to_go_cached(s, scratch, rule, k, out, valid, taken, choice):
+    """:func:`cost_to_go_batch`, reusing the previous step's value where the step followed ``rule``.
+
+    After a step that started ``rule``'s own choice (``taken[b] == choice[b]``,
+    ``valid[b]``), the rollout from the new state is the rest of the rollout
+    from the previous one, so its cost-to-go is the previous minus what the
+    step accrued (``s.accrued[b]``): no rollout is needed. Other slots are
+    rolled out afresh. Then ``choice[b]`` becomes ``rule``'s choice in the new
+    state (-1 when none is pending) and ``valid[b]`` is set. ``s.static``
+    must hold ``rule``'s static parts (:func:`set_rule`).
+    """
+    for b in nb.prange(s.n.shape[0]):
+        if s.done[b]:
+            out[b] = 0.0
+        elif valid[b] and choice[b] >= 0 and taken[b] == choice[b]:
+            out[b] -= s.accrued[b]
+        else:
+            out[b] = _cost_to_go(s, b, scratch, rule, k)
+        choice[b] = pick(s, b, rule, k) if s.pending[b] >= 0 else -1
+        valid[b] = True
+
+
 @core_jit
 def apply_batch(s, actions):
     """Lockstep step, part 1: start ``queue[b, actions[b]]`` in every pending slot."""
