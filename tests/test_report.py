@@ -28,6 +28,8 @@ LOG_COLUMNS = [
     "clip_fraction",
     "explained_variance",
     "steps_per_s",
+    "collect_s",
+    "update_s",
     "wall_s",
     "learning_rate",
 ]

@@ -138,7 +138,8 @@ def expected_outputs():
     ]
     for s in cfg["train"]["seeds"]:
         out += [
-            f"results/train/seed-{s}/{f}" for f in ("politique.pt", "train_log.csv", "learning_curve.png")
+            f"results/train/seed-{s}/{f}"
+            for f in ("politique.pt", "train_log.csv", "learning_curve.png", "warm_start.pt")
         ]
     out += [f"results/benchmark/shards/{s}/per_scenario.csv" for s in shards]
     out += [f"results/demo/schedule-{p}.csv" for p in policies]
@@ -441,7 +442,8 @@ def test_each_rule_docstring_names_the_code_it_runs():
         m = re.search(r"Runs `sched (\w+)` \(sched/commands/(\w+)\.py -> (.+?)\)\.?$", doc)
         assert m, (rule, doc)
         command, module, functions = m.groups()
-        assert rule.removeprefix("robust_") == command == module, (rule, doc)
+        # robust_train_warm: robust_train for the settings whose training has a teacher
+        assert rule.removeprefix("robust_").removesuffix("_warm") == command == module, (rule, doc)
         source = (ROOT / "sched/commands" / f"{module}.py").read_text()
         for path in functions.split(", "):
             where, _, name = path.rpartition(".")
@@ -536,7 +538,7 @@ def test_robustness_settings_are_benchmarked_and_reported(built, tmp_path):
         "step_config": 1,
         "robust_tune": 2,
         "robust_teach": 1,
-        "robust_train": 2,
+        "robust_train_warm": 2,
         "robust_benchmark": 2,
         "report": 1,
         "all": 1,
@@ -553,6 +555,9 @@ def test_robustness_settings_are_benchmarked_and_reported(built, tmp_path):
         d = ws / "results/robustness" / name
         resume = pd.read_csv(d / "resume.csv")
         assert set(resume["policy"]) >= {"atc", "atc-tuned", "wmdd", "ppo-1", "ppo-2"}
+        # the warm starts where the setting's training had a teacher
+        warm = {"ppo-1-warm", "ppo-2-warm"} if name == "machines-2" else set()
+        assert set(resume["policy"]) & {"ppo-1-warm", "ppo-2-warm"} == warm
         assert (d / "winner.json").exists() and (d / "tuned.json").exists()
     # the setting's scenarios: at load 0.7 tasks wait less than at the main load
     per_main = pd.read_csv(ws / "results/benchmark/per_scenario.csv")

@@ -15,7 +15,8 @@ def register(sub):
     s.add_argument(
         "--policies",
         help="comma-separated policy names (default: fifo,spt,edd,wspt,"
-        "atc,wmdd,atc-tuned and ppo-<S> for each S in train.seeds)",
+        "atc,wmdd,atc-tuned, ppo-<S> for each S in train.seeds and, when train.teacher_scenarios > 0, "
+        "its warm start ppo-<S>-warm)",
     )
     s.add_argument(
         "--seeds", metavar="RANGE", help="test seeds A-B (inclusive) or N: a shard (default: every test seed)"
@@ -23,8 +24,9 @@ def register(sub):
     add_policy_inputs(
         s,
         "`sched tune` output giving atc-tuned's k",
-        f"policy file of a PPO policy, e.g. ppo-1={layout.policy_file(1)} "
-        f"(default: {layout.policy_file('<S>')})",
+        f"policy file of a learned policy, e.g. ppo-1={layout.policy_file(1)} or "
+        f"ppo-1-warm={layout.warm_policy_file(1)} "
+        f"(default: {layout.policy_file('<S>')}, {layout.warm_policy_file('<S>')})",
     )
     s.add_argument(
         "--out",
@@ -37,7 +39,13 @@ def register(sub):
 
 def run(args):
     from sched.evaluate.errors import BenchmarkError
-    from sched.evaluate.policies import parse_policies, parse_policy_files, policy_key, resolve_policies
+    from sched.evaluate.policies import (
+        benchmark_policies,
+        parse_policies,
+        parse_policy_files,
+        policy_key,
+        resolve_policies,
+    )
     from sched.evaluate.runs import run_policies
     from sched.evaluate.seeds import benchmark_seeds, check_within, parse_seed_range, range_text
     from sched.evaluate.summary import UNIT, write_outputs
@@ -53,7 +61,7 @@ def run(args):
         out = Path(args.out)
     else:
         out = Path(layout.BENCH_DIR) if full else Path(layout.shard_dir(range_text(seeds)))
-    names = parse_policies(args.policies, cfg)
+    names = parse_policies(args.policies, cfg, default=benchmark_policies)
     if full:
         missing = [r for r in ("fifo", "atc") if r not in names]
         if missing:

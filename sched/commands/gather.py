@@ -14,7 +14,7 @@ def register(sub):
     add_policy_inputs(
         s,
         "`sched tune` output, for atc-tuned's k",
-        "policy file of a PPO policy as given to `sched benchmark`",
+        "policy file of a learned policy (ppo-<S> or ppo-<S>-warm) as given to `sched benchmark`",
     )
     s.add_argument("--out", default=layout.BENCH_DIR, help="output folder (default: %(default)s)")
     s.set_defaults(func=run)

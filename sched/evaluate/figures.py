@@ -6,12 +6,13 @@ Each function draws from tables the benchmark wrote and saves atomically
 
 import numpy as np
 
-from sched.evaluate.policies import policy_key
+from sched.evaluate.policies import is_warm, policy_key
 from sched.evaluate.summary import UNIT
 from sched.files import atomic_path
 
 HEURISTIC_COLOR = "#4C72B0"
 PPO_COLOR = "#DD8452"
+WARM_COLOR = "#C9A27E"
 REF_COLOR = "#55A868"
 
 
@@ -32,6 +33,8 @@ def save(fig, path, dpi):
 
 
 def _color(policy):
+    if is_warm(policy):
+        return WARM_COLOR
     if policy.startswith("ppo-"):
         return PPO_COLOR
     return REF_COLOR if policy == "atc" else HEURISTIC_COLOR
@@ -108,41 +111,74 @@ def ecdf(per_scenario, path, dpi, unit=UNIT):
     return save(fig, path, dpi)
 
 
-def learning_curves(logs, path, dpi, unit=UNIT, reference=None):
-    """Training of each seed: the greedy policy on the validation scenarios (left) and
-    the sampled policy's training episodes (right).
+#: The PPO diagnostics of the learning-curve figure: (train_log.csv column, panel title, log scale).
+DIAGNOSTICS = (
+    ("approx_kl", "approx_kl (log scale)", True),
+    ("clip_fraction", "clip_fraction", False),
+    ("entropy", "entropy", False),
+    ("explained_variance", "explained_variance", False),
+)
 
-    Left, one line per seed through the validated points: -1 the untrained
+
+def learning_curves(logs, path, dpi, unit=UNIT, reference=None, targets=None):
+    """The learning-curve figure (:func:`learning_curves_figure`), saved to ``path``."""
+    return save(learning_curves_figure(logs, unit, reference, targets), path, dpi)
+
+
+def learning_curves_figure(logs, unit=UNIT, reference=None, targets=None):
+    """Training of each seed: the greedy policy on the validation scenarios (top left),
+    the sampled policy's training episodes (top right), and PPO's diagnostics (bottom).
+
+    Top left, one line per seed through the validated points: -1 the untrained
     network (the ATC prior), 0 the teacher warm start, then PPO iterations;
     ``reference``: (label, value in weighted s), ATC on the same validation
-    scenarios. Right, the mean weighted tardiness of the last training
-    episodes (different scenarios each time, sampled actions: noisy).
+    scenarios. Top right, the mean weighted tardiness of the last training
+    episodes (different scenarios each time, sampled actions: noisy). Bottom,
+    one panel per column of :data:`DIAGNOSTICS`, one line per seed over the PPO
+    iterations (the log's rows with iteration > 0); ``targets``: {column: (low,
+    high)}, a shaded target range. Returns the matplotlib figure.
     """
     plt = _plt()
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    fig = plt.figure(figsize=(14, 8))
+    grid = fig.add_gridspec(2, len(DIAGNOSTICS), height_ratios=(1.3, 1))
+    half = len(DIAGNOSTICS) // 2
+    top = [fig.add_subplot(grid[0, :half]), fig.add_subplot(grid[0, half:])]
+    bottom = [fig.add_subplot(grid[1, i]) for i in range(len(DIAGNOSTICS))]
     if reference is not None:
-        axes[0].axhline(reference[1] / unit, color="black", ls=":", lw=1, label=reference[0])
+        top[0].axhline(reference[1] / unit, color="black", ls=":", lw=1, label=reference[0])
     for seed, log in sorted(logs.items()):
         if "val_weighted_tardiness_s" in log:
             v = log.dropna(subset=["val_weighted_tardiness_s"])
-            axes[0].plot(
+            top[0].plot(
                 v["iteration"], v["val_weighted_tardiness_s"] / unit, "o-", ms=3, label=f"ppo-{seed}", lw=1.2
             )
         ppo = log[log["iteration"] > 0]
-        axes[1].plot(
+        top[1].plot(
             ppo["iteration"], ppo["mean_episode_weighted_tardiness_s"] / unit, label=f"ppo-{seed}", lw=1
         )
-    axes[0].set_xlabel("iteration (-1: ATC prior, 0: teacher warm start)")
-    axes[0].set_ylabel("mean weighted tardiness (1,000 weighted s)")
-    axes[0].set_title("Validation scenarios, greedy policy")
-    axes[1].set_xlabel("PPO iteration")
-    axes[1].set_ylabel("mean weighted tardiness (1,000 weighted s)")
-    axes[1].set_title("Training episodes, sampled actions (last 50)")
-    for ax in axes:
+        for ax, (column, _, _) in zip(bottom, DIAGNOSTICS):
+            if column in ppo:
+                ax.plot(ppo["iteration"], ppo[column], label=f"ppo-{seed}", lw=0.8)
+    top[0].set_xlabel("iteration (-1: ATC prior, 0: teacher warm start)")
+    top[0].set_ylabel("mean weighted tardiness (1,000 weighted s)")
+    top[0].set_title("Validation scenarios, greedy policy")
+    top[1].set_xlabel("PPO iteration")
+    top[1].set_ylabel("mean weighted tardiness (1,000 weighted s)")
+    top[1].set_title("Training episodes, sampled actions (last 50)")
+    for ax, (column, title, log_scale) in zip(bottom, DIAGNOSTICS):
+        if log_scale:
+            ax.set_yscale("log")
+        if targets and column in targets:
+            lo, hi = targets[column]
+            ax.axhspan(lo, hi, color=REF_COLOR, alpha=0.15, label=f"target [{lo:g}, {hi:g}]")
+        ax.set_title(title, fontsize=10)
+        ax.set_xlabel("PPO iteration")
+    for ax in top + bottom:
         ax.grid(alpha=0.3)
         if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=8)
-    return save(fig, path, dpi)
+            ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
 
 
 def gantt(scenario, schedules, machines, path, dpi, hours, title):

@@ -1,9 +1,13 @@
 """The named policies of the benchmark, and how to run each (its spec).
 
 Names: the heuristics of :data:`HEURISTICS` (``atc-tuned`` is ATC with the k
-that ``sched tune`` chose) and ``ppo-<S>``, the PPO policy of training seed S.
+that ``sched tune`` chose), ``ppo-<S>``, the PPO policy of training seed S, and
+``ppo-<S>-warm``, its warm start (the teacher's distilled weights before PPO,
+``warm_start.pt`` beside the policy file; only when training has a teacher).
+Both learned kinds are policy files; a warm start is benchmarked to show PPO's
+share of the gain, and is never the winner (:func:`sched.evaluate.summary.choose_winner`).
 A spec says how to run a name: ``kind`` ('rule' or 'ppo'), ``rule`` and
-``atc_k`` for a rule, ``policy_file`` for PPO.
+``atc_k`` for a rule, ``policy_file`` for a learned policy.
 """
 
 import json
@@ -20,10 +24,29 @@ from sched.evaluate.seeds import train_seeds
 HEURISTICS = ("fifo", "spt", "edd", "wspt", "atc", "wmdd", "atc-tuned")
 
 _PPO = re.compile(r"^ppo-(\d+)$")
+_WARM = re.compile(r"^ppo-(\d+)-warm$")
+#: The suffix of a warm start's name: ``ppo-<S>-warm``.
+WARM_SUFFIX = "-warm"
 
 
 def is_ppo(name):
+    """A final PPO policy, ``ppo-<S>`` (not its warm start)."""
     return bool(_PPO.match(name))
+
+
+def is_warm(name):
+    """A warm start, ``ppo-<S>-warm``."""
+    return bool(_WARM.match(name))
+
+
+def is_learned(name):
+    """A policy run from a policy file: ``ppo-<S>`` or ``ppo-<S>-warm``."""
+    return is_ppo(name) or is_warm(name)
+
+
+def warm_name(seed):
+    """The name of training seed ``seed``'s warm start."""
+    return f"ppo-{seed}{WARM_SUFFIX}"
 
 
 def is_heuristic(name):
@@ -31,16 +54,20 @@ def is_heuristic(name):
 
 
 def ppo_seed(name):
-    """The training seed of a PPO policy's name (``ppo-<S>``)."""
-    return int(_PPO.match(name).group(1))
+    """The training seed of a learned policy's name (``ppo-<S>`` or ``ppo-<S>-warm``)."""
+    return int((_PPO.match(name) or _WARM.match(name)).group(1))
 
 
 def policy_key(name):
-    """Sort key: heuristics in table order, then PPO by training seed."""
+    """Sort key: heuristics in table order, then PPO by training seed, each warm start
+    after its PPO policy."""
     if name in HEURISTICS:
         return (0, HEURISTICS.index(name), "")
     m = _PPO.match(name)
-    return (1, int(m.group(1)), "") if m else (2, 0, name)
+    if m:
+        return (1, int(m.group(1)), "")
+    m = _WARM.match(name)
+    return (1, int(m.group(1)), WARM_SUFFIX) if m else (2, 0, name)
 
 
 def default_policies(cfg):
@@ -48,17 +75,30 @@ def default_policies(cfg):
     return list(HEURISTICS) + [f"ppo-{s}" for s in train_seeds(cfg)]
 
 
-def parse_policies(text, cfg):
-    """Comma-separated policy names (None: every heuristic and every trained PPO)."""
+def has_teacher(cfg):
+    """Whether training has a teacher's warm start (``train.teacher_scenarios`` > 0)."""
+    return int((cfg.get("train") or {}).get("teacher_scenarios", 0)) > 0
+
+
+def benchmark_policies(cfg):
+    """:func:`default_policies`, and each seed's warm start ``ppo-<S>-warm`` after its
+    ``ppo-<S>`` when training has a teacher: what ``sched benchmark`` runs by default."""
+    warm = [warm_name(s) for s in train_seeds(cfg)] if has_teacher(cfg) else []
+    return sorted(default_policies(cfg) + warm, key=policy_key)
+
+
+def parse_policies(text, cfg, default=default_policies):
+    """Comma-separated policy names (None: ``default(cfg)``)."""
     if text is None:
-        return default_policies(cfg)
+        return default(cfg)
     names = [p.strip() for p in str(text).split(",") if p.strip()]
     if not names:
         raise BenchmarkError("--policies: empty list")
     for n in names:
-        if not (is_heuristic(n) or is_ppo(n)):
+        if not (is_heuristic(n) or is_learned(n)):
             raise BenchmarkError(
-                f"--policies: unknown policy {n!r}; expected {', '.join(HEURISTICS)} or ppo-<training seed>"
+                f"--policies: unknown policy {n!r}; expected {', '.join(HEURISTICS)}, "
+                f"ppo-<training seed> or ppo-<training seed>-warm"
             )
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
@@ -67,13 +107,15 @@ def parse_policies(text, cfg):
 
 
 def parse_policy_files(items):
-    """``['ppo-1=PATH', ...]`` -> {'ppo-1': Path}."""
+    """``['ppo-1=PATH', 'ppo-1-warm=PATH', ...]`` -> {'ppo-1': Path, 'ppo-1-warm': Path}."""
     out = {}
     for item in items or []:
         name, sep, path = str(item).partition("=")
         name = name.strip()
-        if not sep or not path.strip() or not is_ppo(name):
-            raise BenchmarkError(f"--policy-file: expected ppo-<seed>=PATH, got {item!r}")
+        if not sep or not path.strip() or not is_learned(name):
+            raise BenchmarkError(
+                f"--policy-file: expected ppo-<seed>=PATH or ppo-<seed>-warm=PATH, got {item!r}"
+            )
         if name in out:
             raise BenchmarkError(f"--policy-file: {name} given twice")
         out[name] = Path(path.strip())
@@ -102,7 +144,8 @@ def resolve_policies(cfg, names, tuned=None, policy_files=None, missing_ok=False
 
     ``tuned``: path of ``sched tune``'s file (needed for atc-tuned; default
     :data:`sched.layout.TUNED_PATH`). ``policy_files`` overrides the default
-    policy file of a PPO policy (:func:`sched.layout.policy_file`). A missing
+    policy file of a learned policy (:func:`sched.layout.policy_file` for ``ppo-<S>``,
+    :func:`sched.layout.warm_policy_file` for ``ppo-<S>-warm``). A missing
     file is an error, unless ``missing_ok``: then the policy is left out and
     described in the list of skipped policies.
     """
@@ -123,13 +166,15 @@ def resolve_policies(cfg, names, tuned=None, policy_files=None, missing_ok=False
         elif is_heuristic(name):
             specs[name] = rule_spec(name, float(cfg["rules"]["atc_k"]) if name == "atc" else None)
         else:
-            path = policy_files.get(name, Path(layout.policy_file(ppo_seed(name))))
+            default = layout.warm_policy_file if is_warm(name) else layout.policy_file
+            path = policy_files.get(name, Path(default(ppo_seed(name))))
             if not Path(path).is_file():
                 if missing_ok and name not in policy_files:
                     skipped.append(f"{name} ({path} not found)")
                     continue
+                how = " with a teacher (train.teacher_scenarios > 0)" if is_warm(name) else ""
                 raise BenchmarkError(
-                    f"policy {name}: policy file {path} not found (train it with `sched train`, "
+                    f"policy {name}: policy file {path} not found (train it with `sched train`{how}, "
                     f"or name another file with --policy-file {name}=PATH)"
                 )
             specs[name] = {"kind": "ppo", "rule": None, "atc_k": None, "policy_file": str(path)}

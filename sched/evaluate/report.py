@@ -9,7 +9,8 @@ including the case where the learned policy does not win.
 
 The parts: :mod:`~sched.evaluate.report_inputs` (reading and cross-checking
 the files), :mod:`~sched.evaluate.report_sections` and
-:mod:`~sched.evaluate.report_conclusion` (one function per section),
+:mod:`~sched.evaluate.report_conclusion` and :mod:`~sched.evaluate.report_training`
+(one function per section),
 :mod:`~sched.evaluate.report_format` (number formats),
 :mod:`~sched.evaluate.figures` (the plots).
 """
@@ -29,6 +30,7 @@ from sched.evaluate.report_sections import (
     results_section,
     setup_section,
 )
+from sched.evaluate.report_training import TARGETS, ppo_alone_lines, training_section
 
 __all__ = ["FIGURES", "README_BEGIN", "README_END", "ReportError", "build", "make_figures", "render"]
 
@@ -62,7 +64,9 @@ def make_figures(cfg, d, figures_dir):
         atc_val = [v.iloc[0] for v in atc_val if len(v)]
         if atc_val:  # ATC (rules.atc_k) on the same validation scenarios, from the logs
             ref = (f"ATC k = {cfg['rules']['atc_k']:g}, same scenarios", atc_val[0])
-        made["learning"] = figures.learning_curves(d["logs"], fd / FIGURES["learning"], dpi, reference=ref)
+        made["learning"] = figures.learning_curves(
+            d["logs"], fd / FIGURES["learning"], dpi, reference=ref, targets=TARGETS
+        )
     else:
         notes.append(
             f"Learning curves: no training log (`{layout.train_log('<S>')}`) "
@@ -83,10 +87,11 @@ def render(cfg, d, made, notes, paths):
         ],
         setup_section(cfg, d),
         results_section(cfg, d),
+        training_section(cfg, d),
         clairvoyant_section(cfg, d),
         demo_section(d, report_dir, paths["figures"]),
         conclusion_section(cfg, d),
-        robustness_section(cfg, d.get("robust")),
+        robustness_section(cfg, d.get("robust")) + ppo_alone_lines(cfg, d.get("robust") or [], d["summary"]),
         figures_section(made, notes, report_dir),
         reproduce_section(cfg, d, paths),
     ]

@@ -165,8 +165,14 @@ def robustness_section(cfg, robust):
 def _robustness_row(sc, setting, summary):
     what = ", ".join(f"{key} {setting[key]:g}" for key in ("load", "machines") if key in setting)
     base = ", ".join(f"{key} {sc[key]:g}" for key in ("load", "machines") if key not in setting)
-    desc = f"{setting['name']}: {what}" + (f" ({base})" if base else "")
-    trained = "retrained for it" if setting.get("train") else "trained on the main setting"
+    if what:
+        desc = f"{setting['name']}: {what}" + (f" ({base})" if base else "")
+    else:
+        desc = f"{setting['name']}: {base} (the main ones)"
+    train = setting.get("train") or {}
+    trained = "retrained for it" if train else "trained on the main setting"
+    if train.get("teacher_scenarios") == 0:
+        trained += ", by PPO alone (no teacher)"
     if summary is None:
         return f"| {desc} | {trained} | not run | | |"
     r = summary.set_index("policy")

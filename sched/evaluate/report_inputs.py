@@ -17,7 +17,20 @@ from sched.evaluate.seeds import train_seeds
 from sched.evaluate.summary import SUMMARY_COLUMNS, UNIT, WINNER_KEYS
 from sched.files import read_csv
 
-TRAIN_LOG_COLUMNS = ("iteration", "env_steps", "mean_episode_weighted_tardiness_s", "wall_s")
+#: The columns of train_log.csv the report reads (sched.learn.train_log.LOG_COLUMNS has them).
+TRAIN_LOG_COLUMNS = (
+    "iteration",
+    "env_steps",
+    "mean_episode_weighted_tardiness_s",
+    "wall_s",
+    "entropy",
+    "approx_kl",
+    "clip_fraction",
+    "explained_variance",
+    "steps_per_s",
+    "collect_s",
+    "update_s",
+)
 
 
 def read_json(path):

@@ -7,7 +7,7 @@ and returns its Markdown lines. Every number is read from those inputs.
 from pathlib import Path
 
 from sched import layout
-from sched.evaluate.policies import default_policies, policy_key
+from sched.evaluate.policies import benchmark_policies, policy_key
 from sched.evaluate.report_format import (
     ci,
     ci_k,
@@ -35,7 +35,7 @@ CAPTIONS = {
     "mean_ci": "Mean total weighted tardiness per policy with its bootstrap interval",
     "paired": "Per-scenario paired differences against ATC",
     "ecdf": "ECDF of the per-scenario total weighted tardiness",
-    "learning": "Learning curves of each training seed",
+    "learning": "Learning curves of each training seed, with PPO's diagnostics",
 }
 
 
@@ -282,7 +282,7 @@ def figures_section(made, notes, report_dir):
 def reproduce_section(cfg, d, paths):
     conf = f" --config {paths['config']}" if paths.get("config") else ""
     pols = sorted(d["summary"]["policy"], key=policy_key)
-    pol_opt = "" if pols == default_policies(cfg) else f" --policies {','.join(pols)}"
+    pol_opt = "" if pols == benchmark_policies(cfg) else f" --policies {','.join(pols)}"
     bench = paths["bench"]
     shards = [range_text(s) for s in shard_ranges(cfg)]
     tuned = f"{bench}/{layout.TUNED}"
@@ -315,5 +315,10 @@ def reproduce_section(cfg, d, paths):
         "",
         f"(`sched{conf} benchmark{pol_opt} --tuned {tuned} --out {bench}` runs "
         f"all test seeds in one job and gives the same files as the shards and `gather`.)",
+        "",
+        f"The training logs and warm starts the training sections read are written by `sched train`, "
+        f"one job per training seed (`snakemake -j4 {layout.policy_file('<S>')}`, the command in "
+        f"`{layout.log('train/seed-<S>')}`); a robustness setting's files by "
+        f"`snakemake -j4 {layout.robust_root('<name>')}/{layout.SUMMARY}`.",
     ]
     return lines

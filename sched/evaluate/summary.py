@@ -13,7 +13,7 @@ import pandas as pd
 from sched import files, layout
 from sched.evaluate.errors import BenchmarkError
 from sched.evaluate.per_scenario import check_complete, matrix
-from sched.evaluate.policies import is_heuristic, is_ppo, policy_key, same_rule
+from sched.evaluate.policies import is_heuristic, is_ppo, is_warm, policy_key, same_rule
 from sched.evaluate.statistics import bootstrap_counts, interval, paired_difference, win_tie_loss
 
 SUMMARY_COLUMNS = (
@@ -138,10 +138,14 @@ def choose_winner(twt, specs, counts, level, bh=None):
     rules) and any policy that is the same rule with the same k (atc-tuned
     when the tuning kept k = 2: the same schedules). Otherwise the best
     heuristic is kept, with ``significant`` false.
+
+    The warm starts (``ppo-<S>-warm``) take no part: neither winner nor
+    runner-up. They are benchmarked to measure what PPO adds to them; the
+    winner is chosen among the final policies and the heuristics.
     """
     bh = bh or best_heuristic(twt)
     means = {p: v.mean() for p, v in twt.items()}
-    order = sorted(twt, key=lambda p: (means[p], policy_key(p)))
+    order = sorted((p for p in twt if not is_warm(p)), key=lambda p: (means[p], policy_key(p)))
     best = order[0]
     others = [
         p

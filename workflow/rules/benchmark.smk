@@ -36,7 +36,7 @@ rule benchmark:
     output:
         SHARD_TABLE,
     params:
-        policies=",".join(POLICIES),
+        policies=bench_policies(),   # the warm starts too (ppo-<S>-warm) when training has a teacher
         seeds=lambda wildcards: wildcards.seeds,   # robust_benchmark: the whole test set
         policy_files=policy_file_args(),
         out=lambda wildcards, output: os.path.dirname(output[0]),

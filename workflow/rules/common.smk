@@ -6,6 +6,7 @@
 import copy
 import json
 import os
+import re
 import shlex
 import sys
 
@@ -13,7 +14,7 @@ import yaml
 from snakemake.exceptions import WorkflowError
 
 from sched import layout
-from sched.evaluate.policies import default_policies
+from sched.evaluate.policies import HEURISTICS, default_policies, policy_key, warm_name
 from sched.evaluate.seeds import benchmark_seeds, range_text, shard_ranges
 
 # Jobs run `python -m sched`: the interpreter running Snakemake (the project's
@@ -23,7 +24,7 @@ from sched.evaluate.seeds import benchmark_seeds, range_text, shard_ranges
 shell.prefix(f"set -euo pipefail; export PATH={shlex.quote(os.path.dirname(sys.executable))}:\"$PATH\"; ")
 
 TRAIN_SEEDS = [int(s) for s in config["train"]["seeds"]]
-POLICIES = default_policies(config)   # the heuristics, then ppo-<S> per training seed
+POLICIES = default_policies(config)   # the heuristics, then ppo-<S> per training seed (the demo's)
 SHARDS = [range_text(r) for r in shard_ranges(config)]
 TEST_SEEDS = range_text(benchmark_seeds(config))   # the whole test set, as `--seeds` takes it
 CALIBRATION = config["scenario"]["calibration"]   # None: scenarios use scenario.kinds
@@ -50,18 +51,56 @@ def retrains(setting):
     return setting is not None and bool(ROBUST[setting].get("train"))
 
 
-def policy_files(setting=None):
-    """The trained policy of each training seed: the setting's own when it retrains,
-    else the main ones."""
+def has_teacher(setting=None):
+    """Whether the training of the main run (None) or of a robustness setting that retrains
+    has the teacher's warm start (train.teacher_scenarios > 0, the setting's over the main)."""
+    if setting is not None and not retrains(setting):
+        return False
+    return step_settings("train", setting)["train"]["teacher_scenarios"] > 0
+
+
+def learned_policies(setting=None, warm=True):
+    """[(name, policy file)]: ppo-<S> per training seed (the setting's own when it retrains,
+    else the main ones), each followed by its warm start ppo-<S>-warm (warm_start.pt) when
+    ``warm`` and the training that made it had a teacher."""
     root = results_root(setting) if retrains(setting) else layout.RESULTS
-    return [layout.policy_file(s, root) for s in TRAIN_SEEDS]
+    out = []
+    for s in TRAIN_SEEDS:
+        out.append((f"ppo-{s}", layout.policy_file(s, root)))
+        if warm and has_teacher(setting):
+            out.append((warm_name(s), layout.warm_policy_file(s, root)))
+    return out
 
 
-def policy_file_args(setting=None):
-    """`--policy-file ppo-S=PATH ...` naming each trained policy explicitly."""
+def policy_files(setting=None, warm=True):
+    """The policy files of learned_policies (the inputs of the jobs that run them)."""
+    return [path for _, path in learned_policies(setting, warm)]
+
+
+def policy_file_args(setting=None, warm=True):
+    """`--policy-file NAME=PATH ...` naming each learned policy explicitly."""
     return " ".join(
-        f"--policy-file ppo-{s}={shlex.quote(p)}" for s, p in zip(TRAIN_SEEDS, policy_files(setting))
+        f"--policy-file {name}={shlex.quote(path)}" for name, path in learned_policies(setting, warm)
     )
+
+
+def bench_policies(setting=None):
+    """The benchmark's `--policies`: every heuristic and every learned policy (warm starts
+    included), in table order."""
+    return ",".join(sorted([*HEURISTICS, *(name for name, _ in learned_policies(setting))], key=policy_key))
+
+
+def warm_start_output():
+    """The main train rule's output of the warm start, warm_start.pt (written by `sched train`
+    beside the policy file when it has a teacher): {"warm": pattern}, or {} without a teacher."""
+    return {"warm": layout.warm_policy_file("{seed}")} if has_teacher() else {}
+
+
+def teach_settings(teacher):
+    """The robustness settings that retrain with (``teacher``) or without a teacher: a
+    regular expression for the `setting` wildcard (one that matches nothing when none)."""
+    names = [n for n in ROBUST if retrains(n) and has_teacher(n) == teacher]
+    return "|".join(re.escape(n) for n in names) or "(?!)"
 
 
 def teacher_shards(setting=None):

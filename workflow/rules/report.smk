@@ -16,7 +16,7 @@ rule demo:
         config=step_config("demo"),
         calibration=calibration_input(),
         tuned=layout.TUNED_PATH,
-        policies=policy_files(),
+        policies=policy_files(warm=False),   # the demo runs the final policies, not the warm starts
     output:
         table=f"{layout.DEMO_DIR}/{layout.DEMO_TABLE}",
         schedules=[layout.demo_schedule(p) for p in POLICIES],
@@ -24,7 +24,7 @@ rule demo:
                      category="4. Demonstration"),
     params:
         policies=",".join(POLICIES),
-        policy_files=policy_file_args(),
+        policy_files=policy_file_args(warm=False),
         out=lambda wildcards, output: os.path.dirname(output.table),
         figures=lambda wildcards, output: os.path.dirname(output.gantt),
     log:

@@ -52,7 +52,34 @@ use rule teach as robust_teach with:
 
 
 use rule train as robust_train with:
-    """Retrain a policy for one robustness setting, per training seed.
+    """Retrain a policy for one robustness setting whose training has no teacher (PPO from the
+    ATC prior alone), per training seed.
+    Runs `sched train` (sched/commands/train.py -> sched.learn.ppo.train)."""
+    input:
+        config=step_config("train", "{setting}"),
+        calibration=calibration_input(),
+        tuned=f"{ROBUST_ROOT}/{layout.TUNED}",
+    output:
+        policy=layout.policy_file("{seed}", ROBUST_ROOT),
+        log_csv=layout.train_log("{seed}", ROBUST_ROOT),
+        curve=layout.learning_curve("{seed}", ROBUST_ROOT),
+    params:
+        atc_k=lambda wildcards, input: atc_k_arg(wildcards.setting, input.tuned),
+        progress="--no-progress",
+        teacher="",
+    log:
+        layout.log("robustness/{setting}/train-seed-{seed}"),
+    benchmark:
+        layout.usage("robustness/{setting}/train-seed-{seed}")
+    wildcard_constraints:
+        setting=teach_settings(False),
+
+
+# A setting whose training has a teacher also writes the warm start, warm_start.pt: a rule
+# of its own, as a rule's outputs cannot depend on the wildcard.
+use rule train as robust_train_warm with:
+    """Retrain a policy for one robustness setting, warm-started from the setting's teacher
+    labels (the warm start is an output too, warm_start.pt), per training seed.
     Runs `sched train` (sched/commands/train.py -> sched.learn.ppo.train)."""
     input:
         config=step_config("train", "{setting}"),
@@ -63,6 +90,7 @@ use rule train as robust_train with:
         policy=layout.policy_file("{seed}", ROBUST_ROOT),
         log_csv=layout.train_log("{seed}", ROBUST_ROOT),
         curve=layout.learning_curve("{seed}", ROBUST_ROOT),
+        warm=layout.warm_policy_file("{seed}", ROBUST_ROOT),
     params:
         atc_k=lambda wildcards, input: atc_k_arg(wildcards.setting, input.tuned),
         progress="--no-progress",
@@ -70,6 +98,8 @@ use rule train as robust_train with:
         layout.log("robustness/{setting}/train-seed-{seed}"),
     benchmark:
         layout.usage("robustness/{setting}/train-seed-{seed}")
+    wildcard_constraints:
+        setting=teach_settings(True),
 
 
 use rule benchmark as robust_benchmark with:
@@ -87,6 +117,7 @@ use rule benchmark as robust_benchmark with:
         summary=f"{ROBUST_ROOT}/{layout.SUMMARY}",
         winner=f"{ROBUST_ROOT}/{layout.WINNER}",
     params:
+        policies=lambda wildcards: bench_policies(wildcards.setting),
         seeds=TEST_SEEDS,
         policy_files=lambda wildcards: policy_file_args(wildcards.setting),
     log:

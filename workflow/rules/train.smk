@@ -26,7 +26,8 @@ rule teach:
 
 
 rule train:
-    """Train one PPO policy per training seed (train.seeds), warm-started from the teacher's labels.
+    """Train one PPO policy per training seed (train.seeds), warm-started from the teacher's labels
+    (the warm start is an output too, warm_start.pt) when train.teacher_scenarios > 0.
     Runs `sched train` (sched/commands/train.py -> sched.learn.ppo.train)."""
     input:
         config=step_config("train"),
@@ -37,6 +38,7 @@ rule train:
         log_csv=layout.train_log("{seed}"),
         curve=report(layout.learning_curve("{seed}"), caption="../report/learning_curve.rst",
                      category="2. Training", subcategory="seed {seed}"),
+        **warm_start_output(),   # warm_start.pt (benchmarked as ppo-<S>-warm) when there is a teacher
     params:
         teacher=lambda wildcards, input: ("--teacher " + " ".join(input.teacher)) if input.teacher else "",
         atc_k="",   # ATC's k of the prior and the rollouts: the config's (robust_train: the setting's)

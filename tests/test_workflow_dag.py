@@ -1,0 +1,145 @@
+"""The workflow's plan (dry runs, `snakemake -n -p`, nothing executed): the warm starts
+benchmarked as ppo-<S>-warm, and a robustness setting that trains PPO alone."""
+
+import copy
+import re
+
+import pytest
+import yaml
+
+from sched.config import validate_config
+
+from .conftest import ROOT
+from .test_workflow import SMALL, snakemake, workspace
+
+#: One setting benchmarks the main policies, one retrains with a teacher, one without.
+SETTINGS = [
+    {"name": "load-0.70", "load": 0.7},
+    {"name": "machines-2", "machines": 2, "train": {"teacher_scenarios": 1, "iterations": 2}},
+    {"name": "ppo-only", "train": {"teacher_scenarios": 0}},
+]
+
+
+def plan(tmp_path, cfg):
+    """[(rule, {field: text})] of every job `snakemake -n -p` plans from scratch."""
+    r = snakemake(workspace(tmp_path / "w", cfg), "-n", "-p")
+    assert r.returncode == 0, r.output[-3000:]
+    jobs = []
+    for rule, body in re.findall(r"^rule (\w+):\n(.*?)(?=^\[|\Z)", r.output, re.M | re.S):
+        fields = dict(re.findall(r"^\s*(input|output|wildcards|Shell command): (.*)$", body, re.M))
+        jobs.append((rule, fields))
+    assert jobs, r.output[-3000:]
+    return jobs
+
+
+def jobs_of(jobs, rule, **wildcards):
+    want = [f"{k}={v}" for k, v in wildcards.items()]
+    return [f for r, f in jobs if r == rule and all(w in f.get("wildcards", "") for w in want)]
+
+
+def policies_arg(command):
+    return re.search(r"--policies (\S+)", command).group(1).split(",")
+
+
+def policy_files_arg(command):
+    return dict(re.findall(r"--policy-file (\S+?)=(\S+)", command))
+
+
+@pytest.fixture(scope="module")
+def with_teacher(tmp_path_factory):
+    cfg = copy.deepcopy(SMALL)
+    cfg["robustness"] = {"settings": copy.deepcopy(SETTINGS)}
+    return plan(tmp_path_factory.mktemp("dag"), cfg)
+
+
+def test_training_with_a_teacher_declares_the_warm_start(with_teacher):
+    for s in (1, 2):
+        (train,) = jobs_of(with_teacher, "train", seed=s)
+        assert f"results/train/seed-{s}/warm_start.pt" in train["output"].split(", ")
+        assert "--teacher " in train["Shell command"]
+
+
+def test_the_benchmark_runs_each_warm_start_next_to_its_policy(with_teacher):
+    heuristics = ["fifo", "spt", "edd", "wspt", "atc", "wmdd", "atc-tuned"]
+    learned = ["ppo-1", "ppo-1-warm", "ppo-2", "ppo-2-warm"]
+    files = {
+        "ppo-1": "results/train/seed-1/politique.pt",
+        "ppo-1-warm": "results/train/seed-1/warm_start.pt",
+        "ppo-2": "results/train/seed-2/politique.pt",
+        "ppo-2-warm": "results/train/seed-2/warm_start.pt",
+    }
+    shards = jobs_of(with_teacher, "benchmark")
+    assert len(shards) == 2
+    for job in shards + jobs_of(with_teacher, "gather"):
+        command = job["Shell command"]
+        assert policy_files_arg(command) == files
+        assert set(files.values()) <= set(job["input"].split(", "))
+    for job in shards:
+        assert policies_arg(job["Shell command"]) == heuristics + learned
+    # the demonstration runs the final policies only
+    (demo,) = jobs_of(with_teacher, "demo")
+    assert policies_arg(demo["Shell command"]) == heuristics + ["ppo-1", "ppo-2"]
+    assert "warm" not in demo["Shell command"] and "warm_start" not in demo["input"]
+
+
+def test_a_setting_that_retrains_with_a_teacher_benchmarks_its_warm_starts(with_teacher):
+    root = "results/robustness/machines-2"
+    assert len(jobs_of(with_teacher, "robust_teach", setting="machines-2")) == 1
+    trains = jobs_of(with_teacher, "robust_train_warm", setting="machines-2")
+    assert len(trains) == 2 and not jobs_of(with_teacher, "robust_train", setting="machines-2")
+    for job in trains:
+        seed = re.search(r"seed=(\d+)", job["wildcards"]).group(1)
+        assert f"{root}/train/seed-{seed}/warm_start.pt" in job["output"].split(", ")
+    (bench,) = jobs_of(with_teacher, "robust_benchmark", setting="machines-2")
+    assert policy_files_arg(bench["Shell command"])["ppo-2-warm"] == f"{root}/train/seed-2/warm_start.pt"
+    assert policies_arg(bench["Shell command"])[-4:] == ["ppo-1", "ppo-1-warm", "ppo-2", "ppo-2-warm"]
+    # a setting that does not retrain benchmarks the main final policies, no warm start
+    (low,) = jobs_of(with_teacher, "robust_benchmark", setting="load-0.70")
+    assert policy_files_arg(low["Shell command"]) == {
+        "ppo-1": "results/train/seed-1/politique.pt",
+        "ppo-2": "results/train/seed-2/politique.pt",
+    }
+
+
+def test_the_ppo_only_setting_trains_without_a_teacher(with_teacher):
+    root = "results/robustness/ppo-only"
+    assert not jobs_of(with_teacher, "robust_teach", setting="ppo-only")
+    assert not jobs_of(with_teacher, "robust_train_warm", setting="ppo-only")
+    trains = jobs_of(with_teacher, "robust_train", setting="ppo-only")
+    assert len(trains) == 2
+    for job in trains:
+        seed = re.search(r"seed=(\d+)", job["wildcards"]).group(1)
+        assert job["output"].split(", ") == [
+            f"{root}/train/seed-{seed}/{name}"
+            for name in ("politique.pt", "train_log.csv", "learning_curve.png")
+        ]
+        command = job["Shell command"]
+        assert "--teacher" not in command and "teacher/labels" not in job["input"]
+        assert f"--config {root}/config/train.yaml train --seed {seed} " in command
+    (bench,) = jobs_of(with_teacher, "robust_benchmark", setting="ppo-only")
+    assert policy_files_arg(bench["Shell command"]) == {
+        "ppo-1": f"{root}/train/seed-1/politique.pt",
+        "ppo-2": f"{root}/train/seed-2/politique.pt",
+    }
+    # its summary is an input of the report, and of the default target
+    (report,) = jobs_of(with_teacher, "report")
+    assert f"{root}/resume.csv" in report["input"].split(", ")
+
+
+def test_without_a_teacher_there_is_no_teach_job_and_no_warm_start(tmp_path):
+    cfg = copy.deepcopy(SMALL)
+    cfg["train"]["teacher_scenarios"] = 0
+    jobs = plan(tmp_path, cfg)
+    assert not jobs_of(jobs, "teach")
+    for job in jobs_of(jobs, "train"):
+        assert "warm_start.pt" not in job["output"] and "--teacher" not in job["Shell command"]
+    for job in jobs_of(jobs, "benchmark") + jobs_of(jobs, "gather"):
+        assert set(policy_files_arg(job["Shell command"])) == {"ppo-1", "ppo-2"}
+
+
+def test_the_projects_config_has_the_ppo_only_setting():
+    cfg = validate_config(yaml.safe_load((ROOT / "config.yaml").read_text()), "config.yaml")
+    (ppo_only,) = [s for s in cfg["robustness"]["settings"] if s["name"] == "ppo-only"]
+    # the main load and machines, its own policies trained by PPO alone
+    assert ppo_only == {"name": "ppo-only", "train": {"teacher_scenarios": 0}}
+    assert cfg["train"]["teacher_scenarios"] > 0
