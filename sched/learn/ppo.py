@@ -67,17 +67,17 @@ class Args:
 
     seed: int = 1
     """Training seed: network initialisation, action sampling, minibatch shuffles, training scenarios."""
-    iterations: int = 2000
+    iterations: int = 150
     """PPO iterations: one rollout and one update each."""
-    num_envs: int = 16
+    num_envs: int = 128
     """Training scenarios stepped in lockstep (one batched forward per step serves them all)."""
-    num_steps: int = 32
+    num_steps: int = 64
     """Steps per scenario slot per rollout: a rollout holds ``num_envs * num_steps`` decisions."""
-    learning_rate: float = 3e-4
+    learning_rate: float = 3e-3
     """Adam's learning rate (before annealing)."""
     linear_lr_mult: float = 10.0
     """Learning-rate multiplier of the linear score (the few weights of the rule mixture)."""
-    anneal_lr: bool = True
+    anneal_lr: bool = False
     """Anneal the learning rate linearly to zero over the iterations."""
     gamma: float = 0.995
     """Discount factor."""
@@ -85,7 +85,7 @@ class Args:
     """Lambda of generalised advantage estimation."""
     num_minibatches: int = 4
     """Minibatches per pass over a rollout."""
-    update_epochs: int = 4
+    update_epochs: int = 3
     """Passes over each rollout in the update."""
     norm_adv: bool = True
     """Normalise the advantages per minibatch."""
@@ -93,7 +93,7 @@ class Args:
     """Surrogate clipping: the probability ratio is clipped to 1 +/- clip_coef."""
     clip_vloss: bool = True
     """Clip the value loss around the rollout's values (by clip_coef)."""
-    ent_coef: float = 0.02
+    ent_coef: float = 0.01
     """Coefficient of the entropy bonus (entropy over the valid actions only)."""
     vf_coef: float = 0.5
     """Coefficient of the value loss."""
@@ -105,11 +105,11 @@ class Args:
     """Reward per weighted second of tardiness: 0.001 makes one reward unit 1,000 weighted seconds."""
     architecture: str = "scorer"
     """Network: "scorer" (size-free per-task scorer) or "flat" (the original card's 196 inputs)."""
-    hidden: int = 64
+    hidden: int = 32
     """Width of the hidden layers."""
     atc_prior: bool = True
     """Start the logits at prior_scale x the ATC feature, so that the untrained policy is ATC."""
-    prior_scale: float = 3.0
+    prior_scale: float = 1.0
     """Initial weight of the ATC feature in the logits (with atc_prior)."""
     top_k: int = 16
     """When > 0, only the top_k waiting tasks by ATC index are candidates."""
@@ -135,11 +135,11 @@ class Args:
     """Tasks per training and validation scenario (None: the config's scenario.tasks)."""
     loads: list | None = None
     """Loads the training episodes are drawn from, a curriculum when several (None: [scenario.load])."""
-    eval_every: int = 50
+    eval_every: int = 15
     """Validate every eval_every iterations and at the last (0: never; the last weights are kept)."""
     validation_scenarios: int = 32
     """Validation scenarios: the first of the config's validation seeds."""
-    checkpoint_every: int = 50
+    checkpoint_every: int = 25
     """Write a checkpoint every checkpoint_every iterations (0: never)."""
     threads: int = 1
     """Torch and numba threads."""

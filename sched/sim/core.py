@@ -232,6 +232,12 @@ def advance_batch(s, skip_forced):
 def _cost_to_go(s, b, scratch, rule, k):
     copy_slot(s, b, scratch, b)
     set_rule(scratch, b, rule)
+    return _cost_to_go_copied(scratch, b, rule, k)
+
+
+@core_jit
+def _cost_to_go_copied(scratch, b, rule, k):
+    """:func:`_cost_to_go` on slot b of ``scratch``, a copy whose static parts are ``rule``'s."""
     now = accrued_weighted_tardiness(scratch, b)
     if scratch.pending[b] >= 0:
         _start(scratch, b, pick(scratch, b, rule, k), scratch.pending[b])
@@ -271,7 +277,8 @@ def cost_to_go_cached(s, scratch, rule, k, out, valid, taken, choice):
         elif valid[b] and choice[b] >= 0 and taken[b] == choice[b]:
             out[b] -= s.accrued[b]
         else:
-            out[b] = _cost_to_go(s, b, scratch, rule, k)
+            copy_slot(s, b, scratch, b)  # s.static holds rule's static parts: no set_rule
+            out[b] = _cost_to_go_copied(scratch, b, rule, k)
         choice[b] = pick(s, b, rule, k) if s.pending[b] >= 0 else -1
         valid[b] = True
 
