@@ -9,6 +9,8 @@ rank) run torch on one thread whatever the setting (``sched.learn.vec_env.run_gr
 their forwards are too small to gain from more.
 """
 
+import os
+
 from sched.errors import UsageError
 
 
@@ -22,14 +24,24 @@ def add_option(parser):
     )
 
 
+def usable_cpus():
+    """The CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
 def apply(threads, torch=False):
-    """Limit numba (and torch when ``torch``) to ``threads`` threads."""
+    """Limit numba (and torch when ``torch``) to ``threads`` threads, at most the usable CPUs
+    (``snakemake -j4`` on a 2-core machine gives a job 4 threads it cannot use)."""
     if threads is None or threads < 1:
         raise UsageError(f"--threads: must be >= 1, got {threads}")
     import numba
 
-    numba.set_num_threads(min(int(threads), numba.config.NUMBA_NUM_THREADS))
+    n = min(int(threads), usable_cpus())
+    numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
     if torch:
         import torch as _torch
 
-        _torch.set_num_threads(int(threads))
+        _torch.set_num_threads(n)

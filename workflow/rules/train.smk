@@ -47,7 +47,9 @@ rule train:
         layout.log("train/seed-{seed}"),
     benchmark:
         layout.usage("train/seed-{seed}")
-    threads: config["train"]["threads"]
+    # every core the workflow has (-j N), so one training job runs at a time, alone: its
+    # decisions per second (train_log.csv, the report) are the trainer's, not the neighbours'
+    threads: workflow.cores
     shadow:
         "minimal"
     shell:
