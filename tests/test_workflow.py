@@ -475,7 +475,7 @@ def test_slurm_profile_gives_each_rule_its_threads_and_resources(tmp_path):
     train = r.output[r.output.index("rule train:") :]
     train = train[: train.index("Shell command")]
     assert "mem_mb=4000" in train and "runtime=120" in train
-    assert re.search(r"train --seed \d+ .*--threads 4 ", r.output)
+    assert re.search(r"train --seed \d+ .*--threads 1 ", r.output)  # config train.threads
     assert re.search(r"clairvoyant .*--threads 8 ", r.output)
 
 

@@ -141,5 +141,5 @@ def test_the_projects_config_has_the_ppo_only_setting():
     cfg = validate_config(yaml.safe_load((ROOT / "config.yaml").read_text()), "config.yaml")
     (ppo_only,) = [s for s in cfg["robustness"]["settings"] if s["name"] == "ppo-only"]
     # the main load and machines, its own policies trained by PPO alone
-    assert set(ppo_only) == {"name", "train"} and ppo_only["train"]["teacher_scenarios"] == 0
+    assert ppo_only == {"name": "ppo-only", "train": {"teacher_scenarios": 0}}
     assert cfg["train"]["teacher_scenarios"] > 0

@@ -17,7 +17,7 @@ rule tune:
         layout.log("tune"),
     benchmark:
         layout.usage("tune")
-    threads: 1
+    threads: cores(1)
     shadow:
         "minimal"
     shell:
@@ -44,7 +44,7 @@ rule benchmark:
         layout.log("benchmark/{seeds}"),
     benchmark:
         layout.usage("benchmark/{seeds}")
-    threads: 1
+    threads: cores(1)
     shadow:
         "minimal"
     shell:
@@ -73,7 +73,7 @@ rule gather:
         layout.log("gather"),
     benchmark:
         layout.usage("gather")
-    threads: 1
+    threads: cores(1)
     shadow:
         "minimal"
     shell:
@@ -93,7 +93,7 @@ rule clairvoyant:
         layout.log("clairvoyant"),
     benchmark:
         layout.usage("clairvoyant")
-    threads: 2
+    threads: cores(2)
     shadow:
         "minimal"
     shell:

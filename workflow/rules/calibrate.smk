@@ -12,7 +12,7 @@ rule calibrate:
         layout.log("calibrate"),
     benchmark:
         layout.usage("calibrate")
-    threads: 1
+    threads: cores(1)
     shadow:
         "minimal"
     shell:

@@ -14,6 +14,7 @@ import yaml
 from snakemake.exceptions import WorkflowError
 
 from sched import layout
+from sched.threads import usable_cpus
 from sched.evaluate.policies import HEURISTICS, default_policies, policy_key, warm_name
 from sched.evaluate.seeds import benchmark_seeds, range_text, shard_ranges
 
@@ -94,6 +95,15 @@ def warm_start_output():
     """The main train rule's output of the warm start, warm_start.pt (written by `sched train`
     beside the policy file when it has a teacher): {"warm": pattern}, or {} without a teacher."""
     return {"warm": layout.warm_policy_file("{seed}")} if has_teacher() else {}
+
+
+def cores(n=1):
+    """The cores a job of n threads reserves: n x (the workflow's -j N // the machine's usable
+    CPUs), at least n. With -j above the CPUs (`snakemake -j4` on 2 cores) jobs then never
+    outnumber the CPUs: a training job's decisions per second (train_log.csv, the report's
+    throughput) are the trainer's own, not shared with neighbours. Commands given `--threads
+    {threads}` cap it at the usable CPUs (sched/threads.py)."""
+    return n * max(1, workflow.cores // usable_cpus())
 
 
 def teach_settings(teacher):

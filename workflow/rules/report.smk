@@ -31,7 +31,7 @@ rule demo:
         layout.log("demo"),
     benchmark:
         layout.usage("demo")
-    threads: 1
+    threads: cores(1)
     shadow:
         "minimal"
     shell:
@@ -67,7 +67,7 @@ rule report:
         layout.log("report"),
     benchmark:
         layout.usage("report")
-    threads: 1
+    threads: cores(1)
     shadow:
         "minimal"
     shell:

@@ -17,7 +17,7 @@ rule teach:
         layout.log("teach/{seeds}"),
     benchmark:
         layout.usage("teach/{seeds}")
-    threads: 1
+    threads: cores(1)
     shadow:
         "minimal"
     shell:
@@ -43,16 +43,16 @@ rule train:
         teacher=lambda wildcards, input: ("--teacher " + " ".join(input.teacher)) if input.teacher else "",
         atc_k="",   # ATC's k of the prior and the rollouts: the config's (robust_train: the setting's)
         progress="",   # the log shows the progress bars (robust_train: --no-progress)
+        threads=config["train"]["threads"],
     log:
         layout.log("train/seed-{seed}"),
     benchmark:
         layout.usage("train/seed-{seed}")
-    # every core the workflow has (-j N), so one training job runs at a time, alone: its
-    # decisions per second (train_log.csv, the report) are the trainer's, not the neighbours'
-    threads: workflow.cores
+    threads: cores()   # reserved (common.smk); the job runs on train.threads: a second
+    # thread barely speeds PPO's small matrix products
     shadow:
         "minimal"
     shell:
         "python -m sched --config {input.config:q} train --seed {wildcards.seed} {params.atc_k}"
-        " --out {output.policy:q} {params.teacher} --threads {threads} --fresh {params.progress}"
+        " --out {output.policy:q} {params.teacher} --threads {params.threads} --fresh {params.progress}"
         " > {log:q} 2>&1"
