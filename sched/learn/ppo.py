@@ -67,7 +67,7 @@ class Args:
 
     seed: int = 1
     """Training seed: network initialisation, action sampling, minibatch shuffles, training scenarios."""
-    iterations: int = 150
+    iterations: int = 300
     """PPO iterations: one rollout and one update each."""
     num_envs: int = 128
     """Training scenarios stepped in lockstep (one batched forward per step serves them all)."""
@@ -135,7 +135,7 @@ class Args:
     """Tasks per training and validation scenario (None: the config's scenario.tasks)."""
     loads: list | None = None
     """Loads the training episodes are drawn from, a curriculum when several (None: [scenario.load])."""
-    eval_every: int = 15
+    eval_every: int = 25
     """Validate every eval_every iterations and at the last (0: never; the last weights are kept)."""
     validation_scenarios: int = 32
     """Validation scenarios: the first of the config's validation seeds."""
