@@ -67,7 +67,7 @@ class Args:
 
     seed: int = 1
     """Training seed: network initialisation, action sampling, minibatch shuffles, training scenarios."""
-    iterations: int = 300
+    iterations: int = 200
     """PPO iterations: one rollout and one update each."""
     num_envs: int = 128
     """Training scenarios stepped in lockstep (one batched forward per step serves them all)."""
