@@ -21,6 +21,12 @@ from sched.evaluate.summary import UNIT
 #: Issue 14's target ranges of PPO's vital signs: the median approx_kl and the mean
 #: clip_fraction over the PPO iterations of a seed.
 TARGETS = {"approx_kl": (0.002, 0.03), "clip_fraction": (0.02, 0.3)}
+#: Issue 14's other goals, counted per seed in the report: PPO's median decisions per
+#: second, PPO's difference with its warm start and PPO alone's difference with the best
+#: heuristic (in %, with the paired interval's upper end below zero).
+GOAL_STEPS_PER_S = 30_000
+GOAL_WARM_GAIN_PCT = -2.0
+GOAL_ALONE_PCT = -3.0
 
 VITAL_COLUMNS = (
     "seed",
@@ -199,12 +205,15 @@ def _throughput_lines(logs):
         "| policy | PPO iterations | median decisions/s | collecting | updating |",
         "|---|---:|---:|---:|---:|",
     ]
-    for r in throughput(logs).itertuples():
+    t = throughput(logs)
+    for r in t.itertuples():
         lines.append(
             f"| ppo-{r.seed} | {r.iterations:,} | {_num(r.median_steps_per_s, ',.0f')} "
             f"| {r.collect_s:,.1f} s ({_num(r.collect_share * 100, '.1f')} %) "
             f"| {r.update_s:,.1f} s ({_num(r.update_share * 100, '.1f')} %) |"
         )
+    met = int((t["median_steps_per_s"] >= GOAL_STEPS_PER_S).sum())
+    lines += ["", f"At least {GOAL_STEPS_PER_S:,} decisions/s (the goal) for {met} of {len(t)} seed(s)."]
     return lines
 
 
@@ -238,6 +247,12 @@ def _warm_gain_lines(cfg, d):
             f"| {pct(r.diff_pct, 2)} {ci(r.ci_lo_pct, r.ci_hi_pct, 2)} | {r.wins}/{r.ties}/{r.losses} "
             f"| {verdict(r.ci_lo_pct, r.ci_hi_pct, 'improves', 'worsens')} |"
         )
+    met = int(((g["diff_pct"] <= GOAL_WARM_GAIN_PCT) & (g["ci_hi_pct"] < 0)).sum())
+    lines += [
+        "",
+        f"PPO at least {-GOAL_WARM_GAIN_PCT:g} % below its warm start with the interval below zero "
+        f"(the goal) for {met} of {len(g)} seed(s).",
+    ]
     return lines
 
 
@@ -286,13 +301,24 @@ def ppo_alone_lines(cfg, robust, main_summary=None):
         f"| W/T/L | verdict | main run's policy (mean) |",
         "|---|---|---:|---|---:|---:|---|---:|",
     ]
+    goals = []
     for setting, summary in chosen:
         if summary is None:
             lines.append(f"| {setting['name']} | not run | | | | | | |")
             continue
         r = summary.set_index("policy")
         bh = r["best_heuristic"].iloc[0]
-        for p in (p for p in r.index if is_ppo(p)):
+        ppo = [p for p in r.index if is_ppo(p)]
+        met = sum(
+            r.loc[p, "diff_vs_best_heuristic_pct"] <= GOAL_ALONE_PCT
+            and r.loc[p, "diff_vs_best_heuristic_ci_hi_pct"] < 0
+            for p in ppo
+        )
+        goals.append(
+            f"{setting['name']}: at least {-GOAL_ALONE_PCT:g} % below {bh} with the interval below zero "
+            f"(the goal) for {met} of {len(ppo)} seed(s)."
+        )
+        for p in ppo:
             x = r.loc[p]
             ref = k(main.loc[p, "mean_twt_k"]) if main is not None and p in main.index else "n/a"
             lines.append(
@@ -302,4 +328,4 @@ def ppo_alone_lines(cfg, robust, main_summary=None):
                 f"| {verdict(x.diff_vs_best_heuristic_ci_lo_pct, x.diff_vs_best_heuristic_ci_hi_pct)} "
                 f"| {ref} |"
             )
-    return lines
+    return lines + ([""] + goals if goals else [])
