@@ -165,7 +165,7 @@ class TaskScorer(nn.Module):
         ctx_part = ctx @ first.weight[:, n_task:].T + first.bias
         rows = x[mask]
         seg = mask.nonzero()[:, 0]
-        h = rows @ first.weight[:, :n_task].T + ctx_part[seg]
+        h = rows @ first.weight[:, :n_task].T + ctx_part.index_select(0, seg)  # index_add_ backward: fast
         scores = self.linear(rows).squeeze(-1) + self.actor[1:](h).squeeze(-1)
         logits = torch.full(mask.shape, -1e9, dtype=scores.dtype).masked_scatter(mask, scores)
         return logits, self.critic(ctx).squeeze(-1)
