@@ -103,7 +103,11 @@ def cores(n=1):
     outnumber the CPUs: a training job's decisions per second (train_log.csv, the report's
     throughput) are the trainer's own, not shared with neighbours. Commands given `--threads
     {threads}` cap it at the usable CPUs (sched/threads.py)."""
-    return n * max(1, workflow.cores // usable_cpus())
+    try:
+        given = workflow.cores
+    except WorkflowError:  # --report, a cluster executor: no local core count, nothing to share
+        return n
+    return n * max(1, (given or 1) // usable_cpus())
 
 
 def teach_settings(teacher):
