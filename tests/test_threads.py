@@ -15,8 +15,10 @@ def test_apply_limits_numba_and_torch():
     try:
         threads.apply(1, torch=True)
         assert numba.get_num_threads() == 1 and torch.get_num_threads() == 1
-        threads.apply(10_000)  # more than the machine has: numba takes what there is
-        assert numba.get_num_threads() == numba.config.NUMBA_NUM_THREADS
+        threads.apply(10_000, torch=True)  # more than the machine has: the usable CPUs
+        n = threads.usable_cpus()
+        assert numba.get_num_threads() == min(n, numba.config.NUMBA_NUM_THREADS)
+        assert torch.get_num_threads() == n
     finally:
         numba.set_num_threads(before[0])
         torch.set_num_threads(before[1])
