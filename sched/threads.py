@@ -4,7 +4,9 @@ Left alone, numba starts one thread per core and torch its own pool; several
 jobs side by side (the workflow's shards, training seeds) then oversubscribe
 the cores, and PPO's small batched forwards get slower, not faster. The
 commands that run numba or torch work take ``--threads`` (default 1) and the
-workflow passes each rule's ``threads``. Greedy PPO rollouts (benchmark, demo,
+workflow passes each rule's ``threads`` (a training job: ``train.threads``; its
+rule's ``threads`` only reserves cores, see ``cores()`` in
+``workflow/rules/common.smk``). Greedy PPO rollouts (benchmark, demo,
 rank) run torch on one thread whatever the setting (``sched.learn.vec_env.run_greedy``):
 their forwards are too small to gain from more.
 """

@@ -35,7 +35,7 @@ def sample_now(env, net, u=None):
     logp = np.zeros(B, np.float32)
     if u is not None:
         env.action_rng = type("Fixed", (), {"random": lambda self, out: out.__setitem__(Ellipsis, u)})()
-    qpos = draw(env, sampler.weights(net), net.top_k, X, C, count, choice, logp).copy()
+    qpos = draw(env, sampler.weights(net), X, C, count, choice, logp).copy()
     return X, C, count, choice, logp, qpos
 
 

@@ -119,6 +119,24 @@ def _encode_slot(s, b, k, p_ref, load, x, g):
 
 
 @nb.njit(cache=True)
+def pool_context(xb, ql, gb, out):
+    """The scorer's queue context, its one definition: the mean then the max of each per-task
+    feature over ``xb[:ql]``, then the global features ``gb``, into ``out`` (2 N_TASK + N_GLOBAL)."""
+    for f in range(N_TASK):
+        m = 0.0
+        mx = -np.inf
+        for q in range(ql):
+            v = xb[q, f]
+            m += v
+            if v > mx:
+                mx = v
+        out[f] = m / ql
+        out[N_TASK + f] = mx
+    for f in range(N_GLOBAL):
+        out[2 * N_TASK + f] = gb[f]
+
+
+@nb.njit(cache=True)
 def global_features(mfree, t, ql, work, pbar, p_ref, late, load, g):
     """Write the N_GLOBAL features of a decision into ``g``: the one definition.
 

@@ -3,10 +3,10 @@
 Two collectors, the same sampling policy (the masked softmax of the logits):
 
 * :func:`collect_compiled` (the scorer): each step is one compiled call that
-  encodes, scores and samples every slot (``sched.learn.sampler``), and keeps
-  a compact observation per decision (the ``top_k`` candidates' rows and the
-  queue context); torch then computes the log-probabilities and the values of
-  the whole rollout in one batched forward;
+  encodes, scores and samples every slot and keeps the log-probability of the
+  sampled action (``sched.learn.sampler``), with a compact observation per
+  decision (the ``top_k`` candidates' rows and the queue context); torch then
+  computes the critic's values of the whole rollout in one batched forward;
 * :func:`collect_rollout` (any architecture, the flat one included): each
   step encodes every slot, runs one batched torch forward and samples; the
   decisions are kept ragged (see ``sched.learn.networks``), with as many
@@ -146,17 +146,20 @@ class CompiledSampler:
     """What :func:`collect_compiled` needs besides the env: the candidate limit and the scratch."""
 
     def __init__(self, env, net):
+        self.top_k = net.top_k
         self.K = net.top_k if net.top_k > 0 else env.tasks
         self.work = sampler.workspace(env.tasks, self.K, net.actor[0].out_features)
         self.u = np.empty((env.B, self.K))
         self.qpos = np.empty(env.B, dtype=np.int64)
 
-    def __call__(self, env, fw, top_k, X, C, count, choice, logp):
+    def __call__(self, env, fw, X, C, count, choice, logp):
         """Sample every slot of ``env`` now, writing its compact observation; returns the queue positions."""
         env.action_rng.random(out=self.u)
         e = env.encoder
         s, u, q, w = env.state, self.u, self.qpos, self.work
-        sampler.sample_batch(s, e.k, e.p_ref, env.slot_load, top_k, fw, u, X, C, count, choice, logp, q, w)
+        sampler.sample_batch(
+            s, e.k, e.p_ref, env.slot_load, self.top_k, fw, u, X, C, count, choice, logp, q, w
+        )
         return self.qpos
 
 
@@ -174,7 +177,7 @@ def collect_compiled(env, net, num_steps, draw):
     fw = sampler.weights(net)
     for t in range(T + 1):  # step T only observes: the bootstrap value's context
         hints[t] = env.value_hint()
-        qpos = draw(env, fw, net.top_k, X[t], C[t], count[t], choice[t], logp[t])
+        qpos = draw(env, fw, X[t], C[t], count[t], choice[t], logp[t])
         if t < T:
             _, rewards[t], dones[t] = env.step(qpos, observe=False)
     store = CompactStore(X[:T].reshape(T * B, K, -1), C[:T].reshape(T * B, -1), count[:T].reshape(-1))

@@ -29,27 +29,10 @@ import numba as nb
 import numpy as np
 
 from sched.learn import features as F
-from sched.learn import scorer_fast
+from sched.learn import scorer, scorer_fast
 
 N_TASK = F.N_TASK
 N_CTX = 2 * F.N_TASK + F.N_GLOBAL
-
-
-@nb.njit(cache=True)
-def pool_context(xb, ql, gb, out):
-    """The scorer's queue context: mean then max of each feature over ``xb[:ql]``, then ``gb``."""
-    for f in range(N_TASK):
-        m = 0.0
-        mx = -np.inf
-        for q in range(ql):
-            v = xb[q, f]
-            m += v
-            if v > mx:
-                mx = v
-        out[f] = m / ql
-        out[N_TASK + f] = mx
-    for f in range(F.N_GLOBAL):
-        out[2 * N_TASK + f] = gb[f]
 
 
 @nb.njit(cache=True)
@@ -73,7 +56,7 @@ def sample_batch(s, k, p_ref, loads, top_k, fw, u, X, C, count, choice, logp, qp
             continue
         ql = s.qlen[b]
         order = F._encode_slot(s, b, k, p_ref, loads[b], xb, gb)
-        pool_context(xb, ql, gb, cin)
+        F.pool_context(xb, ql, gb, cin)
         m = min(K, ql) if top_k > 0 else ql
         for i in range(m):
             q = order[i]
@@ -116,16 +99,4 @@ def workspace(max_queue, candidates, hidden):
 
 def weights(net):
     """The arrays ``scorer_fast.score`` reads, from a ``TaskScorer``'s current weights (float64)."""
-    sd = {k: v.detach().double().numpy() for k, v in net.state_dict().items()}
-    names = (
-        "actor.0.weight",
-        "actor.0.bias",
-        "actor.2.weight",
-        "actor.2.bias",
-        "actor.4.weight",
-        "actor.4.bias",
-    )
-    arrays = tuple(np.ascontiguousarray(sd[n]) for n in names) + (
-        np.ascontiguousarray(sd["linear.weight"][0]),
-    )
-    return scorer_fast.prepare(arrays)
+    return scorer_fast.prepare(scorer.arrays_of(net))

@@ -45,19 +45,7 @@ def _decide(s, k, p_ref, load, top_k, W0, b0, W1, b1, W2, b2, lin, xb, gb, inp, 
     n_in = W0.shape[1]
     ql = s.qlen[0]
     F._encode_slot(s, 0, k, p_ref, load, xb, gb)
-    # context: mean and max of every waiting task's features, then globals
-    for f in range(n_task):
-        m = 0.0
-        mx = -np.inf
-        for q in range(ql):
-            v = xb[q, f]
-            m += v
-            if v > mx:
-                mx = v
-        inp[n_task + f] = m / ql
-        inp[2 * n_task + f] = mx
-    for f in range(F.N_GLOBAL):
-        inp[3 * n_task + f] = gb[f]
+    F.pool_context(xb, ql, gb, inp[n_task:])  # the context follows the task's own features
     # the first layer's context part is the same for every candidate
     _affine(W0, b0, inp, n_task, n_in, ctx)
     best = -1
@@ -131,23 +119,25 @@ def greedy_rollout_fast(s, k, p_ref, load, top_k, W0, b0, W1, b1, W2, b2, lin, f
     return certified, exact
 
 
+def arrays_of(net):
+    """A ``TaskScorer``'s current weights as float64 arrays, in greedy_rollout's order."""
+    sd = {k: v.detach().double().numpy() for k, v in net.state_dict().items()}
+    names = (
+        "actor.0.weight",
+        "actor.0.bias",
+        "actor.2.weight",
+        "actor.2.bias",
+        "actor.4.weight",
+        "actor.4.bias",
+    )
+    return tuple(np.ascontiguousarray(sd[n]) for n in names) + (np.ascontiguousarray(sd["linear.weight"][0]),)
+
+
 def weights_of(policy):
-    """The scorer's weights as float64 arrays, in greedy_rollout's order."""
+    """:func:`arrays_of` a loaded policy's network, computed once per policy."""
     w = getattr(policy, "_nb_weights", None)
     if w is None:
-        sd = {k: v.detach().double().numpy() for k, v in policy.net.state_dict().items()}
-        w = tuple(
-            np.ascontiguousarray(sd[name])
-            for name in (
-                "actor.0.weight",
-                "actor.0.bias",
-                "actor.2.weight",
-                "actor.2.bias",
-                "actor.4.weight",
-                "actor.4.bias",
-            )
-        ) + (np.ascontiguousarray(sd["linear.weight"][0]),)
-        policy._nb_weights = w
+        w = policy._nb_weights = arrays_of(policy.net)
     return w
 
 
