@@ -23,7 +23,13 @@ NOW = 10_000.0
 
 def conf(tmp_path, atc_k=None):
     """A config whose rank files live in tmp_path (absent unless a test writes them)."""
-    c = {"rank": {"winner": str(tmp_path / "winner.json"), "tuned": str(tmp_path / "tuned.json")}}
+    c = {
+        "rank": {
+            "winner": str(tmp_path / "winner.json"),
+            "tuned": str(tmp_path / "tuned.json"),
+            "settings": str(tmp_path / "robustness"),
+        }
+    }
     if atc_k is not None:
         c["rules"] = {"atc_k": atc_k}
     return c
@@ -422,6 +428,7 @@ def test_explain_table(tmp_path):
         "tardiness_s",
         "policy",
         "atc_k",
+        "why",
     ]
     assert table.id.tolist() == rank(tasks, now=NOW, machines=2, config=conf(tmp_path))
     assert (np.diff(table.start_s) >= 0).all()

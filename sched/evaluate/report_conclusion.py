@@ -6,6 +6,7 @@ including the case where the learned policy does not win.
 
 from sched.evaluate.policies import is_ppo, policy_key
 from sched.evaluate.report_format import ci, k, level_text, pct, rel
+from sched.setting import describe as describe_setting
 
 
 def conclusion_section(cfg, d):
@@ -33,7 +34,9 @@ def conclusion_section(cfg, d):
         "",
         " ".join(lines),
         "",
-        f'`winner.json` records {w["policy"]}{how}; `rank(tasks, policy="auto")` uses it.',
+        f"`winner.json` records {w['policy']}{how} for {describe_setting(w['setting'])}; "
+        f'`rank(tasks, policy="auto")` runs it for queues on these GPUs, and for other GPUs the '
+        f"winner of the setting measured on them (docs/rank.md).",
     ]
 
 

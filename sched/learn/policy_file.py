@@ -23,6 +23,7 @@ import zipfile
 
 import torch
 
+from sched import setting
 from sched.config import config_hash, shorten
 from sched.errors import SchedError
 from sched.files import atomic_path
@@ -64,6 +65,7 @@ def policy_meta(cfg, args):
         "global_features": list(F.GLOBAL_FEATURES if enc == "tasks" else F.FLAT_GLOBAL_FEATURES),
         "config_hash": config_hash(cfg, ["scenario", "rules", "seeds"]),
         "train_args": dataclasses.asdict(args),
+        "setting": setting.of_config(cfg),  # the farm it was trained for (rank()'s explanation)
     }
 
 
@@ -195,6 +197,11 @@ def _check_meta(path, meta):
         _positive(path, f"meta.{key}", meta[key])
     if not isinstance(meta["config_hash"], str):
         raise _bad(path, "meta.config_hash", "expected text", meta["config_hash"])
+    if meta.get("setting") is not None:  # absent from files of earlier versions
+        try:
+            meta["setting"] = setting.read(meta["setting"], "meta.setting")
+        except setting.SettingError as exc:
+            raise PolicyFileError(f"{path}: {exc}") from None
     flat = ENCODINGS[meta["arch"]["name"]] != "tasks"
     for key, want in (
         ("task_features", F.FLAT_TASK_FEATURES if flat else F.TASK_FEATURES),
