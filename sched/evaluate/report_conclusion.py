@@ -166,8 +166,9 @@ def robustness_section(cfg, robust):
 
 
 def _robustness_row(sc, setting, summary):
-    what = ", ".join(f"{key} {setting[key]:g}" for key in ("load", "machines") if key in setting)
-    base = ", ".join(f"{key} {sc[key]:g}" for key in ("load", "machines") if key not in setting)
+    keys = ("load", "machines", "tasks")
+    what = ", ".join(f"{key} {setting[key]:g}" for key in keys if key in setting)
+    base = ", ".join(f"{key} {sc[key]:g}" for key in keys[:2] if key not in setting)
     if what:
         desc = f"{setting['name']}: {what}" + (f" ({base})" if base else "")
     else:
