@@ -53,8 +53,11 @@ def rank(tasks, now=None, policy="auto", machines=1, explain=False, config=None,
     numbers, compared with surrounding white space stripped (``"a"`` and
     ``"a  "`` are duplicates) and returned as given; limits on sizes and
     values: :mod:`sched.serve.tasks`. ``machines``: a count of
-    free GPUs, or a list of the times at which each GPU becomes free (times
-    before ``now`` mean free now). ``policy``: ``"auto"`` (the benchmark's
+    free GPUs; a spec ``"NxSPEED[,NxSPEED...]"`` such as ``"2x1.0,2x0.6"`` or a
+    machines CSV path (``name,speed``), every GPU free now; or a list with
+    one item per GPU: the time it becomes free (times before ``now`` mean
+    free now), or a mapping ``{"free_at": ..., "speed": ...}`` (both
+    optional: free now, speed 1). ``policy``: ``"auto"`` (the benchmark's
     winner from config ``rank.winner``, else ATC), a rule name, ``"atc-tuned"``,
     ``"ppo"`` with ``policy_file``, ``"ppo-<seed>"``, or a policy file path.
     ``config``: a config file path or a config mapping (default: as the
@@ -75,7 +78,7 @@ def rank(tasks, now=None, policy="auto", machines=1, explain=False, config=None,
         from sched.sim.one_queue import rollout_order
 
         order, start, end, mach = rollout_order(
-            q.arrival, q.estimate, q.weight, q.due, q.machine_free, plan.rule, plan.k
+            q.arrival, q.estimate, q.weight, q.due, q.machine_free, q.speed, plan.rule, plan.k
         )
     else:
         order, start, end, mach = _ppo_rollout(plan, q)
@@ -274,13 +277,13 @@ def _ppo_rollout(plan, q):
     start, end, mach = run_greedy_one(
         policy,
         (q.arrival, q.estimate, q.estimate, q.weight, q.due),
-        machines=len(q.machine_free),
+        machines=q.speed,
         machine_free=q.machine_free,
     )
     start, end = np.asarray(start, np.float64), np.asarray(end, np.float64)
     mach = np.asarray(mach, np.int64)
-    # Equal start times go to the lowest free machine first, one decision after
-    # the other (end > start, estimates are > 0), so (start, machine) is the
-    # decision order.
-    order = np.lexsort((np.arange(q.n), mach, start))
+    # Equal start times go to the fastest free machine first (equal speeds: the
+    # lowest index), one decision after the other (end > start, estimates are
+    # > 0), so (start, -speed, machine) is the decision order.
+    order = np.lexsort((np.arange(q.n), mach, -q.speed[mach], start))
     return order, start, end, mach

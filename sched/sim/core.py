@@ -1,10 +1,14 @@
 """The compiled simulator core: the event loop, the rule picks and batched rollouts.
 
-Model: M identical machines (GPUs), non-preemptive and non-delay. Whenever a
-machine is free and tasks wait, one of them starts on it at once. When several
-machines are free at the same time they are filled one after another, lowest
-machine index first, from the same queue at that time. Tasks that arrive
-exactly when a machine frees are in the queue for that decision.
+Model: M uniform parallel machines (GPUs), non-preemptive and non-delay. A
+machine of speed v runs a task of duration p in p / v (speed 1: the
+reference GPU; identical GPUs are all speed 1). Whenever a machine is free and
+tasks wait, one of them starts on it at once: the decision is taken for that
+machine, and the rule sees the waiting tasks' estimates on it, p / v
+(``rules.priority``). When several machines are free at the same time they
+are filled one after another, fastest first, equal speeds lowest machine
+index first, from the same queue at that time. Tasks that arrive exactly when
+a machine frees are in the queue for that decision.
 
 The scenarios live in a :class:`~sched.sim.state.State` of plain NumPy arrays
 (layout, loading and unloading in :mod:`sched.sim.state`, re-exported here:
@@ -50,11 +54,14 @@ def _admit(s, b):
 
 @core_jit
 def _free_machine(s, b):
-    """Lowest-index machine free at the current time, or -1."""
+    """The fastest machine free at the current time (ties: lowest index), or -1."""
+    best = -1
+    best_v = 0.0
     for m in range(s.mfree.shape[1]):
-        if s.mfree[b, m] <= s.t[b]:
-            return m
-    return -1
+        if s.mfree[b, m] <= s.t[b] and s.speed[b, m] > best_v:
+            best = m
+            best_v = s.speed[b, m]
+    return best
 
 
 @core_jit
@@ -66,7 +73,7 @@ def _start(s, b, qpos, m):
         s.queue[b, q] = s.queue[b, q + 1]
     s.qlen[b] -= 1
     t = s.t[b]
-    end = t + s.dur[b, j]
+    end = t + s.dur[b, j] / s.speed[b, m]
     s.start[b, j] = t
     s.end[b, j] = end
     s.mach[b, j] = m
@@ -144,9 +151,10 @@ def _advance(s, b, skip_forced):
 
 @core_jit
 def pick(s, b, rule, k):
-    """Queue position of the task ``rule`` starts now (first strict maximum)."""
+    """Queue position of the task ``rule`` starts now on the pending machine (first strict maximum)."""
     t = s.t[b]
     ql = s.qlen[b]
+    v = s.speed[b, s.pending[b]]
     pbar = 0.0
     if rule == rules.ATC:
         for q in range(ql):
@@ -156,9 +164,9 @@ def pick(s, b, rule, k):
     best_v = -np.inf
     for q in range(ql):
         j = s.queue[b, q]
-        v = priority(rule, t, s.arr[b, j], s.est[b, j], s.w[b, j], s.due[b, j], k, pbar, s.static[b, j])
-        if v > best_v:
-            best_v = v
+        x = priority(rule, t, s.arr[b, j], s.est[b, j], s.w[b, j], s.due[b, j], k, pbar, s.static[b, j], v)
+        if x > best_v:
+            best_v = x
             best = q
     return best
 
