@@ -338,8 +338,10 @@ def _machine(m, v, dates):
             speed_m = machine_speed(v.get("speed", 1.0), f"{field}.speed")
         except MachinesError as exc:
             raise RankInputError(str(exc)) from None
+        if v.get("free_at") is None:
+            return -math.inf, speed_m  # free now
         field += ".free_at"
-        v = v.get("free_at", -math.inf)
+        v = v["free_at"]
     try:
         t = when(v)
     except ValueError as exc:
