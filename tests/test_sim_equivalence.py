@@ -76,7 +76,11 @@ def test_mixed_speeds_equal_reference(sc, rule, speeds, k):
 
 
 @settings(max_examples=60, deadline=None)
-@given(sc=scenarios(), rule=st.sampled_from(rules.RULES), free=st.lists(st.integers(-2, 10), min_size=3, max_size=3))
+@given(
+    sc=scenarios(),
+    rule=st.sampled_from(rules.RULES),
+    free=st.lists(st.integers(-2, 10), min_size=3, max_size=3),
+)
 def test_mixed_speeds_with_busy_machines_equal_reference(sc, rule, free):
     speeds, free = [0.5, 2.0, 1.0], [float(f) for f in free]
     got = core.simulate(*sc, rule, machines=speeds, machine_free=free)
@@ -110,7 +114,9 @@ def test_fastest_free_gpu_decides_first_equal_speeds_lowest_index():
     # four tasks at t = 0 on GPUs of speeds 0.5, 2, 1, 2: the two speed-2 GPUs
     # (lowest index first), then the speed-1 one, then the slow one
     d = [4.0] * 4
-    start, end, mach = core.simulate([0.0] * 4, d, d, [1.0] * 4, [0.0] * 4, "fifo", machines=[0.5, 2.0, 1.0, 2.0])
+    start, end, mach = core.simulate(
+        [0.0] * 4, d, d, [1.0] * 4, [0.0] * 4, "fifo", machines=[0.5, 2.0, 1.0, 2.0]
+    )
     assert mach.tolist() == [1, 3, 2, 0]
     assert end.tolist() == [2.0, 2.0, 4.0, 8.0]
 

@@ -170,7 +170,9 @@ def _read_csv(path, field):
         raise MachinesError(f"{where}: not a UTF-8 CSV ({type(exc).__name__})") from None
     rows = [r for r in rows if any(c.strip() for c in r)]
     if not rows or [c.strip() for c in rows[0]] != ["name", "speed"]:
-        raise MachinesError(f"{where}: expected the header name,speed, got {shorten(rows[0] if rows else '')}")
+        raise MachinesError(
+            f"{where}: expected the header name,speed, got {shorten(rows[0] if rows else '')}"
+        )
     if len(rows) == 1:
         raise MachinesError(f"{where}: no GPU rows (at least one GPU is needed)")
     if len(rows) - 1 > MAX_MACHINES:

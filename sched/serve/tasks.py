@@ -290,10 +290,8 @@ def _time(v, tid, pos, field, dates):
 def _machines(machines, dates):
     """Free times (floats or datetimes; -inf: free at any time) and speeds of the machines.
 
-    ``machines``: a count of free GPUs; a spec such as ``"2x1.0,2x0.6"`` or a
-    machines CSV path (:mod:`sched.data.machines`), every GPU free now; or a
-    list with one item per GPU: the time it becomes free, or a mapping with
-    optional ``free_at`` (default: free now) and ``speed`` (default 1).
+    ``machines``: a count; a spec (``"2x1.0,2x0.6"``) or machines CSV, all free now
+    (:mod:`sched.data.machines`); or per GPU its free time or ``{"free_at", "speed"}``.
     """
     f = number(machines)
     if f is not None:
