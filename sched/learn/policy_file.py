@@ -122,7 +122,8 @@ def _before_speeds(meta):
     return (
         isinstance(meta, dict)
         and isinstance(meta.get("arch"), dict)
-        and ENCODINGS.get(meta["arch"].get("name")) == "tasks"
+        and isinstance(meta["arch"].get("name"), str)
+        and ENCODINGS.get(meta["arch"]["name"]) == "tasks"
         and meta.get("global_features") == list(F.GLOBAL_FEATURES_BEFORE_SPEEDS)
     )
 
