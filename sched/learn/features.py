@@ -5,7 +5,9 @@ benchmark and ``rank()``. Two encodings share the per-task features:
 
 * per-task rows (default, size-free): one row of ``TASK_FEATURES`` for every
   waiting task, in queue order, plus ``GLOBAL_FEATURES``;
-* the original card's flat vector: the ``FLAT_SLOTS`` = 24 waiting tasks with the
+* the original card's flat vector (its globals, fixed by the card, have no
+  ``speed_rel``: a flat policy reads the estimates on the deciding GPU but not
+  how fast it is): the ``FLAT_SLOTS`` = 24 waiting tasks with the
   highest ATC index, best first, ``FLAT_TASK_FEATURES`` = 8 features each, then
   ``FLAT_GLOBAL_FEATURES`` = 4 globals: 24 x 8 + 4 = 196 inputs. Empty slots are
   zero and masked; when more than 24 tasks wait, the others are not visible

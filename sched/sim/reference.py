@@ -9,7 +9,7 @@ that both produce identical schedules. Only the rule formulas are shared
 import math
 from collections import deque
 
-from sched.data.machines import speeds
+from sched.data.machines import MachinesError, speeds
 from sched.sim import rules
 
 
@@ -46,7 +46,7 @@ def simulate(
     n = len(arrival)
     free_at = list(machine_free) if machine_free is not None else [-math.inf] * machines
     if len(free_at) != machines:
-        raise ValueError(f"machine_free: expected {machines} values, got {len(free_at)}")
+        raise MachinesError(f"machine_free: expected {machines} values, got {len(free_at)}")
     not_arrived = deque(sorted(range(n), key=lambda j: (arrival[j], j)))
     waiting = []
     start, end, machine = [None] * n, [None] * n, [None] * n

@@ -22,7 +22,7 @@ from collections import namedtuple
 import numba as nb
 import numpy as np
 
-from sched.data.machines import speeds
+from sched.data.machines import MachinesError, speeds
 
 # Compiled, cached, and without reference counting: see sched.sim.core's docstring.
 core_jit = nb.njit(cache=True, _nrt=False)
@@ -132,7 +132,7 @@ def load_slot(state, b, arrival, duration, estimate, weight, due, machine_free=N
     else:
         mf = np.asarray(machine_free, dtype=np.float64)
         if mf.shape != (M,):
-            raise ValueError(f"machine_free: expected {M} values, got {mf.shape}")
+            raise MachinesError(f"machine_free: expected {M} values, got {mf.shape}")
         state.mfree0[b, :] = mf
     reset_slot(state, b)
     return order
@@ -248,7 +248,7 @@ def pack(scenarios, machines, machine_free=None):
     if machine_free is not None:
         mf = np.asarray(machine_free, dtype=np.float64)
         if mf.shape != (M,):
-            raise ValueError(f"machine_free: expected {M} values, got {mf.shape}")
+            raise MachinesError(f"machine_free: expected {M} values, got {mf.shape}")
         state.mfree0[:] = mf
     cols = [
         np.concatenate([np.asarray(sc[c], dtype=np.float64) for sc in scenarios])
