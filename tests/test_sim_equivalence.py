@@ -110,15 +110,14 @@ def test_speed_one_everywhere_is_the_identical_machines_model(cfg):
         assert all(np.array_equal(x, y) and np.array_equal(x, z) for x, y, z in zip(a, b, c))
 
 
-def test_fastest_free_gpu_decides_first_equal_speeds_lowest_index():
-    # four tasks at t = 0 on GPUs of speeds 0.5, 2, 1, 2: the two speed-2 GPUs
-    # (lowest index first), then the speed-1 one, then the slow one
+def test_free_gpus_decide_lowest_index_first_whatever_their_speeds():
+    # four tasks at t = 0 on GPUs of speeds 0.5, 2, 1, 2: filled in index order,
+    # each task running 4 / v on its GPU
     d = [4.0] * 4
-    start, end, mach = core.simulate(
-        [0.0] * 4, d, d, [1.0] * 4, [0.0] * 4, "fifo", machines=[0.5, 2.0, 1.0, 2.0]
-    )
-    assert mach.tolist() == [1, 3, 2, 0]
-    assert end.tolist() == [2.0, 2.0, 4.0, 8.0]
+    for sim in (core.simulate, reference.simulate):
+        start, end, mach = sim([0.0] * 4, d, d, [1.0] * 4, [0.0] * 4, "fifo", machines=[0.5, 2.0, 1.0, 2.0])
+        assert list(mach) == [0, 1, 2, 3]
+        assert list(end) == [8.0, 2.0, 4.0, 2.0]
 
 
 def test_rules_read_the_estimate_on_the_deciding_gpu():

@@ -162,20 +162,20 @@ def test_rank_refuses_bad_machines_naming_the_field(cfg, machines, words):
 
 
 def test_sched_rank_machines_option(tmp_path):
+    # the CSV and free-time forms go through the same rank() call (tested above)
     tasks = tmp_path / "q.json"
     tasks.write_text(json.dumps(TASKS))
-    csv = tmp_path / "farm.csv"
-    csv.write_text("name,speed\nfast,2.0\nslow,0.5\n")
-    outs = []
-    for m in ("1x2.0,1x0.5", str(csv)):
-        r = run_cli("rank", tasks, "--policy", "atc", "--machines", m, "--explain")
-        assert r.returncode == 0, r.stderr
-        outs.append(r.stdout)
-    assert outs[0] == outs[1]
-    assert run_cli("rank", tasks, "--policy", "atc", "--machines", "0,1800").returncode == 0
+    r = run_cli("rank", tasks, "--policy", "atc", "--machines", "1x2.0,1x0.5", "--explain")
+    assert r.returncode == 0, r.stderr
+    plan = json.loads(r.stdout)
+    assert plan[0]["machine"] == 0 and {p["machine"] for p in plan} == {0, 1}
     r = run_cli("rank", tasks, "--policy", "atc", "--machines", "2x0.0")
     assert r.returncode == 2 and "machines item 1 '2x0.0': speed must be" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+    from sched.commands.rank import parse_machines
+
+    assert parse_machines("0,1800") == [0.0, 1800.0] and parse_machines("2x1.0,2x0.6") == "2x1.0,2x0.6"
+    assert parse_machines("3") == 3 and parse_machines(" 1800,") == [1800.0]
 
 
 def test_sched_simulate_with_speeds(tmp_path):
@@ -231,8 +231,14 @@ def test_features_read_the_estimates_on_the_deciding_gpu():
 def test_speed_rel_tells_the_deciding_gpu():
     rng = np.random.default_rng(3)
     sc = make_queue(rng, 20, "now")
-    # four free GPUs of speeds 0.5, 2, 1, 0.5: the speed-2 GPU decides first, mean speed 1
+    # four free GPUs of speeds 0.5, 2, 1, 0.5 (mean 1): GPU 0 decides first, at half the mean
     state, obs = _encode(sc, [0.5, 2.0, 1.0, 0.5])
+    assert state.pending[0] == 0
+    assert obs.globals_[0, F.GLOBAL_FEATURES.index("speed_rel")] == pytest.approx(0.5)
+    # GPU 1 (speed 2) busy at first: the decision at its free time is its own, at twice the mean
+    state, _ = core.pack([sc], [0.5, 2.0, 1.0, 0.5], machine_free=[1e9, 0.0, 1e9, 1e9])
+    core.advance_batch(state, True)
+    obs = F.Encoder("tasks", 2.0, 600.0, 0.85)(state)
     assert state.pending[0] == 1
     assert obs.globals_[0, F.GLOBAL_FEATURES.index("speed_rel")] == pytest.approx(2.0)
     _, same = _encode(sc, 4)
@@ -244,7 +250,7 @@ def test_a_learned_policy_on_mixed_gpus_runs_the_reference_path_and_agrees_with_
 
     policy = make_policy(16, seed=4)
     rng = np.random.default_rng(9)
-    sc = make_queue(rng, 60, "later")
+    sc = make_queue(rng, 60, "now")
     speeds = [1.0, 0.6, 1.7]
     assert not scorer.fast_path_applies(16, sc, speeds)
     assert scorer.fast_path_applies(16, sc, [1.0, 1.0])

@@ -282,8 +282,8 @@ def _ppo_rollout(plan, q):
     )
     start, end = np.asarray(start, np.float64), np.asarray(end, np.float64)
     mach = np.asarray(mach, np.int64)
-    # Equal start times go to the fastest free machine first (equal speeds: the
-    # lowest index), one decision after the other (end > start, estimates are
-    # > 0), so (start, -speed, machine) is the decision order.
-    order = np.lexsort((np.arange(q.n), mach, -q.speed[mach], start))
+    # Equal start times go to the lowest free machine first, one decision after
+    # the other (end > start, estimates are > 0), so (start, machine) is the
+    # decision order.
+    order = np.lexsort((np.arange(q.n), mach, start))
     return order, start, end, mach

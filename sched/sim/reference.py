@@ -61,8 +61,7 @@ def simulate(
         if not free:
             t = min(free_at)
             continue
-        # the fastest free GPU decides first; equal speeds: the lowest index
-        m = max(free, key=lambda m: (speed[m], -m))
+        m = free[0]  # the lowest-index free GPU decides first, whatever the speeds
         j = waiting.pop(choose(rule, t, waiting, arrival, estimate, weight, due, k, speed[m]))
         start[j], end[j], machine[j] = t, t + duration[j] / speed[m], m
         free_at[m] = end[j]

@@ -65,18 +65,21 @@ def priority(rule, t, arrival, p, w, d, k, pbar, static, speed):
     ``p`` and ``pbar`` are speed-1 estimates (the rule uses ``p / speed`` and
     ``pbar / speed``); ``static`` is ``static_part(rule, p, w)`` of the task.
     """
+    if speed != 1.0:  # p / 1.0 is p: skip the divisions (the hot loop of identical GPUs)
+        p = p / speed
+        pbar = pbar / speed
     if rule == FIFO:
         return -arrival
     if rule == SPT:
-        return -(p / speed)
+        return -p
     if rule == EDD:
         return -d
     if rule == WSPT:
         return static
     if rule == ATC:
-        return atc_log_index(static, p / speed, d, t, k, pbar / speed)
+        return atc_log_index(static, p, d, t, k, pbar)
     # WMDD, weighted modified due date: smallest max(p, d - t) / w first.
-    return -max(p / speed, d - t) / w
+    return -max(p, d - t) / w
 
 
 def rule_id(name):
