@@ -32,6 +32,24 @@ def pytest_terminal_summary(terminalreporter, config):
         for line in lines:
             terminalreporter.write_line(line)
     _print_speeds(terminalreporter, groups)
+    _print_paired(terminalreporter, session)
+
+
+def _print_paired(terminalreporter, session):
+    """The paired ratios some benchmarks record (test_sim_speed: mixed GPU speeds)."""
+    for bench in session.benchmarks:
+        info = bench.extra_info or {}
+        if "mixed_over_identical" not in info:
+            continue
+        terminalreporter.write_sep("-", "paired rounds (median ratio of decisions/s [bootstrap 95 % CI])")
+        (m, ci), (c, cc) = info["mixed_over_identical"], info["core_over_reference_mixed"]
+        n1, n2 = info["rounds"]
+        terminalreporter.write_line(
+            f"    core, one thread: mixed / identical GPUs {m:.3f} [{ci[0]:.3f}, {ci[1]:.3f}] ({n1} pairs)"
+        )
+        terminalreporter.write_line(
+            f"    mixed GPUs: core (one thread) / reference {c:.0f}x [{cc[0]:.0f}, {cc[1]:.0f}] ({n2} pairs)"
+        )
 
 
 def _print_speeds(terminalreporter, groups):

@@ -24,6 +24,9 @@ reference and the mixed farm's decisions per second against the identical
 one's (targets: >= 100x the reference, a drop of at most 20 %).
 """
 
+import time
+
+import numpy as np
 import pytest
 
 from sched.config import validate_config
@@ -98,3 +101,48 @@ def test_atc_batch_on_mixed_and_identical_gpus(benchmark, impl, farm):
     benchmark.group = f"atc, 4 GPUs {'identical' if farm == '4' else MIXED}, batch of 100 x 400 tasks"
     benchmark.extra_info["decisions"] = sum(len(sc[0]) for sc in FARMS[farm])
     _timed(benchmark, impl, FARMS[farm], ref_rounds=2, machines=farm)
+
+
+def _paired(fa, fb, rounds):
+    """Times of ``fa`` and ``fb`` called alternately ``rounds`` times each (a, b, a, b, ...):
+    both see the same machine load, so their per-round ratios cancel most of its noise."""
+    ta, tb = np.empty(rounds), np.empty(rounds)
+    for i in range(rounds):
+        for f, out in ((fa, ta), (fb, tb)) if i % 2 == 0 else ((fb, tb), (fa, ta)):
+            t0 = time.perf_counter()
+            f()
+            out[i] = time.perf_counter() - t0
+    return ta, tb
+
+
+def _median_interval(r, rng):
+    """Median of the per-round ratios ``r`` and a bootstrap 95 % interval of it."""
+    boots = np.median(rng.choice(r, (2000, len(r))), axis=1)
+    return float(np.median(r)), [float(np.quantile(boots, 0.025)), float(np.quantile(boots, 0.975))]
+
+
+def test_paired_speed_ratios_with_mixed_gpus(benchmark):
+    """Mixed speeds against identical GPUs, and the compiled core against the reference on
+    mixed speeds, each timed alternately in one test (paired rounds); ratios of decisions/s."""
+    benchmark.group = "paired ratios, 4 GPUs 2x1.0,2x0.6 against 4 identical, core on one thread"
+    states = {f: core.pack(FARMS[f], f)[0] for f in FARMS}
+    few = FARMS[MIXED][:5]  # the reference is slow: 5 scenarios (2,000 decisions) a round
+    few_state = core.pack(few, MIXED)[0]
+    for st in (*states.values(), few_state):
+        _core_serial(st)  # warm-up
+
+    def both():
+        ta, tb = _paired(lambda: _core_serial(states[MIXED]), lambda: _core_serial(states["4"]), 41)
+        tr, tc = _paired(lambda: _reference_batch(few, MIXED), lambda: _core_serial(few_state), 15)
+        return ta, tb, tr, tc
+
+    ta, tb, tr, tc = benchmark.pedantic(both, rounds=1, iterations=1)
+    rng = np.random.default_rng(0)
+    # decisions/s ratio = inverse time ratio (same decision counts within each pair of farms)
+    n_mixed = sum(len(sc[0]) for sc in FARMS[MIXED])
+    n_same = sum(len(sc[0]) for sc in FARMS["4"])
+    mixed_vs_same = (n_mixed / ta) / (n_same / tb)
+    benchmark.extra_info["mixed_over_identical"] = _median_interval(mixed_vs_same, rng)
+    benchmark.extra_info["core_over_reference_mixed"] = _median_interval(tr / tc, rng)
+    benchmark.extra_info["rounds"] = [len(ta), len(tr)]
+    assert np.isfinite(mixed_vs_same).all()
