@@ -25,12 +25,10 @@ class SettingError(SchedError):
 
 
 def speeds_of_config(cfg):
-    """The speeds of the config's GPUs, slowest first, or None when they are identical
-    (every GPU of speed 1: the count alone describes the farm)."""
-    speeds = cfg["scenario"].get("speeds")
-    if speeds is None:
-        return None
-    return canonical_speeds(speeds)
+    """The speeds of the config's GPUs (``scenario.machines``: a count, a spec or a CSV)."""
+    from sched.data.machines import speeds
+
+    return speeds(cfg["scenario"]["machines"], "scenario.machines")
 
 
 def canonical_speeds(speeds):
@@ -43,8 +41,8 @@ def canonical_speeds(speeds):
 
 def of_config(cfg):
     """The setting record of a benchmark run with config ``cfg``."""
-    sc = cfg["scenario"]
-    return {"machines": int(sc["machines"]), "speeds": speeds_of_config(cfg), "load": float(sc["load"])}
+    sp = speeds_of_config(cfg)
+    return {"machines": len(sp), "speeds": canonical_speeds(sp), "load": float(cfg["scenario"]["load"])}
 
 
 def read(data, where):

@@ -97,7 +97,7 @@ def test_compiled_path_is_the_simulators_schedule(rule):
         arr[10:20] = arr[10]  # equal arrivals: the tie rule
         free = np.linspace(0.0, 300.0, M)
         rid = rules.rule_id(rule)
-        order, start, end, mach = rollout_order(arr, est, w, due, free, rid, 2.0)
+        order, start, end, mach = rollout_order(arr, est, w, due, free, np.ones(len(free)), rid, 2.0)
         s2, e2, m2 = core.simulate(arr, est, est, w, due, rule, machines=M, k=2.0, machine_free=free)
         np.testing.assert_array_equal(start, s2)
         np.testing.assert_array_equal(end, e2)
@@ -595,7 +595,8 @@ def test_bad_input_names_the_task_and_field(tmp_path, tasks, who, field, why):
         ({"machines": 0}, "machines"),
         ({"machines": 1.5}, "machines"),
         ({"machines": []}, "machines"),
-        ({"machines": "2"}, "machines"),
+        ({"machines": "2x0"}, "machines item 1"),
+        ({"machines": "two"}, "machines item 1"),
         ({"machines": [0.0, "soon"]}, "machines[1]"),
         ({"now": float("inf")}, "now"),
         ({"now": "yesterday"}, "now"),

@@ -86,6 +86,12 @@ def test_speeds_are_part_of_the_gpus(tmp_path, queue):
     verdict(tmp_path, "mixed-2", "edd", "edd", where=setting(2, speeds=[1.0, 0.6]))
     # two identical GPUs are not the mixed farm: its winner does not run
     assert set(rank(queue, now=NOW, machines=2, explain=True, config=c).policy) == {"atc"}
+    # the mixed farm, in any order and form, is: a spec, a list of {"speed": ...}
+    for farm in ("1x0.6,1x1.0", [{"speed": 1.0}, {"speed": 0.6}]):
+        table = rank(queue, now=NOW, machines=farm, explain=True, config=c)
+        assert set(table.policy) == {"edd"} and "speeds 0.6, 1" in table.why.iloc[0]
+    # a mixed farm the benchmark did not measure: ATC
+    assert set(rank(queue, now=NOW, machines="1x1.0,1x0.5", explain=True, config=c).policy) == {"atc"}
 
 
 def test_a_winner_without_a_setting_is_the_configs_scenario(tmp_path, queue):

@@ -165,10 +165,15 @@ def robustness_section(cfg, robust):
     return lines
 
 
+def _value(v):
+    """A setting's value as the config gives it: a number, or text (a machines spec)."""
+    return f"{v:g}" if isinstance(v, (int, float)) else str(v)
+
+
 def _robustness_row(sc, setting, summary):
     keys = ("load", "machines", "tasks")
-    what = ", ".join(f"{key} {setting[key]:g}" for key in keys if key in setting)
-    base = ", ".join(f"{key} {sc[key]:g}" for key in keys[:2] if key not in setting)
+    what = ", ".join(f"{key} {_value(setting[key])}" for key in keys if key in setting)
+    base = ", ".join(f"{key} {_value(sc[key])}" for key in keys[:2] if key not in setting)
     if what:
         desc = f"{setting['name']}: {what}" + (f" ({base})" if base else "")
     else:

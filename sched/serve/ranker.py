@@ -57,8 +57,11 @@ def rank(tasks, now=None, policy="auto", machines=1, explain=False, config=None,
     numbers, compared with surrounding white space stripped (``"a"`` and
     ``"a  "`` are duplicates) and returned as given; limits on sizes and
     values: :mod:`sched.serve.tasks`. ``machines``: a count of
-    free GPUs, or a list of the times at which each GPU becomes free (times
-    before ``now`` mean free now). ``policy``: ``"auto"`` (the benchmark winner
+    free GPUs; a spec ``"NxSPEED[,NxSPEED...]"`` such as ``"2x1.0,2x0.6"`` or a
+    machines CSV path (``name,speed``), every GPU free now; or a list with
+    one item per GPU: the time it becomes free (times before ``now`` mean
+    free now), or a mapping ``{"free_at": ..., "speed": ...}`` (both
+    optional: free now, speed 1). ``policy``: ``"auto"`` (the benchmark winner
     measured on the same GPUs as the call: config ``rank.winner`` or a setting
     under ``rank.settings``; else ATC with the k tuned for those GPUs; else ATC
     with ``rules.atc_k``: docs/rank.md), a rule name, ``"atc-tuned"`` (the k
@@ -82,7 +85,7 @@ def rank(tasks, now=None, policy="auto", machines=1, explain=False, config=None,
         from sched.sim.one_queue import rollout_order
 
         order, start, end, mach = rollout_order(
-            q.arrival, q.estimate, q.weight, q.due, q.machine_free, plan.rule, plan.k
+            q.arrival, q.estimate, q.weight, q.due, q.machine_free, q.speed, plan.rule, plan.k
         )
     else:
         order, start, end, mach, plan = _ppo_rollout(plan, q)
@@ -229,7 +232,7 @@ def _check_tuned(data, path):
     k = _positive_field(data["atc_k"], path, "atc_k")
     sc = data.get("scenario")
     legacy = None
-    if isinstance(sc, dict) and "machines" in sc and "load" in sc:
+    if isinstance(sc, dict) and isinstance(sc.get("machines"), int) and "load" in sc:
         legacy = _setting_field({"setting": {**sc, "speeds": None}}, path, None)
     return k, _setting_field(data, path, legacy)
 
@@ -324,7 +327,7 @@ def _auto(st, farm):
 
 def _farm_of(q):
     """The call's GPUs as a setting (no load: a call does not state one)."""
-    return {"machines": len(q.machine_free), "speeds": setting.canonical_speeds(getattr(q, "speeds", None))}
+    return {"machines": len(q.machine_free), "speeds": setting.canonical_speeds(q.speed)}
 
 
 def _plan(policy, policy_file, st, farm):
@@ -382,7 +385,7 @@ def _ppo_rollout(plan, q):
     start, end, mach = run_greedy_one(
         policy,
         (q.arrival, q.estimate, q.estimate, q.weight, q.due),
-        machines=len(q.machine_free),
+        machines=q.speed,
         machine_free=q.machine_free,
     )
     start, end = np.asarray(start, np.float64), np.asarray(end, np.float64)
