@@ -40,7 +40,9 @@ def main():
         for rule, k in RULES:
             kw = {} if k is None else {"k": k}
             res = simulate_batch(arrays, rule, machines=machines, **kw)
-            twt = [schedule_metrics(x, s, e)["total_weighted_tardiness_s"] for x, (s, e, _) in zip(arrays, res)]
+            twt = [
+                schedule_metrics(x, s, e)["total_weighted_tardiness_s"] for x, (s, e, _) in zip(arrays, res)
+            ]
             cells.append(f"{np.mean(twt) / 1000:.1f}")
         print(f"| {machines} GPUs, {tasks} tasks | " + " | ".join(cells) + " |")
 
