@@ -16,6 +16,7 @@ from sched.errors import SchedError, UsageError  # noqa: F401  (UsageError: for 
 #: Subcommands, in the order ``sched --help`` lists them.
 COMMANDS = (
     "calibrate",
+    "calibrate_workload",
     "scenario",
     "simulate",
     "teach",

@@ -1,0 +1,363 @@
+"""Fit a workload to a queue history: ``sched calibrate-workload``.
+
+The history is streamed (``sched/data/history.py``); everything the fit
+needs is accumulated in memory that does not grow with the history: counts
+by hour of the week, priority counts by hour of day, sums for the load, and a
+seeded reservoir of (estimate, allowance) pairs (``RESERVOIR`` of them) for
+the deadline model and the figure.
+
+Fits (docs/workload.md):
+
+* arrivals: the observed rate at each of the 168 hours of the week (tasks
+  counted at that hour / hours of the history's span at that hour), smoothed
+  by a 3-tap circular kernel [w, 1 - 2w, w] whose w is chosen by Stein's
+  unbiased risk estimate under Poisson noise: w = 2·Σ var / Σ (second
+  difference)², clipped to [0, 1/4]. With much data w tends to 0 (the raw
+  rates are already precise); with little, the kernel averages neighbours.
+* priorities: the share of each class, and the share by hour of day, kept
+  when a chi-square test of independence rejects a constant mix
+  (p < ``MIX_P``); each hour's shares are shrunk toward the overall mix by
+  ``MIX_PRIOR`` pseudo-tasks.
+* deadlines: the share of tasks without one; among the others, the ratio
+  allowance / estimate, in ``ALLOWANCE_BINS`` bins of the estimate (equal
+  counts), each bin's distribution kept as ``QUANTILES`` quantiles.
+* load: the mean estimate and the mean measured duration (when started_at and
+  finished_at are given), the arrival rate, and the load they imply on the
+  configured GPUs.
+
+The estimate of a task is what the scheduler would have had at submission:
+the calibration's duration model from its features (``predict_duration``'s
+rule, vectorised), else the kind's measured median.
+"""
+
+import io
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+
+from sched.data.calibration import load_calibration, model_log_prediction
+from sched.data.history import HistoryError, HistoryStats, read_history
+from sched.data.workload import FORMAT, HOURS_PER_WEEK, check_workload, hour_of_week
+
+RESERVOIR = 50_000
+ALLOWANCE_BINS = 20
+MIN_PER_BIN = 250
+QUANTILES = 101
+MIX_P = 0.001
+MIX_PRIOR = 20.0
+
+
+def estimates(calibration, kind, features):
+    """The duration model's median estimate (s) of each task (vectorised ``predict_duration``)."""
+    out = np.empty(len(kind))
+    for k in np.unique(kind):
+        sel = kind == k
+        entry = calibration["kinds"][k]
+        out[sel] = entry["median_s"]
+        model = entry.get("duration_model")
+        if model is None:
+            continue
+        values = {f: v[sel] for f, v in features.items()}
+        values["pixels"] = values["width"] * values["height"]
+        have = np.all([np.isfinite(values[f]) for f in model["features"]], axis=0)
+        if have.any():
+            out[np.flatnonzero(sel)[have]] = np.exp(
+                model_log_prediction(model, {f: values[f][have] for f in model["features"]})
+            )
+    return out
+
+
+def exposure_hours(t0, t1):
+    """Hours of [t0, t1] (s since 1970-01-01 UTC) falling at each of the 168 hours of the week."""
+    h0, h1 = int(np.floor(t0 / 3600.0)), int(np.ceil(t1 / 3600.0))
+    hours = np.arange(h0, max(h1, h0 + 1))
+    cover = np.minimum(hours + 1, t1 / 3600.0) - np.maximum(hours, t0 / 3600.0)
+    return np.bincount(hour_of_week(hours * 3600.0), weights=np.clip(cover, 0, 1), minlength=HOURS_PER_WEEK)
+
+
+def smooth_rates(counts, exposure):
+    """(smoothed rates, w): the 3-tap kernel of the module docstring, w by Stein's unbiased risk."""
+    exposure = np.asarray(exposure, dtype=np.float64)
+    seen = exposure > 0
+    raw = np.where(seen, counts / np.where(seen, exposure, 1.0), 0.0)
+    if not seen.all():  # an hour never observed: its neighbours' mean stands in (circularly)
+        known = np.flatnonzero(seen)
+        raw = np.interp(np.arange(HOURS_PER_WEEK), known, raw[known], period=HOURS_PER_WEEK)
+    var = np.where(seen, raw / np.where(seen, exposure, 1.0), 0.0)  # Poisson: var(rate) = rate / exposure
+    second = np.roll(raw, 1) + np.roll(raw, -1) - 2 * raw
+    a = float(np.sum(second**2))
+    w = 0.25 if a <= 0 else float(np.clip(2 * var.sum() / a, 0.0, 0.25))
+    return raw + w * second, w, raw
+
+
+@dataclass
+class WorkloadAccumulator:
+    """Sums over the streamed history (bounded memory); :meth:`fit` turns them into the workload."""
+
+    calibration: dict
+    seed: int = 0
+    counts: np.ndarray = field(default_factory=lambda: np.zeros(HOURS_PER_WEEK))
+    class_hour: dict = field(default_factory=dict)  # weight -> counts by hour of day
+    kinds: dict = field(default_factory=dict)
+    t0: float = np.inf
+    t1: float = -np.inf
+    n: int = 0
+    with_due: int = 0
+    est_sum: float = 0.0
+    measured_n: int = 0
+    measured_sum: float = 0.0
+    measured_est_sum: float = 0.0
+    keys: np.ndarray = field(default_factory=lambda: np.empty(0))
+    pairs: np.ndarray = field(default_factory=lambda: np.empty((0, 2)))
+
+    def __post_init__(self):
+        self.rng = np.random.default_rng(self.seed)
+
+    def add(self, chunk):
+        n = len(chunk)
+        sub = chunk.submitted
+        self.n += n
+        self.t0, self.t1 = min(self.t0, sub.min()), max(self.t1, sub.max())
+        self.counts += np.bincount(hour_of_week(sub), minlength=HOURS_PER_WEEK)
+        hod = hour_of_week(sub) % 24
+        for w in np.unique(chunk.weight):
+            c = self.class_hour.setdefault(float(w), np.zeros(24))
+            c += np.bincount(hod[chunk.weight == w], minlength=24)
+        for k, c in zip(*np.unique(chunk.kind, return_counts=True)):
+            self.kinds[str(k)] = self.kinds.get(str(k), 0) + int(c)
+        est = estimates(self.calibration, chunk.kind, chunk.features)
+        self.est_sum += float(est.sum())
+        measured = np.isfinite(chunk.started) & np.isfinite(chunk.finished)
+        self.measured_n += int(measured.sum())
+        self.measured_sum += float((chunk.finished - chunk.started)[measured].sum())
+        self.measured_est_sum += float(est[measured].sum())
+        due = np.isfinite(chunk.due)
+        self.with_due += int(due.sum())
+        # reservoir by random keys: the RESERVOIR smallest keys are a uniform sample of every pair seen
+        keys = self.rng.random(int(due.sum()))
+        pairs = np.column_stack([est[due], (chunk.due - sub)[due]])
+        self.keys = np.concatenate([self.keys, keys])
+        self.pairs = np.concatenate([self.pairs, pairs])
+        if len(self.keys) > RESERVOIR:
+            keep = np.argpartition(self.keys, RESERVOIR)[:RESERVOIR]
+            self.keys, self.pairs = self.keys[keep], self.pairs[keep]
+
+    def fit(self, machines, priorities):
+        """The workload dict (see sched/data/workload.py) and the arrays the figure needs."""
+        from scipy.stats import chi2_contingency
+
+        exposure = exposure_hours(self.t0, self.t1)
+        rate, w, raw = smooth_rates(self.counts, exposure)
+        names = {float(v["weight"]): k for k, v in priorities.items()}
+        weights = sorted(self.class_hour)
+        table = np.array([self.class_hour[w_] for w_ in weights]).T  # 24 x classes
+        total = table.sum(axis=0)
+        shares = total / total.sum()
+        p_mix = 1.0
+        rows = table.sum(axis=1) > 0
+        cols = total > 0
+        if rows.sum() > 1 and cols.sum() > 1:
+            p_mix = float(chi2_contingency(table[rows][:, cols])[1])
+        by_hour = None
+        if p_mix < MIX_P:
+            by_hour = (table + MIX_PRIOR * shares) / (table.sum(axis=1, keepdims=True) + MIX_PRIOR)
+        hours = (self.t1 - self.t0) / 3600.0
+        mean_rate = self.n / hours if hours > 0 else float("nan")
+        mean_est = self.est_sum / self.n
+        allowance = self._allowance()
+        order = np.argsort(self.pairs[:, 0], kind="stable")
+        data = {
+            "format": FORMAT,
+            "span": {
+                "start": _iso(self.t0),
+                "end": _iso(self.t1),
+                "hours": hours,
+                "weeks": hours / HOURS_PER_WEEK,
+            },
+            "tasks": self.n,
+            "kinds": {k: c / self.n for k, c in sorted(self.kinds.items())},
+            "arrivals": {
+                "rate_per_hour": rate.tolist(),
+                "observed_rate_per_hour": raw.tolist(),
+                "observed_counts": self.counts.astype(int).tolist(),
+                "exposure_hours": exposure.tolist(),
+                "smoothing_weight": w,
+                "mean_rate_per_hour": mean_rate,
+                "hours": "168 hours of the week, Monday 00:00-01:00 UTC first",
+            },
+            "priorities": {
+                "classes": [
+                    {"name": names.get(w_, f"weight-{w_:g}"), "weight": w_, "share": float(s), "count": int(c)}
+                    for w_, s, c in zip(weights, shares, total)
+                ],
+                "by_hour_of_day": by_hour.tolist() if by_hour is not None else None,
+                "mix_by_hour_pvalue": p_mix,
+                "varies_by_hour": by_hour is not None,
+            },
+            "deadlines": {
+                "share_without": 1.0 - self.with_due / self.n,
+                "with_deadline": self.with_due,
+                "allowance": allowance,
+                "allowance_sample": len(self.pairs),
+                "median_allowance_s": float(np.median(self.pairs[:, 1])) if len(self.pairs) else None,
+            },
+            "load": {
+                "machines": int(machines),
+                "mean_estimate_s": mean_est,
+                "mean_measured_duration_s": self.measured_sum / self.measured_n if self.measured_n else None,
+                "measured_tasks": self.measured_n,
+                "implied_load": mean_rate * mean_est / 3600.0 / machines,
+                "implied_load_measured": (
+                    mean_rate * (self.measured_sum / self.measured_n) / 3600.0 / machines
+                    if self.measured_n
+                    else None
+                ),
+                "peak_hour_load": float(rate.max() * mean_est / 3600.0 / machines),
+            },
+        }
+        return data, {"pairs": self.pairs[order], "raw": raw}
+
+    def _allowance(self):
+        if not len(self.pairs):
+            return None
+        est, allowance = self.pairs[:, 0], self.pairs[:, 1]
+        bins = int(np.clip(len(est) // MIN_PER_BIN, 1, ALLOWANCE_BINS))
+        edges = np.quantile(est, np.linspace(0, 1, bins + 1)[1:-1]) if bins > 1 else np.empty(0)
+        edges = np.unique(edges)
+        b = np.searchsorted(edges, est, side="right")
+        ratio = allowance / est
+        grid = np.linspace(0, 1, QUANTILES)
+        q = [np.quantile(ratio[b == i], grid).tolist() for i in range(len(edges) + 1)]
+        return {
+            "model": "ratio allowance / estimate, quantiles by bin of the estimate",
+            "estimate_edges_s": edges.tolist(),
+            "ratio_quantiles": q,
+        }
+
+
+def _iso(t):
+    return datetime.fromtimestamp(float(t), UTC).isoformat(timespec="seconds")
+
+
+@dataclass
+class WorkloadResult:
+    data: dict
+    arrays: dict
+    stats: list
+
+
+def calibrate_workload(paths, cfg, calibration_path, seed=0, chunk_size=None):
+    """Stream the history files and fit the workload; returns a :class:`WorkloadResult`."""
+    from sched.data.history import CHUNK, history_format
+
+    if not paths:
+        raise HistoryError("no history file given (config workload.history is empty)")
+    calibration = load_calibration(calibration_path)
+    opts = cfg["workload"]
+    acc = WorkloadAccumulator(calibration, seed)
+    stats = []
+    for p in paths:
+        st = HistoryStats(Path(p), history_format(p))
+        for chunk in read_history(
+            p,
+            cfg["scenario"]["priorities"],
+            opts["max_bad_share"],
+            kinds=set(calibration["kinds"]),
+            stats=st,
+            chunk_size=chunk_size or CHUNK,
+        ):
+            acc.add(chunk)
+        stats.append(st)
+    if acc.n < opts["min_tasks"]:
+        raise HistoryError(
+            f"{', '.join(map(str, paths))}: {acc.n} valid tasks, fewer than workload.min_tasks ({opts['min_tasks']})"
+        )
+    data, arrays = acc.fit(cfg["scenario"]["machines"], cfg["scenario"]["priorities"])
+    data["sources"] = [
+        {"path": str(s.path), "format": s.format, "sha256": s.sha256, "records": s.total, "malformed": s.bad_count}
+        for s in stats
+    ]
+    data["calibration"] = str(calibration_path)
+    check_workload(data, "fitted workload")
+    return WorkloadResult(data, arrays, stats)
+
+
+def render_figure(result):
+    """PNG bytes: hourly arrivals observed against fitted, and the ECDF of the allowance."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    d = result.data
+    fig = Figure(figsize=(13, 8.5), layout="constrained")
+    FigureCanvasAgg(fig)
+    ax_r, ax_e = fig.subplots(2, 1, height_ratios=[1.2, 1])
+    hours = np.arange(HOURS_PER_WEEK)
+    ax_r.bar(hours, d["arrivals"]["observed_rate_per_hour"], width=1.0, color="0.8", edgecolor="0.6",
+             label="observed (tasks at that hour / hours observed)")
+    ax_r.step(hours, d["arrivals"]["rate_per_hour"], where="mid", color="tab:blue", lw=2,
+              label=f"fitted (smoothing w = {d['arrivals']['smoothing_weight']:.3f})")
+    ax_r.set_xticks(np.arange(0, HOURS_PER_WEEK + 1, 24), ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun", ""])
+    ax_r.set_xlim(-0.5, HOURS_PER_WEEK - 0.5)
+    ax_r.set_ylabel("arrivals per hour")
+    ax_r.set_xlabel("hour of the week (UTC)")
+    ax_r.set_title(f"Arrivals: {d['tasks']} tasks over {d['span']['weeks']:.1f} weeks "
+                   f"({d['span']['start']} to {d['span']['end']})", fontsize=10)
+    ax_r.legend(fontsize=8)
+    pairs = result.arrays["pairs"]
+    if len(pairs):
+        x = np.sort(pairs[:, 1])
+        ax_e.step(x, np.arange(1, len(x) + 1) / len(x), where="post", color="k", lw=1.5,
+                  label=f"observed (sample of {len(x)} tasks with a deadline)")
+        from sched.data.workload import draw_allowance
+
+        rng = np.random.default_rng(0)
+        fitted = draw_allowance({"deadlines": {**d["deadlines"], "share_without": 0.0}}, rng, pairs[:, 0])
+        y = np.sort(fitted)
+        ax_e.step(y, np.arange(1, len(y) + 1) / len(y), where="post", color="tab:orange", lw=1.2,
+                  label="fitted (drawn for the same estimates)")
+        ax_e.set_xscale("log")
+        ax_e.legend(fontsize=8, loc="upper left")
+    ax_e.set_xlabel("deadline allowance: due - submitted (s, log scale)")
+    ax_e.set_ylabel("fraction of tasks <= allowance")
+    ax_e.set_title(f"Deadline allowance ({d['deadlines']['share_without']:.1%} of tasks have no deadline)",
+                   fontsize=10)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90)
+    return buf.getvalue()
+
+
+def write_workload(result, out, figure):
+    """Write the figure, then the workload JSON (both atomically)."""
+    from sched import files
+
+    png = render_figure(result)
+    with files.atomic_path(figure) as tmp:
+        tmp.write_bytes(png)
+    files.write_json(out, result.data)
+
+
+def summary_lines(result):
+    d = result.data
+    a, p, dl, ld = d["arrivals"], d["priorities"], d["deadlines"], d["load"]
+    rate = np.array(a["rate_per_hour"])
+    lines = [
+        f"{d['tasks']} tasks from {d['span']['start']} to {d['span']['end']} ({d['span']['weeks']:.2f} weeks); "
+        f"mean rate {a['mean_rate_per_hour']:.2f} tasks/h, fitted hourly rates {rate.min():.2f} to {rate.max():.2f} "
+        f"(smoothing w {a['smoothing_weight']:.3f})",
+        "priorities: "
+        + ", ".join(f"{c['name']} (w {c['weight']:g}) {c['share']:.1%}" for c in p["classes"])
+        + (f"; the mix changes with the hour of day (chi-square p = {p['mix_by_hour_pvalue']:.2g})"
+           if p["varies_by_hour"] else f"; no change with the hour of day (p = {p['mix_by_hour_pvalue']:.2g})"),
+        f"deadlines: {dl['share_without']:.1%} without; median allowance {dl['median_allowance_s'] or 0:.0f} s; "
+        f"allowance / estimate in {len(dl['allowance']['ratio_quantiles']) if dl['allowance'] else 0} bins of the estimate",
+        f"load on {ld['machines']} GPU(s): {ld['implied_load']:.3f} from the estimates (mean {ld['mean_estimate_s']:.1f} s)"
+        + (f", {ld['implied_load_measured']:.3f} from the measured durations (mean {ld['mean_measured_duration_s']:.1f} s)"
+           if ld["implied_load_measured"] is not None else "")
+        + f"; {ld['peak_hour_load']:.2f} at the busiest hour",
+    ]
+    return lines
+
+
+
