@@ -10,9 +10,9 @@ Fits (docs/workload.md):
 
 * arrivals: the observed rate at each of the 168 hours of the week (tasks
   counted at that hour / hours of the history's span at that hour), smoothed
-  by a 3-tap circular kernel [w, 1 - 2w, w] whose w is chosen by Stein's
-  unbiased risk estimate under Poisson noise: w = 2·Σ var / Σ (second
-  difference)², clipped to [0, 1/4]. With much data w tends to 0 (the raw
+  by a 3-tap kernel [w, 1 - 2w, w] within each day, whose w is chosen by
+  Stein's unbiased risk estimate under Poisson noise: w = 2·Σ var / Σ
+  (second difference)², clipped to [0, 1/4]. With much data w tends to 0 (the raw
   rates are already precise); with little, the kernel averages neighbours.
 * priorities: the share of each class, and the share by hour of day, kept
   when a chi-square test of independence rejects a constant mix
@@ -42,7 +42,7 @@ from sched.data.history import HistoryError, HistoryStats, read_history
 from sched.data.workload import FORMAT, HOURS_PER_WEEK, check_workload, hour_of_week
 
 RESERVOIR = 50_000
-ALLOWANCE_BINS = 20
+ALLOWANCE_BINS = 50
 MIN_PER_BIN = 250
 QUANTILES = 101
 MIX_P = 0.001
@@ -78,7 +78,13 @@ def exposure_hours(t0, t1):
 
 
 def smooth_rates(counts, exposure):
-    """(smoothed rates, w): the 3-tap kernel of the module docstring, w by Stein's unbiased risk."""
+    """(smoothed rates, w, raw rates): the kernel of the module docstring, w by Stein's unbiased risk.
+
+    The kernel runs within each day, reflected at midnight (hour 0's missing
+    neighbour is hour 1): a studio's rate may jump at midnight between a
+    Friday and a Saturday, and smoothing across that step would bias both
+    sides of it.
+    """
     exposure = np.asarray(exposure, dtype=np.float64)
     seen = exposure > 0
     raw = np.where(seen, counts / np.where(seen, exposure, 1.0), 0.0)
@@ -86,7 +92,9 @@ def smooth_rates(counts, exposure):
         known = np.flatnonzero(seen)
         raw = np.interp(np.arange(HOURS_PER_WEEK), known, raw[known], period=HOURS_PER_WEEK)
     var = np.where(seen, raw / np.where(seen, exposure, 1.0), 0.0)  # Poisson: var(rate) = rate / exposure
-    second = np.roll(raw, 1) + np.roll(raw, -1) - 2 * raw
+    day = raw.reshape(7, 24)
+    padded = np.concatenate([day[:, 1:2], day, day[:, -2:-1]], axis=1)
+    second = (padded[:, :-2] + padded[:, 2:] - 2 * day).ravel()
     a = float(np.sum(second**2))
     w = 0.25 if a <= 0 else float(np.clip(2 * var.sum() / a, 0.0, 0.25))
     return raw + w * second, w, raw
