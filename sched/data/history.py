@@ -147,41 +147,110 @@ def _open(path):
     return raw, hashing, io.TextIOWrapper(binary, encoding="utf-8-sig", newline="")
 
 
-def _csv_chunks(text, path, stats, size):
-    """(lines, frame of str, list of (line, reason)) per chunk of a CSV file."""
-    reader = csv.reader(text)
-    header = next(reader, None)
-    if header is None:
-        return
-    header = [h.strip() for h in header]
-    from sched.files import check_header
-
-    check_header(header, path, reader.line_num, HistoryError)
+def _check_columns(header, path):
     for name in ("id", "kind", "submitted_at"):
         if name not in header:
             raise HistoryError(f"{path}: no column {name!r} (columns: {shorten(', '.join(header), 80)})")
     if "priority" not in header and "weight" not in header:
         raise HistoryError(f"{path}: no column 'priority' or 'weight' (one of them is required)")
+
+
+def _csv_chunks(text, path, stats, size):
+    """(lines, frame of str, list of (line, reason)) per chunk of a CSV file.
+
+    A chunk without a double quote is split line by line (one record a line),
+    and its rows with the header's field count are parsed by pandas' C
+    reader, several times faster than the csv module; a chunk holding quotes
+    goes through the csv module (a quoted field spanning two chunks then
+    makes its record malformed: counted and reported, never silently wrong).
+    """
+    first = text.readline()
+    if not first.strip():
+        return
+    header = [h.strip() for h in next(csv.reader([first]))]
+    from sched.files import check_header
+
+    check_header(header, path, 1, HistoryError)
+    _check_columns(header, path)
     width = len(header)
-    rows, lines, bad = [], [], []
-    for row in reader:
-        if not row:
-            continue
-        stats.total += 1
-        if len(row) != width:
-            bad.append((reader.line_num, f"{len(row)} fields, the header has {width}"))
+    number = 1
+    while True:
+        raw = []
+        for _ in range(size):
+            s = text.readline()
+            if not s:
+                break
+            raw.append(s)
+        if not raw:
+            return
+        lines, good, bad = [], [], []
+        if any('"' in s for s in raw):
+            reader = csv.reader(raw, skipinitialspace=True)
+            end = number
+            for row in reader:
+                line = end + 1
+                end = number + reader.line_num
+                if not row or (len(row) == 1 and not row[0].strip()):
+                    continue
+                stats.total += 1
+                if len(row) != width:
+                    bad.append((line, f"{len(row)} fields, the header has {width}"))
+                else:
+                    good.append(row)
+                    lines.append(line)
+            frame = pd.DataFrame(good, columns=header, dtype=object)
         else:
-            rows.append(row)
-            lines.append(reader.line_num)
-        if len(rows) + len(bad) >= size:
-            yield np.array(lines), pd.DataFrame(rows, columns=header, dtype=object), bad
-            rows, lines, bad = [], [], []
-    if rows or bad:
-        yield np.array(lines, dtype=np.int64), pd.DataFrame(rows, columns=header, dtype=object), bad
+            for i, s in enumerate(raw, start=number + 1):
+                if not s.strip():
+                    continue
+                stats.total += 1
+                k = s.count(",") + 1
+                if k != width:
+                    bad.append((i, f"{k} fields, the header has {width}"))
+                else:
+                    good.append(s)
+                    lines.append(i)
+            frame = (
+                pd.read_csv(
+                    io.StringIO("".join(good)),
+                    header=None,
+                    names=header,
+                    dtype=str,
+                    na_filter=False,
+                    skipinitialspace=True,
+                    index_col=False,
+                )
+                if good
+                else pd.DataFrame(columns=header, dtype=object)
+            )
+            if len(frame) != len(good):  # pandas and the line split disagree: refuse, never guess
+                raise HistoryError(f"{path}: lines {number + 1}-{number + len(raw)}: not a readable CSV chunk")
+        number += len(raw)
+        yield np.array(lines, dtype=np.int64), frame, bad
+
+
+_BAD = "\0bad"  # a JSON value that is neither text, a number nor null: fails every parse
+
+
+def _text_cell(v):
+    if v is None:
+        return ""
+    if isinstance(v, str):
+        return v
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return repr(v)
+    return _BAD
 
 
 def _jsonl_chunks(text, path, stats, size):
     rows, lines, bad = [], [], []
+
+    def frame():
+        f = pd.DataFrame(rows, dtype=object)
+        for c in f.columns:  # every cell as text, as a CSV would hold it ("" for absent)
+            f[c] = [_text_cell(v) if v == v else "" for v in f[c].to_numpy()]
+        return f
+
     for line, s in enumerate(text, start=1):
         if not s.strip():
             continue
@@ -199,31 +268,39 @@ def _jsonl_chunks(text, path, stats, size):
             else:
                 bad.append((line, f"not a JSON object (a {type(obj).__name__})"))
         if len(rows) + len(bad) >= size:
-            yield np.array(lines, dtype=np.int64), pd.DataFrame(rows, dtype=object), bad
+            yield np.array(lines, dtype=np.int64), frame(), bad
             rows, lines, bad = [], [], []
     if rows or bad:
-        yield np.array(lines, dtype=np.int64), pd.DataFrame(rows, dtype=object), bad
+        yield np.array(lines, dtype=np.int64), frame(), bad
+
+
+def _strip(col):
+    """Text stripped of surrounding spaces, for low-cardinality columns (kind, priority): each
+    distinct value is stripped once."""
+    codes, uniques = pd.factorize(col)
+    return pd.Series(np.asarray([u.strip() for u in uniques], dtype=object)[codes] if len(uniques) else col,
+                     index=col.index, dtype=object)
+
+
+def _shown(value):
+    return "a JSON list, object or boolean" if value == _BAD else shorten(value)
 
 
 def _empty(col):
-    text = col.astype(str).str.strip()
-    return col.isna().to_numpy() | (text == "").to_numpy() | (text == "None").to_numpy()
-
-
-def _as_text(col):
-    # JSON may hold a number where text is expected: a nested value is refused
-    return col.map(lambda v: v if isinstance(v, str) else (str(v) if isinstance(v, (int, float)) else None))
+    return (col.to_numpy(dtype=object) == "")
 
 
 def parse_times(col):
-    """(seconds since 1970-01-01 UTC, NaN where empty; mask of values that are not a time)."""
+    """(seconds since 1970-01-01 UTC, NaN where empty; mask of values that are not a time).
+
+    ``col``: text. A number is seconds since the epoch; anything else is read as ISO 8601
+    (UTC when it gives no offset).
+    """
     empty = _empty(col)
-    kinds = col.map(lambda v: isinstance(v, (str, int, float)) and not isinstance(v, bool)).to_numpy()
-    num = pd.to_numeric(col.where(kinds), errors="coerce").to_numpy(dtype=np.float64, copy=True)
-    need = np.isnan(num) & ~empty & kinds
+    num = pd.to_numeric(col, errors="coerce").to_numpy(dtype=np.float64, copy=True)
+    need = ~empty & np.isnan(num)
     if need.any():
-        text = col[need].astype(str).str.strip()
-        stamps = pd.to_datetime(text, format="ISO8601", utc=True, errors="coerce")
+        stamps = pd.to_datetime(col[need], format="ISO8601", utc=True, errors="coerce")
         num[need] = ((stamps - _EPOCH).dt.total_seconds()).to_numpy(dtype=np.float64)
     num[empty] = np.nan
     bad = ~empty & ~(np.abs(num) <= MAX_SECONDS)  # NaN and out of range alike
@@ -231,8 +308,7 @@ def parse_times(col):
 
 
 def _numbers(col):
-    kinds = col.map(lambda v: isinstance(v, (str, int, float)) and not isinstance(v, bool)).to_numpy()
-    return pd.to_numeric(col.where(kinds), errors="coerce").to_numpy(dtype=np.float64, copy=True)
+    return pd.to_numeric(col, errors="coerce").to_numpy(dtype=np.float64, copy=True)
 
 
 def _parse(frame, lines, priorities, kinds):
@@ -246,12 +322,18 @@ def _parse(frame, lines, priorities, kinds):
             reason[mask] = [why(i) for i in np.flatnonzero(mask)] if callable(why) else why
 
     def column(name):
-        return frame[name] if name in frame.columns else pd.Series([None] * n, dtype=object)
+        return frame[name] if name in frame.columns else pd.Series([""] * n, dtype=object)
 
-    ids, kind = _as_text(column("id")), _as_text(column("kind"))
-    flag(_empty(column("id")) | ids.isna().to_numpy(), "id: missing value")
-    flag(_empty(column("kind")) | kind.isna().to_numpy(), "kind: missing value")
-    kind = kind.fillna("").str.strip()
+    def text_ok(name):
+        col = column(name)
+        flag(col.to_numpy(dtype=object) == _BAD, f"{name}: not text")
+        return col
+
+    ids = text_ok("id")
+    kind = _strip(text_ok("kind"))
+    prio = _strip(text_ok("priority"))
+    flag(_empty(ids), "id: missing value")
+    flag(_empty(kind), "kind: missing value")
     if kinds is not None:
         flag(~kind.isin(kinds).to_numpy(), lambda i: f"kind: {shorten(kind.iloc[i])} is not in the calibration")
     times = {}
@@ -259,16 +341,15 @@ def _parse(frame, lines, priorities, kinds):
         values, bad = parse_times(column(name))
         if name == "submitted_at":
             flag(np.isnan(values) & ~bad, "submitted_at: missing value")
-        flag(bad, lambda i, name=name: f"{name}: {shorten(column(name).iloc[i])} is not a time")
+        flag(bad, lambda i, name=name: f"{name}: {_shown(column(name).iloc[i])} is not a time")
         times[name] = values
     w = _numbers(column("weight"))
     w_given = ~_empty(column("weight"))
-    flag(w_given & ~((w > 0) & (w <= MAX_WEIGHT)), lambda i: f"weight: {shorten(column('weight').iloc[i])} "
+    flag(w_given & ~((w > 0) & (w <= MAX_WEIGHT)), lambda i: f"weight: {_shown(column('weight').iloc[i])} "
          f"is not a number in (0, {MAX_WEIGHT:g}]")
-    prio = _as_text(column("priority")).fillna("").str.strip()
     mapped = prio.map({k: float(v["weight"]) for k, v in priorities.items()}).to_numpy(dtype=np.float64)
     need = ~w_given
-    flag(need & (prio == "").to_numpy(), "priority: missing value (and no weight)")
+    flag(need & _empty(prio), "priority: missing value (and no weight)")
     flag(need & np.isnan(mapped), lambda i: f"priority: {shorten(prio.iloc[i])} is not a class of "
          "scenario.priorities")
     weight = np.where(w_given, w, mapped)
@@ -281,7 +362,7 @@ def _parse(frame, lines, priorities, kinds):
         v = _numbers(column(name))
         given = ~_empty(column(name))
         flag(given & ~((v > 0) & (v <= MAX_SECONDS)), lambda i, name=name: f"{name}: "
-             f"{shorten(column(name).iloc[i])} is not a number > 0")
+             f"{_shown(column(name).iloc[i])} is not a number > 0")
         feats[name] = np.where(given, v, np.nan)
     ok = reason == None  # noqa: E711
     bad = [(int(lines[i]), reason[i]) for i in np.flatnonzero(~ok)]

@@ -36,6 +36,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from sched.data.calibration import load_calibration, model_log_prediction
 from sched.data.history import HistoryError, HistoryStats, read_history
@@ -52,7 +53,7 @@ MIX_PRIOR = 20.0
 def estimates(calibration, kind, features):
     """The duration model's median estimate (s) of each task (vectorised ``predict_duration``)."""
     out = np.empty(len(kind))
-    for k in np.unique(kind):
+    for k in pd.unique(kind):
         sel = kind == k
         entry = calibration["kinds"][k]
         out[sel] = entry["median_s"]
@@ -133,7 +134,7 @@ class WorkloadAccumulator:
         for w in np.unique(chunk.weight):
             c = self.class_hour.setdefault(float(w), np.zeros(24))
             c += np.bincount(hod[chunk.weight == w], minlength=24)
-        for k, c in zip(*np.unique(chunk.kind, return_counts=True)):
+        for k, c in pd.Series(chunk.kind).value_counts().items():
             self.kinds[str(k)] = self.kinds.get(str(k), 0) + int(c)
         est = estimates(self.calibration, chunk.kind, chunk.features)
         self.est_sum += float(est.sum())
