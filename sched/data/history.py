@@ -248,7 +248,15 @@ def _jsonl_chunks(text, path, stats, size):
     def frame():
         f = pd.DataFrame(rows, dtype=object)
         for c in f.columns:  # every cell as text, as a CSV would hold it ("" for absent)
-            f[c] = [_text_cell(v) if v == v else "" for v in f[c].to_numpy()]
+            col = f[c]
+            missing = col.isna().to_numpy()
+            kind = pd.api.types.infer_dtype(col, skipna=True)
+            if kind == "string":
+                f[c] = col.where(~missing, "")
+            elif kind in ("integer", "floating", "mixed-integer-float"):
+                f[c] = col.astype(str).where(~missing, "")
+            else:  # mixed types: cell by cell (a list, an object or a boolean fails every parse)
+                f[c] = [_text_cell(v) if v == v else "" for v in col.to_numpy()]
         return f
 
     for line, s in enumerate(text, start=1):

@@ -234,7 +234,14 @@ class WorkloadAccumulator:
         est, allowance = self.pairs[:, 0], self.pairs[:, 1]
         bins = int(np.clip(len(est) // MIN_PER_BIN, 1, ALLOWANCE_BINS))
         edges = np.quantile(est, np.linspace(0, 1, bins + 1)[1:-1]) if bins > 1 else np.empty(0)
-        edges = np.unique(edges)
+        edges = list(np.unique(edges))
+        while True:  # estimates with few distinct values leave bins empty: merge them into a neighbour
+            counts = np.bincount(np.searchsorted(edges, est, side="right"), minlength=len(edges) + 1)
+            empty = np.flatnonzero(counts == 0)
+            if not len(empty):
+                break
+            del edges[max(int(empty[0]) - 1, 0)]
+        edges = np.array(edges, dtype=np.float64)
         b = np.searchsorted(edges, est, side="right")
         ratio = allowance / est
         grid = np.linspace(0, 1, QUANTILES)
