@@ -23,6 +23,7 @@ COMMANDS = (
     "train",
     "tune",
     "benchmark",
+    "replay",
     "gather",
     "clairvoyant",
     "report",
