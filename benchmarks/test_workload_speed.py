@@ -52,7 +52,9 @@ def _history(path, n, fmt):
             "due": np.where(
                 rng.random(n) < 0.15,
                 "",
-                pd.to_datetime(sub + rng.uniform(100, 5000, n), unit="s", utc=True).strftime("%Y-%m-%dT%H:%M:%S+00:00"),
+                pd.to_datetime(sub + rng.uniform(100, 5000, n), unit="s", utc=True).strftime(
+                    "%Y-%m-%dT%H:%M:%S+00:00"
+                ),
             ),
             "started_at": iso,
             "finished_at": pd.to_datetime(sub + 60, unit="s", utc=True).strftime("%Y-%m-%dT%H:%M:%S+00:00"),
@@ -74,12 +76,16 @@ def _history(path, n, fmt):
 @pytest.fixture(scope="module")
 def calibration(tmp_path_factory):
     out = tmp_path_factory.mktemp("cal") / "calibration.json"
-    r = subprocess.run([sys.executable, "-m", "sched", "calibrate", "--out", out], cwd=ROOT, capture_output=True)
+    r = subprocess.run(
+        [sys.executable, "-m", "sched", "calibrate", "--out", out], cwd=ROOT, capture_output=True
+    )
     assert r.returncode == 0, r.stderr
     return out
 
 
-@pytest.mark.parametrize("n,fmt", [(100_000, "csv"), (100_000, "jsonl"), (1_000_000, "csv"), (1_000_000, "jsonl")])
+@pytest.mark.parametrize(
+    "n,fmt", [(100_000, "csv"), (100_000, "jsonl"), (1_000_000, "csv"), (1_000_000, "jsonl")]
+)
 def test_calibrate_workload_speed(benchmark, tmp_path, calibration, n, fmt):
     path = _history(tmp_path / f"history.{fmt}", n, fmt)
     out = {}
@@ -91,13 +97,16 @@ def test_calibrate_workload_speed(benchmark, tmp_path, calibration, n, fmt):
         )
         assert r.returncode == 0, r.stderr[-2000:]
         inner, tasks, rss = r.stdout.split()
-        out.update(process_s=time.perf_counter() - t, fit_s=float(inner), tasks=int(tasks), peak_rss_mb=float(rss))
+        out.update(
+            process_s=time.perf_counter() - t, fit_s=float(inner), tasks=int(tasks), peak_rss_mb=float(rss)
+        )
 
     benchmark.group = "calibrate-workload"
     benchmark.pedantic(run, rounds=1, iterations=1)
     benchmark.extra_info.update(out)
     print(
-        f"\n{n:,} tasks ({fmt}): calibrated in {out['fit_s']:.1f} s ({out['process_s']:.1f} s with the process start), "
+        f"\n{n:,} tasks ({fmt}): calibrated in {out['fit_s']:.1f} s "
+        f"({out['process_s']:.1f} s with the process start), "
         f"{n / out['fit_s']:,.0f} tasks/s; peak resident memory {out['peak_rss_mb']:.0f} MB"
     )
     assert out["tasks"] == n

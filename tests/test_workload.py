@@ -166,7 +166,9 @@ def test_malformed_past_threshold_names_file_and_rows(tmp_path, wcfg, calibrated
     with pytest.raises(HistoryError, match=r"h\.csv: 3 of 150 records are malformed .*line 11: submitted_at"):
         calibrate_workload([p], strict, calibrated.calibration)
     out = tmp_path / "o.json"
-    r = run_cli("--config", calibrated.config, "calibrate-workload", p, "--out", out, "--max-bad-share", "0.01")
+    r = run_cli(
+        "--config", calibrated.config, "calibrate-workload", p, "--out", out, "--max-bad-share", "0.01"
+    )
     assert r.returncode == 2 and "line 22: priority: 'vip'" in r.stderr and "Traceback" not in r.stderr
     assert not (tmp_path / "o.json").exists() and not (tmp_path / "o.png").exists()
     # under the threshold they are skipped and counted; a gzipped file reads the same
@@ -180,7 +182,9 @@ def test_malformed_past_threshold_names_file_and_rows(tmp_path, wcfg, calibrated
 
 def test_jsonl_weights_and_no_deadline(tmp_path, wcfg, calibrated):
     lines = [
-        json.dumps({"id": f"t{i}", "kind": "video", "submitted_at": f"2024-06-03T{i % 24:02d}:00:00Z", "weight": 3})
+        json.dumps(
+            {"id": f"t{i}", "kind": "video", "submitted_at": f"2024-06-03T{i % 24:02d}:00:00Z", "weight": 3}
+        )
         for i in range(120)
     ]
     p = tmp_path / "h.jsonl"

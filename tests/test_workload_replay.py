@@ -56,7 +56,10 @@ def test_estimates_match_predict_duration(wcfg, calibrated):
     cal = load_calibration(calibrated.calibration)
     chunk = next(
         read_history(
-            ROOT / "resources/history/example_history.jsonl", wcfg["scenario"]["priorities"], 0.05, chunk_size=300
+            ROOT / "resources/history/example_history.jsonl",
+            wcfg["scenario"]["priorities"],
+            0.05,
+            chunk_size=300,
         )
     )
     est = estimates(cal, chunk.kind, chunk.features)
@@ -90,8 +93,16 @@ def test_replay_command_and_report_section(tmp_path, cfg, calibrated):
     path, _ = _history(tmp_path / "h.csv", days=4)
     out = tmp_path / "replay"
     r = run_cli(
-        "--config", calibrated.config, "replay", path, "--policies", "fifo,atc,wmdd,edd", "--out", out,
-        "--scenarios-out", tmp_path / "scen",
+        "--config",
+        calibrated.config,
+        "replay",
+        path,
+        "--policies",
+        "fifo,atc,wmdd,edd",
+        "--out",
+        out,
+        "--scenarios-out",
+        tmp_path / "scen",
     )
     assert r.returncode == 0, r.stderr
     assert "4 tasks without a measured duration were left out" in r.stderr

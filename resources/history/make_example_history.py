@@ -69,7 +69,9 @@ FIELDS = [
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("make_example_logs", HERE.parent / "bench" / "make_example_logs.py")
+    spec = importlib.util.spec_from_file_location(
+        "make_example_logs", HERE.parent / "bench" / "make_example_logs.py"
+    )
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -168,7 +170,7 @@ def make(weeks=WEEKS_CSV + WEEKS_JSONL, seed=SEED):
     tasks = _features(r_task, bench, n)
     probs = priority_probs(hours % 24)
     cls = (r_prio.random(n)[:, None] > np.cumsum(probs, axis=1)).sum(axis=1)
-    weight = 2.0 ** cls
+    weight = 2.0**cls
     estimate = np.array([t[5] for t in tasks])
     duration = np.round(np.array([t[6] for t in tasks]), 2)
     has_due = r_due.random(n) >= NO_DEADLINE

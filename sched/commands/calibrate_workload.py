@@ -28,14 +28,17 @@ def register(sub):
         "--calibration",
         help="calibration file whose duration model gives the estimates (default: scenario.calibration)",
     )
-    s.add_argument("--machines", type=int, help="GPUs the implied load is computed on (default: scenario.machines)")
+    s.add_argument(
+        "--machines", type=int, help="GPUs the implied load is computed on (default: scenario.machines)"
+    )
     s.add_argument("--max-bad-share", type=float, help="override workload.max_bad_share")
     s.set_defaults(func=run)
 
 
 def run(args):
     from sched.config import validate_config
-    from sched.data.workload_fit import calibrate_workload, summary_lines, write_workload
+    from sched.data.workload_fit import calibrate_workload
+    from sched.data.workload_output import summary_lines, write_workload
 
     cfg = load_cfg(args)
     if args.max_bad_share is not None:
@@ -45,16 +48,21 @@ def run(args):
     cfg = validate_config(cfg, "command line")
     calibration = args.calibration or cfg["scenario"]["calibration"]
     if not calibration:
-        raise UsageError("--calibration: no calibration file (scenario.calibration is null); the estimates need one")
+        raise UsageError(
+            "--calibration: no calibration file (scenario.calibration is null); the estimates need one"
+        )
     out = Path(args.out)
     figure = Path(args.figure) if args.figure else out.with_suffix(".png")
     if figure.resolve() == out.resolve():
         raise UsageError(f"--figure: {figure} is also --out")
-    result = calibrate_workload(args.history or cfg["workload"]["history"], cfg, calibration, cfg["workload"]["seed"])
+    result = calibrate_workload(
+        args.history or cfg["workload"]["history"], cfg, calibration, cfg["workload"]["seed"]
+    )
     for st in result.stats:
         if st.bad_count:
             print(
-                f"sched calibrate-workload: warning: {st.path}: {st.bad_count} of {st.total} records malformed, "
+                f"sched calibrate-workload: warning: {st.path}: {st.bad_count} of {st.total} records "
+                f"malformed, "
                 f"skipped: {st.bad_summary()}",
                 file=sys.stderr,
             )

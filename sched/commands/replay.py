@@ -19,11 +19,16 @@ def register(sub):
         "and run every policy on them: per_scenario.csv (scenario_seed = window index), resume.csv with "
         "paired intervals, and windows.csv naming each window.",
     )
-    s.add_argument("history", nargs="*", metavar="HISTORY", help="history files; default: config workload.history")
-    s.add_argument("--window-hours", type=float, default=24.0, help="window length in hours (default: 24)")
-    s.add_argument("--min-tasks", type=int, default=10, help="windows with fewer tasks are left out (default: 10)")
     s.add_argument(
-        "--calibration", help="calibration file whose duration model gives the estimates (default: scenario.calibration)"
+        "history", nargs="*", metavar="HISTORY", help="history files; default: config workload.history"
+    )
+    s.add_argument("--window-hours", type=float, default=24.0, help="window length in hours (default: 24)")
+    s.add_argument(
+        "--min-tasks", type=int, default=10, help="windows with fewer tasks are left out (default: 10)"
+    )
+    s.add_argument(
+        "--calibration",
+        help="calibration file whose duration model gives the estimates (default: scenario.calibration)",
     )
     s.add_argument("--policies", help="comma-separated policy names (default: those of `sched benchmark`)")
     add_policy_inputs(s, "`sched tune` output giving atc-tuned's k", "policy file of a learned policy")
@@ -40,7 +45,12 @@ def run(args):
     from sched.data.replay import replay_scenarios
     from sched.data.scenario import write_scenario
     from sched.errors import UsageError
-    from sched.evaluate.policies import benchmark_policies, parse_policies, parse_policy_files, resolve_policies
+    from sched.evaluate.policies import (
+        benchmark_policies,
+        parse_policies,
+        parse_policy_files,
+        resolve_policies,
+    )
     from sched.evaluate.runs import run_on_scenarios
     from sched.evaluate.summary import UNIT, write_outputs
 
@@ -48,7 +58,9 @@ def run(args):
     threads.apply(args.threads)
     calibration = args.calibration or cfg["scenario"]["calibration"]
     if not calibration:
-        raise UsageError("--calibration: no calibration file (scenario.calibration is null); the estimates need one")
+        raise UsageError(
+            "--calibration: no calibration file (scenario.calibration is null); the estimates need one"
+        )
     if args.min_tasks < 1:
         raise UsageError(f"--min-tasks: must be >= 1, got {args.min_tasks}")
     replay = replay_scenarios(
@@ -57,7 +69,9 @@ def run(args):
     for note in replay.notes:
         print(f"sched replay: note: {note}", file=sys.stderr)
     names = parse_policies(args.policies, cfg, default=benchmark_policies)
-    specs, _ = resolve_policies(cfg, names, tuned=args.tuned, policy_files=parse_policy_files(args.policy_file))
+    specs, _ = resolve_policies(
+        cfg, names, tuned=args.tuned, policy_files=parse_policy_files(args.policy_file)
+    )
     keys = list(range(len(replay.scenarios)))
     frame = run_on_scenarios(cfg, keys, replay.scenarios, specs, progress=True)
     out = Path(args.out)
@@ -76,7 +90,10 @@ def run(args):
         for s in replay.scenarios:
             write_scenario(Path(args.scenarios_out) / f"{s.name}.csv", s)
     means = frame.groupby("policy")["total_weighted_tardiness_s"].mean()
-    print(f"{len(keys)} windows of {args.window_hours:g} h ({int(np.sum(windows['tasks']))} tasks), {len(specs)} policies")
+    print(
+        f"{len(keys)} windows of {args.window_hours:g} h ({int(np.sum(windows['tasks']))} tasks), "
+        f"{len(specs)} policies"
+    )
     for name, m in means.sort_values().items():
         print(f"{name:12} {m / UNIT:12.3f} k w.s")
     for p in written:

@@ -26,11 +26,6 @@ file and the first bad lines, after the whole file has been read.
 
 import csv
 import gzip
-import hashlib
-import io
-import json
-import os
-import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,7 +34,7 @@ import pandas as pd
 
 from sched.config import shorten
 from sched.data.bench_logs import SHOWN
-from sched.errors import SchedError
+from sched.data.history_io import BAD, HistoryError, csv_chunks, jsonl_chunks, open_history
 from sched.limits import MAX_SECONDS, MAX_WEIGHT
 
 SUFFIXES = {".csv": "csv", ".jsonl": "jsonl", ".json-lines": "jsonl"}
@@ -47,10 +42,6 @@ CHUNK = 100_000
 FEATURES = ("width", "height", "frames", "steps")
 TIMES = ("submitted_at", "due", "started_at", "finished_at")
 _EPOCH = pd.Timestamp(0, tz="UTC")
-
-
-class HistoryError(SchedError):
-    """A queue history cannot be read; the message names the file, line and field."""
 
 
 @dataclass
@@ -109,193 +100,23 @@ def history_format(path):
     return fmt
 
 
-class _Hashing(io.RawIOBase):
-    """A binary reader that hashes what passes through it (the file's SHA-256, in one pass)."""
-
-    def __init__(self, fh):
-        self.fh, self.sha = fh, hashlib.sha256()
-
-    def readable(self):
-        return True
-
-    def readinto(self, b):
-        data = self.fh.read(len(b))
-        self.sha.update(data)
-        b[: len(data)] = data
-        return len(data)
-
-
-def _open(path):
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        raise HistoryError(f"{path}: file not found") from None
-    except OSError as exc:
-        raise HistoryError(f"{path}: cannot read: {exc.strerror}") from None
-    if stat.S_ISDIR(st.st_mode):
-        raise HistoryError(f"{path}: is a folder, not a file")
-    if not stat.S_ISREG(st.st_mode):
-        raise HistoryError(f"{path}: not a regular file (a pipe or a device?)")
-    try:
-        raw = open(path, "rb")  # noqa: SIM115 (closed by read_history)
-    except PermissionError:
-        raise HistoryError(f"{path}: cannot read (permission denied)") from None
-    hashing = _Hashing(raw)
-    binary = io.BufferedReader(hashing, 1 << 20)
-    if str(path).lower().endswith(".gz"):
-        binary = gzip.GzipFile(fileobj=binary)
-    return raw, hashing, io.TextIOWrapper(binary, encoding="utf-8-sig", newline="")
-
-
-def _check_columns(header, path):
-    for name in ("id", "kind", "submitted_at"):
-        if name not in header:
-            raise HistoryError(f"{path}: no column {name!r} (columns: {shorten(', '.join(header), 80)})")
-    if "priority" not in header and "weight" not in header:
-        raise HistoryError(f"{path}: no column 'priority' or 'weight' (one of them is required)")
-
-
-def _csv_chunks(text, path, stats, size):
-    """(lines, frame of str, list of (line, reason)) per chunk of a CSV file.
-
-    A chunk without a double quote is split line by line (one record a line),
-    and its rows with the header's field count are parsed by pandas' C
-    reader, several times faster than the csv module; a chunk holding quotes
-    goes through the csv module (a quoted field spanning two chunks then
-    makes its record malformed: counted and reported, never silently wrong).
-    """
-    first = text.readline()
-    if not first.strip():
-        return
-    header = [h.strip() for h in next(csv.reader([first]))]
-    from sched.files import check_header
-
-    check_header(header, path, 1, HistoryError)
-    _check_columns(header, path)
-    width = len(header)
-    number = 1
-    while True:
-        raw = []
-        for _ in range(size):
-            s = text.readline()
-            if not s:
-                break
-            raw.append(s)
-        if not raw:
-            return
-        lines, good, bad = [], [], []
-        if any('"' in s for s in raw):
-            reader = csv.reader(raw, skipinitialspace=True)
-            end = number
-            for row in reader:
-                line = end + 1
-                end = number + reader.line_num
-                if not row or (len(row) == 1 and not row[0].strip()):
-                    continue
-                stats.total += 1
-                if len(row) != width:
-                    bad.append((line, f"{len(row)} fields, the header has {width}"))
-                else:
-                    good.append(row)
-                    lines.append(line)
-            frame = pd.DataFrame(good, columns=header, dtype=object)
-        else:
-            for i, s in enumerate(raw, start=number + 1):
-                if not s.strip():
-                    continue
-                stats.total += 1
-                k = s.count(",") + 1
-                if k != width:
-                    bad.append((i, f"{k} fields, the header has {width}"))
-                else:
-                    good.append(s)
-                    lines.append(i)
-            frame = (
-                pd.read_csv(
-                    io.StringIO("".join(good)),
-                    header=None,
-                    names=header,
-                    dtype=str,
-                    na_filter=False,
-                    skipinitialspace=True,
-                    index_col=False,
-                )
-                if good
-                else pd.DataFrame(columns=header, dtype=object)
-            )
-            if len(frame) != len(good):  # pandas and the line split disagree: refuse, never guess
-                raise HistoryError(f"{path}: lines {number + 1}-{number + len(raw)}: not a readable CSV chunk")
-        number += len(raw)
-        yield np.array(lines, dtype=np.int64), frame, bad
-
-
-_BAD = "\0bad"  # a JSON value that is neither text, a number nor null: fails every parse
-
-
-def _text_cell(v):
-    if v is None:
-        return ""
-    if isinstance(v, str):
-        return v
-    if isinstance(v, (int, float)) and not isinstance(v, bool):
-        return repr(v)
-    return _BAD
-
-
-def _jsonl_chunks(text, path, stats, size):
-    rows, lines, bad = [], [], []
-
-    def frame():
-        f = pd.DataFrame(rows, dtype=object)
-        for c in f.columns:  # every cell as text, as a CSV would hold it ("" for absent)
-            col = f[c]
-            missing = col.isna().to_numpy()
-            kind = pd.api.types.infer_dtype(col, skipna=True)
-            if kind == "string":
-                f[c] = col.where(~missing, "")
-            elif kind in ("integer", "floating", "mixed-integer-float"):
-                f[c] = col.astype(str).where(~missing, "")
-            else:  # mixed types: cell by cell (a list, an object or a boolean fails every parse)
-                f[c] = [_text_cell(v) if v == v else "" for v in col.to_numpy()]
-        return f
-
-    for line, s in enumerate(text, start=1):
-        if not s.strip():
-            continue
-        stats.total += 1
-        try:
-            obj = json.loads(s)
-        except json.JSONDecodeError as exc:
-            bad.append((line, f"not valid JSON ({exc.msg})"))
-        except RecursionError:
-            bad.append((line, "nested too deeply"))
-        else:
-            if isinstance(obj, dict):
-                rows.append(obj)
-                lines.append(line)
-            else:
-                bad.append((line, f"not a JSON object (a {type(obj).__name__})"))
-        if len(rows) + len(bad) >= size:
-            yield np.array(lines, dtype=np.int64), frame(), bad
-            rows, lines, bad = [], [], []
-    if rows or bad:
-        yield np.array(lines, dtype=np.int64), frame(), bad
-
-
 def _strip(col):
     """Text stripped of surrounding spaces, for low-cardinality columns (kind, priority): each
     distinct value is stripped once."""
     codes, uniques = pd.factorize(col)
-    return pd.Series(np.asarray([u.strip() for u in uniques], dtype=object)[codes] if len(uniques) else col,
-                     index=col.index, dtype=object)
+    return pd.Series(
+        np.asarray([u.strip() for u in uniques], dtype=object)[codes] if len(uniques) else col,
+        index=col.index,
+        dtype=object,
+    )
 
 
 def _shown(value):
-    return "a JSON list, object or boolean" if value == _BAD else shorten(value)
+    return "a JSON list, object or boolean" if value == BAD else shorten(value)
 
 
 def _empty(col):
-    return (col.to_numpy(dtype=object) == "")
+    return col.to_numpy(dtype=object) == ""
 
 
 def parse_times(col):
@@ -334,7 +155,7 @@ def _parse(frame, lines, priorities, kinds):
 
     def text_ok(name):
         col = column(name)
-        flag(col.to_numpy(dtype=object) == _BAD, f"{name}: not text")
+        flag(col.to_numpy(dtype=object) == BAD, f"{name}: not text")
         return col
 
     ids = text_ok("id")
@@ -343,7 +164,9 @@ def _parse(frame, lines, priorities, kinds):
     flag(_empty(ids), "id: missing value")
     flag(_empty(kind), "kind: missing value")
     if kinds is not None:
-        flag(~kind.isin(kinds).to_numpy(), lambda i: f"kind: {shorten(kind.iloc[i])} is not in the calibration")
+        flag(
+            ~kind.isin(kinds).to_numpy(), lambda i: f"kind: {shorten(kind.iloc[i])} is not in the calibration"
+        )
     times = {}
     for name in TIMES:
         values, bad = parse_times(column(name))
@@ -353,13 +176,17 @@ def _parse(frame, lines, priorities, kinds):
         times[name] = values
     w = _numbers(column("weight"))
     w_given = ~_empty(column("weight"))
-    flag(w_given & ~((w > 0) & (w <= MAX_WEIGHT)), lambda i: f"weight: {_shown(column('weight').iloc[i])} "
-         f"is not a number in (0, {MAX_WEIGHT:g}]")
+    flag(
+        w_given & ~((w > 0) & (w <= MAX_WEIGHT)),
+        lambda i: f"weight: {_shown(column('weight').iloc[i])} is not a number in (0, {MAX_WEIGHT:g}]",
+    )
     mapped = prio.map({k: float(v["weight"]) for k, v in priorities.items()}).to_numpy(dtype=np.float64)
     need = ~w_given
     flag(need & _empty(prio), "priority: missing value (and no weight)")
-    flag(need & np.isnan(mapped), lambda i: f"priority: {shorten(prio.iloc[i])} is not a class of "
-         "scenario.priorities")
+    flag(
+        need & np.isnan(mapped),
+        lambda i: f"priority: {shorten(prio.iloc[i])} is not a class of scenario.priorities",
+    )
     weight = np.where(w_given, w, mapped)
     sub, due, st, fin = (times[k] for k in TIMES)
     flag(due < sub, "due: before submitted_at")
@@ -369,8 +196,10 @@ def _parse(frame, lines, priorities, kinds):
     for name in FEATURES:
         v = _numbers(column(name))
         given = ~_empty(column(name))
-        flag(given & ~((v > 0) & (v <= MAX_SECONDS)), lambda i, name=name: f"{name}: "
-             f"{_shown(column(name).iloc[i])} is not a number > 0")
+        flag(
+            given & ~((v > 0) & (v <= MAX_SECONDS)),
+            lambda i, name=name: f"{name}: {_shown(column(name).iloc[i])} is not a number > 0",
+        )
         feats[name] = np.where(given, v, np.nan)
     ok = reason == None  # noqa: E711
     bad = [(int(lines[i]), reason[i]) for i in np.flatnonzero(~ok)]
@@ -400,8 +229,8 @@ def read_history(path, priorities, max_bad_share, kinds=None, stats=None, chunk_
     path = Path(path)
     fmt = history_format(path)
     stats = stats if stats is not None else HistoryStats(path, fmt)
-    raw, hashing, text = _open(path)
-    chunks = _csv_chunks if fmt == "csv" else _jsonl_chunks
+    raw, hashing, text = open_history(path)
+    chunks = csv_chunks if fmt == "csv" else jsonl_chunks
     try:
         for lines, frame, bad in chunks(text, path, stats, chunk_size):
             for line, why in bad:

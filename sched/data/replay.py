@@ -108,7 +108,9 @@ def replay_scenarios(paths, cfg, calibration_path, window_hours=24.0, min_tasks=
         name = "replay-" + stamp.strftime("%Y-%m-%d" if window_hours % 24 == 0 else "%Y-%m-%dT%H%M")
         out.scenarios.append(Scenario(name, validate_frame(frame, f"history window {name}")))
     if not out.scenarios:
-        raise HistoryError(f"no window of {window_hours:g} h holds {min_tasks} measured tasks: nothing to replay")
+        raise HistoryError(
+            f"no window of {window_hours:g} h holds {min_tasks} measured tasks: nothing to replay"
+        )
     if out.unmeasured:
         out.notes.append(f"{out.unmeasured} tasks without a measured duration were left out")
     if out.small_windows:

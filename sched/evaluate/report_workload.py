@@ -6,7 +6,6 @@ from sched import layout
 from sched.evaluate.policies import is_ppo, policy_key
 from sched.evaluate.report_format import ci, ci_k, k, label, level_text, pct
 
-
 #: The columns of `sched replay`'s windows.csv.
 WINDOW_COLUMNS = ("scenario_seed", "window", "tasks", "window_hours")
 
