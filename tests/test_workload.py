@@ -241,3 +241,53 @@ def test_no_workload_keeps_todays_draws(cfg):
     specs = cfg["scenario"]["kinds"]
     rate = cfg["scenario"]["load"] / mean_duration(specs)
     np.testing.assert_allclose(d["arrival"], np.cumsum(r_arrival.exponential(1 / rate, 50)))
+
+
+@pytest.mark.parametrize(
+    "change, field",
+    [
+        (lambda w: w["arrivals"].__setitem__("rate_per_hour", [float("nan")] * 168), "rate_per_hour"),
+        (lambda w: w["arrivals"].__setitem__("rate_per_hour", [0.0] * 168), "every rate is 0"),
+        (lambda w: w["priorities"]["classes"][0].__setitem__("weight", True), "weight"),
+        (lambda w: w["priorities"].__setitem__("by_hour_of_day", [[1.0]] * 24), "by_hour_of_day"),
+        (lambda w: w["deadlines"]["allowance"]["ratio_quantiles"][0].reverse(), "ratio_quantiles"),
+        (lambda w: w["deadlines"].__setitem__("share_without", 1.5), "share_without"),
+        (lambda w: w.__setitem__("arrivals", []), "arrivals"),
+    ],
+)
+def test_bad_workload_files_refused(tmp_path, fitted, change, field):
+    w = copy.deepcopy(fitted.data)
+    change(w)
+    path = tmp_path / "w.json"
+    path.write_text(json.dumps(w))
+    with pytest.raises(WorkloadFileError, match=field) as exc:
+        load_workload(path)
+    assert "\n" not in str(exc.value)
+
+
+def test_bad_history_files_refused(tmp_path, wcfg, calibrated):
+    def fit(p):
+        return calibrate_workload([p], wcfg, calibrated.calibration)
+
+    with pytest.raises(HistoryError, match="unknown history format"):
+        fit(tmp_path / "h.txt")
+    with pytest.raises(HistoryError, match="is a folder"):
+        (tmp_path / "d.csv").mkdir()
+        fit(tmp_path / "d.csv")
+    with pytest.raises(HistoryError, match="no column 'submitted_at'"):
+        fit(_history(tmp_path / "h.csv", ["a,image,low,"], header="id,kind,priority,due"))
+    with pytest.raises(HistoryError, match="empty file"):
+        (tmp_path / "e.jsonl").write_text("\n")
+        fit(tmp_path / "e.jsonl")
+    # a JSON list where a time or text is expected: malformed, named, no traceback
+    rows = [
+        json.dumps({"id": f"t{i}", "kind": "image", "submitted_at": 1717372800 + 60 * i, "priority": "low"})
+        for i in range(100)
+    ]
+    rows[5] = json.dumps({"id": "t5", "kind": ["image"], "submitted_at": 1717372800, "priority": "low"})
+    rows[6] = json.dumps({"id": "t6", "kind": "image", "submitted_at": {"t": 1}, "priority": "low"})
+    p = tmp_path / "j.jsonl"
+    p.write_text("\n".join(rows) + "\n")
+    strict = dict(wcfg, workload=dict(wcfg["workload"], max_bad_share=0.0))
+    with pytest.raises(HistoryError, match=r"line 6: kind: not text; line 7: submitted_at: a JSON list"):
+        calibrate_workload([p], strict, calibrated.calibration)
