@@ -291,3 +291,16 @@ def test_bad_history_files_refused(tmp_path, wcfg, calibrated):
     strict = dict(wcfg, workload=dict(wcfg["workload"], max_bad_share=0.0))
     with pytest.raises(HistoryError, match=r"line 6: kind: not text; line 7: submitted_at: a JSON list"):
         calibrate_workload([p], strict, calibrated.calibration)
+
+
+def test_load_settings_refused_with_a_workload(cfg):
+    from sched.config import ConfigError, validate_config
+
+    base = {"scenario": {"workload": "results/workload.json"}}
+    validate_config(copy.deepcopy(base))  # alone: fine (the file is read when scenarios are drawn)
+    with pytest.raises(ConfigError, match=r"train\.loads: not used with scenario\.workload"):
+        validate_config({**copy.deepcopy(base), "train": {"loads": [0.7, 0.9]}})
+    with pytest.raises(ConfigError, match=r"robustness\.settings\[0\] \('load-0\.70'\): load has no effect"):
+        validate_config(
+            {**copy.deepcopy(base), "robustness": {"settings": [{"name": "load-0.70", "load": 0.7}]}}
+        )
