@@ -63,6 +63,26 @@ def test_exposure_counts_partial_hours():
     assert e.sum() == pytest.approx(2.5)
 
 
+def test_exposure_matches_hour_by_hour_reference():
+    # the closed form against a plain count of every hour of the span
+    def reference(t0, t1):
+        out = np.zeros(168)
+        h = np.floor(t0 / 3600)
+        while h * 3600 < t1:
+            cover = min((h + 1) * 3600, t1) - max(h * 3600, t0)
+            out[hour_of_week(h * 3600)] += max(cover, 0) / 3600
+            h += 1
+        return out
+
+    rng = np.random.default_rng(5)
+    for span in (1800.0, 7200.0, 3 * 86400.0, 9 * 7 * 86400.0 + 5000.0):
+        for _ in range(4):
+            t0 = MONDAY + rng.uniform(-1e6, 1e6)
+            np.testing.assert_allclose(exposure_hours(t0, t0 + span), reference(t0, t0 + span), atol=1e-9)
+    big = exposure_hours(0.0, 1e12)  # a span of 31,700 years: no memory blow-up
+    assert big.sum() == pytest.approx(1e12 / 3600)
+
+
 def test_profile_recovered_within_10_percent(truth):
     # 600 weeks of the generator's arrivals (about 2.5 million; the quietest hour, a
     # weekend night, then has about 1,700): every one of the 168 fitted hourly rates

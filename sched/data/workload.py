@@ -41,6 +41,8 @@ HOURS_PER_WEEK = 168
 NO_DEADLINE_S = 7 * 86400.0
 #: Seconds from the Unix epoch (a Thursday) back to the Monday 00:00 UTC before it.
 EPOCH_WEEK_OFFSET_S = 3 * 86400.0
+#: Candidate arrivals drawn at once by the thinning (bounds its memory).
+BATCH = 1_000_000
 
 _cache = {}
 
@@ -179,7 +181,8 @@ def draw_arrivals(workload, rng, n, scale=1.0):
     out = np.empty(0)
     t = 0.0
     while len(out) < n:
-        m = max(64, int(1.3 * (n - len(out)) * top * 3600.0 / max(rate.mean(), 1e-300)))
+        # enough candidates for the tasks left, in batches of at most BATCH (memory stays bounded)
+        m = min(BATCH, max(64, int(1.3 * (n - len(out)) * top * 3600.0 / rate.mean())))
         cand = t + np.cumsum(rng.exponential(1.0 / top, m))
         t = cand[-1]
         how = (np.floor((start + cand) / 3600.0) % HOURS_PER_WEEK).astype(np.int64)

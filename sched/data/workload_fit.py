@@ -70,11 +70,30 @@ def estimates(calibration, kind, features):
 
 
 def exposure_hours(t0, t1):
-    """Hours of [t0, t1] (s since 1970-01-01 UTC) falling at each of the 168 hours of the week."""
-    h0, h1 = int(np.floor(t0 / 3600.0)), int(np.ceil(t1 / 3600.0))
-    hours = np.arange(h0, max(h1, h0 + 1))
-    cover = np.minimum(hours + 1, t1 / 3600.0) - np.maximum(hours, t0 / 3600.0)
-    return np.bincount(hour_of_week(hours * 3600.0), weights=np.clip(cover, 0, 1), minlength=HOURS_PER_WEEK)
+    """Hours of [t0, t1] (s since 1970-01-01 UTC) falling at each of the 168 hours of the week.
+
+    Counted in closed form (whole weeks, then the hours left over, then the two
+    partial hours at the ends), so a history spanning centuries costs no more
+    than one spanning a day.
+    """
+    out = np.zeros(HOURS_PER_WEEK)
+    a, b = t0 / 3600.0, t1 / 3600.0
+    first, last = np.ceil(a), np.floor(b)  # the whole hours [first, last)
+
+    def at(hour):
+        return int(hour_of_week(hour * 3600.0))
+
+    if last < first:  # within one hour
+        out[at(np.floor(a))] += b - a
+        return out
+    out[at(first - 1)] += first - a
+    out[at(last)] += b - last
+    whole = int(last - first)
+    out += whole // HOURS_PER_WEEK
+    rest = whole % HOURS_PER_WEEK
+    if rest:
+        out[(at(first) + np.arange(rest)) % HOURS_PER_WEEK] += 1.0
+    return out
 
 
 def smooth_rates(counts, exposure):
