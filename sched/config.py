@@ -16,7 +16,7 @@ from pathlib import Path
 
 import yaml
 
-from sched.errors import SchedError
+from sched.errors import SchedError, shorten  # noqa: F401  (shorten: also imported from here)
 from sched.limits import MAX_YAML_BYTES, MAX_YAML_NODES, SHOWN_CHARS
 
 SCHEMA_PATH = Path(__file__).resolve().with_name("config.schema.yaml")
@@ -25,12 +25,6 @@ DEFAULT_CONFIG = "config.yaml"
 
 class ConfigError(SchedError):
     """A configuration value is invalid; the message names the field and value."""
-
-
-def shorten(value, limit=SHOWN_CHARS):
-    """``repr(value)`` cut to ``limit`` characters, for error messages."""
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _count_nodes(data, limit):
@@ -173,6 +167,7 @@ def check_semantics(cfg, source="config", sections=None):
         lo, hi = sc["due"][name]
         if lo > hi:
             raise ConfigError(f"{source}: scenario.due.{name}: low {lo} is above high {hi}")
+    check_machines(cfg, source)
     check_seed_ranges(cfg["seeds"], source)
     check_workload_loads(cfg, source)
     cols = cfg["calibration"]["columns"]
@@ -201,6 +196,21 @@ def check_workload_loads(cfg, source="config"):
                 f"{source}: robustness.settings[{i}] ({shorten(setting.get('name'))}): load has no effect "
                 f"with scenario.workload ({fix}); remove the setting or its load"
             )
+
+
+def check_machines(cfg, source="config"):
+    """scenario.machines and each robustness setting's machines: a count, a spec or a machines CSV."""
+    from sched.data.machines import MachinesError, speeds
+
+    fields = [("scenario.machines", cfg["scenario"]["machines"])]
+    for i, st in enumerate(cfg.get("robustness", {}).get("settings", [])):
+        if "machines" in st:
+            fields.append((f"robustness.settings[{i}].machines", st["machines"]))
+    for field, value in fields:
+        try:
+            speeds(value, field)
+        except MachinesError as exc:
+            raise ConfigError(f"{source}: {exc}") from None
 
 
 def check_benchmark_counts(cfg, source="config"):

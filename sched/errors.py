@@ -6,6 +6,14 @@ Library code raises; only the command line (``sched.cli``) turns these into a
 one-line message and exit status 2.
 """
 
+from sched.limits import SHOWN_CHARS
+
+
+def shorten(value, limit=SHOWN_CHARS):
+    """``repr(value)`` cut to ``limit`` characters, for error messages."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
 
 class SchedError(ValueError):
     """Bad input or settings: the message says which, in one line."""

@@ -6,6 +6,11 @@ before any memory is allocated for them (see docs/reliability.md).
 
 #: GPUs in one farm (``scenario.machines``, ``--machines``, ``rank(machines=...)``).
 MAX_MACHINES = 10_000
+#: Slowest and fastest GPU speed (a task of duration p takes p / speed): a speed
+#: of 1 is the reference GPU. Bounded so that p / speed stays within MAX_SECONDS
+#: scale and a typo (0.0, 1e9) is refused rather than simulated.
+MIN_SPEED = 1e-3
+MAX_SPEED = 1e3
 #: Tasks in one scenario: generated (``scenario.tasks``, ``train.tasks``, ``--tasks``)
 #: or read from a file (its rows).
 MAX_SCENARIO_TASKS = 1_000_000

@@ -162,6 +162,8 @@ def test_files_have_exactly_the_contract_columns(tiny):
     winner = json.loads((tiny["bench"] / "winner.json").read_text())
     assert tuple(winner) == WINNER_KEYS
     tuned = json.loads(tiny["tuned"].read_text())
+    # the verdicts say which GPUs and load they hold for (rank() matches a call against them)
+    assert winner["setting"] == tuned["setting"] == {"machines": 1, "speeds": None, "load": 0.85}
     assert tuned["atc_k"] in TINY["benchmark"]["atc_k_grid"]
     assert tuned["atc_k"] == min(tuned["grid"], key=lambda g: g["mean_twt_s"])["atc_k"]
     assert summary.set_index("policy").loc["atc-tuned", "atc_k"] == tuned["atc_k"]

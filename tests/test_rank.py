@@ -23,7 +23,13 @@ NOW = 10_000.0
 
 def conf(tmp_path, atc_k=None):
     """A config whose rank files live in tmp_path (absent unless a test writes them)."""
-    c = {"rank": {"winner": str(tmp_path / "winner.json"), "tuned": str(tmp_path / "tuned.json")}}
+    c = {
+        "rank": {
+            "winner": str(tmp_path / "winner.json"),
+            "tuned": str(tmp_path / "tuned.json"),
+            "settings": str(tmp_path / "robustness"),
+        }
+    }
     if atc_k is not None:
         c["rules"] = {"atc_k": atc_k}
     return c
@@ -91,7 +97,7 @@ def test_compiled_path_is_the_simulators_schedule(rule):
         arr[10:20] = arr[10]  # equal arrivals: the tie rule
         free = np.linspace(0.0, 300.0, M)
         rid = rules.rule_id(rule)
-        order, start, end, mach = rollout_order(arr, est, w, due, free, rid, 2.0)
+        order, start, end, mach = rollout_order(arr, est, w, due, free, np.ones(len(free)), rid, 2.0)
         s2, e2, m2 = core.simulate(arr, est, est, w, due, rule, machines=M, k=2.0, machine_free=free)
         np.testing.assert_array_equal(start, s2)
         np.testing.assert_array_equal(end, e2)
@@ -422,6 +428,7 @@ def test_explain_table(tmp_path):
         "tardiness_s",
         "policy",
         "atc_k",
+        "why",
     ]
     assert table.id.tolist() == rank(tasks, now=NOW, machines=2, config=conf(tmp_path))
     assert (np.diff(table.start_s) >= 0).all()
@@ -588,7 +595,8 @@ def test_bad_input_names_the_task_and_field(tmp_path, tasks, who, field, why):
         ({"machines": 0}, "machines"),
         ({"machines": 1.5}, "machines"),
         ({"machines": []}, "machines"),
-        ({"machines": "2"}, "machines"),
+        ({"machines": "2x0"}, "machines item 1"),
+        ({"machines": "two"}, "machines item 1"),
         ({"machines": [0.0, "soon"]}, "machines[1]"),
         ({"now": float("inf")}, "now"),
         ({"now": "yesterday"}, "now"),

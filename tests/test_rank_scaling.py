@@ -100,7 +100,7 @@ def test_the_policies_compared_differ_from_atc():
     sc = make_queue(rng, 150, "now")
     (start, _, _), _ = both(make_policy(16, seed=3), sc)
     order_ppo = np.lexsort((np.arange(150), start))
-    order_atc, *_ = rollout_order(sc[0], sc[2], sc[3], sc[4], np.full(1, -np.inf), rules.ATC, 2.0)
+    order_atc, *_ = rollout_order(sc[0], sc[2], sc[3], sc[4], np.full(1, -np.inf), np.ones(1), rules.ATC, 2.0)
     assert not np.array_equal(order_ppo, order_atc)
 
 

@@ -25,10 +25,10 @@ def wmdd_textbook(p, w, d, t):
     return (1.0 / w) * max(p, d - t)
 
 
-def priority(rule, t, p, w, d, k=2.0, pbar=1.0, arrival=0.0):
+def priority(rule, t, p, w, d, k=2.0, pbar=1.0, arrival=0.0, speed=1.0):
     """rules.priority with its static part, as both simulators call it."""
     static = rules.static_part(rule, p, w)
-    return rules.priority(rule, t, arrival, p, w, d, k, pbar, static)
+    return rules.priority(rule, t, arrival, p, w, d, k, pbar, static, speed)
 
 
 # Three tasks waiting at t = 10 (p, w, d): A = (2, 2, 24), B = (3, 4, 31), C = (6, 1, 18).
@@ -141,3 +141,23 @@ def test_whole_schedules_equal_a_textbook_dispatcher(rule):
         for simulate in (core.simulate, reference.simulate):
             start, _, _ = simulate(arrival, p, p, w, d, rule, k=k)
             np.testing.assert_allclose(np.asarray(start, dtype=float), want, rtol=0, atol=1e-9)
+
+
+def test_rules_read_the_estimates_on_the_deciding_gpu():
+    # On a GPU of speed v a rule sees p / v and pbar / v; the static part stays the speed-1 one.
+    v = 0.5
+    for rule in (rules.SPT, rules.ATC, rules.WMDD):
+        for p, w, d in ((2.0, 2.0, 24.0), (3.0, 4.0, 31.0), (6.0, 1.0, 18.0)):
+            got = priority(rule, T, p, w, d, 2.0, 3.0, speed=v)
+            if rule == rules.ATC:
+                want = math.log(w / p) - max(d - p / v - T, 0.0) / (2.0 * 3.0 / v)
+            elif rule == rules.SPT:
+                want = -(p / v)
+            else:
+                want = -max(p / v, d - T) / w
+            assert got == pytest.approx(want, rel=1e-12)
+    # speed 1 is bit for bit the rule without speeds, and FIFO, EDD, WSPT ignore the speed
+    for rule in range(len(rules.RULES)):
+        assert priority(rule, T, 3.0, 4.0, 31.0, speed=1.0) == priority(rule, T, 3.0, 4.0, 31.0)
+    for rule in (rules.FIFO, rules.EDD, rules.WSPT):
+        assert priority(rule, T, 3.0, 4.0, 31.0, speed=0.3) == priority(rule, T, 3.0, 4.0, 31.0)

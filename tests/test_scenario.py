@@ -344,8 +344,14 @@ def test_generation_is_bounded_before_allocating(cfg):
 
     with pytest.raises(SizeError, match=f"tasks: must be at most {MAX_SCENARIO_TASKS}"):
         draw(cfg, 1, tasks=10**12)
-    with pytest.raises(SizeError, match=f"machines: must be at most {MAX_MACHINES}"):
+    from sched.data.machines import MachinesError
+
+    with pytest.raises(
+        MachinesError, match=f"machines: 1000000000 GPUs, more than the limit of {MAX_MACHINES}"
+    ):
         draw(cfg, 1, tasks=5, machines=10**9)
+    with pytest.raises(MachinesError, match=f"more than the limit of {MAX_MACHINES}"):
+        draw(cfg, 1, tasks=5, machines=f"{MAX_MACHINES}x1.0,1x0.5")
     with pytest.raises(ValueError, match="finite > 0"):
         draw(cfg, 1, tasks=5, load=float("inf"))
 

@@ -59,6 +59,79 @@ def test_busy_machines_equal_reference(sc, rule, free):
     assert all(s >= f for s, m in zip(got[0], got[2]) for f in [free[m]])
 
 
+# Speeds on a binary grid (0.5, 2: ends stay on a grid, so ties and coincident
+# events are common) and off it (0.6, 1.5).
+SPEEDS = st.lists(st.sampled_from([0.5, 0.6, 1.0, 1.5, 2.0]), min_size=1, max_size=4)
+
+
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(sc=scenarios(), rule=st.sampled_from(rules.RULES), speeds=SPEEDS, k=st.sampled_from([0.5, 2.0]))
+def test_mixed_speeds_equal_reference(sc, rule, speeds, k):
+    got = core.simulate(*sc, rule, machines=speeds, k=k)
+    want = reference.simulate(*sc, rule, machines=speeds, k=k)
+    assert _same(got, want)
+    start, end, mach = got
+    # a task of duration p runs p / v on its GPU of speed v
+    assert np.array_equal(end, start + np.asarray(sc[1]) / np.asarray(speeds)[mach])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    sc=scenarios(),
+    rule=st.sampled_from(rules.RULES),
+    free=st.lists(st.integers(-2, 10), min_size=3, max_size=3),
+)
+def test_mixed_speeds_with_busy_machines_equal_reference(sc, rule, free):
+    speeds, free = [0.5, 2.0, 1.0], [float(f) for f in free]
+    got = core.simulate(*sc, rule, machines=speeds, machine_free=free)
+    assert _same(got, reference.simulate(*sc, rule, machines=speeds, machine_free=free))
+
+
+@pytest.mark.parametrize("rule", rules.RULES)
+def test_generated_scenarios_with_mixed_speeds_equal_reference(cfg, rule):
+    from sched.data.scenario import generate
+
+    spec = "2x1.0,1x0.6,1x1.7"
+    scs = [generate(cfg, s, tasks=150, machines=spec) for s in range(3)]
+    got = core.simulate_batch([s.arrays for s in scs], rule, machines=spec)
+    for sc, g in zip(scs, got):
+        assert _same(g, reference.simulate(*sc.arrays, rule, machines=spec))
+
+
+def test_speed_one_everywhere_is_the_identical_machines_model(cfg):
+    # a list of speeds of 1 and a count give the same schedule, bit for bit
+    from sched.data.scenario import generate
+
+    sc = generate(cfg, 3, tasks=200, machines=3)
+    for rule in rules.RULES:
+        a = core.simulate(*sc.arrays, rule, machines=3)
+        b = core.simulate(*sc.arrays, rule, machines=[1.0, 1.0, 1.0])
+        c = core.simulate(*sc.arrays, rule, machines="3x1.0")
+        assert all(np.array_equal(x, y) and np.array_equal(x, z) for x, y, z in zip(a, b, c))
+
+
+def test_free_gpus_decide_lowest_index_first_whatever_their_speeds():
+    # four tasks at t = 0 on GPUs of speeds 0.5, 2, 1, 2: filled in index order,
+    # each task running 4 / v on its GPU
+    d = [4.0] * 4
+    for sim in (core.simulate, reference.simulate):
+        start, end, mach = sim([0.0] * 4, d, d, [1.0] * 4, [0.0] * 4, "fifo", machines=[0.5, 2.0, 1.0, 2.0])
+        assert list(mach) == [0, 1, 2, 3]
+        assert list(end) == [8.0, 2.0, 4.0, 2.0]
+
+
+def test_rules_read_the_estimate_on_the_deciding_gpu():
+    # WMDD's key max(p / v, d - t) / w: task A (p = 8, d = 6), task B (p = 2, d = 7), both w = 1.
+    # On a speed-1 GPU A's key is 8 and B's 7: B first. On a speed-4 GPU A's is
+    # max(2, 6) = 6 and B's 7: A first, and A runs 8 / 4 = 2 s.
+    sc = ([0.0, 0.0], [8.0, 2.0], [8.0, 2.0], [1.0, 1.0], [6.0, 7.0])
+    for sim in (core.simulate, reference.simulate):
+        start, _, _ = sim(*sc, "wmdd", machines=[1.0])
+        assert list(start) == [2.0, 0.0]
+        start, end, _ = sim(*sc, "wmdd", machines=[4.0])
+        assert list(start) == [0.0, 2.0] and list(end) == [2.0, 2.5]
+
+
 def test_machine_free_must_give_one_time_per_machine():
     sc = ([0.0], [1.0], [1.0], [1.0], [5.0])
     for simulate in (core.simulate, reference.simulate):

@@ -518,6 +518,7 @@ ROBUST_SETTINGS = {
         {
             "name": "machines-2",
             "machines": 2,
+            "tasks": 80,  # scaled with the GPUs: the main setting's hours
             "train": {"atc_k": "tuned", "teacher_scenarios": 1, "iterations": 2},
         },
     ]
@@ -559,6 +560,13 @@ def test_robustness_settings_are_benchmarked_and_reported(built, tmp_path):
         warm = {"ppo-1-warm", "ppo-2-warm"} if name == "machines-2" else set()
         assert set(resume["policy"]) & {"ppo-1-warm", "ppo-2-warm"} == warm
         assert (d / "winner.json").exists() and (d / "tuned.json").exists()
+    # each verdict records the setting it holds for (rank(policy="auto") matches calls to it)
+    assert json.loads((ws / "results/robustness/machines-2/winner.json").read_text())["setting"] == {
+        "machines": 2,
+        "speeds": None,
+        "load": 0.85,
+    }
+    assert set(pd.read_csv(ws / "results/robustness/machines-2/per_scenario.csv")["tasks"]) == {80}
     # the setting's scenarios: at load 0.7 tasks wait less than at the main load
     per_main = pd.read_csv(ws / "results/benchmark/per_scenario.csv")
     per_low = pd.read_csv(ws / "results/robustness/load-0.70/per_scenario.csv")

@@ -6,7 +6,11 @@ Writes, next to this script:
 
 * ``example_bench.csv``   -- 600 renders over two weeks (two of them failed
   renders with no usable duration, as real logs have);
-* ``example_bench.jsonl`` -- 120 further renders of a third week, in JSON Lines.
+* ``example_bench.jsonl`` -- 120 further renders of a third week, in JSON Lines;
+* ``example_bench_gpus.csv`` -- 400 renders on a farm of three GPU models of
+  known speeds (``GPU_MODELS``; a render of duration p on the reference
+  rtx4090 takes p / speed on a model of that speed), drawn from its own seed
+  so that the two files above stay as they were.
 
 Every draw comes from the seed below, so the files are reproducible byte for
 byte. The durations follow a log-linear model with known coefficients (the
@@ -72,10 +76,20 @@ VIDEO_FRAMES = [17, 25, 49, 49, 81, 121]
 VIDEO_STEPS = [20, 25, 25, 30]
 VIDEO_WORKFLOWS = ["wan-t2v", "wan-i2v", "ltx-t2v"]
 GPUS = ["rtx4090-a", "rtx4090-b"]
+# The mixed farm's GPU models and their speeds relative to the rtx4090 (speed 1):
+# what `sched calibrate example_bench_gpus.csv` should recover (gpu_speeds).
+GPU_MODELS = {"rtx4090": 1.0, "l40s": 1.25, "a5000": 0.6}
+GPU_SHARES = [0.5, 0.25, 0.25]
+GPU_SEED = 20240602
 
 
-def draw(rng, n, start):
-    """n render records, in time order from ``start``."""
+def draw(rng, n, start, models=None):
+    """n render records, in time order from ``start``.
+
+    ``models``: None, each render on one of the two rtx4090 cards (``GPUS``);
+    or True, on a GPU model drawn from ``GPU_MODELS`` (``GPU_SHARES``), its
+    duration divided by the model's speed.
+    """
     rows = []
     t = start
     for _ in range(n):
@@ -108,11 +122,17 @@ def draw(rng, n, start):
                 "height": int(h),
                 "frames": int(frames),
                 "steps": int(steps),
-                "gpu": GPUS[rng.integers(len(GPUS))],
-                "duration_s": round(float(np.exp(log_d)), 2),
+                "gpu": GPUS[rng.integers(len(GPUS))] if models is None else _model(rng),
+                "duration_s": None,
             }
         )
+        speed = GPU_MODELS[rows[-1]["gpu"]] if models else 1.0
+        rows[-1]["duration_s"] = round(float(np.exp(log_d) / speed), 2)
     return rows
+
+
+def _model(rng):
+    return list(GPU_MODELS)[rng.choice(len(GPU_MODELS), p=GPU_SHARES)]
 
 
 def main():
@@ -130,6 +150,16 @@ def main():
     with open(HERE / "example_bench.jsonl", "w", encoding="utf-8") as fh:
         for r in json_rows:
             fh.write(json.dumps(r) + "\n")
+    gpu_rows = draw(np.random.default_rng(GPU_SEED), 400, datetime(2024, 7, 1, 8, 0, tzinfo=UTC), models=True)
+    with open(HERE / "example_bench_gpus.csv", "w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, fieldnames=fields, lineterminator="\n")
+        w.writeheader()
+        w.writerows(gpu_rows)
+    print(
+        "example_bench_gpus.csv: truth: GPU speeds "
+        + ", ".join(f"{g} {v}" for g, v in GPU_MODELS.items())
+        + " (rtx4090 the reference)"
+    )
     for kind, m in TRUTH.items():
         d = np.array(
             [

@@ -29,7 +29,9 @@ def register(sub):
         help="calibration file whose duration model gives the estimates (default: scenario.calibration)",
     )
     s.add_argument(
-        "--machines", type=int, help="GPUs the implied load is computed on (default: scenario.machines)"
+        "--machines",
+        help="GPUs the implied load is computed on: a count, NxSPEED[,NxSPEED...] or a machines CSV "
+        "(default: scenario.machines)",
     )
     s.add_argument("--max-bad-share", type=float, help="override workload.max_bad_share")
     s.set_defaults(func=run)
@@ -44,7 +46,7 @@ def run(args):
     if args.max_bad_share is not None:
         cfg["workload"]["max_bad_share"] = args.max_bad_share
     if args.machines is not None:
-        cfg["scenario"]["machines"] = args.machines
+        cfg["scenario"]["machines"] = int(args.machines) if args.machines.strip().isdigit() else args.machines
     cfg = validate_config(cfg, "command line")
     calibration = args.calibration or cfg["scenario"]["calibration"]
     if not calibration:

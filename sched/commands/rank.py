@@ -8,9 +8,11 @@ line and exit status 2, naming the file. The output is strict JSON.
 
 import gc
 import json
+import os
 import sys
 
 from sched.cli import load_cfg
+from sched.data.machines import is_spec
 from sched.errors import UsageError
 from sched.limits import MAX_RANK_BYTES
 
@@ -46,8 +48,9 @@ def register(sub):
         "--machines",
         default="1",
         metavar="M",
-        help="count of free GPUs, or comma-separated times at which each GPU becomes "
-        "free, e.g. 0,1800 (one busy GPU: '1800,')",
+        help="count of free GPUs; GPU speeds as NxSPEED[,NxSPEED...], e.g. 2x1.0,2x0.6, or a "
+        "machines CSV (name,speed), every GPU free now; or comma-separated times at which each "
+        "GPU becomes free, e.g. 0,1800 (one busy GPU: '1800,')",
     )
     s.add_argument(
         "--explain",
@@ -65,8 +68,13 @@ def _time_arg(text):
 
 
 def parse_machines(text):
-    """``--machines``: a count, or comma-separated free times."""
+    """``--machines``: a count, a spec or CSV path (passed on to rank()), or comma-separated free times.
+
+    The ``x`` of a spec (``2x1.0,2x0.6``) tells it from a list of free times.
+    """
     text = text.strip()
+    if is_spec(text) or os.path.isfile(text) or text.lower().endswith(".csv"):
+        return text  # rank() reads it with sched.data.machines, naming the field
     if "," not in text:
         try:
             return int(text)

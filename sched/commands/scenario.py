@@ -13,7 +13,11 @@ def register(sub):
     s.add_argument("--out", help="output CSV (default: standard output)")
     s.add_argument("--tasks", type=int, help="override scenario.tasks")
     s.add_argument("--load", type=float, help="override scenario.load")
-    s.add_argument("--machines", type=int, help="override scenario.machines (sets the arrival rate)")
+    s.add_argument(
+        "--machines",
+        help="override scenario.machines: a count, NxSPEED[,NxSPEED...] or a machines CSV "
+        "(the sum of the speeds sets the arrival rate)",
+    )
     s.add_argument(
         "--calibration",
         metavar="FILE",
@@ -39,11 +43,13 @@ def run(args):
 
 def check_overrides(args):
     """The command-line overrides within the schema's bounds, refused naming the option."""
+    from sched.data.machines import speeds
     from sched.data.scenario import check_size
 
-    for name, value in (("--tasks", args.tasks), ("--machines", args.machines)):
-        if value is not None and value < 1:
-            raise UsageError(f"{name}: must be >= 1, got {value}")
-    check_size(args.tasks, args.machines, names=("--tasks", "--machines"))
+    if args.tasks is not None and args.tasks < 1:
+        raise UsageError(f"--tasks: must be >= 1, got {args.tasks}")
+    if args.machines is not None:
+        speeds(args.machines, "--machines")
+    check_size(args.tasks, None, names=("--tasks", "--machines"))
     if args.load is not None and not 0 < args.load < math.inf:
         raise UsageError(f"--load: must be a finite number > 0, got {args.load}")

@@ -17,7 +17,11 @@ def register(sub):
     src = s.add_mutually_exclusive_group(required=True)
     src.add_argument("--scenario", nargs="+", metavar="FILE", help="scenario CSV file(s)")
     src.add_argument("--seed", nargs="+", type=int, metavar="N", help="generated scenario seed(s)")
-    s.add_argument("--machines", type=int, help="machines (default: config scenario.machines)")
+    s.add_argument(
+        "--machines",
+        help="GPUs: a count, speeds as NxSPEED[,NxSPEED...] (e.g. 2x1.0,2x0.6) or a machines CSV "
+        "(name,speed) (default: config scenario.machines)",
+    )
     s.add_argument("--atc-k", type=float, dest="atc_k", help="ATC look-ahead k (default: config rules.atc_k)")
     s.add_argument("--policy-file", dest="policy_file", help="trained policy file for --policy ppo")
     s.add_argument("--out", help="schedule CSV for one scenario, or a folder for several")
@@ -26,14 +30,17 @@ def register(sub):
 
 def run(args):
     from sched import files
-    from sched.data.scenario import check_size, generate, read_scenario, schedule_frame, summarize
+    from sched.data.machines import spec_of, speeds
+    from sched.data.scenario import generate, read_scenario, schedule_frame, summarize
     from sched.evaluate.runs import schedule_scenarios
 
     cfg = load_cfg(args)
-    machines = args.machines if args.machines is not None else cfg["scenario"]["machines"]
-    if machines < 1:
-        raise UsageError(f"--machines: must be >= 1, got {machines}")
-    check_size(None, machines, names=("--tasks", "--machines"))
+    if args.machines is not None:
+        machines = speeds(args.machines, "--machines")  # refused here, naming the option
+    else:
+        machines = speeds(cfg["scenario"]["machines"], "scenario.machines")
+    # the summary's machines: a count for identical GPUs (as before speeds), else the spec
+    shown = len(machines) if (machines == 1.0).all() else spec_of(machines)
     k = args.atc_k if args.atc_k is not None else cfg["rules"]["atc_k"]
     if not 0 < k < math.inf:  # an infinite k would print Infinity in the JSON lines
         raise UsageError(f"--atc-k: must be a finite number > 0, got {k}")
@@ -57,7 +64,7 @@ def run(args):
         if out is not None:
             target = out / f"{sc.name}.csv" if many or out.is_dir() else out
             files.write_csv(target, sched_frame)
-        summary = {"scenario": sc.name, "policy": args.policy, "machines": machines}
+        summary = {"scenario": sc.name, "policy": args.policy, "machines": shown}
         if args.policy == "atc":
             summary["atc_k"] = k
         summary.update(summarize(sched_frame))

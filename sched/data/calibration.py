@@ -13,6 +13,8 @@ File layout (JSON, ``format`` = ``FORMAT``)::
                       "duration_model": {features, coefficients, residual_sigma, r2, ...} | null,
                       ...}},
      "estimate_noise_sigma": FLOAT | null,
+     "gpu_speeds": {"reference": GPU, "models": {GPU: {"speed", "ci95": [lo, hi], "records"}},
+                    "formula", "residual_sigma", "dof", "note"} | null,
      ...}
 
 ``spec`` is exactly a ``scenario.kinds`` entry of the config (validated
@@ -108,6 +110,20 @@ def check_calibration(data, source="calibration"):
     sigma = data.get("estimate_noise_sigma")
     if sigma is not None and not (_is_number(sigma) and sigma >= 0):
         fail("estimate_noise_sigma", f"expected null or a number >= 0, got {sigma!r}")
+    gpu = data.get("gpu_speeds")  # absent in files made before GPU speeds: as null
+    if gpu is not None:
+        _check_gpu_speeds(gpu, fail)
+
+
+def _check_gpu_speeds(gpu, fail):
+    models = gpu.get("models") if isinstance(gpu, dict) else None
+    if not isinstance(models, dict) or not models or not isinstance(gpu.get("reference"), str):
+        fail("gpu_speeds", "expected null or an object with reference and models")
+    for name, e in models.items():
+        ci = e.get("ci95") if isinstance(e, dict) else None
+        ok = isinstance(ci, list) and len(ci) == 2 and all(_is_number(c) and c > 0 for c in ci)
+        if not (ok and _is_number(e.get("speed")) and e["speed"] > 0):
+            fail(f"gpu_speeds.models.{name}", "expected a speed > 0 and its ci95 [low, high]")
 
 
 def _check_model(model, field, fail):

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from sched.data.distributions import frozen
+from sched.data.gpu_effect import summary as gpu_summary
 
 COLORS = {"lognormal": "tab:blue", "gamma": "tab:orange"}
 
@@ -133,4 +134,4 @@ def summary_lines(cal):
         )
     s = cal.data["estimate_noise_sigma"]
     lines.append("estimate noise sigma: " + (f"{s:.3f}" if s is not None else "none (no duration model)"))
-    return lines
+    return lines + gpu_summary(cal.data.get("gpu_speeds"))

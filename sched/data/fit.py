@@ -6,7 +6,8 @@ log-linear duration model
 
     log(duration_s) = intercept + sum_f coef_f * log(f),   f in pixels, frames, steps
 
-by least squares, and builds the calibration file that
+by least squares (with a speed per GPU model when the logs name the GPU:
+:mod:`sched.data.gpu_effect`), and builds the calibration file that
 ``sched.data.scenario`` samples from (layout in ``sched/data/calibration.py``).
 The bench logs are read by :mod:`sched.data.bench_logs`; the figure, the
 files and the terminal summary are :mod:`sched.data.calibration_output`'s.
@@ -28,6 +29,7 @@ import pandas as pd
 from sched.data.bench_logs import SHOWN, CalibrationError, read_bench
 from sched.data.calibration import FEATURES, FORMAT, check_calibration, model_log_prediction
 from sched.data.distributions import frozen
+from sched.data.gpu_effect import fit_gpu_speeds, on_reference_gpu
 
 FAMILY_PARAMETERS = 2  # lognormal (median, sigma), gamma (shape, scale): k in the AIC
 KS_NOTE = (
@@ -178,6 +180,9 @@ def calibrate(paths, options):
     names = ", ".join(str(log.path) for log in logs)
     frame = pd.DataFrame.from_records([r for log in logs for r in log.records])
     valid = _check_kinds(logs, frame, options, names)
+    # a `gpu` column: a speed per GPU model, and the kinds fitted on the reference GPU
+    gpu = fit_gpu_speeds(frame, valid, _model_columns)
+    frame = on_reference_gpu(frame, gpu)
     families = list(options["families"])
     if options["distribution"] in ("lognormal", "gamma") and options["distribution"] not in families:
         families.append(options["distribution"])
@@ -204,6 +209,7 @@ def calibrate(paths, options):
         "kinds": kinds,
         "estimate_noise_sigma": sigma,
         "estimate_noise_note": noise_note,
+        "gpu_speeds": gpu,
     }
     check_calibration(data, "(being written)")
     return Calibration(data, notes, durations, predictions)

@@ -32,6 +32,7 @@ from sched import files
 from sched.config import shorten
 from sched.data.calibration import estimate_noise_sigma_from_calibration, kind_specs_from_calibration
 from sched.data.distributions import mean_duration, sample_durations
+from sched.data.machines import total as total_speed
 from sched.data.workload import class_table, draw_allowance, draw_arrivals, draw_priorities, workload_of
 from sched.errors import SchedError
 from sched.limits import MAX_MACHINES, MAX_SCENARIO_BYTES, MAX_SCENARIO_TASKS, MAX_SECONDS, MAX_WEIGHT
@@ -275,20 +276,21 @@ def draw(cfg, seed, tasks=None, load=None, machines=None):
     sc = cfg["scenario"]
     n = int(tasks if tasks is not None else sc["tasks"])
     rho = float(load if load is not None else sc["load"])
-    M = int(machines if machines is not None else sc["machines"])
-    if n < 1 or not 0 < rho < np.inf or M < 1:
-        raise ValueError(f"tasks, load, machines: must be >= 1, finite > 0, >= 1; got {n}, {rho}, {M}")
-    check_size(n, M)
+    # the farm's capacity in speed-1 GPUs: the sum of the speeds (M for identical GPUs)
+    capacity = total_speed(machines if machines is not None else sc["machines"])
+    if n < 1 or not 0 < rho < np.inf:
+        raise ValueError(f"tasks, load: must be >= 1, finite > 0; got {n}, {rho}")
+    check_size(n, None)
     # an overflow (a huge sigma, say) is refused below in one line, without warnings
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-        d = _draw(cfg, seed, n, rho, M)
+        d = _draw(cfg, seed, n, rho, capacity)
     _check_drawn(
         seed, arrival_s=d["arrival"], duration_s=d["duration"], estimate_s=d["estimate"], due_s=d["due"]
     )
     return d
 
 
-def _draw(cfg, seed, n, rho, M):
+def _draw(cfg, seed, n, rho, capacity):
     sc = cfg["scenario"]
     specs = kind_specs(cfg)
     kinds = sorted(specs)
@@ -302,8 +304,8 @@ def _draw(cfg, seed, n, rho, M):
         # the queue history's weekly profile (scenario.workload), from a seeded time of the week
         arrival, how, _ = draw_arrivals(workload, r_arrival, n, sc["workload_scale"])
     else:
-        # Poisson arrivals: rate lambda such that rho = lambda * E[p] / M
-        rate = rho * M / mean_duration(specs)
+        # Poisson arrivals: rate lambda such that rho = lambda * E[p] / (sum of the speeds)
+        rate = rho * capacity / mean_duration(specs)
         arrival = np.cumsum(r_arrival.exponential(1.0 / rate, n))
 
     kind_idx = r_kind.choice(len(kinds), size=n, p=shares)

@@ -172,26 +172,20 @@ class WorkloadAccumulator:
             self.keys, self.pairs = self.keys[keep], self.pairs[keep]
 
     def fit(self, machines, priorities):
-        """The workload dict (see sched/data/workload.py) and the arrays the figure needs."""
-        from scipy.stats import chi2_contingency
+        """The workload dict (see sched/data/workload.py) and the arrays the figure needs.
+
+        ``machines``: the configured GPUs in any form of ``scenario.machines``; the load's
+        denominator is the sum of their speeds, as the generator's.
+        """
+        from sched.data.machines import describe, speeds
+
+        sp = speeds(machines, "scenario.machines")
+        capacity = float(sp.sum())
 
         exposure = exposure_hours(self.t0, self.t1)
         rate, w, raw = smooth_rates(self.counts, exposure)
-        names = {float(v["weight"]): k for k, v in priorities.items()}
-        weights = sorted(self.class_hour)
-        table = np.array([self.class_hour[w_] for w_ in weights]).T  # 24 x classes
-        total = table.sum(axis=0)
-        shares = total / total.sum()
-        p_mix = 1.0
-        rows = table.sum(axis=1) > 0
-        cols = total > 0
-        if rows.sum() > 1 and cols.sum() > 1:
-            p_mix = float(chi2_contingency(table[rows][:, cols])[1])
-        by_hour = None
-        if p_mix < MIX_P:
-            by_hour = (table + MIX_PRIOR * shares) / (table.sum(axis=1, keepdims=True) + MIX_PRIOR)
         hours = (self.t1 - self.t0) / 3600.0
-        mean_rate = self.n / hours if hours > 0 else float("nan")
+        mean_rate = self.n / hours
         mean_est = self.est_sum / self.n
         allowance = self._allowance()
         order = np.argsort(self.pairs[:, 0], kind="stable")
@@ -214,20 +208,7 @@ class WorkloadAccumulator:
                 "mean_rate_per_hour": mean_rate,
                 "hours": "168 hours of the week, Monday 00:00-01:00 UTC first",
             },
-            "priorities": {
-                "classes": [
-                    {
-                        "name": names.get(w_, f"weight-{w_:g}"),
-                        "weight": w_,
-                        "share": float(s),
-                        "count": int(c),
-                    }
-                    for w_, s, c in zip(weights, shares, total)
-                ],
-                "by_hour_of_day": by_hour.tolist() if by_hour is not None else None,
-                "mix_by_hour_pvalue": p_mix,
-                "varies_by_hour": by_hour is not None,
-            },
+            "priorities": self._priorities(priorities),
             "deadlines": {
                 "share_without": 1.0 - self.with_due / self.n,
                 "with_deadline": self.with_due,
@@ -236,20 +217,47 @@ class WorkloadAccumulator:
                 "median_allowance_s": float(np.median(self.pairs[:, 1])) if len(self.pairs) else None,
             },
             "load": {
-                "machines": int(machines),
+                "machines": describe(sp),
+                "capacity": capacity,
                 "mean_estimate_s": mean_est,
                 "mean_measured_duration_s": self.measured_sum / self.measured_n if self.measured_n else None,
                 "measured_tasks": self.measured_n,
-                "implied_load": mean_rate * mean_est / 3600.0 / machines,
+                "implied_load": mean_rate * mean_est / 3600.0 / capacity,
                 "implied_load_measured": (
-                    mean_rate * (self.measured_sum / self.measured_n) / 3600.0 / machines
+                    mean_rate * (self.measured_sum / self.measured_n) / 3600.0 / capacity
                     if self.measured_n
                     else None
                 ),
-                "peak_hour_load": float(rate.max() * mean_est / 3600.0 / machines),
+                "peak_hour_load": float(rate.max() * mean_est / 3600.0 / capacity),
             },
         }
         return data, {"pairs": self.pairs[order], "raw": raw}
+
+    def _priorities(self, priorities):
+        """The priority mix: class shares, and shares by hour of day when the mix changes."""
+        from scipy.stats import chi2_contingency
+
+        names = {float(v["weight"]): k for k, v in priorities.items()}
+        weights = sorted(self.class_hour)
+        table = np.array([self.class_hour[w] for w in weights]).T  # 24 x classes
+        total = table.sum(axis=0)
+        shares = total / total.sum()
+        p_mix = 1.0
+        rows, cols = table.sum(axis=1) > 0, total > 0
+        if rows.sum() > 1 and cols.sum() > 1:
+            p_mix = float(chi2_contingency(table[rows][:, cols])[1])
+        by_hour = None
+        if p_mix < MIX_P:
+            by_hour = (table + MIX_PRIOR * shares) / (table.sum(axis=1, keepdims=True) + MIX_PRIOR)
+        return {
+            "classes": [
+                {"name": names.get(w, f"weight-{w:g}"), "weight": w, "share": float(s), "count": int(c)}
+                for w, s, c in zip(weights, shares, total)
+            ],
+            "by_hour_of_day": by_hour.tolist() if by_hour is not None else None,
+            "mix_by_hour_pvalue": p_mix,
+            "varies_by_hour": by_hour is not None,
+        }
 
     def _allowance(self):
         if not len(self.pairs):
@@ -309,6 +317,10 @@ def calibrate_workload(paths, cfg, calibration_path, seed=0, chunk_size=None):
         ):
             acc.add(chunk)
         stats.append(st)
+    if acc.n and acc.t1 <= acc.t0:
+        raise HistoryError(
+            f"{', '.join(map(str, paths))}: every task submitted at the same time: no arrival rate"
+        )
     if acc.n < opts["min_tasks"]:
         raise HistoryError(
             f"{', '.join(map(str, paths))}: {acc.n} valid tasks, fewer than workload.min_tasks "

@@ -115,7 +115,7 @@ def summary_lines(result):
         f"deadlines: {dl['share_without']:.1%} without; "
         f"median allowance {dl['median_allowance_s'] or 0:.0f} s; "
         f"allowance / estimate in {bins} bins of the estimate",
-        f"load on {ld['machines']} GPU(s): {ld['implied_load']:.3f} from the estimates "
+        f"load on {ld['machines']}: {ld['implied_load']:.3f} from the estimates "
         f"(mean {ld['mean_estimate_s']:.1f} s)"
         + (
             f", {ld['implied_load_measured']:.3f} from the measured durations "

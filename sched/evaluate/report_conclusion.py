@@ -6,6 +6,7 @@ including the case where the learned policy does not win.
 
 from sched.evaluate.policies import is_ppo, policy_key
 from sched.evaluate.report_format import ci, k, level_text, pct, rel
+from sched.setting import describe as describe_setting
 
 
 def conclusion_section(cfg, d):
@@ -33,7 +34,9 @@ def conclusion_section(cfg, d):
         "",
         " ".join(lines),
         "",
-        f'`winner.json` records {w["policy"]}{how}; `rank(tasks, policy="auto")` uses it.',
+        f"`winner.json` records {w['policy']}{how} for {describe_setting(w['setting'])}; "
+        f'`rank(tasks, policy="auto")` runs it for queues on these GPUs, and for other GPUs the '
+        f"winner of the setting measured on them (docs/rank.md).",
     ]
 
 
@@ -162,9 +165,15 @@ def robustness_section(cfg, robust):
     return lines
 
 
+def _value(v):
+    """A setting's value as the config gives it: a number, or text (a machines spec)."""
+    return f"{v:g}" if isinstance(v, (int, float)) else str(v)
+
+
 def _robustness_row(sc, setting, summary):
-    what = ", ".join(f"{key} {setting[key]:g}" for key in ("load", "machines") if key in setting)
-    base = ", ".join(f"{key} {sc[key]:g}" for key in ("load", "machines") if key not in setting)
+    keys = ("load", "machines", "tasks")
+    what = ", ".join(f"{key} {_value(setting[key])}" for key in keys if key in setting)
+    base = ", ".join(f"{key} {_value(sc[key])}" for key in keys[:2] if key not in setting)
     if what:
         desc = f"{setting['name']}: {what}" + (f" ({base})" if base else "")
     else:

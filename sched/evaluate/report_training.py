@@ -274,7 +274,7 @@ def ppo_alone_settings(cfg, robust):
         (setting, summary)
         for setting, summary in robust
         if (setting.get("train") or {}).get("teacher_scenarios") == 0
-        and all(setting.get(key, sc[key]) == sc[key] for key in ("load", "machines"))
+        and all(setting.get(key, sc[key]) == sc[key] for key in ("load", "machines", "tasks"))
     ]
 
 

@@ -16,7 +16,10 @@ def arrivals_text(sc):
 
     w = load_workload(sc["workload"])
     scale = sc["workload_scale"]
-    load = w["load"]["implied_load"] * scale * w["load"]["machines"] / sc["machines"]
+    from sched.data.machines import total
+
+    # the fit's load was on the GPUs configured when it was made: rescaled to today's
+    load = w["load"]["implied_load"] * scale * w["load"]["capacity"] / total(sc["machines"])
     scaled = (
         "the history's own rates"
         if scale == 1

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sched import files, layout
+from sched import files, layout, setting
 from sched.evaluate.errors import BenchmarkError
 from sched.evaluate.per_scenario import check_complete, matrix
 from sched.evaluate.policies import is_heuristic, is_ppo, is_warm, policy_key, same_rule
@@ -50,6 +50,7 @@ WINNER_KEYS = (
     "mean_difference_pct",
     "ci95_pct",
     "reason",
+    "setting",  # sched.setting.of_config: the farm and load the verdict was measured on
 )
 #: Weighted seconds per reporting unit ("k" columns: thousands of weighted seconds).
 UNIT = 1000.0
@@ -201,6 +202,7 @@ def write_outputs(out_dir, frame, cfg, specs, full):
     out_dir = Path(out_dir)
     if full:
         summary, winner = summarise(frame, cfg, specs)
+        winner["setting"] = setting.of_config(cfg)  # the farm rank() matches a call against
     files.write_csv(out_dir / layout.PER_SCENARIO, frame)
     written = [out_dir / layout.PER_SCENARIO]
     if full:

@@ -3,6 +3,7 @@
 import numpy as np
 
 from sched import config as config_mod
+from sched import setting
 from sched.config import ConfigError
 from sched.evaluate.per_scenario import schedule_metrics
 from sched.evaluate.progress import bar
@@ -36,6 +37,7 @@ def tune_atc_k(cfg, progress=False):
         "(first in grid order on a tie)",
         "validation_seeds": {"first": seeds.start, "last": seeds.stop - 1, "count": len(seeds)},
         "scenario": {k: cfg["scenario"][k] for k in ("tasks", "load", "machines")},
+        "setting": setting.of_config(cfg),  # the farm rank() matches a call against
         "reference_atc_k": float(cfg["rules"]["atc_k"]),
         "grid": grid,
         "config_hash": config_mod.config_hash(cfg, ["scenario", "rules", "seeds", "benchmark"]),

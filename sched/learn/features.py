@@ -5,12 +5,17 @@ benchmark and ``rank()``. Two encodings share the per-task features:
 
 * per-task rows (default, size-free): one row of ``TASK_FEATURES`` for every
   waiting task, in queue order, plus ``GLOBAL_FEATURES``;
-* the original card's flat vector: the ``FLAT_SLOTS`` = 24 waiting tasks with the
+* the original card's flat vector (its globals, fixed by the card, have no
+  ``speed_rel``: a flat policy reads the estimates on the deciding GPU but not
+  how fast it is): the ``FLAT_SLOTS`` = 24 waiting tasks with the
   highest ATC index, best first, ``FLAT_TASK_FEATURES`` = 8 features each, then
   ``FLAT_GLOBAL_FEATURES`` = 4 globals: 24 x 8 + 4 = 196 inputs. Empty slots are
   zero and masked; when more than 24 tasks wait, the others are not visible
   (the ATC ordering keeps the most urgent candidates in view).
 
+A decision is taken for one GPU (the freeing one, ``pending``); the features
+read every estimate on that GPU, ``p / v`` with ``v`` its speed, as the rules
+do (``sched.sim.rules``), and ``speed_rel`` tells a fast GPU from a slow one.
 Times are divided by ``pbar``, the mean estimate of the waiting tasks, so the
 features do not depend on the time unit or the duration scale, and the
 classic rules are representable exactly: the ``atc`` feature is the ATC log
@@ -48,7 +53,11 @@ GLOBAL_FEATURES = (
     "free_frac",  # share of machines free now
     "late_frac",  # share of waiting tasks already doomed to be late
     "load",  # the scenario model's load
+    "speed_rel",  # the deciding GPU's speed / the farm's mean speed (1 on identical GPUs)
 )
+#: The global features of policy files made before GPU speeds (issue 16): such a
+#: file is read with a zero weight on ``speed_rel`` (sched.learn.policy_file).
+GLOBAL_FEATURES_BEFORE_SPEEDS = GLOBAL_FEATURES[:-1]
 N_TASK = len(TASK_FEATURES)
 N_GLOBAL = len(GLOBAL_FEATURES)
 ATC_INDEX = TASK_FEATURES.index("atc")
@@ -72,9 +81,12 @@ def _encode_slot(s, b, k, p_ref, load, x, g):
     """Fill x[:qlen] (per-task rows, queue order) and g for slot b; returns the ATC order."""
     ql = s.qlen[b]
     t = s.t[b]
+    m = s.pending[b]
+    v = s.speed[b, m]  # the deciding GPU's: estimates are read as p / v on it
     pbar = 0.0
     for q in range(ql):
         pbar += s.est[b, s.queue[b, q]]
+    pbar /= v
     work = pbar
     pbar /= ql
     atc = np.empty(ql)
@@ -84,7 +96,7 @@ def _encode_slot(s, b, k, p_ref, load, x, g):
     late = 0
     for q in range(ql):
         j = s.queue[b, q]
-        p, w, d = s.est[b, j], s.w[b, j], s.due[b, j]
+        p, w, d = s.est[b, j] / v, s.w[b, j], s.due[b, j]
         log_wp = rules.static_part(rules.ATC, p, w)
         a = rules.atc_log_index(log_wp, p, d, t, k, pbar)
         atc[q] = a
@@ -114,7 +126,7 @@ def _encode_slot(s, b, k, p_ref, load, x, g):
         x[q, 8] = max(-(x[q, 8] - wmdd_min), ATC_FLOOR)
         x[q, 9] = max(x[q, 9] - wspt_max, ATC_FLOOR)
         x[q, 11] = r / ql
-    global_features(s.mfree[b], t, ql, work, pbar, p_ref, late, load, g)
+    global_features(s.mfree[b], s.speed[b], m, t, ql, work, pbar, p_ref, late, load, g)
     return order
 
 
@@ -137,17 +149,21 @@ def pool_context(xb, ql, gb, out):
 
 
 @nb.njit(cache=True)
-def global_features(mfree, t, ql, work, pbar, p_ref, late, load, g):
+def global_features(mfree, speed, deciding, t, ql, work, pbar, p_ref, late, load, g):
     """Write the N_GLOBAL features of a decision into ``g``: the one definition.
 
-    ``mfree``: the machines' free times; ``t``: now; ``ql``: waiting tasks;
-    ``work``: their total estimate and ``pbar`` its mean; ``late``: how many
-    would finish late if started now; ``load``: the scenario model's load.
+    ``mfree``: the machines' free times, ``speed`` their speeds, ``deciding``
+    the machine the decision is for; ``t``: now; ``ql``: waiting tasks;
+    ``work``: their total estimate on the deciding machine and ``pbar`` its
+    mean; ``late``: how many would finish late if started now; ``load``: the
+    scenario model's load.
     """
     M = mfree.shape[0]
     busy = 0.0
     free = 0
+    total_speed = 0.0
     for m in range(M):
+        total_speed += speed[m]
         if mfree[m] <= t:
             free += 1
         else:
@@ -159,6 +175,7 @@ def global_features(mfree, t, ql, work, pbar, p_ref, late, load, g):
     g[4] = free / M
     g[5] = late / ql
     g[6] = load
+    g[7] = speed[deciding] * M / total_speed
 
 
 @nb.njit(cache=True)

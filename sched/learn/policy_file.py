@@ -23,6 +23,7 @@ import zipfile
 
 import torch
 
+from sched import setting
 from sched.config import config_hash, shorten
 from sched.errors import SchedError
 from sched.files import atomic_path
@@ -64,6 +65,7 @@ def policy_meta(cfg, args):
         "global_features": list(F.GLOBAL_FEATURES if enc == "tasks" else F.FLAT_GLOBAL_FEATURES),
         "config_hash": config_hash(cfg, ["scenario", "rules", "seeds"]),
         "train_args": dataclasses.asdict(args),
+        "setting": setting.of_config(cfg),  # the farm it was trained for (rank()'s explanation)
     }
 
 
@@ -102,8 +104,11 @@ def load(path):
             f"{path}: policy file version {shorten(blob.get('version'))}, expected {VERSION}"
         )
     meta = blob.get("meta")
+    state = blob.get("state_dict")
+    if _before_speeds(meta):
+        meta, state = _add_speed_feature(meta, state)
     _check_meta(path, meta)
-    state = _check_weights(path, meta["arch"], blob.get("state_dict"))
+    state = _check_weights(path, meta["arch"], state)
     try:
         net = build(meta["arch"])
         net.load_state_dict(state)
@@ -112,6 +117,39 @@ def load(path):
             f"{path}: weights do not fit the architecture: {str(exc).splitlines()[0][:200]}"
         ) from None
     return Policy(net, meta)
+
+
+def _before_speeds(meta):
+    """True for a per-task policy file made before GPU speeds (its globals lack ``speed_rel``)."""
+    return (
+        isinstance(meta, dict)
+        and isinstance(meta.get("arch"), dict)
+        and isinstance(meta["arch"].get("name"), str)
+        and ENCODINGS.get(meta["arch"]["name"]) == "tasks"
+        and meta.get("global_features") == list(F.GLOBAL_FEATURES_BEFORE_SPEEDS)
+    )
+
+
+def _add_speed_feature(meta, state):
+    """An older file's meta and weights with ``speed_rel`` added at a zero weight.
+
+    The new global feature is the context's last input (``networks.TaskScorer``:
+    the features' mean, max, then the globals), so a zero column appended to the
+    first layers of the actor and the critic reads it without changing a single
+    output: the policy decides as it did, blind to the GPUs' speeds (it still
+    sees the estimates on the deciding GPU, p / v). Tensors that are not what
+    the architecture expects are left as they are, for :func:`_check_weights` to
+    refuse.
+    """
+    meta = dict(meta, global_features=list(F.GLOBAL_FEATURES))
+    if not isinstance(state, dict):
+        return meta, state
+    state = dict(state)
+    for name in ("actor.0.weight", "critic.0.weight"):
+        t = state.get(name)
+        if isinstance(t, torch.Tensor) and t.ndim == 2 and t.layout == torch.strided:
+            state[name] = torch.cat([t, t.new_zeros(t.shape[0], 1)], 1)
+    return meta, state
 
 
 def _check_size(path):
@@ -195,6 +233,11 @@ def _check_meta(path, meta):
         _positive(path, f"meta.{key}", meta[key])
     if not isinstance(meta["config_hash"], str):
         raise _bad(path, "meta.config_hash", "expected text", meta["config_hash"])
+    if meta.get("setting") is not None:  # absent from files of earlier versions
+        try:
+            meta["setting"] = setting.read(meta["setting"], "meta.setting")
+        except setting.SettingError as exc:
+            raise PolicyFileError(f"{path}: {exc}") from None
     flat = ENCODINGS[meta["arch"]["name"]] != "tasks"
     for key, want in (
         ("task_features", F.FLAT_TASK_FEATURES if flat else F.TASK_FEATURES),

@@ -149,10 +149,15 @@ def fast_weights_of(policy):
     return fw
 
 
-def fast_path_applies(top_k, scenario):
+def fast_path_applies(top_k, scenario, speeds=None):
     """Whether :func:`greedy_rollout_fast` runs: a candidate set of 1 to MAX_TOP_K
-    tasks, finite times, positive estimates and weights (else the reference runs)."""
+    tasks, finite times, positive estimates and weights, every GPU of speed 1
+    (else the reference runs). The fast path reads the estimates as they are;
+    on a GPU of another speed the features read p / speed (``features``), which
+    only the reference path computes."""
     if not 0 < top_k <= scorer_fast.MAX_TOP_K:
+        return False
+    if speeds is not None and not (np.asarray(speeds) == 1.0).all():
         return False
     arr, _, est, w, due = (np.asarray(c, dtype=np.float64) for c in scenario)
     finite = all(np.isfinite(c).all() for c in (arr, est, w, due))
@@ -170,7 +175,7 @@ def run_one(policy, scenario, machines=1, machine_free=None, fast=True):
     load = float(np.asarray(enc.load).ravel()[0])
     top_k = int(policy.net.top_k)
     w = weights_of(policy)
-    if fast and fast_path_applies(top_k, scenario):
+    if fast and fast_path_applies(top_k, scenario, state.speed[0]):
         ws = scorer_fast.workspace(state.queue.shape[1], top_k, w[0].shape[0])
         greedy_rollout_fast(state, enc.k, enc.p_ref, load, top_k, *w, fast_weights_of(policy), ws)
     else:

@@ -260,4 +260,6 @@ def queue_position(s, ql, j):
 @nb.njit(cache=True)
 def _globals(s, ql, t, work, pbar, p_ref, load, late, cin):
     """The global features (their one definition: ``features.global_features``)."""
-    F.global_features(s.mfree[0], t, ql, work, pbar, p_ref, late, load, cin[2 * N_TASK :])
+    F.global_features(
+        s.mfree[0], s.speed[0], s.pending[0], t, ql, work, pbar, p_ref, late, load, cin[2 * N_TASK :]
+    )

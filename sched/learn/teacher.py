@@ -81,6 +81,7 @@ def _with_future(s, b, dst, fa, fd, fe, fw, fdue, horizon):
     dst.qlen[0] = ql
     for m in range(s.mfree.shape[1]):
         dst.mfree[0, m] = s.mfree[b, m]
+        dst.speed[0, m] = s.speed[b, m]
         dst.mtask[0, m] = -1
     dst.t[0] = t
     dst.nxt[0] = ql
@@ -99,12 +100,13 @@ def _atc_candidates(s, b, k, K):
     for q in range(ql):
         pbar += s.est[b, s.queue[b, q]]
     pbar /= ql
+    speed = s.speed[b, s.pending[b]]  # the deciding GPU's: ATC as the rules see it there
     v = np.empty(ql)
     for q in range(ql):
         j = s.queue[b, q]
-        v[q] = rules.atc_log_index(
-            rules.static_part(rules.ATC, s.est[b, j], s.w[b, j]), s.est[b, j], s.due[b, j], t, k, pbar
-        )
+        p, w = s.est[b, j], s.w[b, j]
+        static = rules.static_part(rules.ATC, p, w)
+        v[q] = rules.priority(rules.ATC, t, s.arr[b, j], p, w, s.due[b, j], k, pbar, static, speed)
     return np.argsort(-v, kind="mergesort")[: min(K, ql)]  # the features' atc_rank order
 
 

@@ -32,6 +32,7 @@ yields no step and is skipped.
 import numpy as np
 
 from sched.data.distributions import mean_duration
+from sched.data.machines import speeds
 from sched.data.scenario import draw, kind_specs
 from sched.learn import features as F
 from sched.sim import core
@@ -79,16 +80,18 @@ class VecQueue:
         self.rng = rng
         self.seeds = seeds
         self.tasks = int(tasks or cfg["scenario"]["tasks"])
-        self.M = int(machines or cfg["scenario"]["machines"])
+        #: the GPUs' speeds (any form of sched.data.machines: a count, a spec)
+        self.speeds = speeds(machines if machines is not None else cfg["scenario"]["machines"])
+        self.M = len(self.speeds)
         self.loads = [float(x) for x in (loads or [cfg["scenario"]["load"]])]
         self.reward_scale = float(reward_scale)
         self.encoder = F.Encoder(encoding, atc_k, p_ref_of(cfg), self.loads[0])
-        self.state = core.empty_state(self.B, self.tasks, self.M)
+        self.state = core.empty_state(self.B, self.tasks, self.speeds)
         self.slot_load = np.zeros(self.B)
         self.slot_seed = np.zeros(self.B, dtype=np.int64)
         self.finished = []  # (seed, load, total weighted tardiness) of episodes that ended
         self.atc_k = float(atc_k)
-        self.scratch = core.empty_state(self.B, self.tasks, self.M) if privileged else None
+        self.scratch = core.empty_state(self.B, self.tasks, self.speeds) if privileged else None
         # the hint of the current states, and what lets the next step's reuse it
         # (core.cost_to_go_cached): valid, the action taken, ATC's choice
         self._ctg = np.zeros(self.B)
@@ -133,7 +136,7 @@ class VecQueue:
             load = (
                 self.loads[int(self.rng.integers(len(self.loads)))] if len(self.loads) > 1 else self.loads[0]
             )
-            d = draw(self.cfg, seed, tasks=self.tasks, load=load, machines=self.M)
+            d = draw(self.cfg, seed, tasks=self.tasks, load=load, machines=self.speeds)
             core.load_slot(self.state, b, d["arrival"], d["duration"], d["estimate"], d["weight"], d["due"])
             core.set_rule(self.state, b, core.rules.ATC)  # the hint's ATC choices read it
             self._hint_valid[b] = False

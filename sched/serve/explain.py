@@ -1,7 +1,8 @@
 """``rank(..., explain=True)``: the plan as a table, and as JSON-ready records.
 
 One row per task, in start order: its planned machine, start and end,
-lateness (end - due) and tardiness, the policy used (and ATC's k); with
+lateness (end - due) and tardiness, the policy used (and ATC's k) and why it
+was chosen (``why``: which benchmark verdict, for which GPUs); with
 datetime input, also the start and end as datetimes in the input's time zone.
 """
 
@@ -13,7 +14,7 @@ import numpy as np
 from sched.sim import rules
 from sched.sim.objective import tardiness
 
-EXPLAIN_COLUMNS = ("id", "machine", "start_s", "end_s", "lateness_s", "tardiness_s", "policy", "atc_k")
+EXPLAIN_COLUMNS = ("id", "machine", "start_s", "end_s", "lateness_s", "tardiness_s", "policy", "atc_k", "why")
 
 
 def explain_frame(q, plan, order, start, end, mach):
@@ -37,6 +38,7 @@ def explain_frame(q, plan, order, start, end, mach):
             "tardiness_s": tardiness(e, q.due[order]),
             "policy": plan.name,
             "atc_k": plan.k if plan.rule == rules.ATC else np.nan,
+            "why": plan.why,
         },
         columns=list(EXPLAIN_COLUMNS),
     )

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sched import layout
+from sched import layout, setting
 from sched.errors import SchedError
 from sched.serve.explain import explain_frame
 from sched.serve.tasks import RankInputError, read_queue, task_records
@@ -35,8 +35,12 @@ from sched.sim import rules
 
 __all__ = ["Plan", "RankInputError", "Settings", "rank", "tuned_k"]
 
-Plan = namedtuple("Plan", "name rule k policy_file")  # rule: rule id, or None for PPO
-Settings = namedtuple("Settings", "weights atc_k winner tuned calibration")
+# rule: rule id, or None for PPO; why: the reason it runs, in words (explain's column)
+Plan = namedtuple("Plan", "name rule k policy_file why", defaults=("",))
+Settings = namedtuple("Settings", "weights atc_k winner tuned calibration others farm")
+#: A benchmark's verdict on one setting: where from, the setting, its winner (a Plan or
+#: None) and its tuned ATC k (or None).
+Verdict = namedtuple("Verdict", "source setting winner tuned_k")
 
 
 # --------------------------------------------------------------------------- entry point
@@ -53,9 +57,15 @@ def rank(tasks, now=None, policy="auto", machines=1, explain=False, config=None,
     numbers, compared with surrounding white space stripped (``"a"`` and
     ``"a  "`` are duplicates) and returned as given; limits on sizes and
     values: :mod:`sched.serve.tasks`. ``machines``: a count of
-    free GPUs, or a list of the times at which each GPU becomes free (times
-    before ``now`` mean free now). ``policy``: ``"auto"`` (the benchmark's
-    winner from config ``rank.winner``, else ATC), a rule name, ``"atc-tuned"``,
+    free GPUs; a spec ``"NxSPEED[,NxSPEED...]"`` such as ``"2x1.0,2x0.6"`` or a
+    machines CSV path (``name,speed``), every GPU free now; or a list with
+    one item per GPU: the time it becomes free (times before ``now`` mean
+    free now), or a mapping ``{"free_at": ..., "speed": ...}`` (both
+    optional: free now, speed 1). ``policy``: ``"auto"`` (the benchmark winner
+    measured on the same GPUs as the call: config ``rank.winner`` or a setting
+    under ``rank.settings``; else ATC with the k tuned for those GPUs; else ATC
+    with ``rules.atc_k``: docs/rank.md), a rule name, ``"atc-tuned"`` (the k
+    tuned for the call's GPUs),
     ``"ppo"`` with ``policy_file``, ``"ppo-<seed>"``, or a policy file path.
     ``config``: a config file path or a config mapping (default: as the
     command line, ``./config.yaml`` if present).
@@ -67,18 +77,18 @@ def rank(tasks, now=None, policy="auto", machines=1, explain=False, config=None,
     :class:`RankInputError`, and nothing else.
     """
     st = _settings(config)
-    plan = _plan(policy, policy_file, st)
     q = read_queue(task_records(tasks), now, machines, st)
+    plan = _plan(policy, policy_file, st, _farm_of(q))
     if q.n == 0:
         order = start = end = mach = np.zeros(0, np.int64)
     elif plan.rule is not None:
         from sched.sim.one_queue import rollout_order
 
         order, start, end, mach = rollout_order(
-            q.arrival, q.estimate, q.weight, q.due, q.machine_free, plan.rule, plan.k
+            q.arrival, q.estimate, q.weight, q.due, q.machine_free, q.speed, plan.rule, plan.k
         )
     else:
-        order, start, end, mach = _ppo_rollout(plan, q)
+        order, start, end, mach, plan = _ppo_rollout(plan, q)
     if explain:
         return explain_frame(q, plan, order, start, end, mach)
     ids = q.ids
@@ -125,6 +135,8 @@ def _settings(config):
         winner=cfg["rank"]["winner"],
         tuned=cfg["rank"]["tuned"],
         calibration=cfg["scenario"].get("calibration"),
+        others=cfg["rank"]["settings"],
+        farm=setting.of_config(cfg),
     )
     if len(_settings_cache) > 32:
         _settings_cache.clear()
@@ -170,13 +182,24 @@ def _positive_field(value, path, field):
     return float(value)
 
 
+def _setting_field(data, path, fallback):
+    """The ``setting`` a verdict file records; ``fallback`` for files of earlier versions."""
+    if data.get("setting") is None:
+        return fallback
+    try:
+        return setting.read(data["setting"], "field setting")
+    except setting.SettingError as exc:
+        raise RankInputError(f"{path}: {exc}") from None
+
+
 def _check_winner(data, path):
-    """A winner.json (format in docs/file-contract.md) as a Plan, paths resolved."""
+    """A winner.json (format in docs/file-contract.md) as (Plan, setting or None), paths resolved."""
     if not isinstance(data, dict):
         raise RankInputError(f"{path}: expected a JSON object, got {type(data).__name__}")
     name = data.get("policy")
     if not isinstance(name, str) or not name:
         raise RankInputError(f"{path}: field policy: expected a policy name, got {name!r}")
+    where = _setting_field(data, path, None)
     rule, k, pfile = data.get("rule"), data.get("atc_k"), data.get("policy_file")
     if rule is not None:
         if rule not in rules.RULES:
@@ -185,7 +208,7 @@ def _check_winner(data, path):
             )
         if k is not None:
             k = _positive_field(k, path, "atc_k")
-        return Plan(name, rules.rule_id(rule), k, None)
+        return Plan(name, rules.rule_id(rule), k, None), where
     if pfile is None:
         raise RankInputError(
             f"{path}: fields rule and policy_file are both null: nothing says how to run the winner"
@@ -199,67 +222,150 @@ def _check_winner(data, path):
         beside = Path(path).parent / p
         if beside.exists():
             p = beside
-    return Plan(name, None, None, p)
+    return Plan(name, None, None, p), where
 
 
 def _check_tuned(data, path):
+    """A tuned.json as (k, setting or None); the setting of earlier files is their ``scenario``."""
     if not isinstance(data, dict) or "atc_k" not in data:
         raise RankInputError(f'{path}: field atc_k: missing (expected {{"atc_k": K, ...}})')
-    return _positive_field(data["atc_k"], path, "atc_k")
+    k = _positive_field(data["atc_k"], path, "atc_k")
+    sc = data.get("scenario")
+    legacy = None
+    if isinstance(sc, dict) and isinstance(sc.get("machines"), int) and "load" in sc:
+        legacy = _setting_field({"setting": {**sc, "speeds": None}}, path, None)
+    return k, _setting_field(data, path, legacy)
 
 
-def tuned_k(st):
-    """The tuned ATC k: from winner.json when atc-tuned won, else from tuned.json."""
-    won = _json_file(st.winner, _check_winner)
-    if won is not None and won.name == "atc-tuned" and won.k is not None:
-        return won.k
-    k = _json_file(st.tuned, _check_tuned)
-    if k is None:
+def _verdicts(st):
+    """Every verdict rank() may follow: the main benchmark's (config rank.winner and
+    rank.tuned; files without a setting are taken as the config's scenario), then each
+    folder of config rank.settings holding a winner.json or tuned.json, by name."""
+    sources = [("the main benchmark", st.winner, st.tuned, st.farm)]
+    if st.others is not None and os.path.isdir(st.others):
+        for name in sorted(os.listdir(st.others)):
+            d = os.path.join(st.others, name)
+            if os.path.isdir(d):
+                w, t = os.path.join(d, layout.WINNER), os.path.join(d, layout.TUNED)
+                sources.append((f"setting {name}", w, t, None))
+    out = []
+    for source, wpath, tpath, fallback in sources:
+        won = _json_file(wpath, _check_winner)
+        tuned = _json_file(tpath, _check_tuned)
+        plan, where = won if won is not None else (None, None)
+        k, twhere = tuned if tuned is not None else (None, None)
+        where = where or twhere or fallback
+        if where is None:
+            continue  # a verdict that does not say its setting is not used for any call
+        if plan is not None and plan.name == "atc-tuned" and plan.k is not None:
+            k = plan.k  # the k the benchmark measured
+        out.append(Verdict(source, where, plan, k))
+    return out
+
+
+def _closest(verdicts, st):
+    """The verdict measured at the load closest to the config's scenario.load (the first listed
+    on a tie: the main benchmark first)."""
+    return min(enumerate(verdicts), key=lambda iv: (abs(iv[1].setting["load"] - st.farm["load"]), iv[0]))[1]
+
+
+def _matching(st, farm):
+    """The verdicts measured on the GPUs of the call."""
+    return [v for v in _verdicts(st) if setting.same_farm(v.setting, farm)]
+
+
+def tuned_k(st, farm=None):
+    """The tuned ATC k for the call's GPUs (default: the config's): from the winner when
+    atc-tuned won there, else from its tuned.json."""
+    farm = farm or st.farm
+    found = [v for v in _matching(st, farm) if v.tuned_k is not None]
+    if not found:
         raise RankInputError(
-            f"policy atc-tuned: no tuned k found (neither {st.winner} naming atc-tuned nor "
-            f"{st.tuned} exists); run the benchmark, or use policy 'atc' (config rules.atc_k)"
+            f"policy atc-tuned: no tuned k for {setting.describe({**farm, 'load': None})} (neither "
+            f"{st.winner} naming atc-tuned, {st.tuned}, nor a setting under {st.others} tuned for "
+            f"these GPUs); run the benchmark, or use policy 'atc' (config rules.atc_k)"
         )
-    return k
+    v = _closest(found, st)
+    return v.tuned_k, v
 
 
-def _plan(policy, policy_file, st):
-    """How to run ``policy``: a Plan(name, rule id or None, k, policy file)."""
+def _auto(st, farm):
+    """What policy "auto" runs for the call's GPUs, and why (docs/rank.md)."""
+    gpus = setting.describe({**farm, "load": None})
+    found = _matching(st, farm)
+    won = [v for v in found if v.winner is not None]
+    if won:
+        v = _closest(won, st)
+        plan = v.winner
+        if plan.rule is not None and plan.k is None:
+            plan = plan._replace(k=st.atc_k)
+        if plan.rule is None:
+            plan = _ppo_plan(plan.name, plan.policy_file, st.winner)
+        more = " (of several, the one whose load is closest to config scenario.load)" if len(won) > 1 else ""
+        return plan._replace(
+            why=f"auto: the winner of {v.source}, measured on {setting.describe(v.setting)}: "
+            f"the call's {gpus}{more}"
+        )
+    tuned = [v for v in found if v.tuned_k is not None]
+    if tuned:
+        v = _closest(tuned, st)
+        return Plan(
+            "atc-tuned",
+            rules.ATC,
+            v.tuned_k,
+            None,
+            f"auto: no benchmark winner for {gpus}; ATC with the k tuned for them in {v.source}",
+        )
+    return Plan(
+        "atc",
+        rules.ATC,
+        st.atc_k,
+        None,
+        f"auto: no benchmark or tuning for {gpus}; ATC with config rules.atc_k",
+    )
+
+
+def _farm_of(q):
+    """The call's GPUs as a setting (no load: a call does not state one)."""
+    return {"machines": len(q.machine_free), "speeds": setting.canonical_speeds(q.speed)}
+
+
+def _plan(policy, policy_file, st, farm):
+    """How to run ``policy`` on the call's GPUs ``farm``: a Plan (name, rule id or None, k,
+    policy file, why)."""
     if not isinstance(policy, (str, os.PathLike)):
         raise RankInputError(f"policy: expected a name or a policy file path, got {policy!r}")
     name = os.fspath(policy)
     if policy_file is not None and not (name == "ppo" or name.startswith("ppo-")):
         raise RankInputError(f"policy_file: only used with policy 'ppo' or 'ppo-<seed>', not {name!r}")
+    asked = f"asked for by the call (policy={name!r})"
     if name == "auto":
-        won = _json_file(st.winner, _check_winner)
-        if won is None:
-            return Plan("atc", rules.ATC, st.atc_k, None)
-        if won.rule is not None and won.k is None:
-            won = won._replace(k=st.atc_k)
-        return won if won.rule is not None else _ppo_plan(won.name, won.policy_file, st.winner)
+        return _auto(st, farm)
     if name in rules.RULES:
-        return Plan(name, rules.rule_id(name), st.atc_k, None)
+        return Plan(name, rules.rule_id(name), st.atc_k, None, asked)
     if name == "atc-tuned":
-        return Plan(name, rules.ATC, tuned_k(st), None)
+        k, v = tuned_k(st, farm)
+        return Plan(name, rules.ATC, k, None, f"{asked}; k tuned in {v.source} for these GPUs")
     if name == "ppo":
         if policy_file is None:
             raise RankInputError("policy ppo: needs policy_file (a trained policy file)")
-        return _ppo_plan(name, policy_file, "policy_file")
+        return _ppo_plan(name, policy_file, "policy_file", asked)
     if name.startswith("ppo-") and name[4:].isdigit():
         pfile = policy_file if policy_file is not None else layout.policy_file(name[4:])
-        return _ppo_plan(name, pfile, "policy_file")
+        return _ppo_plan(name, pfile, "policy_file", asked)
     if os.path.isfile(name):
-        return _ppo_plan("ppo", name, "policy")
+        return _ppo_plan("ppo", name, "policy", asked)
     raise RankInputError(
         f"policy: unknown policy {name!r}; expected auto, {', '.join(rules.RULES)}, atc-tuned, "
         f"ppo (with policy_file), ppo-<seed>, or an existing policy file"
     )
 
 
-def _ppo_plan(name, pfile, where):
+def _ppo_plan(name, pfile, where, why=""):
     p = Path(pfile)
     if not p.is_file():
         raise RankInputError(f"{where}: policy file {p} not found")
-    return Plan(name, None, None, p)
+    return Plan(name, None, None, p, why)
 
 
 def _ppo_rollout(plan, q):
@@ -271,10 +377,15 @@ def _ppo_rollout(plan, q):
         policy = load_cached(plan.policy_file)
     except PolicyFileError as exc:  # the message names the file and the field or tensor
         raise RankInputError(str(exc)) from exc
+    trained, farm = policy.meta.get("setting"), _farm_of(q)
+    if trained is not None and not setting.same_farm(trained, farm):
+        gpus = setting.describe({**farm, "load": None})
+        note = f"note: trained for {setting.describe(trained)}, not the call's {gpus}"
+        plan = plan._replace(why=f"{plan.why}; {note}")
     start, end, mach = run_greedy_one(
         policy,
         (q.arrival, q.estimate, q.estimate, q.weight, q.due),
-        machines=len(q.machine_free),
+        machines=q.speed,
         machine_free=q.machine_free,
     )
     start, end = np.asarray(start, np.float64), np.asarray(end, np.float64)
@@ -283,4 +394,4 @@ def _ppo_rollout(plan, q):
     # the other (end > start, estimates are > 0), so (start, machine) is the
     # decision order.
     order = np.lexsort((np.arange(q.n), mach, start))
-    return order, start, end, mach
+    return order, start, end, mach, plan

@@ -26,6 +26,7 @@ plan's reach (the latest time given + the total estimated work) at most
 """
 
 import math
+import os
 import sys
 import time
 from collections import namedtuple
@@ -34,6 +35,8 @@ from datetime import datetime
 import numpy as np
 
 from sched.config import shorten
+from sched.data.machines import MachinesError, speeds
+from sched.data.machines import speed as machine_speed
 from sched.errors import SchedError
 from sched.limits import MAX_MACHINES, MAX_RANK_TASKS, MAX_SECONDS, MAX_WEIGHT
 from sched.serve.times import clock_of, number, seconds_naive, to_seconds, when, where
@@ -49,7 +52,8 @@ KNOWN_FIELDS = frozenset(("id", "estimate_s", "duration_s", "weight", "priority"
 
 #: The validated queue. ``clock``: "seconds", "aware" (POSIX seconds) or "naive"
 #: (local wall clock); ``tz``: the time zone to show the plan in.
-Queue = namedtuple("Queue", "n ids arrival estimate weight due machine_free kinds clock tz")
+#: ``speed``: each GPU's speed (a task of estimate p takes p / speed on it).
+Queue = namedtuple("Queue", "n ids arrival estimate weight due machine_free speed kinds clock tz")
 
 
 # --------------------------------------------------------------------------- records
@@ -111,7 +115,7 @@ def read_queue(tasks, now, machines, st):
             raise RankInputError(f"now: {exc}") from None
         if type(now) is not float:
             dates.append((now, None, None, "now"))
-    free = _machines(machines, dates)
+    free, speed = _machines(machines, dates)
 
     clock, tz = "seconds", None
     if dates:
@@ -131,7 +135,7 @@ def read_queue(tasks, now, machines, st):
         _check_reach(max(float(columns[0].max()), float(mfree.max())), float(columns[1].sum()))
     elif ids:
         _check_reach(max(max(arrival), max(free), now), sum(est))
-    return Queue(len(ids), ids, *columns, mfree, kinds, clock, tz)
+    return Queue(len(ids), ids, *columns, mfree, speed, kinds, clock, tz)
 
 
 def _check_reach(latest, work):
@@ -284,35 +288,65 @@ def _time(v, tid, pos, field, dates):
 
 
 def _machines(machines, dates):
-    """Free times of the machines (floats or datetimes; -inf: free at any time)."""
+    """Free times (floats or datetimes; -inf: free at any time) and speeds of the machines.
+
+    ``machines``: a count; a spec (``"2x1.0,2x0.6"``) or machines CSV, all free now
+    (:mod:`sched.data.machines`); or per GPU its free time or ``{"free_at", "speed"}``.
+    """
     f = number(machines)
     if f is not None:
         if f > MAX_MACHINES:
             raise _too_many_machines(f"{shorten(machines)} GPUs")
         if not (math.isfinite(f) and f == int(f) and f >= 1):
             raise RankInputError(f"machines: expected a whole count >= 1, got {shorten(machines)}")
-        return [-math.inf] * int(f)
-    if isinstance(machines, (str, bytes, dict)) or not hasattr(machines, "__iter__"):
+        return [-math.inf] * int(f), np.ones(int(f))
+    if isinstance(machines, (str, os.PathLike)):
+        try:
+            sp = speeds(machines, "machines")
+        except MachinesError as exc:
+            raise RankInputError(str(exc)) from None
+        return [-math.inf] * len(sp), sp
+    if isinstance(machines, (bytes, dict)) or not hasattr(machines, "__iter__"):
         raise RankInputError(
-            "machines: expected a count of free GPUs or a list of the times "
-            f"at which each becomes free, got {shorten(machines)}"
+            "machines: expected a count of free GPUs, a spec like 2x1.0,2x0.6, or a list of the "
+            f"times at which each becomes free, got {shorten(machines)}"
         )
     if hasattr(machines, "__len__") and len(machines) > MAX_MACHINES:
         raise _too_many_machines(f"a list of {len(machines)} free times")
-    free = []
+    free, sp = [], []
     for m, v in enumerate(machines):
         if m == MAX_MACHINES:  # an iterator: counted as it goes
             raise _too_many_machines(f"more than {MAX_MACHINES} free times")
-        try:
-            t = when(v)
-        except ValueError as exc:
-            raise RankInputError(f"machines[{m}]: {exc}") from None
-        if type(t) is not float:
-            dates.append((t, None, None, f"machines[{m}]"))
+        t, v_m = _machine(m, v, dates)
         free.append(t)
+        sp.append(v_m)
     if not free:
         raise RankInputError("machines: empty list (at least one GPU is needed)")
-    return free
+    return free, np.array(sp, dtype=np.float64)
+
+
+def _machine(m, v, dates):
+    """One item of a machines list: (free time, speed)."""
+    speed_m, field = 1.0, f"machines[{m}]"
+    if isinstance(v, dict):
+        extra = sorted(str(k) for k in v if k not in ("free_at", "speed", "name"))
+        if extra:
+            raise RankInputError(f"{field}: unknown field {shorten(extra[0])} (expected free_at, speed)")
+        try:
+            speed_m = machine_speed(v.get("speed", 1.0), f"{field}.speed")
+        except MachinesError as exc:
+            raise RankInputError(str(exc)) from None
+        if v.get("free_at") is None:
+            return -math.inf, speed_m  # free now
+        field += ".free_at"
+        v = v["free_at"]
+    try:
+        t = when(v)
+    except ValueError as exc:
+        raise RankInputError(f"{field}: {exc}") from None
+    if type(t) is not float:
+        dates.append((t, None, None, field))
+    return t, speed_m
 
 
 def _too_many_machines(what):

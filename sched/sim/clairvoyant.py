@@ -40,6 +40,7 @@ far from where the rule put it in one step.
 import numba as nb
 import numpy as np
 
+from sched.data.machines import MachinesError, describe, speeds
 from sched.sim.objective import weighted_tardiness
 
 INSERT, SWAP = 0, 1
@@ -293,10 +294,10 @@ def search(scenarios, start_seqs, machines=1, window=30, evaluations=200_000, se
     B = len(scenarios)
     if B == 0:
         return []
-    if int(window) < 1 or int(evaluations) < 0 or int(machines) < 1:
+    machines = identical_count(machines)
+    if int(window) < 1 or int(evaluations) < 0:
         raise ValueError(
-            f"clairvoyant search: window must be >= 1, evaluations >= 0 and "
-            f"machines >= 1, got {window}, {evaluations}, {machines}"
+            f"clairvoyant search: window must be >= 1 and evaluations >= 0, got {window}, {evaluations}"
         )
     n = np.array([len(sc[0]) for sc in scenarios], dtype=np.int64)
     N = int(n.max())
@@ -344,6 +345,21 @@ def sequence_cost(seq, arrival, duration, weight, due, machines=1):
         np.asarray(seq, dtype=np.int64),
         np.asarray(arrival, dtype=np.float64),
         np.asarray(duration, dtype=np.float64),
-        np.full(int(machines), -np.inf),
+        np.full(identical_count(machines), -np.inf),
     )
     return weighted_tardiness(end, due, weight)
+
+
+def identical_count(machines):
+    """The count of GPUs of ``machines`` (any form of sched.data.machines), all of speed 1.
+
+    The decoder's "machine free earliest" is only right for identical GPUs;
+    with mixed speeds the right machine depends on the task (the one that
+    finishes it first), which this search does not model: refused.
+    """
+    sp = speeds(machines)
+    if not (sp == 1.0).all():
+        raise MachinesError(
+            f"machines: the clairvoyant search handles identical GPUs only, got {describe(sp)}"
+        )
+    return len(sp)

@@ -36,6 +36,7 @@ def _one_slot_state(n, machines):
         due=np.zeros((1, N)),
         n=np.zeros(1, np.int64),
         mfree0=np.zeros((1, M)),
+        speed=np.ones((1, M)),
         static=np.zeros((1, N)),
         t=np.zeros(1),
         nxt=np.zeros(1, np.int64),
@@ -57,11 +58,11 @@ def _one_slot_state(n, machines):
 
 
 @nb.njit(cache=True)
-def rollout_order(arrival, estimate, weight, due, machine_free, rule, k):
+def rollout_order(arrival, estimate, weight, due, machine_free, speed, rule, k):
     """Greedy rollout of ``rule`` on one queue, planned with the estimates.
 
     Arrays in the caller's row order; ``machine_free[m]`` is when machine
-    ``m`` is first free. Returns ``(order, start, end, machine)``: ``order``
+    ``m`` is first free and ``speed[m]`` its speed. Returns ``(order, start, end, machine)``: ``order``
     the rows in the order they start (decision order), the others in row
     order.
     """
@@ -79,6 +80,7 @@ def rollout_order(arrival, estimate, weight, due, machine_free, rule, k):
     s.n[0] = n
     for m in range(machine_free.shape[0]):
         s.mfree0[0, m] = machine_free[m]
+        s.speed[0, m] = speed[m]
     reset_slot(s, 0)
     set_rule(s, 0, rule)
     order = np.empty(n, np.int64)

@@ -9,11 +9,12 @@ that both produce identical schedules. Only the rule formulas are shared
 import math
 from collections import deque
 
+from sched.data.machines import MachinesError, speeds
 from sched.sim import rules
 
 
-def choose(rule, t, waiting, arrival, estimate, weight, due, k):
-    """Index (into ``waiting``) of the task ``rule`` starts at time ``t``.
+def choose(rule, t, waiting, arrival, estimate, weight, due, k, speed=1.0):
+    """Index (into ``waiting``) of the task ``rule`` starts at time ``t`` on a GPU of ``speed``.
 
     ``waiting`` lists task rows in (arrival, row) order; the first task with
     the highest priority wins, which breaks ties by arrival then row.
@@ -23,7 +24,7 @@ def choose(rule, t, waiting, arrival, estimate, weight, due, k):
     best_pos, best_value = None, -math.inf
     for pos, j in enumerate(waiting):
         static = rules.static_part(rid, estimate[j], weight[j])
-        value = rules.priority(rid, t, arrival[j], estimate[j], weight[j], due[j], k, pbar, static)
+        value = rules.priority(rid, t, arrival[j], estimate[j], weight[j], due[j], k, pbar, static, speed)
         if best_pos is None or value > best_value:
             best_pos, best_value = pos, value
     return best_pos
@@ -34,15 +35,18 @@ def simulate(
 ):
     """Schedule one scenario; returns (start, end, machine) lists in row order.
 
-    ``machine_free``: the time each of the ``machines`` GPUs becomes free.
+    ``machines``: a count, a spec such as ``"2x1.0,2x0.6"`` or a list of
+    speeds; ``machine_free``: the time each GPU becomes free.
     """
     arrival, duration, estimate, weight, due = (
         [float(x) for x in col] for col in (arrival, duration, estimate, weight, due)
     )
+    speed = [float(v) for v in speeds(machines)]
+    machines = len(speed)
     n = len(arrival)
     free_at = list(machine_free) if machine_free is not None else [-math.inf] * machines
     if len(free_at) != machines:
-        raise ValueError(f"machine_free: expected {machines} values, got {len(free_at)}")
+        raise MachinesError(f"machine_free: expected {machines} values, got {len(free_at)}")
     not_arrived = deque(sorted(range(n), key=lambda j: (arrival[j], j)))
     waiting = []
     start, end, machine = [None] * n, [None] * n, [None] * n
@@ -57,8 +61,8 @@ def simulate(
         if not free:
             t = min(free_at)
             continue
-        m = free[0]
-        j = waiting.pop(choose(rule, t, waiting, arrival, estimate, weight, due, k))
-        start[j], end[j], machine[j] = t, t + duration[j], m
+        m = free[0]  # the lowest-index free GPU decides first, whatever the speeds
+        j = waiting.pop(choose(rule, t, waiting, arrival, estimate, weight, due, k, speed[m]))
+        start[j], end[j], machine[j] = t, t + duration[j] / speed[m], m
         free_at[m] = end[j]
     return start, end, machine

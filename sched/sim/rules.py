@@ -10,7 +10,12 @@ two.
 
 What a rule may see is what a scheduler knows at ``t``: the task's estimate
 ``p`` (not its true duration), weight ``w``, due date ``d`` and arrival, plus
-``pbar``, the mean estimate of the tasks waiting at ``t``.
+``pbar``, the mean estimate of the tasks waiting at ``t``, and the speed ``v``
+of the GPU the decision is for: the rule reads the estimates on that GPU,
+``p / v`` and ``pbar / v`` (a speed of exactly 1 leaves every value, bit for
+bit, as it was before speeds existed). The static part (``w / p``,
+``log(w / p)``) stays the speed-1 one: on one GPU every waiting task shares
+the factor ``v`` (the term ``log v``), which does not change their order.
 """
 
 import math
@@ -54,11 +59,15 @@ def atc_log_index(log_wp, p, d, t, k, pbar):
 
 
 @register_jitable
-def priority(rule, t, arrival, p, w, d, k, pbar, static):
-    """Priority of one waiting task under ``rule`` (larger runs first).
+def priority(rule, t, arrival, p, w, d, k, pbar, static, speed):
+    """Priority of one waiting task under ``rule`` (larger runs first) on a GPU of ``speed``.
 
-    ``static`` is ``static_part(rule, p, w)`` of the task.
+    ``p`` and ``pbar`` are speed-1 estimates (the rule uses ``p / speed`` and
+    ``pbar / speed``); ``static`` is ``static_part(rule, p, w)`` of the task.
     """
+    if speed != 1.0:  # p / 1.0 is p: skip the divisions (the hot loop of identical GPUs)
+        p = p / speed
+        pbar = pbar / speed
     if rule == FIFO:
         return -arrival
     if rule == SPT:

@@ -22,6 +22,8 @@ from collections import namedtuple
 import numba as nb
 import numpy as np
 
+from sched.data.machines import MachinesError, speeds
+
 # Compiled, cached, and without reference counting: see sched.sim.core's docstring.
 core_jit = nb.njit(cache=True, _nrt=False)
 
@@ -36,6 +38,7 @@ State = namedtuple(
         "due",  # (B, N) float64
         "n",  # (B,) tasks in the slot
         "mfree0",  # (B, M) when each machine is first free
+        "speed",  # (B, M) each machine's speed: a task of duration p takes p / speed on it
         "static",  # (B, N) rules.static_part of each task for the rule in use
         # dynamic state
         "t",  # (B,) current time
@@ -59,10 +62,14 @@ State = namedtuple(
 
 
 def empty_state(batch, max_tasks, machines):
-    """Allocate a State for ``batch`` scenario slots of up to ``max_tasks`` tasks."""
-    B, N, M = int(batch), max(int(max_tasks), 1), int(machines)
-    if M < 1:
-        raise ValueError(f"machines: must be >= 1, got {machines}")
+    """Allocate a State for ``batch`` scenario slots of up to ``max_tasks`` tasks.
+
+    ``machines``: any form :func:`sched.data.machines.speeds` reads (a count,
+    a spec such as ``"2x1.0,2x0.6"``, a list of speeds); every slot gets
+    those speeds.
+    """
+    sp = speeds(machines)
+    B, N, M = int(batch), max(int(max_tasks), 1), len(sp)
     f = lambda *shape: np.zeros(shape, dtype=np.float64)  # noqa: E731
     i = lambda *shape: np.zeros(shape, dtype=np.int64)  # noqa: E731
     return State(
@@ -73,6 +80,7 @@ def empty_state(batch, max_tasks, machines):
         due=f(B, N),
         n=i(B),
         mfree0=np.full((B, M), -np.inf),
+        speed=np.broadcast_to(sp, (B, M)).copy(),
         static=f(B, N),
         t=f(B),
         nxt=i(B),
@@ -124,7 +132,7 @@ def load_slot(state, b, arrival, duration, estimate, weight, due, machine_free=N
     else:
         mf = np.asarray(machine_free, dtype=np.float64)
         if mf.shape != (M,):
-            raise ValueError(f"machine_free: expected {M} values, got {mf.shape}")
+            raise MachinesError(f"machine_free: expected {M} values, got {mf.shape}")
         state.mfree0[b, :] = mf
     reset_slot(state, b)
     return order
@@ -171,6 +179,7 @@ def copy_slot(src, b, dst, d):
         dst.queue[d, q] = src.queue[b, q]
     for m in range(src.mfree.shape[1]):
         dst.mfree0[d, m] = src.mfree0[b, m]
+        dst.speed[d, m] = src.speed[b, m]
         dst.mfree[d, m] = src.mfree[b, m]
         dst.mtask[d, m] = src.mtask[b, m]
     dst.qlen[d] = src.qlen[b]
@@ -226,6 +235,8 @@ def _unload_slots(s, offsets, orders, start, end, mach):
 def pack(scenarios, machines, machine_free=None):
     """A State holding ``scenarios`` (a list of (arrival, duration, estimate, weight, due)).
 
+    ``machines``: a count, a spec or a list of speeds (:func:`empty_state`).
+
     Returns ``(state, orders)``: ``orders[b][i]`` is the scenario row of the
     i-th task (arrival order) of slot ``b``.
     """
@@ -233,10 +244,11 @@ def pack(scenarios, machines, machine_free=None):
     offsets = np.zeros(len(scenarios) + 1, dtype=np.int64)
     np.cumsum(lens, out=offsets[1:])
     state = empty_state(len(scenarios), lens.max(initial=1), machines)
+    M = state.speed.shape[1]
     if machine_free is not None:
         mf = np.asarray(machine_free, dtype=np.float64)
-        if mf.shape != (machines,):
-            raise ValueError(f"machine_free: expected {machines} values, got {mf.shape}")
+        if mf.shape != (M,):
+            raise MachinesError(f"machine_free: expected {M} values, got {mf.shape}")
         state.mfree0[:] = mf
     cols = [
         np.concatenate([np.asarray(sc[c], dtype=np.float64) for sc in scenarios])

@@ -242,6 +242,10 @@ def _select(section, keys):
     return out
 
 
+# The scenario settings a robustness setting may override (the schema's robustness.settings).
+SETTING_SCENARIO_KEYS = ("load", "machines", "tasks")
+
+
 def step_settings(step, setting=None):
     """The settings ``step`` depends on, taken from the validated config (defaults filled
     in), under the robustness setting named ``setting`` (None: the main run)."""
@@ -250,7 +254,7 @@ def step_settings(step, setting=None):
         return chosen
     overrides = ROBUST[setting]
     chosen = copy.deepcopy(chosen)
-    for key in ("load", "machines"):
+    for key in SETTING_SCENARIO_KEYS:
         if key in overrides and "scenario" in chosen:
             chosen["scenario"][key] = overrides[key]
     if "train" in chosen and overrides.get("train"):

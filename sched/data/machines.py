@@ -1,0 +1,188 @@
+"""The GPUs of a farm, how many and how fast: the one parser of every form.
+
+A GPU of speed ``v`` runs a task of duration ``p`` (at speed 1) in ``p / v``
+(uniform parallel machines, docs/model.md). The forms accepted wherever
+machines are given (``scenario.machines`` and the robustness settings of the
+config, ``--machines`` of ``sched simulate``, ``sched scenario`` and ``sched
+rank``, ``rank(machines=...)``, the simulators' ``machines`` argument):
+
+* a count ``M`` (a whole number, or its text ``"4"``): M GPUs of speed 1;
+* a spec ``NxSPEED[,NxSPEED...]`` such as ``"2x1.0,2x0.6"``: N GPUs of each
+  speed, in the order written (the ``x`` tells a spec from ``sched rank``'s
+  comma-separated free times);
+* the path of a machines CSV, header ``name,speed``, one GPU a row;
+* in Python, a sequence of speeds (numbers), one per GPU.
+
+Refused with a :class:`MachinesError` naming the field: a count below 1, a
+speed that is not a number within [MIN_SPEED, MAX_SPEED] (so <= 0, NaN and
+infinities), an empty spec or item, more than ``MAX_MACHINES`` GPUs (checked
+before anything is allocated).
+"""
+
+import csv
+import io
+import math
+import os
+
+import numpy as np
+
+from sched.errors import SchedError, shorten
+from sched.limits import MAX_MACHINES, MAX_SPEED, MIN_SPEED
+
+#: Bytes of a machines CSV (name,speed rows of a few dozen bytes each).
+MAX_CSV_BYTES = 64 * (MAX_MACHINES + 1)
+
+
+class MachinesError(SchedError):
+    """A machines value (count, spec, CSV or list of speeds) is invalid."""
+
+
+def speeds(value, field="machines"):
+    """The speed of every GPU described by ``value`` (float64 array, at least one GPU)."""
+    if isinstance(value, (bool, np.bool_)):
+        raise MachinesError(f"{field}: expected a count, a spec like 2x1.0,2x0.6 or a CSV, got {value!r}")
+    if isinstance(value, (int, np.integer)) or (isinstance(value, float) and value.is_integer()):
+        return np.ones(_count(value, field))
+    if isinstance(value, os.PathLike):
+        return _read_csv(os.fspath(value), field)
+    if isinstance(value, str):
+        return _from_text(value, field)
+    if isinstance(value, (list, tuple, np.ndarray)):
+        if len(value) > MAX_MACHINES:
+            raise _too_many(field, len(value))
+        if len(value) == 0:
+            raise MachinesError(f"{field}: empty list (at least one GPU is needed)")
+        return np.array([speed(v, f"{field}[{i}]") for i, v in enumerate(value)], dtype=np.float64)
+    raise MachinesError(
+        f"{field}: expected a count, a spec like 2x1.0,2x0.6 or a CSV path, got {shorten(value)}"
+    )
+
+
+def is_spec(text):
+    """True if ``text`` is a spec (it holds an ``x``), not a count or a list of times."""
+    return isinstance(text, str) and "x" in text.lower() and not os.path.isfile(text)
+
+
+def speed(v, field):
+    """One GPU's speed: a finite number within [MIN_SPEED, MAX_SPEED]."""
+    if isinstance(v, str):
+        try:
+            v = float(v.strip())
+        except ValueError:
+            raise MachinesError(f"{field}: speed is not a number: {shorten(v)}") from None
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
+        raise MachinesError(f"{field}: speed is not a number: {shorten(v)}")
+    f = float(v)
+    if not (math.isfinite(f) and MIN_SPEED <= f <= MAX_SPEED):
+        raise MachinesError(
+            f"{field}: speed must be a finite number from {MIN_SPEED:g} to {MAX_SPEED:g}, got {shorten(v)}"
+        )
+    return f
+
+
+def total(value, field="machines"):
+    """Sum of the speeds: the farm's capacity in speed-1 GPUs (the load's denominator)."""
+    return float(speeds(value, field).sum())
+
+
+def describe(sp):
+    """Short text for reports: ``4 identical GPUs`` or ``2x1,2x0.6`` (runs of equal speeds)."""
+    sp = np.asarray(sp, dtype=np.float64)
+    if np.all(sp == 1.0):
+        return f"{len(sp)} identical GPU{'s' if len(sp) > 1 else ''}"
+    return spec_of(sp)
+
+
+def spec_of(sp):
+    """The spec string of speeds ``sp`` (runs of equal speeds in order): ``speeds(spec_of(s)) == s``."""
+    runs = []
+    for v in np.asarray(sp, dtype=np.float64).tolist():
+        if runs and runs[-1][1] == v:
+            runs[-1][0] += 1
+        else:
+            runs.append([1, v])
+    return ",".join(f"{n}x{v!r}" for n, v in runs)
+
+
+def _count(v, field):
+    if not (1 <= v <= MAX_MACHINES):
+        if v > MAX_MACHINES:
+            raise _too_many(field, v)
+        raise MachinesError(f"{field}: expected a whole count >= 1, got {shorten(v)}")
+    return int(v)
+
+
+def _too_many(field, n):
+    return MachinesError(
+        f"{field}: {shorten(n)} GPUs, more than the limit of {MAX_MACHINES} (sched.limits.MAX_MACHINES)"
+    )
+
+
+def _from_text(text, field):
+    t = text.strip()
+    if not t:
+        raise MachinesError(f"{field}: empty (expected a count, a spec like 2x1.0,2x0.6 or a CSV)")
+    if t.isdigit():
+        return np.ones(_count(int(t[:12]) if len(t) > 12 else int(t), field))
+    if os.path.isfile(t) or t.lower().endswith(".csv"):
+        return _read_csv(t, field)
+    return _from_spec(t, field)
+
+
+def _from_spec(text, field):
+    """``NxSPEED[,NxSPEED...]``: the speeds, in the order written."""
+    parts = []
+    n_total = 0
+    for i, item in enumerate(text.split(",")):
+        item = item.strip()
+        where = f"{field} item {i + 1} {shorten(item)}"
+        if not item:
+            raise MachinesError(f"{field}: empty item {i + 1} in {shorten(text)}")
+        n, sep, v = item.lower().partition("x")
+        n = n.strip()
+        if not sep or not n.isdigit():
+            raise MachinesError(f"{where}: expected NxSPEED, such as 2x0.6")
+        count = int(n) if len(n) <= 12 else MAX_MACHINES + 1
+        if count < 1:
+            raise MachinesError(f"{where}: count must be >= 1")
+        n_total += count
+        if n_total > MAX_MACHINES:
+            raise _too_many(field, f"{n_total}+")
+        parts.append((count, speed(v, where)))
+    return np.concatenate([np.full(n, v) for n, v in parts])
+
+
+def _read_csv(path, field):
+    """A machines CSV: header ``name,speed``, one GPU a row."""
+    where = f"{field} {path}"
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_CSV_BYTES + 1)
+    except FileNotFoundError:
+        raise MachinesError(f"{where}: file not found") from None
+    except OSError as exc:
+        raise MachinesError(f"{where}: cannot read: {exc.strerror or exc}") from None
+    if len(data) > MAX_CSV_BYTES:
+        raise MachinesError(f"{where}: more than {MAX_CSV_BYTES} bytes")
+    try:
+        rows = list(csv.reader(io.StringIO(data.decode("utf-8-sig"))))
+    except (UnicodeDecodeError, csv.Error) as exc:
+        raise MachinesError(f"{where}: not a UTF-8 CSV ({type(exc).__name__})") from None
+    rows = [r for r in rows if any(c.strip() for c in r)]
+    if not rows or [c.strip() for c in rows[0]] != ["name", "speed"]:
+        raise MachinesError(
+            f"{where}: expected the header name,speed, got {shorten(rows[0] if rows else '')}"
+        )
+    if len(rows) == 1:
+        raise MachinesError(f"{where}: no GPU rows (at least one GPU is needed)")
+    if len(rows) - 1 > MAX_MACHINES:
+        raise _too_many(where, len(rows) - 1)
+    seen, out = set(), []
+    for line, row in enumerate(rows[1:], 2):
+        if len(row) != 2 or not row[0].strip():
+            raise MachinesError(f"{where} row {line}: expected a name and a speed, got {shorten(row)}")
+        if row[0].strip() in seen:
+            raise MachinesError(f"{where} row {line}: name {shorten(row[0].strip())} repeated")
+        seen.add(row[0].strip())
+        out.append(speed(row[1], f"{where} row {line}: speed"))
+    return np.array(out, dtype=np.float64)

@@ -1,0 +1,85 @@
+"""The setting a benchmark measured: its GPU farm (count and speeds) and its load.
+
+A verdict (``winner.json``, ``tuned.json``) holds for the farm it was
+measured on. :func:`of_config` is the record the benchmark writes beside
+its verdict; ``rank()`` reads it back (:func:`read`) and uses a verdict only
+for a call whose farm is the same (:func:`same_farm`): a policy trained on
+one GPU never runs a four-GPU queue by default. Matching and fallbacks:
+``sched.serve.ranker`` and docs/rank.md ("Which policy auto runs").
+
+Record: ``{"machines": M, "speeds": [v, ...] or null, "load": rho}``;
+``speeds`` null means M identical GPUs of speed 1.
+"""
+
+import math
+
+from sched.errors import SchedError
+from sched.limits import MAX_MACHINES
+
+#: Relative tolerance on speeds when comparing two farms (speeds are read from text).
+SPEED_RTOL = 1e-9
+
+
+class SettingError(SchedError):
+    """A setting record is malformed."""
+
+
+def speeds_of_config(cfg):
+    """The speeds of the config's GPUs (``scenario.machines``: a count, a spec or a CSV)."""
+    from sched.data.machines import speeds
+
+    return speeds(cfg["scenario"]["machines"], "scenario.machines")
+
+
+def canonical_speeds(speeds):
+    """Speeds sorted, as floats; None when every one is 1 (identical GPUs)."""
+    if speeds is None:
+        return None
+    out = sorted(float(v) for v in speeds)
+    return None if all(v == 1.0 for v in out) else out
+
+
+def of_config(cfg):
+    """The setting record of a benchmark run with config ``cfg``."""
+    sp = speeds_of_config(cfg)
+    return {"machines": len(sp), "speeds": canonical_speeds(sp), "load": float(cfg["scenario"]["load"])}
+
+
+def read(data, where):
+    """A setting record from a verdict file, validated; ``where`` names it in errors."""
+    if not isinstance(data, dict):
+        raise SettingError(f"{where}: expected an object with machines, speeds, load; got {data!r:.40}")
+    m = data.get("machines")
+    if isinstance(m, bool) or not isinstance(m, int) or not 1 <= m <= MAX_MACHINES:
+        raise SettingError(
+            f"{where}.machines: expected a count of GPUs in [1, {MAX_MACHINES}], got {m!r:.40}"
+        )
+    load = data.get("load")
+    if isinstance(load, bool) or not isinstance(load, (int, float)) or not (math.isfinite(load) and load > 0):
+        raise SettingError(f"{where}.load: expected a number > 0, got {load!r:.40}")
+    speeds = data.get("speeds")
+    if speeds is not None:
+        if not isinstance(speeds, list) or len(speeds) != m:
+            raise SettingError(f"{where}.speeds: expected null or a list of {m} speeds, got {speeds!r:.40}")
+        for v in speeds:
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not (math.isfinite(v) and v > 0):
+                raise SettingError(f"{where}.speeds: expected numbers > 0, got {v!r:.40}")
+    return {"machines": m, "speeds": canonical_speeds(speeds), "load": float(load)}
+
+
+def same_farm(a, b):
+    """Whether two settings describe the same GPUs (count and speeds; load aside)."""
+    if a["machines"] != b["machines"]:
+        return False
+    sa, sb = a["speeds"], b["speeds"]
+    if sa is None or sb is None:
+        return sa is sb
+    return all(math.isclose(x, y, rel_tol=SPEED_RTOL) for x, y in zip(sa, sb))
+
+
+def describe(s):
+    """A setting in words, for explanations: "4 GPUs (speeds 0.6, 0.6, 1, 1), load 0.95"."""
+    gpus = f"{s['machines']} GPU" + ("s" if s["machines"] != 1 else "")
+    speeds = "" if s["speeds"] is None else " (speeds " + ", ".join(f"{v:g}" for v in s["speeds"]) + ")"
+    load = f", load {s['load']:g}" if s.get("load") is not None else ""
+    return gpus + speeds + load
