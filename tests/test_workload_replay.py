@@ -115,6 +115,15 @@ def test_replay_command_and_report_section(tmp_path, cfg, calibrated):
     assert lines[0] == "## Replayed history"
     assert sum(line.startswith("| ") for line in lines) == 1 + 4  # the header and one row a policy
     assert read_replay(tmp_path / "absent") is None and replay_section(cfg, None) == []
+    from sched.data.workload_fit import calibrate_workload
+    from sched.evaluate.report_workload import read_fit
+
+    c = copy.deepcopy(cfg)
+    c["scenario"]["calibration"] = str(calibrated.calibration)
+    fit = calibrate_workload([path], c, calibrated.calibration).data
+    with_fit = replay_section(cfg, (summary, windows), fit)
+    assert with_fit[2].startswith("The history's fit") and "120 tasks over" in with_fit[2]
+    assert read_fit(tmp_path / "absent.json") is None
     # a policy absent from the replay's summary, a folder without windows: still read; bad windows refused
     (out / "windows.csv").write_text("scenario_seed,window\n0,x\n")
     with pytest.raises(ValueError, match="windows.csv"):

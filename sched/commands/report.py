@@ -35,6 +35,12 @@ def register(sub):
         help="`sched replay` output folder; its tables go in the report when present (default: %(default)s)",
     )
     s.add_argument(
+        "--workload",
+        default=layout.WORKLOAD,
+        help="`sched calibrate-workload` output; summarised beside the replay when present "
+        "(default: %(default)s)",
+    )
+    s.add_argument(
         "--readme",
         metavar="README",
         help="also rewrite the results block of this README (its lines between the markers) "
@@ -58,6 +64,7 @@ def run(args):
         robust_dir=args.robustness,
         readme=args.readme,
         replay_dir=args.replay,
+        workload=args.workload,
     )
     for p in written:
         print(f"wrote {p}", file=sys.stderr)

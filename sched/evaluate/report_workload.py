@@ -55,9 +55,29 @@ def read_replay(replay_dir):
     return summary, windows
 
 
-def replay_section(cfg, replay):
+def read_fit(path):
+    """The workload file at ``path`` (validated), or None when there is none."""
+    from sched.data.workload import load_workload
+
+    return load_workload(path) if Path(path).is_file() else None
+
+
+def fit_line(fit):
+    """One sentence on the history's fit (``sched calibrate-workload``)."""
+    a, d, ld = fit["arrivals"], fit["deadlines"], fit["load"]
+    busiest = max(a["rate_per_hour"])
+    return (
+        f"The history's fit (`sched calibrate-workload`, docs/workload.md): {fit['tasks']:,} tasks over "
+        f"{fit['span']['weeks']:.1f} weeks, {a['mean_rate_per_hour']:.1f} tasks an hour on average and "
+        f"{busiest:.1f} at the busiest hour of the week; {d['share_without']:.0%} without deadline; a mean "
+        f"load of {ld['implied_load']:.2f} on {ld['machines']} from the estimates, "
+        f"{ld['peak_hour_load']:.2f} at the busiest hour."
+    )
+
+
+def replay_section(cfg, replay, fit=None):
     if replay is None:
-        return []
+        return ["## Replayed history", "", fit_line(fit)] if fit is not None else []
     summary, windows = replay
     r = summary.iloc[sorted(range(len(summary)), key=lambda i: policy_key(summary["policy"].iloc[i]))]
     bh = r["best_heuristic"].iloc[0]
@@ -72,6 +92,7 @@ def replay_section(cfg, replay):
     lines = [
         "## Replayed history",
         "",
+        *([fit_line(fit), ""] if fit is not None else []),
         f"The queue history cut into {what}, each a scenario with its real arrivals, priorities, deadlines "
         f"and measured durations; the scheduler sees the duration model's estimates (`sched replay`, "
         f"docs/workload.md). Each window starts with an empty queue; atc-tuned keeps the k tuned on the "
