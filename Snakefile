@@ -50,6 +50,7 @@ include: "workflow/rules/calibrate.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/benchmark.smk"
 include: "workflow/rules/robustness.smk"
+include: "workflow/rules/workload.smk"
 include: "workflow/rules/report.smk"
 
 

@@ -16,12 +16,14 @@ from sched.errors import SchedError, UsageError  # noqa: F401  (UsageError: for 
 #: Subcommands, in the order ``sched --help`` lists them.
 COMMANDS = (
     "calibrate",
+    "calibrate_workload",
     "scenario",
     "simulate",
     "teach",
     "train",
     "tune",
     "benchmark",
+    "replay",
     "gather",
     "clairvoyant",
     "report",

@@ -169,6 +169,7 @@ def check_semantics(cfg, source="config", sections=None):
             raise ConfigError(f"{source}: scenario.due.{name}: low {lo} is above high {hi}")
     check_machines(cfg, source)
     check_seed_ranges(cfg["seeds"], source)
+    check_workload_loads(cfg, source)
     cols = cfg["calibration"]["columns"]
     names = list(cols.values())
     for field, name in cols.items():
@@ -180,6 +181,21 @@ def check_semantics(cfg, source="config", sections=None):
             )
     if sections is None or "benchmark" in sections:
         check_benchmark_counts(cfg, source)
+
+
+def check_workload_loads(cfg, source="config"):
+    """With scenario.workload, arrivals follow the workload file: a load setting would be ignored."""
+    if cfg["scenario"].get("workload") is None:
+        return
+    fix = "arrivals follow scenario.workload; scale them with scenario.workload_scale"
+    if (cfg.get("train") or {}).get("loads") is not None:
+        raise ConfigError(f"{source}: train.loads: not used with scenario.workload ({fix}); set it to null")
+    for i, setting in enumerate((cfg.get("robustness") or {}).get("settings") or []):
+        if "load" in setting:
+            raise ConfigError(
+                f"{source}: robustness.settings[{i}] ({shorten(setting.get('name'))}): load has no effect "
+                f"with scenario.workload ({fix}); remove the setting or its load"
+            )
 
 
 def check_machines(cfg, source="config"):

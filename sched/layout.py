@@ -30,6 +30,12 @@ REPORT = "rapport.md"
 # ---------------------------------------------------------------- folders and files
 CALIBRATION = f"{RESULTS}/calibration.json"
 CALIBRATION_FIGURE = f"{RESULTS}/calibration.png"
+#: `sched calibrate-workload --out`: the workload fitted to the queue history (+ .png)
+WORKLOAD = f"{RESULTS}/workload.json"
+WORKLOAD_FIGURE = f"{RESULTS}/workload.png"
+#: `sched replay`: every policy on the queue history cut into windows (per_scenario, resume, windows)
+REPLAY_DIR = f"{RESULTS}/replay"
+REPLAY_WINDOWS = "windows.csv"
 CONFIG_DIR = f"{RESULTS}/config"
 LOG_DIR = f"{RESULTS}/logs"
 BENCH_DIR = f"{RESULTS}/benchmark"

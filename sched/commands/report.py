@@ -30,6 +30,17 @@ def register(sub):
         help="folder with <setting>/resume.csv for each robustness setting (default: %(default)s)",
     )
     s.add_argument(
+        "--replay",
+        default=layout.REPLAY_DIR,
+        help="`sched replay` output folder; its tables go in the report when present (default: %(default)s)",
+    )
+    s.add_argument(
+        "--workload",
+        default=layout.WORKLOAD,
+        help="`sched calibrate-workload` output; summarised beside the replay when present "
+        "(default: %(default)s)",
+    )
+    s.add_argument(
         "--readme",
         metavar="README",
         help="also rewrite the results block of this README (its lines between the markers) "
@@ -52,6 +63,8 @@ def run(args):
         config_path=args.config,
         robust_dir=args.robustness,
         readme=args.readme,
+        replay_dir=args.replay,
+        workload=args.workload,
     )
     for p in written:
         print(f"wrote {p}", file=sys.stderr)

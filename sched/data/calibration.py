@@ -28,6 +28,8 @@ import math
 import os
 from pathlib import Path
 
+import numpy as np
+
 from sched import layout
 from sched.data.distributions import distribution_mean
 from sched.errors import SchedError
@@ -206,9 +208,9 @@ def feature_values(features, source="task"):
 
 
 def model_log_prediction(model, values):
-    """log(duration) the duration model predicts from {feature: value}."""
+    """log(duration) the duration model predicts from {feature: value} (numbers or numpy arrays)."""
     coef = model["coefficients"]
-    return coef["intercept"] + sum(coef[f"log_{f}"] * math.log(values[f]) for f in model["features"])
+    return coef["intercept"] + sum(coef[f"log_{f}"] * np.log(values[f]) for f in model["features"])
 
 
 def predict_duration(calibration, kind, features=None, statistic="median"):

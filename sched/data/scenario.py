@@ -33,6 +33,7 @@ from sched.config import shorten
 from sched.data.calibration import estimate_noise_sigma_from_calibration, kind_specs_from_calibration
 from sched.data.distributions import mean_duration, sample_durations
 from sched.data.machines import total as total_speed
+from sched.data.workload import class_table, draw_allowance, draw_arrivals, draw_priorities, workload_of
 from sched.errors import SchedError
 from sched.limits import MAX_MACHINES, MAX_SCENARIO_BYTES, MAX_SCENARIO_TASKS, MAX_SECONDS, MAX_WEIGHT
 from sched.sim.objective import tardiness
@@ -298,9 +299,14 @@ def _draw(cfg, seed, n, rho, capacity):
     r_arrival, r_kind, r_duration, r_priority, r_due, r_noise = (
         np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(6)
     )
-    # Poisson arrivals: rate lambda such that rho = lambda * E[p] / (sum of the speeds)
-    rate = rho * capacity / mean_duration(specs)
-    arrival = np.cumsum(r_arrival.exponential(1.0 / rate, n))
+    workload = workload_of(cfg)
+    if workload is not None:
+        # the queue history's weekly profile (scenario.workload), from a seeded time of the week
+        arrival, how, _ = draw_arrivals(workload, r_arrival, n, sc["workload_scale"])
+    else:
+        # Poisson arrivals: rate lambda such that rho = lambda * E[p] / (sum of the speeds)
+        rate = rho * capacity / mean_duration(specs)
+        arrival = np.cumsum(r_arrival.exponential(1.0 / rate, n))
 
     kind_idx = r_kind.choice(len(kinds), size=n, p=shares)
     duration = np.empty(n)
@@ -313,15 +319,22 @@ def _draw(cfg, seed, n, rho, capacity):
     z = r_noise.standard_normal(n)
     estimate = duration * np.exp(sigma * z) if sigma > 0 else duration.copy()
 
-    classes = sorted(sc["priorities"], key=lambda c: sc["priorities"][c]["weight"])
-    probs = np.array([sc["priorities"][c]["prob"] for c in classes], dtype=np.float64)
-    cls_idx = r_priority.choice(len(classes), size=n, p=probs / probs.sum())
-    weight = np.array([sc["priorities"][c]["weight"] for c in classes], dtype=np.float64)[cls_idx]
+    if workload is not None:
+        classes, weights, _ = class_table(workload)
+        cls_idx = draw_priorities(workload, r_priority, how % 24)
+        weight = weights[cls_idx]
+        # deadline from the estimate, as the history's allowance / estimate (or none)
+        due = arrival + draw_allowance(workload, r_due, estimate)
+    else:
+        classes = sorted(sc["priorities"], key=lambda c: sc["priorities"][c]["weight"])
+        probs = np.array([sc["priorities"][c]["prob"] for c in classes], dtype=np.float64)
+        cls_idx = r_priority.choice(len(classes), size=n, p=probs / probs.sum())
+        weight = np.array([sc["priorities"][c]["weight"] for c in classes], dtype=np.float64)[cls_idx]
 
-    # deadline set at submission from what is known then: the estimate
-    ff_lo, ff_hi = sc["due"]["flow_factor"]
-    sl_lo, sl_hi = sc["due"]["slack_s"]
-    due = arrival + r_due.uniform(ff_lo, ff_hi, n) * estimate + r_due.uniform(sl_lo, sl_hi, n)
+        # deadline set at submission from what is known then: the estimate
+        ff_lo, ff_hi = sc["due"]["flow_factor"]
+        sl_lo, sl_hi = sc["due"]["slack_s"]
+        due = arrival + r_due.uniform(ff_lo, ff_hi, n) * estimate + r_due.uniform(sl_lo, sl_hi, n)
     return {
         "arrival": arrival,
         "duration": duration,

@@ -31,6 +31,7 @@ from sched.evaluate.report_sections import (
     setup_section,
 )
 from sched.evaluate.report_training import TARGETS, ppo_alone_lines, training_section
+from sched.evaluate.report_workload import read_fit, read_replay, replay_section
 
 __all__ = ["FIGURES", "README_BEGIN", "README_END", "ReportError", "build", "make_figures", "render"]
 
@@ -92,6 +93,7 @@ def render(cfg, d, made, notes, paths):
         demo_section(d, report_dir, paths["figures"]),
         conclusion_section(cfg, d),
         robustness_section(cfg, d.get("robust")) + ppo_alone_lines(cfg, d.get("robust") or [], d["summary"]),
+        replay_section(cfg, d.get("replay"), d.get("workload_fit")),
         figures_section(made, notes, report_dir),
         reproduce_section(cfg, d, paths),
     ]
@@ -131,10 +133,14 @@ def build(
     config_path=None,
     robust_dir=layout.ROBUST_DIR,
     readme=None,
+    replay_dir=layout.REPLAY_DIR,
+    workload=layout.WORKLOAD,
 ):
     """Write the figures and rapport.md (and the results block of ``readme``); returns the paths written."""
     d = load(bench_dir, train_dir, demo_dir, cfg)
     d["robust"] = read_robustness(cfg, robust_dir)
+    d["replay"] = read_replay(replay_dir)
+    d["workload_fit"] = read_fit(workload)
     paths = {
         "bench": str(bench_dir),
         "out": str(out),

@@ -58,12 +58,17 @@ def _test_scenarios_line(cfg, per):
     sc = cfg["scenario"]
     seeds = sorted(set(per["scenario_seed"]))
     tasks = sorted(set(per["tasks"]))
+    if sc.get("workload"):
+        from sched.evaluate.report_workload import arrivals_text
+
+        arrivals = arrivals_text(sc)
+    else:
+        arrivals = f"streaming Poisson arrivals at load {sc['load']:g}"
     return (
         f"* **Test scenarios**: {len(seeds)} scenarios, seeds {seeds[0]}-{seeds[-1]} "
         f"(the first of `seeds.test`, never used in training or tuning), "
-        f"{'/'.join(str(t) for t in tasks)} tasks each, streaming Poisson arrivals at load "
-        f"{sc['load']:g} on {sc['machines']} identical GPU(s). Every policy runs on the same "
-        f"scenarios (common random numbers)."
+        f"{'/'.join(str(t) for t in tasks)} tasks each, {arrivals} on {sc['machines']} identical GPU(s). "
+        f"Every policy runs on the same scenarios (common random numbers)."
     )
 
 

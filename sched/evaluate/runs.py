@@ -80,8 +80,14 @@ def run_policies(cfg, seeds, specs, progress=False, timings=None):
     a dict, receives each policy's scheduling wall time in seconds.
     """
     seeds = list(seeds)
+    return run_on_scenarios(cfg, seeds, generate_scenarios(cfg, seeds, progress), specs, progress, timings)
+
+
+def run_on_scenarios(cfg, keys, scenarios, specs, progress=False, timings=None):
+    """:func:`run_policies` on given scenarios; ``keys`` fill the table's ``scenario_seed`` column
+    (the seeds, or the index of each replayed window)."""
+    seeds = list(keys)
     machines = cfg["scenario"]["machines"]
-    scenarios = generate_scenarios(cfg, seeds, progress)
     arrays = [s.arrays for s in scenarios]
     if any(s["kind"] == "rule" for s in specs.values()):
         warm_up(machines)

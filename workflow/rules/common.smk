@@ -29,6 +29,8 @@ POLICIES = default_policies(config)   # the heuristics, then ppo-<S> per trainin
 SHARDS = [range_text(r) for r in shard_ranges(config)]
 TEST_SEEDS = range_text(benchmark_seeds(config))   # the whole test set, as `--seeds` takes it
 CALIBRATION = config["scenario"]["calibration"]   # None: scenarios use scenario.kinds
+WORKLOAD_FILE = config["scenario"]["workload"]   # None: constant-rate arrivals (docs/workload.md)
+HISTORY = config["workload"]["history"]   # the queue history: [] turns calibrate-workload and replay off
 
 # The robustness settings (config robustness.settings) by name: each reruns the
 # benchmark (and, with `train`, the teacher and the training) with
@@ -43,8 +45,15 @@ def results_root(setting=None):
 
 
 def calibration_input():
-    """The calibration file scenarios are drawn from (none when scenario.calibration is null)."""
-    return [CALIBRATION] if CALIBRATION else []
+    """The files scenarios are drawn from: the calibration (none when scenario.calibration is
+    null) and the workload file (when scenario.workload names one, results/workload.json say)."""
+    return ([CALIBRATION] if CALIBRATION else []) + ([WORKLOAD_FILE] if WORKLOAD_FILE else [])
+
+
+def replay_outputs():
+    """`sched replay`'s files (the report's "Replayed history"), when the config names a history."""
+    names = (layout.PER_SCENARIO, layout.SUMMARY, layout.WINNER, layout.REPLAY_WINDOWS)
+    return [f"{layout.REPLAY_DIR}/{name}" for name in names] if HISTORY else []
 
 
 def retrains(setting):
@@ -207,6 +216,11 @@ STEP_SETTINGS = {
     "demo": {**SCENARIO, "benchmark": [*BENCHMARK_COUNTS, "demo_seed"],
              "report": ["figure_dpi", "gantt_hours"]},
     "report": {**SCENARIO, "benchmark": ALL, "train": ["seeds"], "report": ALL, "robustness": ALL},
+    # the workload from the queue history (workflow/rules/workload.smk)
+    "calibrate_workload": {"scenario": ["calibration", "machines", "priorities"], "workload": ALL},
+    "replay": {**SCENARIO, "workload": ALL,
+               "benchmark": [*BENCHMARK_COUNTS, "bootstrap_resamples", "bootstrap_seed", "ci_level",
+                             "tie_relative", "tie_absolute_s"]},
 }
 # A new train setting must be listed above (or be one training does not read).
 _unlisted = set(config["train"]) - set(TRAIN) - set(TRAIN_NOT_READ)

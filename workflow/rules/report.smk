@@ -52,6 +52,8 @@ rule report:
         gantt=f"{FIGURES}/{layout.DEMO_GANTT}",
         train_logs=[layout.train_log(s) for s in TRAIN_SEEDS],
         robustness=robust_summaries(),
+        replay=replay_outputs(),
+        workload=[layout.WORKLOAD] if HISTORY else [],
     output:
         markdown=report(layout.REPORT_PATH, caption="../report/rapport.rst", category="5. Report"),
         figures=[report(f"{FIGURES}/{name}", caption=f"../report/{caption}",

@@ -1,0 +1,130 @@
+"""Replay of the queue history: windows as scenarios, `sched replay`, the report's table."""
+
+import copy
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sched.data.calibration import load_calibration, predict_duration
+from sched.data.history import read_history
+from sched.data.replay import replay_scenarios
+from sched.data.workload import NO_DEADLINE_S
+from sched.data.workload_fit import estimates
+from sched.evaluate.report_workload import read_replay, replay_section
+from tests.conftest import ROOT, run_cli
+
+DAY = 86400.0
+MONDAY = 1717372800.0  # 2024-06-03T00:00:00Z
+
+
+@pytest.fixture(scope="module")
+def wcfg(cfg, calibrated):
+    c = copy.deepcopy(cfg)
+    c["scenario"]["calibration"] = str(calibrated.calibration)
+    return c
+
+
+def _history(path, days=3, per_day=30, seed=0):
+    rng = np.random.default_rng(seed)
+    rows = []
+    for d in range(days):
+        sub = np.sort(MONDAY + d * DAY + rng.uniform(0, DAY, per_day))
+        for i, t in enumerate(sub):
+            dur = float(rng.integers(5, 300))
+            rows.append(
+                {
+                    "id": f"d{d}-{i}",
+                    "kind": "image" if i % 4 else "video",
+                    "submitted_at": t,
+                    "priority": ["low", "normal", "high", "urgent"][i % 4],
+                    "due": "" if i % 5 == 0 else t + 600 + 10 * i,
+                    "started_at": t + 1,
+                    "finished_at": t + 1 + dur if i != 3 else "",  # one task a day never measured
+                    "width": 1024,
+                    "height": 1024,
+                    "frames": 1 if i % 4 else 49,
+                    "steps": 30,
+                }
+            )
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return path, rows
+
+
+def test_estimates_match_predict_duration(wcfg, calibrated):
+    # the vectorised estimate against the scalar reference, task by task, on the example history
+    cal = load_calibration(calibrated.calibration)
+    chunk = next(
+        read_history(
+            ROOT / "resources/history/example_history.jsonl",
+            wcfg["scenario"]["priorities"],
+            0.05,
+            chunk_size=300,
+        )
+    )
+    est = estimates(cal, chunk.kind, chunk.features)
+    ref = [
+        predict_duration(calibrated.calibration, k, {f: chunk.features[f][i] for f in chunk.features})
+        for i, k in enumerate(chunk.kind)
+    ]
+    np.testing.assert_allclose(est, ref, rtol=1e-12)
+
+
+def test_windows_are_days_with_real_tasks(tmp_path, wcfg, calibrated):
+    path, rows = _history(tmp_path / "h.csv")
+    rep = replay_scenarios([path], wcfg, calibrated.calibration)
+    assert [s.name for s in rep.scenarios] == ["replay-2024-06-03", "replay-2024-06-04", "replay-2024-06-05"]
+    assert rep.unmeasured == 3 and len(rep.scenarios[0]) == 29
+    f = rep.scenarios[1].frame.set_index("id")
+    src = {r["id"]: r for r in rows}
+    for tid, row in f.iterrows():
+        r = src[tid]
+        assert row["arrival_s"] == pytest.approx(r["submitted_at"] - MONDAY - DAY)
+        assert row["duration_s"] == pytest.approx(r["finished_at"] - r["started_at"])
+        due = r["due"] - MONDAY - DAY if r["due"] != "" else row["arrival_s"] + NO_DEADLINE_S
+        assert row["due_s"] == pytest.approx(due)
+        assert row["weight"] == wcfg["scenario"]["priorities"][r["priority"]]["weight"]
+    # windows of 12 hours: twice as many, none empty
+    half = replay_scenarios([path], wcfg, calibrated.calibration, window_hours=12, min_tasks=1)
+    assert len(half.scenarios) == 6 and sum(map(len, half.scenarios)) == 87
+
+
+def test_replay_command_and_report_section(tmp_path, cfg, calibrated):
+    path, _ = _history(tmp_path / "h.csv", days=4)
+    out = tmp_path / "replay"
+    r = run_cli(
+        "--config",
+        calibrated.config,
+        "replay",
+        path,
+        "--policies",
+        "fifo,atc,wmdd,edd",
+        "--out",
+        out,
+        "--scenarios-out",
+        tmp_path / "scen",
+    )
+    assert r.returncode == 0, r.stderr
+    assert "4 tasks without a measured duration were left out" in r.stderr
+    summary, windows = read_replay(out)
+    assert list(windows["window"]) == [f"replay-2024-06-0{d}" for d in (3, 4, 5, 6)]
+    assert len(list((tmp_path / "scen").glob("replay-*.csv"))) == 4
+    per = pd.read_csv(out / "per_scenario.csv")
+    assert sorted(set(per["scenario_seed"])) == [0, 1, 2, 3]
+    lines = replay_section(cfg, (summary, windows))
+    assert lines[0] == "## Replayed history"
+    assert sum(line.startswith("| ") for line in lines) == 1 + 4  # the header and one row a policy
+    assert read_replay(tmp_path / "absent") is None and replay_section(cfg, None) == []
+    from sched.data.workload_fit import calibrate_workload
+    from sched.evaluate.report_workload import read_fit
+
+    c = copy.deepcopy(cfg)
+    c["scenario"]["calibration"] = str(calibrated.calibration)
+    fit = calibrate_workload([path], c, calibrated.calibration).data
+    with_fit = replay_section(cfg, (summary, windows), fit)
+    assert with_fit[2].startswith("The history's fit") and "120 tasks over" in with_fit[2]
+    assert read_fit(tmp_path / "absent.json") is None
+    # a policy absent from the replay's summary, a folder without windows: still read; bad windows refused
+    (out / "windows.csv").write_text("scenario_seed,window\n0,x\n")
+    with pytest.raises(ValueError, match="windows.csv"):
+        read_replay(out)

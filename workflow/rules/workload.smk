@@ -1,0 +1,62 @@
+# The workload from the queue's own history (docs/workload.md), when config
+# workload.history names history files: its fit (results/workload.json, which
+# scenario.workload may name, so that training and the benchmark follow it) and
+# its replay as a test set (results/replay/), read by the report.
+# Without a history (workload.history: []) neither rule exists: the workflow is unchanged.
+
+
+if HISTORY:
+
+    rule calibrate_workload:
+        """Fit the weekly arrival profile, priority mix and deadline allowances to the queue history.
+        Runs `sched calibrate-workload` (sched/commands/calibrate_workload.py ->
+        sched.data.workload_fit.calibrate_workload)."""
+        input:
+            config=step_config("calibrate_workload"),
+            calibration=[CALIBRATION] if CALIBRATION else [],
+            history=HISTORY,
+        output:
+            json=layout.WORKLOAD,
+            png=report(layout.WORKLOAD_FIGURE, caption="../report/workload.rst", category="1. Calibration"),
+        params:
+            calibration=lambda wildcards, input: f"--calibration {shlex.quote(input.calibration[0])}"
+            if input.calibration else "",
+        log:
+            layout.log("calibrate-workload"),
+        benchmark:
+            layout.usage("calibrate-workload")
+        threads: cores(1)
+        shadow:
+            "minimal"
+        shell:
+            "python -m sched --config {input.config:q} calibrate-workload {input.history:q}"
+            " {params.calibration} --out {output.json:q} --figure {output.png:q} > {log:q} 2>&1"
+
+
+    rule replay:
+        """Run every policy on the queue history cut into days, each a scenario with its real tasks.
+        Runs `sched replay` (sched/commands/replay.py -> sched.data.replay.replay_scenarios,
+        sched.evaluate.runs.run_on_scenarios)."""
+        input:
+            config=step_config("replay"),
+            calibration=[CALIBRATION] if CALIBRATION else [],
+            history=HISTORY,
+            tuned=layout.TUNED_PATH,
+            policies=policy_files(),
+        output:
+            replay_outputs(),
+        params:
+            policies=bench_policies(),
+            policy_files=policy_file_args(),
+            out=layout.REPLAY_DIR,
+        log:
+            layout.log("replay"),
+        benchmark:
+            layout.usage("replay")
+        threads: cores(1)
+        shadow:
+            "minimal"
+        shell:
+            "python -m sched --config {input.config:q} replay {input.history:q} --policies {params.policies}"
+            " --tuned {input.tuned:q} {params.policy_files} --out {params.out:q} --threads {threads}"
+            " > {log:q} 2>&1"
