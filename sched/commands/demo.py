@@ -37,6 +37,7 @@ def register(sub):
 
 def run(args):
     from sched import files
+    from sched.data.machines import speeds
     from sched.data.scenario import check_seed, schedule_frame
     from sched.evaluate import figures
     from sched.evaluate.demo import demo_pair, run_demo
@@ -71,7 +72,7 @@ def run(args):
             f"{label(p)}: total weighted tardiness {twt[p] / UNIT:.3f} k w.s": schedules[p]
             for p in (left, right)
         },
-        cfg["scenario"]["machines"],
+        len(speeds(cfg["scenario"]["machines"], "scenario.machines")),  # a count or a spec
         Path(args.figures) / layout.DEMO_GANTT,
         cfg["report"]["figure_dpi"],
         cfg["report"]["gantt_hours"],

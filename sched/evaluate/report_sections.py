@@ -54,6 +54,15 @@ def setup_section(cfg, d):
     ]
 
 
+def _gpus(machines):
+    """The config's GPUs in words: "1 identical GPU", or a spec "1x1.0,3x0.6" with its GPUs' speeds."""
+    from sched.data.machines import describe, speeds
+
+    sp = speeds(machines, "scenario.machines")
+    text = describe(sp)
+    return text if text.endswith(("GPU", "GPUs")) else f"{len(sp)} GPUs of speeds {text}"
+
+
 def _test_scenarios_line(cfg, per):
     sc = cfg["scenario"]
     seeds = sorted(set(per["scenario_seed"]))
@@ -67,7 +76,7 @@ def _test_scenarios_line(cfg, per):
     return (
         f"* **Test scenarios**: {len(seeds)} scenarios, seeds {seeds[0]}-{seeds[-1]} "
         f"(the first of `seeds.test`, never used in training or tuning), "
-        f"{'/'.join(str(t) for t in tasks)} tasks each, {arrivals} on {sc['machines']} identical GPU(s). "
+        f"{'/'.join(str(t) for t in tasks)} tasks each, {arrivals} on {_gpus(sc['machines'])}. "
         f"Every policy runs on the same scenarios (common random numbers)."
     )
 
