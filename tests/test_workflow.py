@@ -439,9 +439,10 @@ def test_each_rule_docstring_names_the_code_it_runs():
         if rule in ("step_config", "robust_config"):
             assert "step_config_text (workflow/rules/common.smk)" in doc, doc
             continue
-        m = re.search(r"Runs `sched (\w+)` \(sched/commands/(\w+)\.py -> (.+?)\)\.?$", doc)
+        m = re.search(r"Runs `sched ([\w-]+)` \(sched/commands/(\w+)\.py -> (.+?)\)\.?$", doc)
         assert m, (rule, doc)
         command, module, functions = m.groups()
+        command = command.replace("-", "_")  # calibrate-workload: module calibrate_workload
         # robust_train_warm: robust_train for the settings whose training has a teacher
         assert rule.removeprefix("robust_").removesuffix("_warm") == command == module, (rule, doc)
         source = (ROOT / "sched/commands" / f"{module}.py").read_text()

@@ -48,7 +48,7 @@ if HISTORY:
         params:
             policies=bench_policies(),
             policy_files=policy_file_args(),
-            out=layout.REPLAY_DIR,
+            out=lambda wildcards, output: os.path.dirname(output[0]),  # layout.REPLAY_DIR
         log:
             layout.log("replay"),
         benchmark:
