@@ -36,13 +36,15 @@ from sched.sim import rules
 __all__ = ["Plan", "RankInputError", "Settings", "rank", "tuned_k"]
 
 Plan = namedtuple("Plan", "name rule k policy_file")  # rule: rule id, or None for PPO
-Settings = namedtuple("Settings", "weights atc_k winner tuned calibration")
+Settings = namedtuple("Settings", "weights atc_k winner tuned calibration config")
 
 
 # --------------------------------------------------------------------------- entry point
 
 
-def rank(tasks, now=None, policy="auto", machines=1, explain=False, config=None, policy_file=None):
+def rank(
+    tasks, now=None, policy="auto", machines=1, explain=False, config=None, policy_file=None, budget_ms=None
+):
     """Ids of ``tasks`` in the order they should start.
 
     ``tasks``: a list of dicts (or a pandas DataFrame, one row per task) with
@@ -58,7 +60,9 @@ def rank(tasks, now=None, policy="auto", machines=1, explain=False, config=None,
     winner from config ``rank.winner``, else ATC), a rule name, ``"atc-tuned"``,
     ``"ppo"`` with ``policy_file``, ``"ppo-<seed>"``, or a policy file path.
     ``config``: a config file path or a config mapping (default: as the
-    command line, ``./config.yaml`` if present).
+    command line, ``./config.yaml`` if present). ``policy="plan"``: the
+    planner on config ``plan.base`` (:mod:`sched.serve.plan_rank`);
+    ``budget_ms``, its time budget per call (default config ``plan.budget_ms``).
 
     Returns a list of ids (as given) in start order; with ``explain=True`` a
     DataFrame with, in start order, each task's planned machine, start and
@@ -68,9 +72,15 @@ def rank(tasks, now=None, policy="auto", machines=1, explain=False, config=None,
     """
     st = _settings(config)
     plan = _plan(policy, policy_file, st)
+    if budget_ms is not None and plan.name != "plan":
+        raise RankInputError(f"budget_ms: only used with policy 'plan', not {plan.name!r}")
     q = read_queue(task_records(tasks), now, machines, st)
     if q.n == 0:
         order = start = end = mach = np.zeros(0, np.int64)
+    elif plan.name == "plan":
+        from sched.serve.plan_rank import plan_order
+
+        order, start, end, mach = plan_order(q, st.config, lambda b: _plan(b, None, st), budget_ms)
     elif plan.rule is not None:
         from sched.sim.one_queue import rollout_order
 
@@ -125,6 +135,7 @@ def _settings(config):
         winner=cfg["rank"]["winner"],
         tuned=cfg["rank"]["tuned"],
         calibration=cfg["scenario"].get("calibration"),
+        config=cfg,
     )
     if len(_settings_cache) > 32:
         _settings_cache.clear()
@@ -238,6 +249,8 @@ def _plan(policy, policy_file, st):
         return won if won.rule is not None else _ppo_plan(won.name, won.policy_file, st.winner)
     if name in rules.RULES:
         return Plan(name, rules.rule_id(name), st.atc_k, None)
+    if name == "plan":
+        return Plan(name, None, None, None)
     if name == "atc-tuned":
         return Plan(name, rules.ATC, tuned_k(st), None)
     if name == "ppo":
@@ -251,7 +264,7 @@ def _plan(policy, policy_file, st):
         return _ppo_plan("ppo", name, "policy")
     raise RankInputError(
         f"policy: unknown policy {name!r}; expected auto, {', '.join(rules.RULES)}, atc-tuned, "
-        f"ppo (with policy_file), ppo-<seed>, or an existing policy file"
+        f"ppo (with policy_file), ppo-<seed>, plan, or an existing policy file"
     )
 
 

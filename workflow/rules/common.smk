@@ -207,6 +207,8 @@ STEP_SETTINGS = {
     "demo": {**SCENARIO, "benchmark": [*BENCHMARK_COUNTS, "demo_seed"],
              "report": ["figure_dpi", "gantt_hours"]},
     "report": {**SCENARIO, "benchmark": ALL, "train": ["seeds"], "report": ALL, "robustness": ALL},
+    # the planner's benchmark: plan and every policy on a subset, with the summary's settings
+    "plan": {**SCENARIO, "benchmark": ALL, "plan": ALL, "rank": ["winner"]},
 }
 # A new train setting must be listed above (or be one training does not read).
 _unlisted = set(config["train"]) - set(TRAIN) - set(TRAIN_NOT_READ)
@@ -264,3 +266,9 @@ def step_config_text(step, setting=None):
 def step_config(step, setting=None):
     """The path of that config file (``setting`` may be the wildcard "{setting}")."""
     return layout.step_config(step, results_root(setting))
+
+
+def plan_seeds():
+    """The test seeds of the planner's benchmark: the first plan.scenarios, as ``A-B``."""
+    first = config["seeds"]["test"]["start"]
+    return f"{first}-{first + config['plan']['scenarios'] - 1}"
