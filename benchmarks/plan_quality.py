@@ -14,7 +14,6 @@ import argparse
 import json
 import time
 
-import numpy as np
 import pandas as pd
 
 from sched import layout
@@ -23,6 +22,11 @@ from sched.data.scenario import draw
 from sched.evaluate.statistics import bootstrap_counts, paired_difference, win_tie_loss
 from sched.learn.planner import Planner, learned_base, rule_base
 from sched.sim.objective import tardiness
+
+
+def _twt(d, schedule):
+    """Total weighted tardiness of a (start, end, machine) schedule of drawn scenario ``d``."""
+    return float((d["weight"] * tardiness(schedule[1], d["due"])).sum())
 
 
 def main():
@@ -40,7 +44,13 @@ def main():
     if a.load is not None:
         cfg["scenario"]["load"] = a.load
     settings = dict(cfg["plan"])
-    settings.update({k: getattr(a, k) for k in ("candidates", "samples", "horizon", "z", "seed") if getattr(a, k) is not None})
+    settings.update(
+        {
+            k: getattr(a, k)
+            for k in ("candidates", "samples", "horizon", "z", "seed")
+            if getattr(a, k) is not None
+        }
+    )
     name, _, pfile = a.base.partition("=")
     if pfile:
         from sched.learn.policy_file import load
@@ -53,7 +63,9 @@ def main():
         from sched.sim.core import simulate
 
         rule = "atc" if name == "atc-tuned" else name
-        k = a.atc_k or (json.load(open(layout.TUNED_PATH))["atc_k"] if name == "atc-tuned" else cfg["rules"]["atc_k"])
+        k = a.atc_k or (
+            json.load(open(layout.TUNED_PATH))["atc_k"] if name == "atc-tuned" else cfg["rules"]["atc_k"]
+        )
         base = rule_base(rule, k)
         run_base = lambda sc: simulate(*sc, rule, k=k)  # noqa: E731
     planner = Planner(cfg, base, settings)
@@ -62,15 +74,19 @@ def main():
     for seed in range(start, start + a.scenarios):
         d = draw(cfg, seed)
         sc = (d["arrival"], d["duration"], d["estimate"], d["weight"], d["due"])
-        twt = lambda res: float((d["weight"] * tardiness(res[1], d["due"])).sum())  # noqa: E731
-        b = twt(run_base(sc))
+        b = _twt(d, run_base(sc))
         n0, m0, c0 = planner.decisions, planner.deviations, time.process_time()
-        p = twt(planner.schedule(sc))
+        p = _twt(d, planner.schedule(sc))
         cpu = time.process_time() - c0
         dec = planner.decisions - n0
-        rows.append(dict(seed=seed, base=b, plan=p, decisions=dec, deviations=planner.deviations - m0, cpu_s=cpu))
-        print(f"{seed} base {b / 1e3:9.3f} plan {p / 1e3:9.3f} {100 * (p / b - 1):+6.2f} % "
-              f"deviated {rows[-1]['deviations']:3d}/{dec} {1e3 * cpu / max(dec, 1):6.1f} ms/decision", flush=True)
+        rows.append(
+            dict(seed=seed, base=b, plan=p, decisions=dec, deviations=planner.deviations - m0, cpu_s=cpu)
+        )
+        print(
+            f"{seed} base {b / 1e3:9.3f} plan {p / 1e3:9.3f} {100 * (p / b - 1):+6.2f} % "
+            f"deviated {rows[-1]['deviations']:3d}/{dec} {1e3 * cpu / max(dec, 1):6.1f} ms/decision",
+            flush=True,
+        )
     f = pd.DataFrame(rows)
     if a.out:
         f.to_csv(a.out, index=False)
@@ -78,11 +94,15 @@ def main():
     counts = bootstrap_counts(len(f), bench["bootstrap_resamples"], bench["bootstrap_seed"])
     diff, lo, hi = paired_difference(f["plan"], f["base"], counts, bench["ci_level"])
     w, t, lz = win_tie_loss(f["plan"], f["base"], bench["tie_relative"], bench["tie_absolute_s"])
-    print(f"settings {json.dumps({k: settings[k] for k in ('candidates', 'samples', 'horizon', 'z', 'seed')})}")
-    print(f"plan vs {name}: {diff:+.2f} % [{lo:+.2f}, {hi:+.2f}] over {len(f)} scenarios, W/T/L {w}/{t}/{lz}; "
-          f"mean base {f['base'].mean() / 1e3:.3f} plan {f['plan'].mean() / 1e3:.3f} k w.s; "
-          f"deviated {f['deviations'].sum()}/{f['decisions'].sum()} decisions; "
-          f"{1e3 * f['cpu_s'].sum() / f['decisions'].sum():.1f} ms CPU per planned decision (one core)")
+    print(
+        f"settings {json.dumps({k: settings[k] for k in ('candidates', 'samples', 'horizon', 'z', 'seed')})}"
+    )
+    print(
+        f"plan vs {name}: {diff:+.2f} % [{lo:+.2f}, {hi:+.2f}] over {len(f)} scenarios, W/T/L {w}/{t}/{lz}; "
+        f"mean base {f['base'].mean() / 1e3:.3f} plan {f['plan'].mean() / 1e3:.3f} k w.s; "
+        f"deviated {f['deviations'].sum()}/{f['decisions'].sum()} decisions; "
+        f"{1e3 * f['cpu_s'].sum() / f['decisions'].sum():.1f} ms CPU per planned decision (one core)"
+    )
 
 
 if __name__ == "__main__":

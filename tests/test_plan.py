@@ -64,7 +64,13 @@ def _queue(n=8, seed=0):
     """n tasks waiting at time 0: (arrival, duration, estimate, weight, due)."""
     rng = np.random.default_rng(seed)
     est = rng.uniform(20, 200, n)
-    return np.zeros(n), est * rng.lognormal(0, 0.4, n), est, rng.choice([1.0, 2.0, 4.0, 8.0], n), rng.uniform(0, 600, n)
+    return (
+        np.zeros(n),
+        est * rng.lognormal(0, 0.4, n),
+        est,
+        rng.choice([1.0, 2.0, 4.0, 8.0], n),
+        rng.uniform(0, 600, n),
+    )
 
 
 def test_true_durations_are_never_read(pcfg):
@@ -115,8 +121,8 @@ def test_plan_beats_or_matches_nothing_it_cannot_know_and_schedules_every_task(p
 
 @pytest.mark.parametrize(
     "field, value",
-    [("candidates", 1), ("candidates", 17), ("samples", 0), ("horizon", 2.5), ("z", -1.0), ("z", float("nan")),
-     ("futures", "many"), ("seed", -1), ("budget_ms", 0), ("budget_ms", float("inf"))],
+    [("candidates", 1), ("candidates", 17), ("samples", 0), ("horizon", 2.5), ("z", -1.0),
+     ("z", float("nan")), ("futures", "many"), ("seed", -1), ("budget_ms", 0), ("budget_ms", float("inf"))],
 )  # fmt: skip
 def test_bad_settings_are_refused_naming_the_field(field, value):
     with pytest.raises(PlanError, match=f"plan.{field}: expected") as e:
@@ -144,7 +150,9 @@ def test_an_unknown_base_policy_is_refused(pcfg):
 
 def _tasks(n=12):
     arr, _, est, w, due = _queue(n, seed=5)
-    return [dict(id=f"t{i}", estimate_s=float(est[i]), weight=float(w[i]), due=float(due[i])) for i in range(n)]
+    return [
+        dict(id=f"t{i}", estimate_s=float(est[i]), weight=float(w[i]), due=float(due[i])) for i in range(n)
+    ]
 
 
 def test_rank_plan_returns_a_permutation_and_checks_its_arguments(pcfg):
@@ -194,3 +202,15 @@ def test_a_learned_base_runs_the_scorers_decisions(pcfg, distinct_policy):
     a = Planner(pcfg, base, pcfg["plan"]).schedule(sc)
     b = Planner(pcfg, base, pcfg["plan"]).schedule(sc)
     np.testing.assert_array_equal(a[0], b[0])
+
+
+def test_the_benchmark_runs_plan_beside_its_base(pcfg):
+    from sched.evaluate.policies import parse_policies, plan_spec, rule_spec
+    from sched.evaluate.runs import run_policies
+
+    c = copy.deepcopy(pcfg)
+    c["plan"]["base"] = "atc"
+    assert parse_policies("atc,plan", c) == ["atc", "plan"]
+    specs = {"atc": rule_spec("atc", 2.0), "plan": plan_spec(c)}
+    frame = run_policies(c, [2000000, 2000001], specs)
+    assert sorted(set(frame["policy"])) == ["atc", "plan"] and len(frame) == 4

@@ -215,9 +215,16 @@ def plan_spec(cfg, tuned=None, policy_file=None):
             won = json.loads(path.read_text(encoding="utf-8"))
             name = won["policy"]
             spec = rule_spec(won["rule"], won["atc_k"]) if won["rule"] else None
-            spec = spec or {"kind": "ppo", "rule": None, "atc_k": None, "policy_file": str(won["policy_file"])}
+            spec = spec or {
+                "kind": "ppo",
+                "rule": None,
+                "atc_k": None,
+                "policy_file": str(won["policy_file"]),
+            }
         except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise BenchmarkError(f"plan.base: auto needs the winner file {path} ({type(exc).__name__})") from None
+            raise BenchmarkError(
+                f"plan.base: auto needs the winner file {path} ({type(exc).__name__})"
+            ) from None
     elif is_heuristic(base) or is_learned(base):
         name, spec = base, resolve_policies(cfg, [base], tuned=tuned)[0][base]
     elif Path(base).is_file():

@@ -65,7 +65,9 @@ def candidates(s, K, base, k, p_ref, load, top_k, W0, b0, W1, b1, W2, b2, lin, x
         pbar /= ql
         for q in range(ql):
             j = s.queue[0, q]
-            v[q] = rules.priority(base, t, s.arr[0, j], s.est[0, j], s.w[0, j], s.due[0, j], k, pbar, s.static[0, j])
+            v[q] = rules.priority(
+                base, t, s.arr[0, j], s.est[0, j], s.w[0, j], s.due[0, j], k, pbar, s.static[0, j]
+            )
     else:
         scorer.scores(s, k, p_ref, load, top_k, W0, b0, W1, b1, W2, b2, lin, xb, gb, inp, ctx, h0, h1, v)
         for q in range(ql):
@@ -130,10 +132,32 @@ def sample_costs(
         f = (seed * 104729 + dec * DECISION_STRIDE + r) % nf
         zseed = (seed * 1000003 + dec * 7919 + r * 31 + 1) % 2147483647
         for c in range(cands.shape[0]):
-            _sampled(s, scratch, FA[f], FD[f], FE[f], FW[f], FDUE[f], horizon, sigma, zseed, static_rule, mfree)
+            _sampled(
+                s, scratch, FA[f], FD[f], FE[f], FW[f], FDUE[f], horizon, sigma, zseed, static_rule, mfree
+            )
             S._start(scratch, 0, cands[c], scratch.pending[0])
             while S._advance(scratch, 0, True):
-                q = base_pick(scratch, base, k, p_ref, load, top_k, W0, b0, W1, b1, W2, b2, lin, xb, gb, inp, ctx, h0, h1)
+                q = base_pick(
+                    scratch,
+                    base,
+                    k,
+                    p_ref,
+                    load,
+                    top_k,
+                    W0,
+                    b0,
+                    W1,
+                    b1,
+                    W2,
+                    b2,
+                    lin,
+                    xb,
+                    gb,
+                    inp,
+                    ctx,
+                    h0,
+                    h1,
+                )
                 S._start(scratch, 0, q, scratch.pending[0])
             costs[c, r] = scratch.wt_started[0]
 
@@ -177,7 +201,9 @@ def plan_rollout(
     dec = 0
     moved = 0
     while S._advance(s, 0, True):
-        cands = candidates(s, K, base, k, p_ref, load, top_k, W0, b0, W1, b1, W2, b2, lin, xb, gb, inp, ctx, h0, h1)
+        cands = candidates(
+            s, K, base, k, p_ref, load, top_k, W0, b0, W1, b1, W2, b2, lin, xb, gb, inp, ctx, h0, h1
+        )
         c = 0
         if cands.shape[0] >= 2 and samples >= 2:
             sample_costs(

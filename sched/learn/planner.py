@@ -80,7 +80,15 @@ def learned_base(policy, name="ppo"):
         raise PlanError(f"plan.base: {name} is not a scorer policy (the planner runs scorer policies only)")
     enc = policy.encoder
     load = float(np.asarray(enc.load).ravel()[0])
-    return Base(name, P.LEARNED, float(enc.k), float(enc.p_ref), load, int(policy.net.top_k), scorer.weights_of(policy))
+    return Base(
+        name,
+        P.LEARNED,
+        float(enc.k),
+        float(enc.p_ref),
+        load,
+        int(policy.net.top_k),
+        scorer.weights_of(policy),
+    )
 
 
 _pools = {}
