@@ -29,12 +29,22 @@ def _twt(d, schedule):
     return float((d["weight"] * tardiness(schedule[1], d["due"])).sum())
 
 
+def _k(name, cfg):
+    """ATC's k of a rule name: atc-tuned's from tuned.json, else rules.atc_k."""
+    if name == "atc-tuned":
+        with open(layout.TUNED_PATH, encoding="utf-8") as fh:
+            return json.load(fh)["atc_k"]
+    return cfg["rules"]["atc_k"]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--config", default="config.yaml")
     ap.add_argument("--base", required=True)
     ap.add_argument("--atc-k", type=float)
+    ap.add_argument("--rollout", help="a rule (or atc-tuned) continuing the rollouts (default: the base)")
     ap.add_argument("--scenarios", type=int, default=30)
+    ap.add_argument("--skip", type=int, default=0, help="start after this many test seeds (held-out checks)")
     ap.add_argument("--load", type=float)
     for key, typ in (("candidates", int), ("samples", int), ("horizon", int), ("z", float), ("seed", int)):
         ap.add_argument(f"--{key}", type=typ)
@@ -63,13 +73,15 @@ def main():
         from sched.sim.core import simulate
 
         rule = "atc" if name == "atc-tuned" else name
-        k = a.atc_k or (
-            json.load(open(layout.TUNED_PATH))["atc_k"] if name == "atc-tuned" else cfg["rules"]["atc_k"]
-        )
+        k = a.atc_k or _k(name, cfg)
         base = rule_base(rule, k)
         run_base = lambda sc: simulate(*sc, rule, k=k)  # noqa: E731
-    planner = Planner(cfg, base, settings)
-    start = cfg["seeds"]["test"]["start"]
+    roll = None
+    if a.rollout:
+        rk = _k(a.rollout, cfg)
+        roll = rule_base("atc" if a.rollout == "atc-tuned" else a.rollout, rk)
+    planner = Planner(cfg, base, settings, roll)
+    start = cfg["seeds"]["test"]["start"] + a.skip
     rows = []
     for seed in range(start, start + a.scenarios):
         d = draw(cfg, seed)
@@ -94,9 +106,8 @@ def main():
     counts = bootstrap_counts(len(f), bench["bootstrap_resamples"], bench["bootstrap_seed"])
     diff, lo, hi = paired_difference(f["plan"], f["base"], counts, bench["ci_level"])
     w, t, lz = win_tie_loss(f["plan"], f["base"], bench["tie_relative"], bench["tie_absolute_s"])
-    print(
-        f"settings {json.dumps({k: settings[k] for k in ('candidates', 'samples', 'horizon', 'z', 'seed')})}"
-    )
+    shown = {k: settings[k] for k in ("candidates", "samples", "horizon", "z", "seed")}
+    print(f"settings {json.dumps(shown)} rollout {a.rollout or 'the base'}")
     print(
         f"plan vs {name}: {diff:+.2f} % [{lo:+.2f}, {hi:+.2f}] over {len(f)} scenarios, W/T/L {w}/{t}/{lz}; "
         f"mean base {f['base'].mean() / 1e3:.3f} plan {f['plan'].mean() / 1e3:.3f} k w.s; "

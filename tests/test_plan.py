@@ -214,3 +214,19 @@ def test_the_benchmark_runs_plan_beside_its_base(pcfg):
     specs = {"atc": rule_spec("atc", 2.0), "plan": plan_spec(c)}
     frame = run_policies(c, [2000000, 2000001], specs)
     assert sorted(set(frame["policy"])) == ["atc", "plan"] and len(frame) == 4
+
+
+def test_a_rollout_rule_equal_to_the_base_changes_nothing_and_others_are_refused(pcfg):
+    from sched.evaluate.errors import BenchmarkError
+    from sched.evaluate.policies import plan_spec
+
+    sc = _scenario(pcfg, 9, tasks=40)
+    same = Planner(pcfg, rule_base("atc", 1.5), pcfg["plan"]).schedule(sc)
+    rolled = Planner(pcfg, rule_base("atc", 1.5), pcfg["plan"], rule_base("atc", 1.5)).schedule(sc)
+    np.testing.assert_array_equal(same[0], rolled[0])
+    c = copy.deepcopy(pcfg)
+    c["plan"].update(base="atc", rollout="wspt")
+    assert plan_spec(c)["rollout_spec"]["rule"] == "wspt"
+    c["plan"]["rollout"] = "ppo-1"
+    with pytest.raises(BenchmarkError, match="plan.rollout: unknown rollout policy 'ppo-1'"):
+        plan_spec(c)

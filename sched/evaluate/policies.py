@@ -207,7 +207,8 @@ def same_rule(a, b):
 
 def plan_spec(cfg, tuned=None, policy_file=None):
     """The spec of ``plan``: its base policy's spec (config ``plan.base``, or the policy
-    file ``policy_file``) under ``base_spec``, its name under ``base``."""
+    file ``policy_file``) under ``base_spec``, its name under ``base``, and the rule that
+    continues its rollouts (config ``plan.rollout``) under ``rollout_spec`` (None: the base)."""
     base = str(policy_file) if policy_file is not None else cfg["plan"]["base"]
     if base == "auto":
         path = Path(cfg["rank"]["winner"])
@@ -234,4 +235,22 @@ def plan_spec(cfg, tuned=None, policy_file=None):
             f"plan.base: unknown base policy {base[:40]!r}; expected auto, {', '.join(HEURISTICS)}, "
             f"ppo-<training seed> or an existing policy file"
         )
-    return {"kind": PLAN, "rule": None, "atc_k": None, "policy_file": None, "base": name, "base_spec": spec}
+    roll = cfg["plan"]["rollout"]
+    if roll == "base":
+        roll_spec = None
+    elif is_heuristic(roll):
+        roll_spec = resolve_policies(cfg, [roll], tuned=tuned)[0][roll]
+    else:
+        raise BenchmarkError(
+            f"plan.rollout: unknown rollout policy {roll[:40]!r}; expected base or one of "
+            f"{', '.join(HEURISTICS)}"
+        )
+    return {
+        "kind": PLAN,
+        "rule": None,
+        "atc_k": None,
+        "policy_file": None,
+        "base": name,
+        "base_spec": spec,
+        "rollout_spec": roll_spec,
+    }

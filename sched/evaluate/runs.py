@@ -70,14 +70,18 @@ def make_planner(cfg, spec):
     """The :class:`sched.learn.planner.Planner` of a ``plan`` spec (``policies.plan_spec``)."""
     from sched.learn.planner import Planner, learned_base, rule_base
 
+    def rule_of(s):
+        return rule_base(s["rule"], s["atc_k"] if s["atc_k"] is not None else rules.ATC_K_DEFAULT)
+
     base = spec["base_spec"]
     if base["kind"] == "rule":
-        b = rule_base(base["rule"], base["atc_k"] if base["atc_k"] is not None else rules.ATC_K_DEFAULT)
+        b = rule_of(base)
     else:
         from sched.learn.policy_file import load
 
         b = learned_base(load(base["policy_file"]), spec["base"])
-    return Planner(cfg, b, cfg["plan"])
+    roll = spec.get("rollout_spec")
+    return Planner(cfg, b, cfg["plan"], rule_of(roll) if roll else None)
 
 
 def warm_up(machines):

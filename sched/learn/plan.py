@@ -40,6 +40,8 @@ from sched.sim import rules
 
 #: ``base`` value of a learned (scorer) base policy; rules use their rule id.
 LEARNED = -1
+#: ``roll`` value of :func:`plan_rollout` when the base policy continues the rollouts.
+SAME = -2
 #: Stride between the futures of consecutive decisions in the pool (a prime).
 DECISION_STRIDE = 7919
 
@@ -124,7 +126,8 @@ def sample_costs(
     base, k, p_ref, load, top_k, W0, b0, W1, b1, W2, b2, lin, xb, gb, inp, ctx, h0, h1,
 ):  # fmt: skip
     """costs[c, r] := weighted tardiness of starting ``cands[c]`` now then following the
-    base policy, on sampled future r, for r in [r0, r1) (the same futures for every c)."""
+    policy ``base`` (the base policy, or the rule that continues the rollouts), on sampled
+    future r, for r in [r0, r1) (the same futures for every c)."""
     nf = FA.shape[0]
     mfree = known_free(s)
     static_rule = base if base >= 0 else rules.ATC
@@ -189,11 +192,14 @@ def choose(costs, n, z):
 
 @nb.njit(cache=True)
 def plan_rollout(
-    s, scratch, K, samples, z, FA, FD, FE, FW, FDUE, horizon, sigma, seed,
+    s, scratch, K, samples, z, FA, FD, FE, FW, FDUE, horizon, sigma, seed, roll, roll_k,
     base, k, p_ref, load, top_k, W0, b0, W1, b1, W2, b2, lin,
 ):  # fmt: skip
     """Schedule slot 0 of ``s`` with the planner from its start; returns (planned
-    decisions, decisions that deviated from the base policy)."""
+    decisions, decisions that deviated from the base policy). ``roll``: the rule (id,
+    with its k ``roll_k``) that continues the rollouts, or :data:`SAME`: the base policy."""
+    rb = base if roll == SAME else roll
+    rk = k if roll == SAME else roll_k
     if base >= 0:
         S.set_rule(s, 0, base)
     xb, gb, inp, ctx, h0, h1 = scorer._buffers(scratch, W0, W1)  # scratch holds the most tasks
@@ -208,7 +214,7 @@ def plan_rollout(
         if cands.shape[0] >= 2 and samples >= 2:
             sample_costs(
                 s, scratch, cands, 0, samples, costs, FA, FD, FE, FW, FDUE, horizon, sigma, seed, dec,
-                base, k, p_ref, load, top_k, W0, b0, W1, b1, W2, b2, lin, xb, gb, inp, ctx, h0, h1,
+                rb, rk, p_ref, load, top_k, W0, b0, W1, b1, W2, b2, lin, xb, gb, inp, ctx, h0, h1,
             )  # fmt: skip
             c = choose(costs[: cands.shape[0]], samples, z)
         if c != 0:

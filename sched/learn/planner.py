@@ -111,18 +111,29 @@ class Planner:
     """The planner with its base policy ``base`` (:func:`rule_base`, :func:`learned_base`)
     and settings ``settings`` (config ``plan``, checked by :func:`check_settings`)."""
 
-    def __init__(self, cfg, base, settings):
+    def __init__(self, cfg, base, settings, rollout=None):
         from sched.data.scenario import estimate_noise_sigma
 
         self.base = base
+        self.rollout = rollout  # a rule_base continuing the rollouts; None: the base policy
         self.settings = st = check_settings(settings)
         self.sigma = float(estimate_noise_sigma(cfg))
         self.pool = futures(cfg, st["horizon"], st["futures"])
         self.decisions = self.deviations = 0
 
-    def _args(self):
-        b = self.base
+    def _args(self, base=None):
+        b = base or self.base
         return (b.base, b.k, b.p_ref, b.load, b.top_k) + tuple(b.weights)
+
+    def _roll(self):
+        """(rule id, k) of the rollouts' continuation, or (SAME, 0): the base policy."""
+        return (P.SAME, 0.0) if self.rollout is None else (self.rollout.base, self.rollout.k)
+
+    def _roll_args(self):
+        """The policy arguments of the rollouts: the base's, the continuation rule in front."""
+        if self.rollout is None:
+            return self._args()
+        return (self.rollout.base, self.rollout.k) + self._args()[2:]
 
     def schedule(self, scenario, machines=1, machine_free=None):
         """(start, end, machine) of one scenario (arrays in row order) under the planner."""
@@ -131,7 +142,7 @@ class Planner:
         scratch = S.empty_state(1, state.arr.shape[1] + st["horizon"], machines)
         dec, moved = P.plan_rollout(
             state, scratch, st["candidates"], st["samples"], st["z"], *self.pool,
-            st["horizon"], self.sigma, st["seed"], *self._args(),
+            st["horizon"], self.sigma, st["seed"], *self._roll(), *self._args(),
         )  # fmt: skip
         self.decisions += int(dec)
         self.deviations += int(moved)
@@ -172,7 +183,7 @@ class Planner:
             hi = min(total, r + chunk)
             P.sample_costs(
                 state, scratch, cands, r, hi, self._costs, *self.pool, st["horizon"], self.sigma,
-                st["seed"], 0, *args, *bufs,
+                st["seed"], 0, *self._roll_args(), *bufs,
             )  # fmt: skip
             r = hi
             if budget is None:

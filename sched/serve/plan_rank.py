@@ -26,9 +26,17 @@ def plan_order(q, cfg, resolve, budget_ms):
         base = resolve(cfg["plan"]["base"])
     except RankInputError as exc:
         raise RankInputError(f"plan.base: {exc}") from exc
+    roll = cfg["plan"]["rollout"]
+    if roll != "base":
+        try:
+            roll = resolve(roll)
+        except RankInputError as exc:
+            raise RankInputError(f"plan.rollout: {exc}") from exc
+        if roll.rule is None:
+            raise RankInputError(f"plan.rollout: expected base or a rule, got {roll.name!r}")
     try:
         check_budget(budget_ms)
-        key = (id(cfg), base)
+        key = (id(cfg), base, roll)
         planner = _planners.get(key)
         if planner is None:
             if base.name == "plan":
@@ -39,7 +47,8 @@ def plan_order(q, cfg, resolve, budget_ms):
                 from sched.learn.policy_file import load_cached
 
                 b = learned_base(load_cached(base.policy_file), base.name)
-            planner = Planner(cfg, b, cfg["plan"])
+            rollout = None if roll == "base" else rule_base(rules.RULES[roll.rule], roll.k)
+            planner = Planner(cfg, b, cfg["plan"], rollout)
             if len(_planners) > 8:
                 _planners.clear()
             _planners[key] = planner
