@@ -204,12 +204,6 @@ def check_benchmark_counts(cfg, source="config"):
             raise ConfigError(
                 f"{source}: benchmark.{field}: {value} is more than benchmark.scenarios ({b['scenarios']})"
             )
-    plan = cfg.get("plan")
-    if plan and plan["scenarios"] > b["scenarios"]:
-        raise ConfigError(
-            f"{source}: plan.scenarios: {plan['scenarios']} is more than "
-            f"benchmark.scenarios ({b['scenarios']})"
-        )
 
 
 def check_seed_ranges(seeds, source="config"):

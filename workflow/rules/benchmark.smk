@@ -119,7 +119,7 @@ rule benchmark_plan:
         policies=lambda wildcards: bench_policies() + ",plan",
         seeds=plan_seeds(),
         policy_files=policy_file_args(),
-        out=layout.PLAN_BENCH_DIR,
+        out=lambda wildcards, output: os.path.dirname(output.per_scenario),
     log:
         layout.log("benchmark/plan"),
     benchmark:

@@ -208,7 +208,10 @@ STEP_SETTINGS = {
              "report": ["figure_dpi", "gantt_hours"]},
     "report": {**SCENARIO, "benchmark": ALL, "train": ["seeds"], "report": ALL, "robustness": ALL},
     # the planner's benchmark: plan and every policy on a subset, with the summary's settings
-    "plan": {**SCENARIO, "benchmark": ALL, "plan": ALL, "rank": ["winner"]},
+    "plan": {**SCENARIO,
+             "benchmark": [*BENCHMARK_COUNTS, "bootstrap_resamples", "bootstrap_seed", "ci_level",
+                           "tie_relative", "tie_absolute_s"],
+             "plan": ALL, "rank": ["winner"]},
 }
 # A new train setting must be listed above (or be one training does not read).
 _unlisted = set(config["train"]) - set(TRAIN) - set(TRAIN_NOT_READ)
@@ -269,6 +272,8 @@ def step_config(step, setting=None):
 
 
 def plan_seeds():
-    """The test seeds of the planner's benchmark: the first plan.scenarios, as ``A-B``."""
+    """The test seeds of the planner's benchmark: the first plan.scenarios (at most
+    benchmark.scenarios), as ``A-B``."""
     first = config["seeds"]["test"]["start"]
-    return f"{first}-{first + config['plan']['scenarios'] - 1}"
+    n = min(config["plan"]["scenarios"], config["benchmark"]["scenarios"])
+    return f"{first}-{first + n - 1}"
