@@ -96,10 +96,11 @@ def test_scorer_rollout_speed(benchmark, path):
 @pytest.mark.parametrize("n", [24, 1000])
 @pytest.mark.parametrize("budget_ms", [20.0, 100.0])
 def test_rank_plan_speed(benchmark, n, budget_ms):
-    """rank(policy="plan", budget_ms=B) on the learned policy (issue 15: p50 <= B + 10 %)."""
+    """rank(policy="plan", budget_ms=B) on the learned policy, rollouts by ATC (config.yaml's
+    recipe, with rules.atc_k for the tuned k) (issue 15: p50 <= B + 10 %)."""
     if policy_file() is None:
         pytest.skip(f"no trained policy file (SCHED_RANK_POLICY_FILE or {layout.policy_file(1)})")
-    cfg = validate_config({"plan": {"base": policy_file(), "samples": 4096}})
+    cfg = validate_config({"plan": {"base": policy_file(), "rollout": "atc", "samples": 4096}})
     tasks, now = queue(n)
     first = rank(tasks, now=now, policy="plan", config=cfg, budget_ms=budget_ms)  # warm-up, pool built
     benchmark.group = f"rank plan {n} tasks"

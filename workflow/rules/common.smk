@@ -211,7 +211,7 @@ STEP_SETTINGS = {
     "plan": {**SCENARIO,
              "benchmark": [*BENCHMARK_COUNTS, "bootstrap_resamples", "bootstrap_seed", "ci_level",
                            "tie_relative", "tie_absolute_s"],
-             "plan": ALL, "rank": ["winner"]},
+             "plan": ALL},   # plan.base auto: the winner.json the rule declares (rank.winner's default)
 }
 # A new train setting must be listed above (or be one training does not read).
 _unlisted = set(config["train"]) - set(TRAIN) - set(TRAIN_NOT_READ)
