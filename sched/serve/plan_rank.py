@@ -36,7 +36,9 @@ def plan_order(q, cfg, resolve, budget_ms):
             raise RankInputError(f"plan.rollout: expected base or a rule, got {roll.name!r}")
     try:
         check_budget(budget_ms)
-        key = (id(cfg), base, roll)
+        from sched.config import config_hash
+
+        key = (config_hash(cfg, ["scenario", "seeds", "plan"]), base, roll)
         planner = _planners.get(key)
         if planner is None:
             if base.name == "plan":
