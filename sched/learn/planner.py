@@ -121,8 +121,9 @@ class Planner:
         self.pool = futures(cfg, st["horizon"], st["futures"])
         self.decisions = self.deviations = 0
 
-    def _args(self, base=None):
-        b = base or self.base
+    def _args(self):
+        """The base policy's arguments of the compiled functions (rule or scorer)."""
+        b = self.base
         return (b.base, b.k, b.p_ref, b.load, b.top_k) + tuple(b.weights)
 
     def _roll(self):
@@ -164,7 +165,7 @@ class Planner:
         bufs = scorer._buffers(scratch, self.base.weights[0], self.base.weights[2])
         if S._advance(state, 0, True):
             cands = P.candidates(state, st["candidates"], *args, *bufs)
-            n = self._sample(state, scratch, cands, args, bufs, budget, t0) if cands.shape[0] >= 2 else 0
+            n = self._sample(state, scratch, cands, bufs, budget, t0) if cands.shape[0] >= 2 else 0
             c = P.choose(self._costs[: cands.shape[0]], n, st["z"]) if n else 0
             self.decisions += 1
             self.deviations += int(c != 0)
@@ -172,7 +173,7 @@ class Planner:
             P.continue_base(state, *args, *bufs)
         return S._unpack(state, [order])[0]
 
-    def _sample(self, state, scratch, cands, args, bufs, budget, t0):
+    def _sample(self, state, scratch, cands, bufs, budget, t0):
         """Fill self._costs sample by sample (in chunks) until ``samples`` or the budget; returns how many."""
         st = self.settings
         total = st["samples"]
