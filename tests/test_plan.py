@@ -230,3 +230,14 @@ def test_a_rollout_rule_equal_to_the_base_changes_nothing_and_others_are_refused
     c["plan"]["rollout"] = "ppo-1"
     with pytest.raises(BenchmarkError, match="plan.rollout: unknown rollout policy 'ppo-1'"):
         plan_spec(c)
+
+
+def test_sched_rank_refuses_a_bad_budget_in_one_line(tmp_path):
+    import json
+
+    from .conftest import run_cli
+
+    (tmp_path / "q.json").write_text(json.dumps(_tasks(3)))
+    r = run_cli("rank", tmp_path / "q.json", "--policy", "plan", "--budget-ms", "0", cwd=tmp_path)
+    assert r.returncode == 2 and r.stderr.strip().count("\n") == 0, r.stderr
+    assert "budget_ms: expected a number of milliseconds > 0, got 0" in r.stderr
