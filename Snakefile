@@ -62,6 +62,7 @@ rule all:
         expand(rules.train.output, seed=TRAIN_SEEDS),
         expand(rules.benchmark.output, seeds=SHARDS),
         rules.gather.output,
+        rules.benchmark_plan.output,
         rules.clairvoyant.output,
         rules.demo.output,
         rules.report.output,

@@ -91,3 +91,19 @@ def test_scorer_rollout_speed(benchmark, path):
     benchmark.group = "scorer rollout 1000 tasks"
     out = benchmark(run_one, policy, scenario, fast=fast)
     assert all(np.array_equal(a, b) for a, b in zip(out, first))
+
+
+@pytest.mark.parametrize("n", [24, 1000])
+@pytest.mark.parametrize("budget_ms", [20.0, 100.0])
+def test_rank_plan_speed(benchmark, n, budget_ms):
+    """rank(policy="plan", budget_ms=B) on the learned policy, rollouts by ATC (config.yaml's
+    recipe, with rules.atc_k for the tuned k) (issue 15: p50 <= B + 10 %)."""
+    if policy_file() is None:
+        pytest.skip(f"no trained policy file (SCHED_RANK_POLICY_FILE or {layout.policy_file(1)})")
+    cfg = validate_config({"plan": {"base": policy_file(), "rollout": "atc", "samples": 4096}})
+    tasks, now = queue(n)
+    first = rank(tasks, now=now, policy="plan", config=cfg, budget_ms=budget_ms)  # warm-up, pool built
+    benchmark.group = f"rank plan {n} tasks"
+    benchmark.extra_info["target_p50_s"] = budget_ms * 1.1e-3
+    out = benchmark(rank, tasks, now=now, policy="plan", config=cfg, budget_ms=budget_ms)
+    assert sorted(out) == sorted(first)

@@ -44,6 +44,8 @@ FIGURES_DIR = f"{RESULTS}/figures"
 ROBUST_DIR = f"{RESULTS}/robustness"
 REPORT_PATH = f"{RESULTS}/{REPORT}"
 TUNED_PATH = f"{BENCH_DIR}/{TUNED}"
+#: The planner's benchmark (policy plan and every other policy on the first plan.scenarios test seeds).
+PLAN_BENCH_DIR = f"{BENCH_DIR}/plan"
 #: `sched train --out` and `sched teach --out` when run by hand, outside the workflow
 DEFAULT_POLICY = f"{RESULTS}/{POLICY_FILE}"
 DEFAULT_TEACHER_LABELS = f"{RESULTS}/teacher/labels.npz"

@@ -58,6 +58,7 @@ SMALL = {
         "bootstrap_resamples": 200,
         "clairvoyant": {"scenarios": 2, "evaluations": 2000, "window": 10},
     },
+    "plan": {"scenarios": 2, "samples": 2, "horizon": 5, "futures": 20},
 }
 #: Jobs the cluster runs (every rule but the local ones: step_config and all).
 CLUSTER_JOBS = {
@@ -67,6 +68,7 @@ CLUSTER_JOBS = {
     "tune": 1,
     "benchmark": 2,
     "gather": 1,
+    "benchmark_plan": 1,
     "clairvoyant": 1,
     "demo": 1,
     "report": 1,
@@ -127,6 +129,8 @@ def expected_outputs():
         "results/benchmark/per_scenario.csv",
         "results/benchmark/resume.csv",
         "results/benchmark/winner.json",
+        "results/benchmark/plan/per_scenario.csv",
+        "results/benchmark/plan/resume.csv",
         "results/benchmark/clairvoyant.csv",
         "results/rapport.md",
         "results/demo/demo.csv",
@@ -307,6 +311,7 @@ EVERYTHING = {
     "tune": 1,
     "benchmark": 2,
     "gather": 1,
+    "benchmark_plan": 1,
     "clairvoyant": 1,
     "demo": 1,
     "report": 1,
@@ -325,12 +330,30 @@ def unread_or_reordered(cfg):
         # a training setting: training and what reads the policies, not calibration
         (
             lambda c: c["train"].update(iterations=4),
-            {"step_config": 1, "train": 2, "benchmark": 2, "gather": 1, "demo": 1, "report": 1, "all": 1},
+            {
+                "step_config": 1,
+                "train": 2,
+                "benchmark": 2,
+                "gather": 1,
+                "benchmark_plan": 1,
+                "demo": 1,
+                "report": 1,
+                "all": 1,
+            },
         ),
         # one more training seed: that seed is trained, the others are not
         (
             lambda c: c["train"].update(seeds=[1, 2, 3]),
-            {"step_config": 1, "train": 1, "benchmark": 2, "gather": 1, "demo": 1, "report": 1, "all": 1},
+            {
+                "step_config": 1,
+                "train": 1,
+                "benchmark": 2,
+                "gather": 1,
+                "benchmark_plan": 1,
+                "demo": 1,
+                "report": 1,
+                "all": 1,
+            },
         ),
         # a report setting: the report only
         (
@@ -348,7 +371,7 @@ def unread_or_reordered(cfg):
             lambda c: c["benchmark"].update(
                 bootstrap_resamples=300, clairvoyant={**c["benchmark"]["clairvoyant"], "evaluations": 3000}
             ),
-            {"step_config": 3, "gather": 1, "clairvoyant": 1, "report": 1, "all": 1},
+            {"step_config": 4, "gather": 1, "clairvoyant": 1, "benchmark_plan": 1, "report": 1, "all": 1},
         ),
         # a calibration setting: everything
         (lambda c: c.setdefault("calibration", {}).update(min_records=29), {"step_config": 1, **EVERYTHING}),
@@ -443,8 +466,11 @@ def test_each_rule_docstring_names_the_code_it_runs():
         assert m, (rule, doc)
         command, module, functions = m.groups()
         command = command.replace("-", "_")  # calibrate-workload: module calibrate_workload
-        # robust_train_warm: robust_train for the settings whose training has a teacher
-        assert rule.removeprefix("robust_").removesuffix("_warm") == command == module, (rule, doc)
+        # robust_train_warm: robust_train for the settings whose training has a teacher;
+        # benchmark_plan: the benchmark of policy plan on a subset
+        assert (
+            rule.removeprefix("robust_").removesuffix("_warm").removesuffix("_plan") == command == module
+        ), (rule, doc)
         source = (ROOT / "sched/commands" / f"{module}.py").read_text()
         for path in functions.split(", "):
             where, _, name = path.rpartition(".")

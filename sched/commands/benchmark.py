@@ -16,7 +16,7 @@ def register(sub):
         "--policies",
         help="comma-separated policy names (default: fifo,spt,edd,wspt,"
         "atc,wmdd,atc-tuned, ppo-<S> for each S in train.seeds and, when train.teacher_scenarios > 0, "
-        "its warm start ppo-<S>-warm)",
+        "its warm start ppo-<S>-warm); plan (the planner on config plan.base) on request",
     )
     s.add_argument(
         "--seeds", metavar="RANGE", help="test seeds A-B (inclusive) or N: a shard (default: every test seed)"
@@ -32,6 +32,12 @@ def register(sub):
         "--out",
         help=f"output folder (default: {layout.BENCH_DIR} for a full run, "
         f"{layout.shard_dir('A-B')} for a shard)",
+    )
+    s.add_argument(
+        "--summary",
+        action="store_true",
+        help="with --seeds: write resume.csv over that subset too (every policy on the same seeds; "
+        "how the workflow benchmarks plan)",
     )
     threads.add_option(s)
     s.set_defaults(func=run)
@@ -74,7 +80,7 @@ def run(args):
     )
     timings = {}
     frame = run_policies(cfg, seeds, specs, progress=True, timings=timings)
-    written = write_outputs(out, frame, cfg, specs, full)
+    written = write_outputs(out, frame, cfg, specs, full, subset_summary=args.summary)
     means = frame.groupby("policy")["total_weighted_tardiness_s"].mean()
     print(f"{len(seeds)} scenarios ({range_text(seeds)}), {len(specs)} policies{'' if full else ' (shard)'}")
     print(f"{'policy':12} {'mean TWT (k w.s)':>17} {'time (s)':>9}")

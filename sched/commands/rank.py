@@ -39,7 +39,7 @@ def register(sub):
         "--policy",
         default=None,
         help="auto (default: the benchmark's winner, else ATC), fifo, spt, edd, wspt, "
-        "atc, wmdd, atc-tuned, ppo-<seed>, or a policy file",
+        "atc, wmdd, atc-tuned, ppo-<seed>, plan (lookahead on config plan.base), or a policy file",
     )
     s.add_argument(
         "--policy-file", dest="policy_file", metavar="F", help="trained policy file (implies --policy ppo)"
@@ -51,6 +51,14 @@ def register(sub):
         help="count of free GPUs; GPU speeds as NxSPEED[,NxSPEED...], e.g. 2x1.0,2x0.6, or a "
         "machines CSV (name,speed), every GPU free now; or comma-separated times at which each "
         "GPU becomes free, e.g. 0,1800 (one busy GPU: '1800,')",
+    )
+    s.add_argument(
+        "--budget-ms",
+        dest="budget_ms",
+        type=float,
+        metavar="N",
+        help="--policy plan: time budget per call in milliseconds (default: config plan.budget_ms; "
+        "none: every sample)",
     )
     s.add_argument(
         "--explain",
@@ -163,6 +171,7 @@ def run(args):
         explain=args.explain,
         config=cfg,
         policy_file=args.policy_file,
+        budget_ms=args.budget_ms,
     )
     if args.explain:
         # one record a line: still one JSON document, and readable

@@ -12,7 +12,10 @@ from sched.sim import rules
 def register(sub):
     s = sub.add_parser("simulate", help="schedule scenarios with a policy and summarise them")
     s.add_argument(
-        "--policy", required=True, help=f"one of {', '.join(rules.RULES)}, or ppo (with --policy-file)"
+        "--policy",
+        required=True,
+        help=f"one of {', '.join(rules.RULES)}, ppo (with --policy-file), or plan (the planner on "
+        "config plan.base, or on --policy-file)",
     )
     src = s.add_mutually_exclusive_group(required=True)
     src.add_argument("--scenario", nargs="+", metavar="FILE", help="scenario CSV file(s)")
@@ -54,7 +57,16 @@ def run(args):
     else:
         scenarios = [generate(cfg, s, machines=machines) for s in args.seed]
 
-    results = schedule_scenarios(scenarios, args.policy, machines=machines, k=k, policy_file=args.policy_file)
+    if args.policy == "plan":
+        from sched.evaluate.policies import plan_spec
+        from sched.evaluate.runs import schedule_policy
+
+        spec = plan_spec(cfg, policy_file=args.policy_file)
+        results = schedule_policy(spec, scenarios, [s.arrays for s in scenarios], machines, cfg)
+    else:
+        results = schedule_scenarios(
+            scenarios, args.policy, machines=machines, k=k, policy_file=args.policy_file
+        )
     out = Path(args.out) if args.out else None
     many = len(scenarios) > 1
     if out is not None and many and out.exists() and not out.is_dir():
@@ -67,5 +79,7 @@ def run(args):
         summary = {"scenario": sc.name, "policy": args.policy, "machines": shown}
         if args.policy == "atc":
             summary["atc_k"] = k
+        if args.policy == "plan":
+            summary["base"] = spec["base"]
         summary.update(summarize(sched_frame))
         print(json.dumps(summary), flush=True)

@@ -6,6 +6,8 @@ that ``sched tune`` chose), ``ppo-<S>``, the PPO policy of training seed S, and
 ``warm_start.pt`` beside the policy file; only when training has a teacher).
 Both learned kinds are policy files; a warm start is benchmarked to show PPO's
 share of the gain, and is never the winner (:func:`sched.evaluate.summary.choose_winner`).
+``plan`` is the planner (``sched.learn.planner``) on the base policy of config
+``plan.base``; it is run on a subset of the test seeds (config ``plan.scenarios``).
 A spec says how to run a name: ``kind`` ('rule' or 'ppo'), ``rule`` and
 ``atc_k`` for a rule, ``policy_file`` for a learned policy.
 """
@@ -25,6 +27,8 @@ HEURISTICS = ("fifo", "spt", "edd", "wspt", "atc", "wmdd", "atc-tuned")
 
 _PPO = re.compile(r"^ppo-(\d+)$")
 _WARM = re.compile(r"^ppo-(\d+)-warm$")
+#: The planner's name (docs/plan.md).
+PLAN = "plan"
 #: The suffix of a warm start's name: ``ppo-<S>-warm``.
 WARM_SUFFIX = "-warm"
 
@@ -67,7 +71,9 @@ def policy_key(name):
     if m:
         return (1, int(m.group(1)), "")
     m = _WARM.match(name)
-    return (1, int(m.group(1)), WARM_SUFFIX) if m else (2, 0, name)
+    if m:
+        return (1, int(m.group(1)), WARM_SUFFIX)
+    return (2, 0, name)
 
 
 def default_policies(cfg):
@@ -95,10 +101,10 @@ def parse_policies(text, cfg, default=default_policies):
     if not names:
         raise BenchmarkError("--policies: empty list")
     for n in names:
-        if not (is_heuristic(n) or is_learned(n)):
+        if not (is_heuristic(n) or is_learned(n) or n == PLAN):
             raise BenchmarkError(
                 f"--policies: unknown policy {n!r}; expected {', '.join(HEURISTICS)}, "
-                f"ppo-<training seed> or ppo-<training seed>-warm"
+                f"ppo-<training seed>, ppo-<training seed>-warm or {PLAN}"
             )
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
@@ -157,7 +163,9 @@ def resolve_policies(cfg, names, tuned=None, policy_files=None, missing_ok=False
         )
     specs, skipped = {}, []
     for name in names:
-        if name == "atc-tuned":
+        if name == PLAN:
+            specs[name] = plan_spec(cfg, tuned, policy_files.get(PLAN))
+        elif name == "atc-tuned":
             path = Path(tuned or layout.TUNED_PATH)
             if missing_ok and not path.exists():
                 skipped.append(f"{name} ({path} not found)")
@@ -195,3 +203,54 @@ def same_rule(a, b):
         and a["rule"] == b["rule"]
         and a.get("atc_k") == b.get("atc_k")
     )
+
+
+def plan_spec(cfg, tuned=None, policy_file=None):
+    """The spec of ``plan``: its base policy's spec (config ``plan.base``, or the policy
+    file ``policy_file``) under ``base_spec``, its name under ``base``, and the rule that
+    continues its rollouts (config ``plan.rollout``) under ``rollout_spec`` (None: the base)."""
+    base = str(policy_file) if policy_file is not None else cfg["plan"]["base"]
+    if base == "auto":
+        path = Path(cfg["rank"]["winner"])
+        try:
+            won = json.loads(path.read_text(encoding="utf-8"))
+            name = won["policy"]
+            spec = rule_spec(won["rule"], won["atc_k"]) if won["rule"] else None
+            spec = spec or {
+                "kind": "ppo",
+                "rule": None,
+                "atc_k": None,
+                "policy_file": str(won["policy_file"]),
+            }
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise BenchmarkError(
+                f"plan.base: auto needs the winner file {path} ({type(exc).__name__})"
+            ) from None
+    elif is_heuristic(base) or is_learned(base):
+        name, spec = base, resolve_policies(cfg, [base], tuned=tuned)[0][base]
+    elif Path(base).is_file():
+        name, spec = Path(base).stem, {"kind": "ppo", "rule": None, "atc_k": None, "policy_file": base}
+    else:
+        raise BenchmarkError(
+            f"plan.base: unknown base policy {base[:40]!r}; expected auto, {', '.join(HEURISTICS)}, "
+            f"ppo-<training seed> or an existing policy file"
+        )
+    roll = cfg["plan"]["rollout"]
+    if roll == "base":
+        roll_spec = None
+    elif is_heuristic(roll):
+        roll_spec = resolve_policies(cfg, [roll], tuned=tuned)[0][roll]
+    else:
+        raise BenchmarkError(
+            f"plan.rollout: unknown rollout policy {roll[:40]!r}; expected base or one of "
+            f"{', '.join(HEURISTICS)}"
+        )
+    return {
+        "kind": PLAN,
+        "rule": None,
+        "atc_k": None,
+        "policy_file": None,
+        "base": name,
+        "base_spec": spec,
+        "rollout_spec": roll_spec,
+    }

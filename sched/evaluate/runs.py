@@ -52,14 +52,36 @@ def generate_scenarios(cfg, seeds, progress=False):
     return [generate(cfg, s) for s in bar(list(seeds), "scenarios", progress)]
 
 
-def schedule_policy(spec, scenarios, arrays, machines):
-    """(start, end, machine) per scenario under one policy spec, in one batched call."""
+def schedule_policy(spec, scenarios, arrays, machines, cfg=None):
+    """(start, end, machine) per scenario under one policy spec, in one batched call
+    (``plan``: one scenario after the other; it needs ``cfg``, the scenario model)."""
+    if spec["kind"] == "plan":
+        planner = make_planner(cfg, spec)
+        return [planner.schedule(a, machines) for a in arrays]
     if spec["kind"] == "rule":
         from sched.sim.core import simulate_batch
 
         k = spec["atc_k"] if spec["atc_k"] is not None else rules.ATC_K_DEFAULT
         return simulate_batch(arrays, spec["rule"], machines=machines, k=k)
     return schedule_scenarios(scenarios, "ppo", machines=machines, policy_file=spec["policy_file"])
+
+
+def make_planner(cfg, spec):
+    """The :class:`sched.learn.planner.Planner` of a ``plan`` spec (``policies.plan_spec``)."""
+    from sched.learn.planner import Planner, learned_base, rule_base
+
+    def rule_of(s):
+        return rule_base(s["rule"], s["atc_k"] if s["atc_k"] is not None else rules.ATC_K_DEFAULT)
+
+    base = spec["base_spec"]
+    if base["kind"] == "rule":
+        b = rule_of(base)
+    else:
+        from sched.learn.policy_file import load
+
+        b = learned_base(load(base["policy_file"]), spec["base"])
+    roll = spec.get("rollout_spec")
+    return Planner(cfg, b, cfg["plan"], rule_of(roll) if roll else None)
 
 
 def warm_up(machines):
@@ -94,7 +116,7 @@ def run_on_scenarios(cfg, keys, scenarios, specs, progress=False, timings=None):
     rows = []
     for name in bar(sorted(specs, key=policy_key), "policies", progress):
         t0 = time.perf_counter()
-        results = schedule_policy(specs[name], scenarios, arrays, machines)
+        results = schedule_policy(specs[name], scenarios, arrays, machines, cfg)
         if timings is not None:
             timings[name] = time.perf_counter() - t0
         if len(results) != len(arrays):

@@ -194,17 +194,22 @@ def choose_winner(twt, specs, counts, level, bh=None):
     }
 
 
-def write_outputs(out_dir, frame, cfg, specs, full):
+def write_outputs(out_dir, frame, cfg, specs, full, subset_summary=False):
     """per_scenario.csv, and for a full run resume.csv and winner.json, into ``out_dir``.
 
+    ``subset_summary``: a run on part of the test seeds writes resume.csv too (every
+    policy over that same subset; no winner.json: the winner is chosen on them all).
     Everything is computed before anything is written.
     """
     out_dir = Path(out_dir)
-    if full:
+    if full or subset_summary:
         summary, winner = summarise(frame, cfg, specs)
         winner["setting"] = setting.of_config(cfg)  # the farm rank() matches a call against
     files.write_csv(out_dir / layout.PER_SCENARIO, frame)
     written = [out_dir / layout.PER_SCENARIO]
+    if subset_summary and not full:
+        files.write_csv(out_dir / layout.SUMMARY, summary)
+        written.append(out_dir / layout.SUMMARY)
     if full:
         files.write_csv(out_dir / layout.SUMMARY, summary)
         files.write_json(out_dir / layout.WINNER, winner)

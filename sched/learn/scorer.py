@@ -38,6 +38,27 @@ def _affine(W, b, x, lo, hi, out):
 
 
 @nb.njit(cache=True)
+def _score(q, xb, W0, W1, b1, W2, b2, lin, inp, ctx, h0, h1):
+    """The scorer's score of the task at queue position q, once ``ctx`` holds the first
+    layer's context part (:func:`_decide`); ``inp``, ``h0``, ``h1`` are work buffers."""
+    n_task = F.N_TASK
+    for f in range(n_task):
+        inp[f] = xb[q, f]
+    _affine(W0, ctx, inp, 0, n_task, h0)
+    for i in range(h0.shape[0]):
+        h0[i] = math.tanh(h0[i])
+    _affine(W1, b1, h0, 0, h0.shape[0], h1)
+    for i in range(h1.shape[0]):
+        h1[i] = math.tanh(h1[i])
+    v = b2[0]
+    for i in range(h1.shape[0]):
+        v += W2[0, i] * h1[i]
+    for f in range(n_task):
+        v += lin[f] * xb[q, f]
+    return v
+
+
+@nb.njit(cache=True)
 def _decide(s, k, p_ref, load, top_k, W0, b0, W1, b1, W2, b2, lin, xb, gb, inp, ctx, h0, h1):
     """Queue position of the task the greedy scorer starts now (slot 0): the policy's
     decision, computed as the definition reads. The reference for every faster path."""
@@ -57,25 +78,31 @@ def _decide(s, k, p_ref, load, top_k, W0, b0, W1, b1, W2, b2, lin, xb, gb, inp, 
             atc_best = q
         if top_k > 0 and rank >= top_k:
             continue
-        for f in range(n_task):
-            inp[f] = xb[q, f]
-        _affine(W0, ctx, inp, 0, n_task, h0)
-        for i in range(h0.shape[0]):
-            h0[i] = math.tanh(h0[i])
-        _affine(W1, b1, h0, 0, h0.shape[0], h1)
-        for i in range(h1.shape[0]):
-            h1[i] = math.tanh(h1[i])
-        v = b2[0]
-        for i in range(h1.shape[0]):
-            v += W2[0, i] * h1[i]
-        for f in range(n_task):
-            v += lin[f] * xb[q, f]
+        v = _score(q, xb, W0, W1, b1, W2, b2, lin, inp, ctx, h0, h1)
         if v > best_v:
             best_v = v
             best = q
     if best < 0:  # every score NaN (a diverged network): ATC's choice, not garbage
         best = atc_best
     return best
+
+
+@nb.njit(cache=True)
+def scores(s, k, p_ref, load, top_k, W0, b0, W1, b1, W2, b2, lin, xb, gb, inp, ctx, h0, h1, out):
+    """out[q] := the scorer's score of queue position q of slot 0 (-inf outside its
+    ``top_k`` candidates): what :func:`_decide` maximises, for callers that rank the
+    candidates (the planner, ``sched.learn.plan``)."""
+    n_task = F.N_TASK
+    ql = s.qlen[0]
+    F._encode_slot(s, 0, k, p_ref, load, xb, gb)
+    F.pool_context(xb, ql, gb, inp[n_task:])
+    _affine(W0, b0, inp, n_task, W0.shape[1], ctx)
+    for q in range(ql):
+        rank = round(xb[q, F.ATC_RANK_INDEX] * ql)
+        if top_k > 0 and rank >= top_k:
+            out[q] = -np.inf
+        else:
+            out[q] = _score(q, xb, W0, W1, b1, W2, b2, lin, inp, ctx, h0, h1)
 
 
 @nb.njit(cache=True)

@@ -37,7 +37,7 @@ __all__ = ["Plan", "RankInputError", "Settings", "rank", "tuned_k"]
 
 # rule: rule id, or None for PPO; why: the reason it runs, in words (explain's column)
 Plan = namedtuple("Plan", "name rule k policy_file why", defaults=("",))
-Settings = namedtuple("Settings", "weights atc_k winner tuned calibration others farm")
+Settings = namedtuple("Settings", "weights atc_k winner tuned calibration others farm config")
 #: A benchmark's verdict on one setting: where from, the setting, its winner (a Plan or
 #: None) and its tuned ATC k (or None).
 Verdict = namedtuple("Verdict", "source setting winner tuned_k")
@@ -46,7 +46,9 @@ Verdict = namedtuple("Verdict", "source setting winner tuned_k")
 # --------------------------------------------------------------------------- entry point
 
 
-def rank(tasks, now=None, policy="auto", machines=1, explain=False, config=None, policy_file=None):
+def rank(
+    tasks, now=None, policy="auto", machines=1, explain=False, config=None, policy_file=None, budget_ms=None
+):
     """Ids of ``tasks`` in the order they should start.
 
     ``tasks``: a list of dicts (or a pandas DataFrame, one row per task) with
@@ -68,7 +70,9 @@ def rank(tasks, now=None, policy="auto", machines=1, explain=False, config=None,
     tuned for the call's GPUs),
     ``"ppo"`` with ``policy_file``, ``"ppo-<seed>"``, or a policy file path.
     ``config``: a config file path or a config mapping (default: as the
-    command line, ``./config.yaml`` if present).
+    command line, ``./config.yaml`` if present). ``policy="plan"``: the
+    planner on config ``plan.base`` (:mod:`sched.serve.plan_rank`);
+    ``budget_ms``, its time budget per call (default config ``plan.budget_ms``).
 
     Returns a list of ids (as given) in start order; with ``explain=True`` a
     DataFrame with, in start order, each task's planned machine, start and
@@ -79,8 +83,16 @@ def rank(tasks, now=None, policy="auto", machines=1, explain=False, config=None,
     st = _settings(config)
     q = read_queue(task_records(tasks), now, machines, st)
     plan = _plan(policy, policy_file, st, _farm_of(q))
+    if budget_ms is not None and plan.name != "plan":
+        raise RankInputError(f"budget_ms: only used with policy 'plan', not {plan.name!r}")
     if q.n == 0:
         order = start = end = mach = np.zeros(0, np.int64)
+    elif plan.name == "plan":
+        from sched.serve.plan_rank import plan_order
+
+        order, start, end, mach = plan_order(
+            q, st.config, lambda b: _plan(b, None, st, _farm_of(q)), budget_ms
+        )
     elif plan.rule is not None:
         from sched.sim.one_queue import rollout_order
 
@@ -137,6 +149,7 @@ def _settings(config):
         calibration=cfg["scenario"].get("calibration"),
         others=cfg["rank"]["settings"],
         farm=setting.of_config(cfg),
+        config=cfg,
     )
     if len(_settings_cache) > 32:
         _settings_cache.clear()
@@ -343,6 +356,8 @@ def _plan(policy, policy_file, st, farm):
         return _auto(st, farm)
     if name in rules.RULES:
         return Plan(name, rules.rule_id(name), st.atc_k, None, asked)
+    if name == "plan":
+        return Plan(name, None, None, None, f"{asked}: lookahead on config plan.base (docs/plan.md)")
     if name == "atc-tuned":
         k, v = tuned_k(st, farm)
         return Plan(name, rules.ATC, k, None, f"{asked}; k tuned in {v.source} for these GPUs")
@@ -357,7 +372,7 @@ def _plan(policy, policy_file, st, farm):
         return _ppo_plan("ppo", name, "policy", asked)
     raise RankInputError(
         f"policy: unknown policy {name!r}; expected auto, {', '.join(rules.RULES)}, atc-tuned, "
-        f"ppo (with policy_file), ppo-<seed>, or an existing policy file"
+        f"ppo (with policy_file), ppo-<seed>, plan, or an existing policy file"
     )
 
 

@@ -99,3 +99,35 @@ rule clairvoyant:
     shell:
         "python -m sched --config {input.config:q} clairvoyant --out {output:q}"
         " --threads {threads} > {log:q} 2>&1"
+
+
+rule benchmark_plan:
+    """The planner (policy plan, on config plan.base: the winner by default) and every other
+    policy on the first plan.scenarios test seeds, with their summary over that same subset
+    (paired intervals; no winner.json: the winner is chosen on all the test seeds).
+    Runs `sched benchmark --summary` (sched/commands/benchmark.py -> sched.evaluate.runs.run_policies)."""
+    input:
+        config=step_config("plan"),
+        calibration=calibration_input(),
+        tuned=layout.TUNED_PATH,
+        winner=f"{BENCH}/{layout.WINNER}",
+        policies=policy_files(),
+    output:
+        per_scenario=f"{layout.PLAN_BENCH_DIR}/{layout.PER_SCENARIO}",
+        summary=f"{layout.PLAN_BENCH_DIR}/{layout.SUMMARY}",
+    params:
+        policies=lambda wildcards: bench_policies() + ",plan",
+        seeds=plan_seeds(),
+        policy_files=policy_file_args(),
+        out=lambda wildcards, output: os.path.dirname(output.per_scenario),
+    log:
+        layout.log("benchmark/plan"),
+    benchmark:
+        layout.usage("benchmark/plan")
+    threads: cores(1)
+    shadow:
+        "minimal"
+    shell:
+        "NUMBA_NUM_THREADS=1 python -m sched --config {input.config:q} benchmark --policies {params.policies}"
+        " --seeds {params.seeds} --tuned {input.tuned:q} {params.policy_files} --summary"
+        " --out {params.out:q} --threads {threads} > {log:q} 2>&1"

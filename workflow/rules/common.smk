@@ -221,6 +221,11 @@ STEP_SETTINGS = {
     "replay": {**SCENARIO, "workload": ALL,
                "benchmark": [*BENCHMARK_COUNTS, "bootstrap_resamples", "bootstrap_seed", "ci_level",
                              "tie_relative", "tie_absolute_s"]},
+    # the planner's benchmark: plan and every policy on a subset, with the summary's settings
+    "plan": {**SCENARIO,
+             "benchmark": [*BENCHMARK_COUNTS, "bootstrap_resamples", "bootstrap_seed", "ci_level",
+                           "tie_relative", "tie_absolute_s"],
+             "plan": ALL},   # plan.base auto: the winner.json the rule declares (rank.winner's default)
 }
 # A new train setting must be listed above (or be one training does not read).
 _unlisted = set(config["train"]) - set(TRAIN) - set(TRAIN_NOT_READ)
@@ -282,3 +287,11 @@ def step_config_text(step, setting=None):
 def step_config(step, setting=None):
     """The path of that config file (``setting`` may be the wildcard "{setting}")."""
     return layout.step_config(step, results_root(setting))
+
+
+def plan_seeds():
+    """The test seeds of the planner's benchmark: the first plan.scenarios (at most
+    benchmark.scenarios), as ``A-B``."""
+    first = config["seeds"]["test"]["start"]
+    n = min(config["plan"]["scenarios"], config["benchmark"]["scenarios"])
+    return f"{first}-{first + n - 1}"

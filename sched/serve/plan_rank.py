@@ -1,0 +1,73 @@
+"""``rank(tasks, policy="plan")``: the planner's order of the queue waiting now.
+
+The first task to start is the planner's decision (``sched.learn.planner``:
+lookahead on sampled futures from the config's scenario model); the rest of
+the order follows the base policy, config ``plan.base`` (``rank()`` is called
+again at the next decision). ``budget_ms`` (or config ``plan.budget_ms``)
+makes the call anytime: samples are added until it is spent.
+"""
+
+import numpy as np
+
+from sched.serve.tasks import RankInputError
+from sched.sim import rules
+
+_planners = {}
+
+
+def plan_order(q, cfg, resolve, budget_ms):
+    """(order, start, end, machine) of queue ``q`` under the planner on config ``plan.base``
+    (``resolve``: rank's policy name -> Plan). Bad settings or a bad base raise
+    RankInputError naming them."""
+    from sched.errors import SchedError
+    from sched.learn.planner import Planner, check_budget, learned_base, rule_base
+
+    if np.any(np.asarray(q.speed) != 1.0):
+        from sched.data.machines import describe
+
+        raise RankInputError(
+            f"policy plan: plans GPUs of speed 1 only, got {describe(q.speed)} (its sampled futures "
+            f"do not model speeds yet); use policy auto or a rule"
+        )
+
+    try:
+        base = resolve(cfg["plan"]["base"])
+    except RankInputError as exc:
+        raise RankInputError(f"plan.base: {exc}") from exc
+    roll = cfg["plan"]["rollout"]
+    if roll != "base":
+        try:
+            roll = resolve(roll)
+        except RankInputError as exc:
+            raise RankInputError(f"plan.rollout: {exc}") from exc
+        if roll.rule is None:
+            raise RankInputError(f"plan.rollout: expected base or a rule, got {roll.name!r}")
+    try:
+        check_budget(budget_ms)
+        from sched.config import config_hash
+
+        key = (config_hash(cfg, ["scenario", "seeds", "plan"]), base, roll)
+        planner = _planners.get(key)
+        if planner is None:
+            if base.name == "plan":
+                raise RankInputError("plan.base: plan cannot be its own base policy")
+            if base.rule is not None:
+                b = rule_base(rules.RULES[base.rule], base.k)
+            else:
+                from sched.learn.policy_file import load_cached
+
+                b = learned_base(load_cached(base.policy_file), base.name)
+            rollout = None if roll == "base" else rule_base(rules.RULES[roll.rule], roll.k)
+            planner = Planner(cfg, b, cfg["plan"], rollout)
+            if len(_planners) > 8:
+                _planners.clear()
+            _planners[key] = planner
+        start, end, mach = planner.order(q.arrival, q.estimate, q.weight, q.due, q.machine_free, budget_ms)
+    except RankInputError:
+        raise
+    except SchedError as exc:  # PlanError, PolicyFileError, ConfigError: one line naming the field
+        raise RankInputError(str(exc)) from exc
+    start, end = np.asarray(start, np.float64), np.asarray(end, np.float64)
+    mach = np.asarray(mach, np.int64)
+    order = np.lexsort((np.arange(q.n), mach, start))  # as rank's learned path: the decision order
+    return order, start, end, mach

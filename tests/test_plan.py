@@ -1,0 +1,243 @@
+"""The planner, policy ``plan`` (sched/learn/plan.py, planner.py): decisions from estimates and
+sampled futures only, deterministic for a seed, the base policy's choice unless the samples say
+otherwise, bad settings refused in one line, and ``rank(policy="plan")``."""
+
+import copy
+
+import numpy as np
+import pytest
+
+from sched.config import ConfigError, validate_config
+from sched.learn import plan as P
+from sched.learn import scorer
+from sched.learn.planner import PlanError, Planner, check_settings, learned_base, rule_base
+from sched.sim import core as S
+
+SETTINGS = dict(candidates=3, samples=6, horizon=12, z=1.0, seed=3, futures=40, budget_ms=None)
+
+
+@pytest.fixture(scope="module")
+def pcfg():
+    """Default settings with estimate noise, and a small training range for the futures' seeds."""
+    c = validate_config({"scenario": {"estimate_noise_sigma": 0.4, "tasks": 60}}, "test")
+    c["plan"].update(SETTINGS)
+    return c
+
+
+def _scenario(cfg, seed, tasks=60):
+    from sched.data.scenario import draw
+
+    d = draw(cfg, seed, tasks=tasks)
+    return d["arrival"], d["duration"], d["estimate"], d["weight"], d["due"]
+
+
+def _costs(planner, arr, dur, est, w, due):
+    """The sampled costs of the candidates at the first decision of a queue (all arrived at 0)."""
+    st = planner.settings
+    state, _ = S.pack([(arr, dur, est, w, due)], 1)
+    S.set_rule(state, 0, planner.base.base)
+    scratch = S.empty_state(1, len(arr) + st["horizon"], 1)
+    args = planner._args()
+    bufs = scorer._buffers(scratch, planner.base.weights[0], planner.base.weights[2])
+    assert S._advance(state, 0, True)
+    cands = P.candidates(state, st["candidates"], *args, *bufs)
+    costs = np.empty((len(cands), st["samples"]))
+    P.sample_costs(
+        state, scratch, cands, 0, st["samples"], costs, *planner.pool, st["horizon"], planner.sigma,
+        st["seed"], 0, *args, *bufs,
+    )  # fmt: skip
+    return cands, costs
+
+
+def test_same_seed_same_schedule_and_the_seed_matters(pcfg):
+    sc = _scenario(pcfg, 7)
+    a = Planner(pcfg, rule_base("atc", 1.5), pcfg["plan"]).schedule(sc)
+    b = Planner(pcfg, rule_base("atc", 1.5), pcfg["plan"]).schedule(sc)
+    for x, y in zip(a, b):
+        np.testing.assert_array_equal(x, y)
+    cands, c1 = _costs(Planner(pcfg, rule_base("atc", 1.5), pcfg["plan"]), *_queue())
+    _, c2 = _costs(Planner(pcfg, rule_base("atc", 1.5), {**pcfg["plan"], "seed": 4}), *_queue())
+    assert len(cands) == 3 and not np.array_equal(c1, c2)  # other futures, other durations
+
+
+def _queue(n=8, seed=0):
+    """n tasks waiting at time 0: (arrival, duration, estimate, weight, due)."""
+    rng = np.random.default_rng(seed)
+    est = rng.uniform(20, 200, n)
+    return (
+        np.zeros(n),
+        est * rng.lognormal(0, 0.4, n),
+        est,
+        rng.choice([1.0, 2.0, 4.0, 8.0], n),
+        rng.uniform(0, 600, n),
+    )
+
+
+def test_true_durations_are_never_read(pcfg):
+    planner = Planner(pcfg, rule_base("atc", 1.5), pcfg["plan"])
+    arr, dur, est, w, due = _queue()
+    cands, costs = _costs(planner, arr, dur, est, w, due)
+    cands2, costs2 = _costs(planner, arr, dur * 7.0 + 1.0, est, w, due)
+    np.testing.assert_array_equal(cands, cands2)
+    np.testing.assert_array_equal(costs, costs2)
+    # ... while the estimates are: other estimates, other costs
+    _, costs3 = _costs(planner, arr, dur, est * 1.5, w, due)
+    assert not np.array_equal(costs, costs3)
+
+
+def test_a_clearly_optimal_base_choice_is_kept(pcfg):
+    # A heavy short task and a light long one, both already late: starting the long one first
+    # delays the heavy one by 1,000 s (100 x 1,000 weighted s) on every sampled future.
+    arr, est, w, due = np.zeros(2), np.array([10.0, 1000.0]), np.array([100.0, 1.0]), np.zeros(2)
+    planner = Planner(pcfg, rule_base("wspt"), {**pcfg["plan"], "z": 0.0})
+    cands, costs = _costs(planner, arr, est, est, w, due)
+    assert cands.tolist() == [0, 1]
+    assert (costs[1] > costs[0]).all()
+    assert P.choose(costs, costs.shape[1], 0.0) == 0
+    start, _, _ = planner.order(arr, est, w, due, np.zeros(1))
+    assert start[0] < start[1]
+
+
+def test_choose_deviates_only_on_clear_evidence():
+    base = np.array([10.0, 12.0, 9.0, 11.0])
+    clear = np.vstack([base, base - 3.0 + np.array([0.1, -0.1, 0.2, 0.0])])
+    noisy = np.vstack([base, base + np.array([-5.0, 4.0, -6.0, 5.5])])  # mean < 0, se large
+    assert P.choose(clear, 4, 2.0) == 1
+    assert P.choose(noisy, 4, 2.0) == 0
+    assert P.choose(clear, 1, 2.0) == 0  # one sample: no standard error, no deviation
+    # the candidate with the lowest upper bound wins, not the lowest mean
+    three = np.vstack([base, base - 3.0 + np.array([0.1, -0.1, 0.2, 0.0]), base + np.array([-9, 1, -8, 0.0])])
+    assert P.choose(three, 4, 2.0) == 1
+
+
+def test_plan_beats_or_matches_nothing_it_cannot_know_and_schedules_every_task(pcfg):
+    sc = _scenario(pcfg, 11)
+    planner = Planner(pcfg, rule_base("atc", 1.5), pcfg["plan"])
+    start, end, mach = planner.schedule(sc)
+    assert np.isfinite(start).all() and (start >= sc[0] - 1e-9).all()
+    np.testing.assert_allclose(end - start, sc[1])  # the simulator runs the true durations
+    assert planner.decisions > 0 and 0 <= planner.deviations <= planner.decisions
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [("candidates", 1), ("candidates", 17), ("samples", 0), ("horizon", 2.5), ("z", -1.0),
+     ("z", float("nan")), ("futures", "many"), ("seed", -1), ("budget_ms", 0), ("budget_ms", float("inf"))],
+)  # fmt: skip
+def test_bad_settings_are_refused_naming_the_field(field, value):
+    with pytest.raises(PlanError, match=f"plan.{field}: expected") as e:
+        check_settings({**SETTINGS, field: value})
+    assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("field, value", [("candidates", 1), ("samples", 0), ("budget_ms", -5), ("base", "")])
+def test_the_config_schema_refuses_bad_plan_settings(field, value):
+    with pytest.raises(ConfigError, match=f"plan.{field}"):
+        validate_config({"plan": {field: value}}, "config")
+
+
+def test_an_unknown_base_policy_is_refused(pcfg):
+    from sched.evaluate.errors import BenchmarkError
+    from sched.evaluate.policies import plan_spec
+
+    c = copy.deepcopy(pcfg)
+    c["plan"]["base"] = "no-such-policy"
+    with pytest.raises(BenchmarkError, match="plan.base: unknown base policy 'no-such-policy'"):
+        plan_spec(c)
+    c["plan"]["base"] = "wspt"
+    assert plan_spec(c)["base_spec"]["rule"] == "wspt"
+
+
+def _tasks(n=12):
+    arr, _, est, w, due = _queue(n, seed=5)
+    return [
+        dict(id=f"t{i}", estimate_s=float(est[i]), weight=float(w[i]), due=float(due[i])) for i in range(n)
+    ]
+
+
+def test_rank_plan_returns_a_permutation_and_checks_its_arguments(pcfg):
+    from sched.serve.ranker import RankInputError, rank
+
+    c = copy.deepcopy(pcfg)
+    c["plan"]["base"] = "atc"
+    tasks = _tasks()
+    out = rank(tasks, policy="plan", config=c)
+    assert sorted(out) == sorted(t["id"] for t in tasks)
+    assert rank(tasks, policy="plan", config=c) == out  # no budget: deterministic
+    timed = rank(tasks, policy="plan", config=c, budget_ms=50.0)
+    assert sorted(timed) == sorted(out)
+    # after the planned first start, the base policy's order of the rest
+    rest = rank([t for t in tasks if t["id"] != out[0]], policy="atc", config=c)
+    assert out[1:] == rest
+    for bad in (0, -1.0, float("nan"), "10"):
+        with pytest.raises(RankInputError, match="budget_ms: expected"):
+            rank(tasks, policy="plan", config=c, budget_ms=bad)
+    with pytest.raises(RankInputError, match="budget_ms: only used with policy 'plan'"):
+        rank(tasks, policy="atc", config=c, budget_ms=10)
+    c["plan"]["base"] = "nope"
+    with pytest.raises(RankInputError, match="^plan.base: policy: unknown policy 'nope'"):
+        rank(tasks, policy="plan", config=c)
+    c["plan"]["base"] = "plan"
+    with pytest.raises(RankInputError, match="plan cannot be its own base"):
+        rank(tasks, policy="plan", config=c)
+
+
+def test_a_learned_base_runs_the_scorers_decisions(pcfg, distinct_policy):
+    from sched.learn.policy_file import load
+
+    pol = load(distinct_policy)
+    base = learned_base(pol, "distinct")
+    arr, dur, est, w, due = _queue(10, seed=2)
+    # the candidates start with the scorer's own choice, and the base's rollout is its greedy one
+    state, _ = S.pack([(arr, dur, est, w, due)], 1)
+    assert S._advance(state, 0, True)
+    bufs = scorer._buffers(state, base.weights[0], base.weights[2])
+    args = (base.base, base.k, base.p_ref, base.load, base.top_k) + tuple(base.weights)
+    assert P.candidates(state, 4, *args, *bufs)[0] == scorer._decide(state, *args[1:], *bufs)
+    P.continue_base(state, *args, *bufs)
+    ref = scorer.run_one(pol, (arr, dur, est, w, due), fast=False)
+    np.testing.assert_array_equal(S._unpack(state, [np.arange(10)])[0][0], ref[0])
+    # and a whole scenario under the planner is deterministic
+    sc = _scenario(pcfg, 5, tasks=30)
+    a = Planner(pcfg, base, pcfg["plan"]).schedule(sc)
+    b = Planner(pcfg, base, pcfg["plan"]).schedule(sc)
+    np.testing.assert_array_equal(a[0], b[0])
+
+
+def test_the_benchmark_runs_plan_beside_its_base(pcfg):
+    from sched.evaluate.policies import parse_policies, plan_spec, rule_spec
+    from sched.evaluate.runs import run_policies
+
+    c = copy.deepcopy(pcfg)
+    c["plan"]["base"] = "atc"
+    assert parse_policies("atc,plan", c) == ["atc", "plan"]
+    specs = {"atc": rule_spec("atc", 2.0), "plan": plan_spec(c)}
+    frame = run_policies(c, [2000000, 2000001], specs)
+    assert sorted(set(frame["policy"])) == ["atc", "plan"] and len(frame) == 4
+
+
+def test_a_rollout_rule_equal_to_the_base_changes_nothing_and_others_are_refused(pcfg):
+    from sched.evaluate.errors import BenchmarkError
+    from sched.evaluate.policies import plan_spec
+
+    sc = _scenario(pcfg, 9, tasks=40)
+    same = Planner(pcfg, rule_base("atc", 1.5), pcfg["plan"]).schedule(sc)
+    rolled = Planner(pcfg, rule_base("atc", 1.5), pcfg["plan"], rule_base("atc", 1.5)).schedule(sc)
+    np.testing.assert_array_equal(same[0], rolled[0])
+    c = copy.deepcopy(pcfg)
+    c["plan"].update(base="atc", rollout="wspt")
+    assert plan_spec(c)["rollout_spec"]["rule"] == "wspt"
+    c["plan"]["rollout"] = "ppo-1"
+    with pytest.raises(BenchmarkError, match="plan.rollout: unknown rollout policy 'ppo-1'"):
+        plan_spec(c)
+
+
+def test_sched_rank_refuses_a_bad_budget_in_one_line(tmp_path):
+    import json
+
+    from .conftest import run_cli
+
+    (tmp_path / "q.json").write_text(json.dumps(_tasks(3)))
+    r = run_cli("rank", tmp_path / "q.json", "--policy", "plan", "--budget-ms", "0", cwd=tmp_path)
+    assert r.returncode == 2 and r.stderr.strip().count("\n") == 0, r.stderr
+    assert "budget_ms: expected a number of milliseconds > 0, got 0" in r.stderr
