@@ -61,6 +61,7 @@ def candidates(s, K, base, k, p_ref, load, top_k, W0, b0, W1, b1, W2, b2, lin, x
     v = np.empty(ql)
     if base >= 0:
         t = s.t[0]
+        v_m = s.speed[0, s.pending[0]]  # the deciding GPU's speed, as core.pick reads it
         pbar = 0.0
         for q in range(ql):
             pbar += s.est[0, s.queue[0, q]]
@@ -68,7 +69,7 @@ def candidates(s, K, base, k, p_ref, load, top_k, W0, b0, W1, b1, W2, b2, lin, x
         for q in range(ql):
             j = s.queue[0, q]
             v[q] = rules.priority(
-                base, t, s.arr[0, j], s.est[0, j], s.w[0, j], s.due[0, j], k, pbar, s.static[0, j]
+                base, t, s.arr[0, j], s.est[0, j], s.w[0, j], s.due[0, j], k, pbar, s.static[0, j], v_m
             )
     else:
         scorer.scores(s, k, p_ref, load, top_k, W0, b0, W1, b1, W2, b2, lin, xb, gb, inp, ctx, h0, h1, v)
