@@ -21,6 +21,7 @@ from sched import files, layout
 from sched.evaluate.errors import ReportError
 from sched.evaluate.report_conclusion import conclusion_section, robustness_section
 from sched.evaluate.report_inputs import load, read_robustness
+from sched.evaluate.report_plan import plan_section, read_plan
 from sched.evaluate.report_sections import (
     FIGURES,
     clairvoyant_section,
@@ -94,6 +95,7 @@ def render(cfg, d, made, notes, paths):
         conclusion_section(cfg, d),
         robustness_section(cfg, d.get("robust")) + ppo_alone_lines(cfg, d.get("robust") or [], d["summary"]),
         replay_section(cfg, d.get("replay"), d.get("workload_fit")),
+        plan_section(cfg, d.get("plan"), d["winner"]),
         figures_section(made, notes, report_dir),
         reproduce_section(cfg, d, paths),
     ]
@@ -135,12 +137,14 @@ def build(
     readme=None,
     replay_dir=layout.REPLAY_DIR,
     workload=layout.WORKLOAD,
+    plan_dir=layout.PLAN_BENCH_DIR,
 ):
     """Write the figures and rapport.md (and the results block of ``readme``); returns the paths written."""
     d = load(bench_dir, train_dir, demo_dir, cfg)
     d["robust"] = read_robustness(cfg, robust_dir)
     d["replay"] = read_replay(replay_dir)
     d["workload_fit"] = read_fit(workload)
+    d["plan"] = read_plan(plan_dir)
     paths = {
         "bench": str(bench_dir),
         "out": str(out),

@@ -75,6 +75,23 @@ def fit_line(fit):
     )
 
 
+def paired_table(r, bh, lv):
+    """A summary's rows as a table: mean with its interval, difference with the best heuristic ``bh``
+    with its paired interval, W/T/L (the replay's and the planner's subset tables)."""
+    lines = [
+        f"| policy | mean [{lv} CI] | vs {bh} [{lv} CI] | W/T/L vs {bh} |",
+        "|---|---:|---:|---:|",
+    ]
+    for row in r.itertuples():
+        lines.append(
+            f"| {label(row)} | {k(row.mean_twt_k)} {ci_k(row.mean_twt_ci_lo_k, row.mean_twt_ci_hi_k)} "
+            f"| {pct(row.diff_vs_best_heuristic_pct)} "
+            f"{ci(row.diff_vs_best_heuristic_ci_lo_pct, row.diff_vs_best_heuristic_ci_hi_pct)} "
+            f"| {row.wins_vs_best_heuristic}/{row.ties_vs_best_heuristic}/{row.losses_vs_best_heuristic} |"
+        )
+    return lines
+
+
 def replay_section(cfg, replay, fit=None):
     if replay is None:
         return ["## Replayed history", "", fit_line(fit)] if fit is not None else []
@@ -100,16 +117,8 @@ def replay_section(cfg, replay, fit=None):
         f"window in k w·s; differences with the best heuristic on the replay, **{bh}**, paired over the "
         f"windows ({lv} bootstrap intervals; negative is better).",
         "",
-        f"| policy | mean [{lv} CI] | vs {bh} [{lv} CI] | W/T/L vs {bh} |",
-        "|---|---:|---:|---:|",
+        *paired_table(r, bh, lv),
     ]
-    for row in r.itertuples():
-        lines.append(
-            f"| {label(row)} | {k(row.mean_twt_k)} {ci_k(row.mean_twt_ci_lo_k, row.mean_twt_ci_hi_k)} "
-            f"| {pct(row.diff_vs_best_heuristic_pct)} "
-            f"{ci(row.diff_vs_best_heuristic_ci_lo_pct, row.diff_vs_best_heuristic_ci_hi_pct)} "
-            f"| {row.wins_vs_best_heuristic}/{row.ties_vs_best_heuristic}/{row.losses_vs_best_heuristic} |"
-        )
     ppo = [row for row in r.itertuples() if is_ppo(row.policy)]
     if ppo:
         better = [x.policy for x in ppo if x.diff_vs_best_heuristic_ci_hi_pct < 0]

@@ -215,7 +215,8 @@ STEP_SETTINGS = {
                     "benchmark": ["scenarios", "validation_scenarios", "shards", "atc_k_grid", "clairvoyant"]},
     "demo": {**SCENARIO, "benchmark": [*BENCHMARK_COUNTS, "demo_seed"],
              "report": ["figure_dpi", "gantt_hours"]},
-    "report": {**SCENARIO, "benchmark": ALL, "train": ["seeds"], "report": ALL, "robustness": ALL},
+    "report": {**SCENARIO, "benchmark": ALL, "train": ["seeds"], "report": ALL, "robustness": ALL,
+               "plan": ALL},
     # the workload from the queue history (workflow/rules/workload.smk)
     "calibrate_workload": {"scenario": ["calibration", "machines", "priorities"], "workload": ALL},
     "replay": {**SCENARIO, "workload": ALL,

@@ -54,6 +54,7 @@ rule report:
         robustness=robust_summaries(),
         replay=replay_outputs(),
         workload=[layout.WORKLOAD] if HISTORY else [],
+        plan=[f"{layout.PLAN_BENCH_DIR}/{name}" for name in (layout.PER_SCENARIO, layout.SUMMARY)],
     output:
         markdown=report(layout.REPORT_PATH, caption="../report/rapport.rst", category="5. Report"),
         figures=[report(f"{FIGURES}/{name}", caption=f"../report/{caption}",

@@ -1,0 +1,68 @@
+"""The report's "Lookahead (plan)" section: the planner and every policy on its subset of test seeds.
+
+The workflow's ``benchmark_plan`` job (``sched benchmark --summary``) runs
+policy plan and the others on the first ``plan.scenarios`` test seeds; its
+summary and per-scenario table live in ``results/benchmark/plan/``. Tables of
+other subsets are never mixed with it.
+"""
+
+from pathlib import Path
+
+from sched import layout
+from sched.evaluate.policies import policy_key
+from sched.evaluate.report_format import ci, level_text, pct
+from sched.evaluate.report_workload import paired_table
+
+
+def read_plan(plan_dir):
+    """(summary, per-scenario frame) of the planner's benchmark, or None when it was not run."""
+    from sched.evaluate.per_scenario import read_per_scenario
+    from sched.evaluate.report_inputs import read_summary
+
+    d = Path(plan_dir)
+    if not (d / layout.SUMMARY).exists():
+        return None
+    return read_summary(d / layout.SUMMARY), read_per_scenario(d / layout.PER_SCENARIO)
+
+
+def plan_section(cfg, plan, winner):
+    """The planner against its base policy and the best heuristic, on its subset, with paired intervals."""
+    if plan is None:
+        return []
+    from sched.evaluate.per_scenario import matrix
+    from sched.evaluate.statistics import bootstrap_counts, paired_difference, win_tie_loss
+
+    summary, per = plan
+    b, p = cfg["benchmark"], cfg["plan"]
+    lv = level_text(b["ci_level"])
+    r = summary.iloc[sorted(range(len(summary)), key=lambda i: policy_key(summary["policy"].iloc[i]))]
+    bh = r["best_heuristic"].iloc[0]
+    seeds, twt = matrix(per)
+    base = winner["policy"] if p["base"] == "auto" else p["base"]
+    rollout = "the base policy" if p["rollout"] == "base" else p["rollout"]
+    lines = [
+        "## Lookahead (plan)",
+        "",
+        f"Policy plan (docs/plan.md) at each decision compares the base policy's {p['candidates']} best "
+        f"tasks on {p['samples']} sampled futures of {p['horizon']} arrivals (common random numbers; "
+        f"waiting durations drawn around their estimates), continued by {rollout}, and deviates from the "
+        f"base's choice only when the paired test (z = {p['z']:g}) says so. Its base is **{base}**"
+        f"{' (the winner, config plan.base auto)' if p['base'] == 'auto' else ''}. It spends milliseconds "
+        f"of compute per decision where the rules and the learned policies spend microseconds (docs/plan.md "
+        f"measures it), so it runs on the first {len(seeds)} test seeds only (config `plan.scenarios`), and "
+        f"every policy beside it on the same seeds: mean total weighted tardiness in k w·s, differences with "
+        f"that subset's best heuristic, **{bh}** ({lv} paired bootstrap intervals; negative is better).",
+        "",
+        *paired_table(r, bh, lv),
+    ]
+    if "plan" in twt and base in twt:
+        counts = bootstrap_counts(len(seeds), b["bootstrap_resamples"], b["bootstrap_seed"])
+        d, lo, hi = paired_difference(twt["plan"], twt[base], counts, b["ci_level"])
+        w, t, lose = win_tie_loss(twt["plan"], twt[base], b["tie_relative"], b["tie_absolute_s"])
+        verdict = "better" if hi < 0 else "worse" if lo > 0 else "not significantly different"
+        lines += [
+            "",
+            f"plan against its base {base} on these {len(seeds)} seeds: {pct(d)} {ci(lo, hi)}, "
+            f"W/T/L {w}/{t}/{lose}: {verdict}.",
+        ]
+    return lines
