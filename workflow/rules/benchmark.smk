@@ -105,7 +105,7 @@ rule benchmark_plan:
     """The planner (policy plan, on config plan.base: the winner by default) and every other
     policy on the first plan.scenarios test seeds, with their summary over that same subset
     (paired intervals; no winner.json: the winner is chosen on all the test seeds).
-    Runs `sched benchmark --summary` (sched/commands/benchmark.py -> sched.evaluate.runs.run_policies)."""
+    With --summary. Runs `sched benchmark` (sched/commands/benchmark.py -> sched.evaluate.runs.run_policies)."""
     input:
         config=step_config("plan"),
         calibration=calibration_input(),
