@@ -26,6 +26,7 @@ import os
 
 import numpy as np
 
+from sched import files
 from sched.errors import SchedError, shorten
 from sched.limits import MAX_MACHINES, MAX_SPEED, MIN_SPEED
 
@@ -156,18 +157,13 @@ def _read_csv(path, field):
     """A machines CSV: header ``name,speed``, one GPU a row."""
     where = f"{field} {path}"
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_CSV_BYTES + 1)
-    except FileNotFoundError:
-        raise MachinesError(f"{where}: file not found") from None
-    except OSError as exc:
-        raise MachinesError(f"{where}: cannot read: {exc.strerror or exc}") from None
-    if len(data) > MAX_CSV_BYTES:
-        raise MachinesError(f"{where}: more than {MAX_CSV_BYTES} bytes")
+        text = files.read_text(path, MachinesError, MAX_CSV_BYTES)
+    except MachinesError as exc:  # it names the file; add the field
+        raise MachinesError(f"{field} {exc}") from None
     try:
-        rows = list(csv.reader(io.StringIO(data.decode("utf-8-sig"))))
-    except (UnicodeDecodeError, csv.Error) as exc:
-        raise MachinesError(f"{where}: not a UTF-8 CSV ({type(exc).__name__})") from None
+        rows = list(csv.reader(io.StringIO(text)))
+    except csv.Error as exc:
+        raise MachinesError(f"{where}: not a CSV ({exc})") from None
     rows = [r for r in rows if any(c.strip() for c in r)]
     if not rows or [c.strip() for c in rows[0]] != ["name", "speed"]:
         raise MachinesError(
