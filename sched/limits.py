@@ -36,7 +36,7 @@ MAX_RANK_TASKS = 20_000
 #: bounds its times and estimates by MAX_SECONDS (and the plan's reach: latest
 #: time + total estimated work) and its weights by MAX_WEIGHT.
 MAX_RANK_BYTES = 32 * 1024**2
-#: Hidden width of a policy file's network (training defaults: 64, flat 256).
+#: Hidden width of a policy file's network (the training default: 32).
 MAX_POLICY_HIDDEN = 1024
 #: Bytes of a policy file, and of its contents once unpacked.
 MAX_POLICY_BYTES = 64 * 1024**2

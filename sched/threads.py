@@ -7,8 +7,7 @@ commands that run numba or torch work take ``--threads`` (default 1) and the
 workflow passes each rule's ``threads`` (a training job: ``train.threads``; its
 rule's ``threads`` only reserves cores, see ``cores()`` in
 ``workflow/rules/common.smk``). Greedy PPO rollouts (benchmark, demo,
-rank) run torch on one thread whatever the setting (``sched.learn.vec_env.run_greedy``):
-their forwards are too small to gain from more.
+rank) use no torch at all: they run the compiled decision (``sched.learn.kernel``).
 """
 
 import os

@@ -1,5 +1,6 @@
 """Running policies over scenarios: the dispatching rules (compiled core) and,
-once trained, the PPO policy; the benchmark's per-scenario table of named policies."""
+once trained, the PPO policy (its compiled decision, ``sched.learn.kernel``:
+what ``rank()`` runs); the benchmark's per-scenario table of named policies."""
 
 import time
 
@@ -13,7 +14,7 @@ from sched.sim import rules
 
 
 def schedule_scenarios(
-    scenarios, policy, machines=1, k=rules.ATC_K_DEFAULT, policy_file=None, machine_free=None, threads=1
+    scenarios, policy, machines=1, k=rules.ATC_K_DEFAULT, policy_file=None, machine_free=None
 ):
     """(start, end, machine) arrays, row order, for each scenario under ``policy``.
 
@@ -32,16 +33,10 @@ def schedule_scenarios(
     if policy == "ppo":
         if not policy_file:
             raise ValueError("policy ppo needs a policy file (--policy-file, from `sched train`)")
+        from sched.learn import kernel
         from sched.learn.policy_file import load
-        from sched.learn.vec_env import run_greedy
 
-        return run_greedy(
-            load(policy_file),
-            [s.arrays for s in scenarios],
-            machines=machines,
-            machine_free=machine_free,
-            threads=threads,
-        )
+        return kernel.run(load(policy_file), [s.arrays for s in scenarios], machines, machine_free)
     raise ValueError(f"unknown policy {policy!r}; expected one of {', '.join(rules.RULES)} or ppo")
 
 

@@ -3,7 +3,6 @@
 import torch
 
 from sched.config import seed_range
-from sched.learn import networks as P
 from sched.learn.teacher import make_labels
 
 
@@ -31,14 +30,13 @@ def distill(net, labels, args, gen, progress=False):
     pick costs. The critic is left to PPO. ``gen`` shuffles the decisions.
     Returns the mean loss of the last epoch.
     """
-    x, g = torch.from_numpy(labels["x"]), torch.from_numpy(labels["g"])
-    cand, lab = torch.from_numpy(labels["cand"]), torch.from_numpy(labels["label"])
-    counts = torch.from_numpy(labels["counts"])
-    starts = P.starts_of(counts)
-    valid = cand >= 0
+    x, ctx = torch.from_numpy(labels["x"]), torch.from_numpy(labels["ctx"])
+    lab = torch.from_numpy(labels["label"])
+    K = x.shape[1]
+    valid = torch.arange(K).unsqueeze(0) < torch.from_numpy(labels["count"]).unsqueeze(1)
     regret = regrets(lab, valid, args.distill_scale)
     opt = torch.optim.Adam(net.parameters(), lr=args.distill_lr)
-    n = len(counts)
+    n = len(x)
     epochs = range(args.distill_epochs)
     if progress:
         from tqdm import tqdm
@@ -50,13 +48,8 @@ def distill(net, labels, args, gen, progress=False):
         total = 0.0
         for lo in range(0, n, args.distill_batch):
             idx = perm[lo : lo + args.distill_batch]
-            c = counts[idx]
-            seg = torch.repeat_interleave(torch.arange(len(idx)), c)
-            st = P.starts_of(c)
-            rows = starts[idx][seg] + torch.arange(len(seg)) - st[seg]
-            batch = {"x": x[rows], "seg": seg, "n": len(idx), "counts": c, "starts": st, "g": g[idx]}
-            logits, _ = net(batch)
-            loss = imitation_loss(logits, st, cand[idx], valid[idx], regret[idx])
+            logits, _ = net.forward_compact(x[idx], ctx[idx], valid[idx])
+            loss = imitation_loss(logits, valid[idx], regret[idx])
             opt.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(net.parameters(), args.max_grad_norm)
@@ -73,12 +66,12 @@ def regrets(label, valid, scale):
     return (label - best).masked_fill(~valid, 0.0) / scale
 
 
-def imitation_loss(logits, starts, cand, valid, regret):
+def imitation_loss(logits, valid, regret):
     """The cost-sensitive imitation loss: the mean over decisions of the expected regret under
     the policy's softmax over each decision's valid candidates.
 
-    ``logits``: the network's ragged rows; ``starts``: the first row of each decision;
-    ``cand``: (decisions, candidates) queue positions, -1 for padding (``valid`` false).
+    ``logits``, ``valid``, ``regret``: (decisions, candidates), the candidates in the
+    teacher's order (the policy's own: ``forward_compact`` of the stored observation).
     """
-    picked = logits[starts.unsqueeze(1) + cand.clamp(min=0)].masked_fill(~valid, -1e9)
+    picked = logits.masked_fill(~valid, -1e9)
     return (torch.softmax(picked, 1) * regret).sum(1).mean()

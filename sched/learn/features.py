@@ -1,17 +1,10 @@
 """The state encoding: what a learned policy sees at a decision.
 
-One definition, compiled with numba, used by training, greedy evaluation, the
-benchmark and ``rank()``. Two encodings share the per-task features:
-
-* per-task rows (default, size-free): one row of ``TASK_FEATURES`` for every
-  waiting task, in queue order, plus ``GLOBAL_FEATURES``;
-* the original card's flat vector (its globals, fixed by the card, have no
-  ``speed_rel``: a flat policy reads the estimates on the deciding GPU but not
-  how fast it is): the ``FLAT_SLOTS`` = 24 waiting tasks with the
-  highest ATC index, best first, ``FLAT_TASK_FEATURES`` = 8 features each, then
-  ``FLAT_GLOBAL_FEATURES`` = 4 globals: 24 x 8 + 4 = 196 inputs. Empty slots are
-  zero and masked; when more than 24 tasks wait, the others are not visible
-  (the ATC ordering keeps the most urgent candidates in view).
+The feature names and their meaning, the global features' one definition
+(:func:`global_features`), and the per-task rows of every waiting task
+(:class:`Encoder`: the Gymnasium environment's observation). A learned
+policy's own observation, the same features of its candidates only, is
+computed by its compiled decision, ``sched.learn.kernel.observe``.
 
 A decision is taken for one GPU (the freeing one, ``pending``); the features
 read every estimate on that GPU, ``p / v`` with ``v`` its speed, as the rules
@@ -29,7 +22,13 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 
+from sched.errors import SchedError
 from sched.sim import rules
+
+
+class FeatureError(SchedError):
+    """An encoding that does not exist."""
+
 
 TASK_FEATURES = (
     "est_rel",  # p / pbar
@@ -64,15 +63,6 @@ ATC_INDEX = TASK_FEATURES.index("atc")
 ATC_RANK_INDEX = TASK_FEATURES.index("atc_rank")
 assert TASK_FEATURES.index("wspt") == 9 and TASK_FEATURES.index("atc_rank") == 11
 ATC_FLOOR = -30.0
-
-FLAT_SLOTS = 24
-FLAT_TASK_FEATURES = ("est_rel", "log_weight", "slack_rel", "waited_rel", "atc", "wmdd", "wspt", "late")
-FLAT_GLOBAL_FEATURES = ("log_qlen", "log_work", "late_frac", "busy")
-_FLAT_T = np.array([TASK_FEATURES.index(f) for f in FLAT_TASK_FEATURES], dtype=np.int64)
-_FLAT_G = np.array([GLOBAL_FEATURES.index(f) for f in FLAT_GLOBAL_FEATURES], dtype=np.int64)
-FLAT_SIZE = FLAT_SLOTS * len(FLAT_TASK_FEATURES) + len(FLAT_GLOBAL_FEATURES)
-FLAT_ATC_INDEX = FLAT_TASK_FEATURES.index("atc")
-assert FLAT_SIZE == 196
 
 
 @nb.njit(cache=True)
@@ -206,48 +196,11 @@ def encode_tasks(s, k, p_ref, loads, x, mask, g):
             g[b, f] = gb[f]
 
 
-@nb.njit(cache=True)
-def encode_flat(s, k, p_ref, loads, flat, mask, slot_qpos):
-    """The card's 196-input encoding for every slot with a pending decision.
-
-    ``flat``: (B, 196) float32, ``mask``: (B, 24) bool, ``slot_qpos``: (B, 24)
-    int64, the queue position shown in each slot (-1 when empty): an action
-    ``a`` on the flat encoding starts ``queue[slot_qpos[b, a]]``.
-    """
-    flat[:] = 0.0
-    mask[:] = False
-    slot_qpos[:] = -1
-    nt = _FLAT_T.shape[0]
-    xb = np.empty((s.queue.shape[1], N_TASK))
-    gb = np.empty(N_GLOBAL)
-    for b in range(s.n.shape[0]):
-        if s.pending[b] < 0:
-            continue
-        order = _encode_slot(s, b, k, p_ref, loads[b], xb, gb)
-        for i in range(min(FLAT_SLOTS, s.qlen[b])):
-            q = order[i]
-            mask[b, i] = True
-            slot_qpos[b, i] = q
-            for f in range(nt):
-                flat[b, i * nt + f] = xb[q, _FLAT_T[f]]
-        for f in range(_FLAT_G.shape[0]):
-            flat[b, FLAT_SLOTS * nt + f] = gb[_FLAT_G[f]]
-
-
 class Observation(NamedTuple):
-    """What :class:`Encoder` returns for a batch of ``B`` slots.
-
-    For the per-task encoding ("tasks"): ``x`` (B, Q, N_TASK) float32 rows in
-    queue order (Q: the longest waiting queue), ``mask`` (B, Q) bool, True for
-    a waiting task, ``globals_`` (B, N_GLOBAL) float32, ``slot_qpos`` None (an
-    action is a queue position).
-
-    For the flat encoding ("flat"): ``x`` (B, 196) float32, the whole input
-    vector (globals included), ``mask`` (B, 24) bool, ``globals_`` None,
-    ``slot_qpos`` (B, 24) int64, the queue position shown in each slot (-1
-    when empty): action ``a`` of slot b starts queue position ``slot_qpos[b, a]``.
-
-    Slots without a pending decision are all zero and fully masked.
+    """What :class:`Encoder` returns for a batch of ``B`` slots: ``x`` (B, Q, N_TASK) float32
+    rows in queue order (Q: the longest waiting queue), ``mask`` (B, Q) bool, True for a
+    waiting task, ``globals_`` (B, N_GLOBAL) float32, ``slot_qpos`` None (an action is a
+    queue position). Slots without a pending decision are all zero and fully masked.
     """
 
     x: np.ndarray
@@ -265,15 +218,15 @@ class Observation(NamedTuple):
 class Encoder:
     """Allocates the arrays and calls the compiled encoders for a State.
 
-    ``kind`` is "tasks" (per-task rows) or "flat" (196 inputs). ``k`` is the
+    ``kind`` is "tasks" (per-task rows, the one encoding left). ``k`` is the
     ATC look-ahead used by the ``atc`` feature, ``p_ref`` the mean duration of
     the scenario model (seconds), ``load`` its load (a number, or one per slot
     when slots come from models of different loads).
     """
 
     def __init__(self, kind, k, p_ref, load):
-        if kind not in ("tasks", "flat"):
-            raise ValueError(f"encoding: expected 'tasks' or 'flat', got {kind!r}")
+        if kind != "tasks":
+            raise FeatureError(f"encoding: expected 'tasks', got {kind!r}")
         self.kind, self.k, self.p_ref, self.load = kind, float(k), float(p_ref), load
 
     def __call__(self, state, loads=None):
@@ -282,16 +235,10 @@ class Encoder:
         if loads is None:
             loads = np.broadcast_to(np.asarray(self.load, dtype=np.float64), (B,))
         loads = np.ascontiguousarray(loads, dtype=np.float64)
-        if self.kind == "tasks":
-            pend = state.pending >= 0
-            Q = max(int(state.qlen[pend].max()) if pend.any() else 1, 1)
-            x = np.empty((B, Q, N_TASK), dtype=np.float32)
-            mask = np.empty((B, Q), dtype=np.bool_)
-            g = np.empty((B, N_GLOBAL), dtype=np.float32)
-            encode_tasks(state, self.k, self.p_ref, loads, x, mask, g)
-            return Observation(x, mask, g, None)
-        flat = np.empty((B, FLAT_SIZE), dtype=np.float32)
-        mask = np.empty((B, FLAT_SLOTS), dtype=np.bool_)
-        slot_qpos = np.empty((B, FLAT_SLOTS), dtype=np.int64)
-        encode_flat(state, self.k, self.p_ref, loads, flat, mask, slot_qpos)
-        return Observation(flat, mask, None, slot_qpos)
+        pend = state.pending >= 0
+        Q = max(int(state.qlen[pend].max()) if pend.any() else 1, 1)
+        x = np.empty((B, Q, N_TASK), dtype=np.float32)
+        mask = np.empty((B, Q), dtype=np.bool_)
+        g = np.empty((B, N_GLOBAL), dtype=np.float32)
+        encode_tasks(state, self.k, self.p_ref, loads, x, mask, g)
+        return Observation(x, mask, g, None)

@@ -19,8 +19,9 @@ import numpy as np
 
 from sched.data.machines import describe, speeds
 from sched.errors import SchedError
+from sched.learn import kernel
+from sched.learn import lookahead as L
 from sched.learn import plan as P
-from sched.learn import scorer
 from sched.sim import core as S
 from sched.sim import rules
 
@@ -34,7 +35,8 @@ RANGES = {
     "seed": (0, 2**31 - 1),
 }
 
-Base = namedtuple("Base", "name base k p_ref load top_k weights")
+#: A base policy: its name, rule id (or P.LEARNED), ATC k, and compiled network (``kernel.Net``).
+Base = namedtuple("Base", "name base k net")
 
 
 class PlanError(SchedError):
@@ -66,30 +68,15 @@ def check_budget(budget_ms, where="budget_ms"):
     return float(budget_ms)
 
 
-#: A rule base's stand-in for the scorer's weights (never read: the compiled code takes both kinds).
-_NO_WEIGHTS = tuple(np.zeros((1, 1)) if i % 2 == 0 and i < 6 else np.zeros(1) for i in range(7))
-
-
 def rule_base(rule, k=rules.ATC_K_DEFAULT):
     """A dispatching rule (name) as the planner's base policy."""
-    return Base(rule, rules.rule_id(rule), float(k), 1.0, 0.0, 0, _NO_WEIGHTS)
+    return Base(rule, rules.rule_id(rule), float(k), kernel.no_net())
 
 
 def learned_base(policy, name="ppo"):
     """A loaded scorer policy (``sched.learn.policy_file.load``) as the planner's base policy."""
-    if policy.meta["arch"]["name"] != "scorer":
-        raise PlanError(f"plan.base: {name} is not a scorer policy (the planner runs scorer policies only)")
-    enc = policy.encoder
-    load = float(np.asarray(enc.load).ravel()[0])
-    return Base(
-        name,
-        P.LEARNED,
-        float(enc.k),
-        float(enc.p_ref),
-        load,
-        int(policy.net.top_k),
-        scorer.weights_of(policy),
-    )
+    net = kernel.of_policy(policy)
+    return Base(name, P.LEARNED, net.atc_k, net)
 
 
 _pools = {}
@@ -104,7 +91,7 @@ def futures(cfg, horizon, count):
     if key not in _pools:
         if len(_pools) > 4:
             _pools.clear()
-        _pools[key] = future_pool(cfg, [], horizon, count)
+        _pools[key] = L.Futures(*future_pool(cfg, [], horizon, count))
     return _pools[key]
 
 
@@ -120,22 +107,13 @@ class Planner:
         self.settings = st = check_settings(settings)
         self.sigma = float(estimate_noise_sigma(cfg))
         self.pool = futures(cfg, st["horizon"], st["futures"])
-        self.decisions = self.deviations = 0
 
-    def _args(self):
-        """The base policy's arguments of the compiled functions (rule or scorer)."""
-        b = self.base
-        return (b.base, b.k, b.p_ref, b.load, b.top_k) + tuple(b.weights)
-
-    def _roll(self):
-        """(rule id, k) of the rollouts' continuation, or (SAME, 0): the base policy."""
-        return (P.SAME, 0.0) if self.rollout is None else (self.rollout.base, self.rollout.k)
-
-    def _roll_args(self):
-        """The policy arguments of the rollouts: the base's, the continuation rule in front."""
-        if self.rollout is None:
-            return self._args()
-        return (self.rollout.base, self.rollout.k) + self._args()[2:]
+    def _lookahead(self):
+        """The rollouts' settings (``lookahead.Lookahead``): estimates only, continued by the
+        rollout rule, or by the base policy."""
+        st, b, r = self.settings, self.base, self.rollout
+        rule, k = (b.base, b.k) if r is None else (r.base, r.k)
+        return L.Lookahead(st["horizon"], self.sigma, True, rule, k)
 
     def schedule(self, scenario, machines=1, machine_free=None):
         """(start, end, machine) of one scenario (arrays in row order) under the planner."""
@@ -148,12 +126,12 @@ class Planner:
             )
         state, (order,) = S.pack([scenario], machines, machine_free)
         scratch = S.empty_state(1, state.arr.shape[1] + st["horizon"], machines)
-        dec, moved = P.plan_rollout(
-            state, scratch, st["candidates"], st["samples"], st["z"], *self.pool,
-            st["horizon"], self.sigma, st["seed"], *self._roll(), *self._args(),
+        b = self.base
+        ws = kernel.workspace(scratch.queue.shape[1], b.net)
+        P.plan_rollout(
+            state, scratch, st["candidates"], st["samples"], st["z"], self.pool, self._lookahead(),
+            st["seed"], b.base, b.k, b.net, ws,
         )  # fmt: skip
-        self.decisions += int(dec)
-        self.deviations += int(moved)
         return S._unpack(state, [order])[0]
 
     def order(self, arrival, estimate, weight, due, machine_free, budget_ms=None):
@@ -166,33 +144,30 @@ class Planner:
         scen = (arrival, estimate, estimate, weight, due)  # true durations unknown: the estimates
         state, (order,) = S.pack([scen], len(machine_free), machine_free)
         scratch = S.empty_state(1, state.arr.shape[1] + st["horizon"], len(machine_free))
-        args = self._args()
-        if self.base.base >= 0:
-            S.set_rule(state, 0, self.base.base)
-        bufs = scorer._buffers(scratch, self.base.weights[0], self.base.weights[2])
+        b = self.base
+        S.set_rule(state, 0, b.base if b.base >= 0 else rules.ATC)
+        ws = kernel.workspace(scratch.queue.shape[1], b.net)
         if S._advance(state, 0, True):
-            cands = P.candidates(state, st["candidates"], *args, *bufs)
-            n = self._sample(state, scratch, cands, bufs, budget, t0) if cands.shape[0] >= 2 else 0
-            c = P.choose(self._costs[: cands.shape[0]], n, st["z"]) if n else 0
-            self.decisions += 1
-            self.deviations += int(c != 0)
+            cands = P.candidates(state, st["candidates"], b.base, b.k, b.net, ws)
+            costs = np.empty((cands.shape[0], st["samples"]))
+            n = self._sample(state, scratch, cands, costs, ws, budget, t0) if cands.shape[0] >= 2 else 0
+            c = P.choose(costs, n, st["z"]) if n else 0
             S._start(state, 0, cands[c], state.pending[0])
-            P.continue_base(state, *args, *bufs)
+            P.continue_base(state, b.base, b.k, b.net, ws)
         return S._unpack(state, [order])[0]
 
-    def _sample(self, state, scratch, cands, bufs, budget, t0):
-        """Fill self._costs sample by sample (in chunks) until ``samples`` or the budget; returns how many."""
+    def _sample(self, state, scratch, cands, costs, ws, budget, t0):
+        """Fill ``costs`` sample by sample (in chunks) until ``samples`` or the budget; returns how
+        many. Every array it writes is the call's own: a Planner is shared between threads."""
         st = self.settings
         total = st["samples"]
-        self._costs = np.empty((cands.shape[0], total))
+        la = self._lookahead()
+        f0, z0 = P.futures_of(st["seed"], 0)
         r = 0
         chunk = 2 if budget is not None else total
         while r < total:
             hi = min(total, r + chunk)
-            P.sample_costs(
-                state, scratch, cands, r, hi, self._costs, *self.pool, st["horizon"], self.sigma,
-                st["seed"], 0, *self._roll_args(), *bufs,
-            )  # fmt: skip
+            L.sample_costs(state, scratch, cands, r, hi, costs, self.pool, la, self.base.net, ws, f0, z0)
             r = hi
             if budget is None:
                 continue

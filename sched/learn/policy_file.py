@@ -17,6 +17,7 @@ or tensor.
 """
 
 import dataclasses
+import io
 import math
 import os
 import zipfile
@@ -29,12 +30,14 @@ from sched.errors import SchedError
 from sched.files import atomic_path
 from sched.learn import features as F
 from sched.learn import networks
-from sched.learn.networks import ENCODINGS, Policy, build
+from sched.learn.networks import ARCHITECTURES, Policy, build
 from sched.learn.vec_env import p_ref_of
 from sched.limits import MAX_POLICY_BYTES, MAX_POLICY_HIDDEN, MAX_POLICY_WEIGHT
 
 FORMAT = "render-queue-sched/policy"
-VERSION = 1
+#: 2: the decision is the compiled kernel's (sched.learn.kernel), whose context pools the
+#: candidates; a version-1 file's network was trained on a context over the whole queue.
+VERSION = 2
 REQUIRED_META = ("arch", "atc_k", "p_ref", "load", "task_features", "global_features", "config_hash")
 
 
@@ -55,14 +58,13 @@ def arch_of(args):
 
 def policy_meta(cfg, args):
     """The ``meta`` of a policy trained with ``args`` on ``cfg`` (training adds the validation scores)."""
-    enc = ENCODINGS[args.architecture]
     return {
         "arch": arch_of(args),
         "atc_k": float(args.atc_k if args.atc_k is not None else cfg["rules"]["atc_k"]),
         "p_ref": p_ref_of(cfg),
         "load": float(cfg["scenario"]["load"]),
-        "task_features": list(F.TASK_FEATURES if enc == "tasks" else F.FLAT_TASK_FEATURES),
-        "global_features": list(F.GLOBAL_FEATURES if enc == "tasks" else F.FLAT_GLOBAL_FEATURES),
+        "task_features": list(F.TASK_FEATURES),
+        "global_features": list(F.GLOBAL_FEATURES),
         "config_hash": config_hash(cfg, ["scenario", "rules", "seeds"]),
         "train_args": dataclasses.asdict(args),
         "setting": setting.of_config(cfg),  # the farm it was trained for (rank()'s explanation)
@@ -77,8 +79,11 @@ def save(path, net, meta):
         "meta": meta,
         "state_dict": {k: v.detach().cpu() for k, v in net.state_dict().items()},
     }
+    buf = io.BytesIO()  # the zip's entries are rooted at a fixed name, not the temporary file's:
+    torch.save(blob, buf)  # the same weights give the same bytes
     with atomic_path(path) as tmp:
-        torch.save(blob, tmp)
+        with open(tmp, "wb") as fh:
+            fh.write(buf.getvalue())
 
 
 def load(path):
@@ -100,13 +105,16 @@ def load(path):
     if not isinstance(blob, dict) or blob.get("format") != FORMAT:
         raise PolicyFileError(f"{path}: not a render-queue-sched policy file (format field missing)")
     if blob.get("version") != VERSION:
+        hint = (
+            " (made before the compiled decision: retrain it with this version)"
+            if blob.get("version") == 1
+            else ""
+        )
         raise PolicyFileError(
-            f"{path}: policy file version {shorten(blob.get('version'))}, expected {VERSION}"
+            f"{path}: field version: policy file version {shorten(blob.get('version'))}, expected {VERSION}{hint}"
         )
     meta = blob.get("meta")
     state = blob.get("state_dict")
-    if _before_speeds(meta):
-        meta, state = _add_speed_feature(meta, state)
     _check_meta(path, meta)
     state = _check_weights(path, meta["arch"], state)
     try:
@@ -117,39 +125,6 @@ def load(path):
             f"{path}: weights do not fit the architecture: {str(exc).splitlines()[0][:200]}"
         ) from None
     return Policy(net, meta)
-
-
-def _before_speeds(meta):
-    """True for a per-task policy file made before GPU speeds (its globals lack ``speed_rel``)."""
-    return (
-        isinstance(meta, dict)
-        and isinstance(meta.get("arch"), dict)
-        and isinstance(meta["arch"].get("name"), str)
-        and ENCODINGS.get(meta["arch"]["name"]) == "tasks"
-        and meta.get("global_features") == list(F.GLOBAL_FEATURES_BEFORE_SPEEDS)
-    )
-
-
-def _add_speed_feature(meta, state):
-    """An older file's meta and weights with ``speed_rel`` added at a zero weight.
-
-    The new global feature is the context's last input (``networks.TaskScorer``:
-    the features' mean, max, then the globals), so a zero column appended to the
-    first layers of the actor and the critic reads it without changing a single
-    output: the policy decides as it did, blind to the GPUs' speeds (it still
-    sees the estimates on the deciding GPU, p / v). Tensors that are not what
-    the architecture expects are left as they are, for :func:`_check_weights` to
-    refuse.
-    """
-    meta = dict(meta, global_features=list(F.GLOBAL_FEATURES))
-    if not isinstance(state, dict):
-        return meta, state
-    state = dict(state)
-    for name in ("actor.0.weight", "critic.0.weight"):
-        t = state.get(name)
-        if isinstance(t, torch.Tensor) and t.ndim == 2 and t.layout == torch.strided:
-            state[name] = torch.cat([t, t.new_zeros(t.shape[0], 1)], 1)
-    return meta, state
 
 
 def _check_size(path):
@@ -200,9 +175,9 @@ def _check_arch(path, arch):
     if not isinstance(arch, dict):
         raise _bad(path, "meta.arch", "expected a mapping (name, hidden, atc_prior, prior_scale)", arch)
     name = arch.get("name")
-    if not isinstance(name, str) or name not in ENCODINGS:
+    if not isinstance(name, str) or name not in ARCHITECTURES:
         raise _bad(
-            path, "meta.arch.name", f"unknown architecture; expected one of {', '.join(ENCODINGS)}", name
+            path, "meta.arch.name", f"unknown architecture; expected one of {', '.join(ARCHITECTURES)}", name
         )
     hidden = arch.get("hidden")
     if not _is_whole(hidden) or not 1 <= hidden <= MAX_POLICY_HIDDEN:
@@ -238,11 +213,7 @@ def _check_meta(path, meta):
             meta["setting"] = setting.read(meta["setting"], "meta.setting")
         except setting.SettingError as exc:
             raise PolicyFileError(f"{path}: {exc}") from None
-    flat = ENCODINGS[meta["arch"]["name"]] != "tasks"
-    for key, want in (
-        ("task_features", F.FLAT_TASK_FEATURES if flat else F.TASK_FEATURES),
-        ("global_features", F.FLAT_GLOBAL_FEATURES if flat else F.GLOBAL_FEATURES),
-    ):
+    for key, want in (("task_features", F.TASK_FEATURES), ("global_features", F.GLOBAL_FEATURES)):
         got = meta[key]
         if not isinstance(got, (list, tuple)) or not all(isinstance(f, str) for f in got):
             raise _bad(path, f"meta.{key}", "expected a list of feature names", got)
@@ -286,10 +257,7 @@ def _check_weights(path, arch, state):
             raise PolicyFileError(f"{fit}: tensor {name} has dtype {t.dtype}, expected {dtype}")
         if not bool(torch.isfinite(t).all()):
             raise PolicyFileError(f"{path}: tensor {name}: weights must be finite (it holds NaN or inf)")
-        # a log-scale (FlatMLP's log_prior_scale) is used as exp(value)
         big = float(t.abs().max()) if t.numel() else 0.0
-        if name.rsplit(".", 1)[-1].startswith("log_"):
-            big = math.exp(min(float(t.max()), 700.0))
         if big > MAX_POLICY_WEIGHT:
             raise PolicyFileError(
                 f"{path}: tensor {name}: a weight of magnitude {big:g}, above "

@@ -41,11 +41,12 @@ import torch
 
 from sched import files, layout, threads
 from sched.config import seed_range
+from sched.errors import SchedError
 from sched.learn import checkpoint, policy_file, train_log
 from sched.learn import networks as P
 from sched.learn.checkpoint import RunProgress
 from sched.learn.distill import distill, teacher_labels
-from sched.learn.rollout import CompiledSampler, collect_compiled, collect_rollout
+from sched.learn.rollout import CompiledSampler, collect_compiled
 from sched.learn.update import compute_gae, ppo_update
 from sched.learn.validation import Validator
 from sched.learn.vec_env import VecQueue
@@ -104,7 +105,7 @@ class Args:
     reward_scale: float = 0.001
     """Reward per weighted second of tardiness: 0.001 makes one reward unit 1,000 weighted seconds."""
     architecture: str = "scorer"
-    """Network: "scorer" (size-free per-task scorer) or "flat" (the original card's 196 inputs)."""
+    """Network: "scorer", the size-free per-task scorer (the only one: the card's flat MLP is retired)."""
     hidden: int = 32
     """Width of the hidden layers."""
     atc_prior: bool = True
@@ -189,7 +190,7 @@ def make_env(cfg, args, atc_k):
         args.num_envs,
         np.random.default_rng([args.seed, SCENARIO_STREAM]),
         seed_range(cfg, "train"),
-        P.ENCODINGS[args.architecture],
+        "tasks",
         atc_k,
         tasks=args.tasks,
         loads=args.loads,
@@ -199,13 +200,22 @@ def make_env(cfg, args, atc_k):
     )
 
 
+class TrainSettingsError(SchedError):
+    """Training settings that cannot go together; the message names the field."""
+
+
 def check_args(args):
-    """ValueError on settings that cannot go together."""
-    if args.teacher_scenarios > 0 and (args.top_k <= 0 or args.architecture != "scorer"):
-        raise ValueError(
+    """TrainSettingsError on settings that cannot go together."""
+    if args.architecture != "scorer":
+        raise TrainSettingsError(
+            f"train.architecture: expected scorer, got {args.architecture!r} (the card's flat MLP is "
+            f"retired: a learned policy's decision has one, compiled definition)"
+        )
+    if args.teacher_scenarios > 0 and args.top_k <= 0:
+        raise TrainSettingsError(
             f"train.teacher_scenarios: the teacher warm start labels the top_k "
-            f"candidates of the scorer; got architecture {args.architecture!r}, "
-            f"top_k {args.top_k} (set teacher_scenarios: 0 to train without it)"
+            f"candidates of the scorer; got top_k {args.top_k} (set teacher_scenarios: 0 "
+            f"to train without it)"
         )
 
 
@@ -233,20 +243,16 @@ def train(cfg, args, out, progress=True, resume=True, log=print, labels=None):
     run = checkpoint.load(ckpt_path, fingerprint, net, optimizer, gen, env, log) if resume else None
     if run is not None:
         log(f"resuming {out} from iteration {run.iteration}")
-        obs = env.observe()
     else:
-        obs = env.reset()
+        env.reset()
         run = start(cfg, args, net, meta, validator, gen, labels, progress, out)
-    draw = CompiledSampler(env, net) if args.architecture == "scorer" else None
+    draw = CompiledSampler(env, net)
     bar = train_log.ProgressBar(args, run.iteration) if progress else None
     clock = train_log.Stopwatch(already=run.wall)
     for iteration in range(run.iteration + 1, args.iterations + 1):
         lr = anneal_lr(optimizer, args, iteration)
         t_iter = time.perf_counter()
-        if draw is not None:
-            rollout = collect_compiled(env, net, args.num_steps, draw)
-        else:
-            rollout, obs = collect_rollout(env, net, obs, args.num_steps, P.ENCODINGS[args.architecture], gen)
+        rollout = collect_compiled(env, net, args.num_steps, draw)
         t_collected = time.perf_counter()
         run.count(rollout.episodes, args.batch_size)
         advantages, returns = compute_gae(

@@ -1,10 +1,11 @@
 """A Monte Carlo rollout teacher, to warm-start the policy before PPO.
 
-At each decision of a training scenario the teacher compares the ``top_k``
-candidates by ATC index: for each, it starts that task now, then lets ATC
-take every later decision, on ``samples`` futures drawn from the scenario
-model (the same futures for every candidate: common random numbers), up to
-``horizon`` future arrivals. The mean weighted tardiness of each candidate,
+At each decision of a training scenario the teacher compares the policy's
+``top_k`` candidates (the highest ATC indices, ``sched.learn.kernel``): for
+each, it starts that task now, then lets ATC take every later decision, on
+``samples`` futures drawn from the scenario model (the same futures for
+every candidate: common random numbers), up to ``horizon`` future arrivals:
+the candidate evaluator ``sched.learn.lookahead``, which ``plan`` shares. The mean weighted tardiness of each candidate,
 minus that of ATC's own choice, is the label (negative = better than ATC).
 The teacher then starts its best candidate and moves on, so the labelled
 states are those a better-than-ATC policy visits.
@@ -13,7 +14,7 @@ It is not clairvoyant: the futures are samples from the model, not the
 scenario's real arrivals. It does use the true durations of the tasks
 already in the queue, which a scheduler only knows as estimates: a teacher
 may know more than the student; the student (the policy) only ever sees the
-features of ``sched.learn.features``. It is about a thousand times slower than a
+features of its own observation, which the labels store with them. It is about a thousand times slower than a
 policy (several rollouts per candidate per decision), which is why it only
 labels training data.
 
@@ -31,12 +32,14 @@ from sched.config import ConfigError, config_hash
 from sched.data.scenario import draw
 from sched.errors import SchedError
 from sched.files import atomic_path
-from sched.learn import features as F
+from sched.learn import kernel
+from sched.learn import lookahead as L
 from sched.learn.vec_env import p_ref_of
 from sched.sim import core as S
 from sched.sim import rules
 
-LABEL_FORMAT = "render-queue-sched/teacher-labels/1"
+#: /2: the policy's compact observation per decision (candidates' rows and context).
+LABEL_FORMAT = "render-queue-sched/teacher-labels/2"
 
 #: Sampled futures in the teacher's pool: the scenario model's first arrivals for
 #: that many seeds at the end of the training range (scenarios come from its start).
@@ -51,136 +54,45 @@ class TeacherLabelError(SchedError):
 
 
 @nb.njit(cache=True)
-def _with_future(s, b, dst, fa, fd, fe, fw, fdue, horizon):
-    """Slot 0 of ``dst`` := slot b's waiting tasks and machines + a sampled future after t.
+def label_scenario(s, scratch, fut, la, samples, first, obs, ws, X, C, M, Q):
+    """Run the teacher on slot 0 of ``s`` from its start, writing one row per decision;
+    returns the number of decisions.
 
-    Only what a rollout from now needs is copied: the waiting tasks (queue
-    order kept, so the tie rule is unchanged), when each machine frees, the
-    weighted tardiness already fixed, and the sampled arrivals.
+    The candidates are the policy's (``kernel.observe`` with ``obs``'s settings: the
+    ``top_k`` highest ATC indices), each evaluated by ``lookahead.sample_costs`` on
+    ``samples`` futures continued by ATC (``la``), the futures of decision ``dec`` from
+    pool index ``first + dec * samples``. Row i: ``X[i, :m]`` the candidates' features,
+    ``C[i]`` the context (the observation PPO's update reads), ``M[i] = m``, ``Q[i, c]``
+    candidate c's mean cost minus candidate 0's (ATC's choice). The teacher then starts the
+    cheapest candidate.
     """
-    t = s.t[b]
-    ql = s.qlen[b]
-    for q in range(ql):
-        j = s.queue[b, q]
-        dst.arr[0, q] = s.arr[b, j]
-        dst.dur[0, q] = s.dur[b, j]
-        dst.est[0, q] = s.est[b, j]
-        dst.w[0, q] = s.w[b, j]
-        dst.due[0, q] = s.due[b, j]
-        dst.static[0, q] = s.static[b, j]
-        dst.queue[0, q] = q
-    for i in range(horizon):
-        j = ql + i
-        dst.arr[0, j] = t + fa[i]
-        dst.dur[0, j] = fd[i]
-        dst.est[0, j] = fe[i]
-        dst.w[0, j] = fw[i]
-        dst.due[0, j] = t + fdue[i]
-        dst.static[0, j] = rules.static_part(rules.ATC, fe[i], fw[i])
-    dst.n[0] = ql + horizon
-    dst.qlen[0] = ql
-    for m in range(s.mfree.shape[1]):
-        dst.mfree[0, m] = s.mfree[b, m]
-        dst.speed[0, m] = s.speed[b, m]
-        dst.mtask[0, m] = -1
-    dst.t[0] = t
-    dst.nxt[0] = ql
-    dst.nstarted[0] = 0
-    dst.pending[0] = s.pending[b]
-    dst.done[0] = False
-    dst.wt_started[0] = 0.0
-
-
-@nb.njit(cache=True)
-def _atc_candidates(s, b, k, K):
-    """Queue positions of the K waiting tasks with the highest ATC index, best first."""
-    ql = s.qlen[b]
-    t = s.t[b]
-    pbar = 0.0
-    for q in range(ql):
-        pbar += s.est[b, s.queue[b, q]]
-    pbar /= ql
-    speed = s.speed[b, s.pending[b]]  # the deciding GPU's: ATC as the rules see it there
-    v = np.empty(ql)
-    for q in range(ql):
-        j = s.queue[b, q]
-        p, w = s.est[b, j], s.w[b, j]
-        static = rules.static_part(rules.ATC, p, w)
-        v[q] = rules.priority(rules.ATC, t, s.arr[b, j], p, w, s.due[b, j], k, pbar, static, speed)
-    return np.argsort(-v, kind="mergesort")[: min(K, ql)]  # the features' atc_rank order
-
-
-@nb.njit(cache=True)
-def label_scenario(
-    s,
-    b,
-    scratch,
-    k,
-    K,
-    FA,
-    FD,
-    FE,
-    FW,
-    FDUE,
-    horizon,
-    samples,
-    first_future,
-    p_ref,
-    load,
-    X,
-    G,
-    C,
-    Q,
-    L,
-    nrows,
-    ndec,
-):
-    """Run the teacher on slot b, appending its decisions; returns (nrows, ndec).
-
-    X: feature rows of every waiting task, G: globals, C: candidate queue
-    positions (-1 padding), Q: label of each candidate (0 for ATC's choice),
-    L: queue length (rows of X) of each decision.
-    """
-    S.reset_slot(s, b)
-    S.set_rule(s, b, rules.ATC)
-    xb = np.empty((s.queue.shape[1], F.N_TASK))
-    gb = np.empty(F.N_GLOBAL)
-    nf = FA.shape[0]
+    S.reset_slot(s, 0)
+    S.set_rule(s, 0, rules.ATC)
+    K = X.shape[1]
+    costs = np.empty((K, samples))
+    cands = np.empty(K, dtype=np.int64)
     dec = 0
-    while S._advance(s, b, True):
-        ql = s.qlen[b]
-        cands = _atc_candidates(s, b, k, K)
-        F._encode_slot(s, b, k, p_ref, load, xb, gb)
-        cost = np.zeros(K)
-        for r in range(samples):
-            f = (first_future + dec * samples + r) % nf
-            for ci in range(len(cands)):
-                _with_future(s, b, scratch, FA[f], FD[f], FE[f], FW[f], FDUE[f], horizon)
-                S._start(scratch, 0, cands[ci], scratch.pending[0])
-                while S._advance(scratch, 0, True):
-                    S._start(scratch, 0, S.pick(scratch, 0, rules.ATC, k), scratch.pending[0])
-                cost[ci] += scratch.wt_started[0]
+    while S._advance(s, 0, True):
+        m = kernel.observe(s, 0, obs, ws)
+        for i in range(m):
+            cands[i] = ws.cand[i]
+            for f in range(kernel.N_TASK):
+                X[dec, i, f] = ws.X[i, f]
+        for f in range(kernel.N_CTX):
+            C[dec, f] = ws.ctx[f]
+        M[dec] = m
+        L.sample_costs(s, scratch, cands[:m], 0, samples, costs, fut, la, obs, ws, first + dec * samples, 0)
         best = 0
+        c0 = costs[0].sum()
         for i in range(K):
-            if i < len(cands):
-                C[ndec, i] = cands[i]
-                Q[ndec, i] = (cost[i] - cost[0]) / samples
-                if cost[i] < cost[best] - 1e-9:
-                    best = i
-            else:
-                C[ndec, i] = -1
-                Q[ndec, i] = 0.0
-        for q in range(ql):
-            for f2 in range(F.N_TASK):
-                X[nrows + q, f2] = xb[q, f2]
-        for f2 in range(F.N_GLOBAL):
-            G[ndec, f2] = gb[f2]
-        L[ndec] = ql
-        nrows += ql
-        ndec += 1
+            Q[dec, i] = 0.0
+        for i in range(m):
+            Q[dec, i] = (costs[i].sum() - c0) / samples
+            if costs[i].sum() < costs[best].sum() - 1e-9:
+                best = i
+        S._start(s, 0, cands[best], s.pending[0])
         dec += 1
-        S._start(s, b, cands[best], s.pending[b])
-    return nrows, ndec
+    return dec
 
 
 def first_future(seed, train_start):
@@ -222,44 +134,40 @@ def make_labels(cfg, seeds, horizon, samples, top_k, futures=FUTURES, progress=F
     (default: the config's rules.atc_k).
     """
     k = float(atc_k if atc_k is not None else cfg["rules"]["atc_k"])
-    p_ref = p_ref_of(cfg)
     seeds = list(seeds)
-    pool = future_pool(cfg, seeds, horizon, futures)
+    pool = L.Futures(*future_pool(cfg, seeds, horizon, futures))
     n = int(cfg["train"].get("tasks") or cfg["scenario"]["tasks"])
-    parts = []
+    obs = kernel.no_net(top_k, k, p_ref_of(cfg), float(cfg["scenario"]["load"]))
+    la = L.Lookahead(int(horizon), 0.0, False, rules.ATC, k)  # true durations, ATC continues
     it = seeds
     if progress:
         from tqdm import tqdm
 
         it = tqdm(seeds, desc="teacher", unit="scenario", dynamic_ncols=True)
     scratch = S.empty_state(1, n + horizon, cfg["scenario"]["machines"])  # queue + future
-    for seed in it:
-        parts.append(_label_one(cfg, seed, n, scratch, k, p_ref, top_k, pool, horizon, samples))
+    ws = kernel.workspace(n + horizon, obs)
+    parts = [_label_one(cfg, seed, n, scratch, pool, la, samples, obs, ws) for seed in it]
     return {key: np.concatenate([p[key] for p in parts]) for key in parts[0]}
 
 
-def _label_one(cfg, seed, n, scratch, k, p_ref, top_k, pool, horizon, samples):
+def _label_one(cfg, seed, n, scratch, pool, la, samples, obs, ws):
     """The labels of training scenario ``seed`` (``n`` tasks), as :func:`make_labels` returns them."""
     d = draw(cfg, seed, tasks=n)
     state, _ = S.pack(
         [(d["arrival"], d["duration"], d["estimate"], d["weight"], d["due"])], cfg["scenario"]["machines"]
     )
-    x = np.empty((n * n // 2 + n, F.N_TASK))
-    g = np.empty((n, F.N_GLOBAL))
-    c = np.empty((n, top_k), dtype=np.int64)
-    q = np.empty((n, top_k))
-    ql = np.empty(n, dtype=np.int64)
-    load = float(cfg["scenario"]["load"])
-    future = first_future(seed, cfg["seeds"]["train"]["start"])
-    nr, nd = label_scenario(
-        state, 0, scratch, k, top_k, *pool, horizon, samples, future, p_ref, load, x, g, c, q, ql, 0, 0
-    )
+    K = obs.top_k
+    x = np.zeros((n, K, kernel.N_TASK))
+    c = np.zeros((n, kernel.N_CTX))
+    m = np.zeros(n, dtype=np.int64)
+    q = np.zeros((n, K))
+    first = first_future(seed, cfg["seeds"]["train"]["start"])
+    nd = label_scenario(state, scratch, pool, la, samples, first, obs, ws, x, c, m, q)
     return {
-        "x": x[:nr].astype(np.float32),
-        "g": g[:nd].astype(np.float32),
-        "cand": c[:nd],
+        "x": x[:nd].astype(np.float32),
+        "ctx": c[:nd].astype(np.float32),
+        "count": m[:nd],
         "label": q[:nd].astype(np.float32),
-        "counts": ql[:nd],
         "scenario_seed": np.full(nd, seed, dtype=np.int64),
     }
 

@@ -8,8 +8,7 @@ import numpy as np
 
 from sched.config import seed_range
 from sched.data.scenario import draw
-from sched.learn import networks as P
-from sched.learn.vec_env import run_greedy
+from sched.learn import kernel
 from sched.sim import core
 from sched.sim.objective import weighted_tardiness
 
@@ -36,8 +35,6 @@ class Validator:
         return float(np.mean(costs))
 
     def __call__(self, net, meta):
-        """Mean total weighted tardiness of ``net``'s greedy policy; leaves ``net`` in training mode."""
-        pol = P.Policy(net, meta)
-        out = self._mean_twt(run_greedy(pol, self.scenarios, self.M))
-        net.train()
-        return out
+        """Mean total weighted tardiness of ``net``'s greedy policy (the compiled decision)."""
+        knet = kernel.of_network(net, meta["atc_k"], meta["p_ref"], meta["load"])
+        return self._mean_twt(kernel.run(knet, self.scenarios, self.M))

@@ -1,11 +1,11 @@
 """Environments over the compiled simulator.
 
 * :class:`VecQueue`: many scenarios stepped in lockstep inside the compiled
-  core; one batched policy forward per step serves all of them. Used by the
-  PPO trainer.
-* :func:`run_greedy`: a policy's greedy (argmax) rollout over given scenarios,
-  batched the same way. Used by ``sched simulate --policy ppo`` and the
-  benchmark; :func:`run_greedy_one` is the one-queue path of ``rank()``.
+  core; one compiled sampling call per step serves all of them
+  (``sched.learn.sampler``). Used by the PPO trainer.
+
+A policy's greedy rollout over given scenarios (the benchmark, ``sched
+simulate``, ``rank()``) is ``sched.learn.kernel.run``.
 
 The Gymnasium environment over one scenario (for users who want to plug in
 another RL library) is ``sched.learn.gym_env.RenderQueueEnv``; it shares
@@ -104,6 +104,13 @@ class VecQueue:
         # paid with the episode's first reward (the rewards then sum exactly)
         self._before_first = np.zeros(self.B)
 
+    def kernel_net(self, net):
+        """The compiled policy (``sched.learn.kernel.Net``) of ``net``'s current weights, with
+        this environment's ATC k, reference duration and (first) load."""
+        from sched.learn import kernel
+
+        return kernel.of_network(net, self.atc_k, self.encoder.p_ref, self.loads[0])
+
     def value_hint(self):
         """Privileged value estimate of every slot, for the critic only: minus the
         scaled weighted tardiness still to accrue if ATC took every decision from
@@ -195,41 +202,3 @@ class VecQueue:
         self.rng.bit_generator.state = st["rng"]
         if self.action_rng is not None:
             self.action_rng.bit_generator.state = st["action_rng"]
-
-
-def run_greedy(policy, scenarios, machines=1, machine_free=None, threads=1):
-    """Greedy rollout of ``policy`` over scenarios (lists of the 5 task arrays).
-
-    All scenarios step in lockstep, one batched forward per step. Returns a
-    list of (start, end, machine) arrays in row order, like the rule rollouts.
-    Torch runs on ``threads`` threads for the call (the caller's setting is
-    restored): these forwards are small, and torch's default of one thread per
-    core is slower, not faster, when other jobs share the cores.
-    """
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(max(1, int(threads)))
-    try:
-        state, orders = core.pack(scenarios, machines, machine_free)
-        core.advance_batch(state, True)
-        while not state.done.all():
-            core.apply_batch(state, policy.act(state))
-            core.advance_batch(state, True)
-        return core._unpack(state, orders)
-    finally:
-        torch.set_num_threads(before)
-
-
-def run_greedy_one(policy, scenario, machines=1, machine_free=None):
-    """:func:`run_greedy` for a single scenario, the fast way for the scorer.
-
-    The whole rollout is one compiled call (``sched.learn.scorer``): used by
-    ``rank()``, where a queue of a few dozen tasks must be ordered in a couple
-    of milliseconds. Falls back to :func:`run_greedy` for the flat architecture.
-    """
-    if policy.meta["arch"]["name"] != "scorer":
-        return run_greedy(policy, [scenario], machines, machine_free)[0]
-    from sched.learn.scorer import run_one
-
-    return run_one(policy, scenario, machines, machine_free)

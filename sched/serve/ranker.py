@@ -194,9 +194,10 @@ def _plan(policy, policy_file, st, farm):
 
 
 def _ppo_rollout(plan, q):
-    """Greedy (argmax) rollout of a trained policy over the queue (sched.learn.vec_env.run_greedy)."""
+    """Greedy (argmax) rollout of a trained policy over the queue: its compiled decision
+    (``sched.learn.kernel.run_one``), the benchmark's."""
+    from sched.learn import kernel
     from sched.learn.policy_file import PolicyFileError, load_cached
-    from sched.learn.vec_env import run_greedy_one
 
     try:
         policy = load_cached(plan.policy_file)
@@ -207,7 +208,7 @@ def _ppo_rollout(plan, q):
         gpus = setting.describe({**farm, "load": None})
         note = f"note: trained for {setting.describe(trained)}, not the call's {gpus}"
         plan = plan._replace(why=f"{plan.why}; {note}")
-    start, end, mach = run_greedy_one(
+    start, end, mach = kernel.run_one(
         policy,
         (q.arrival, q.estimate, q.estimate, q.weight, q.due),
         machines=q.speed,
