@@ -21,3 +21,7 @@ class SchedError(ValueError):
 
 class UsageError(SchedError):
     """Bad command-line arguments (or a library call's equivalent arguments)."""
+
+
+class InternalError(SchedError):
+    """A check of the library's own invariants failed: a bug, not bad input; the message says which."""
