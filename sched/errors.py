@@ -21,3 +21,14 @@ class SchedError(ValueError):
 
 class UsageError(SchedError):
     """Bad command-line arguments (or a library call's equivalent arguments)."""
+
+
+class InternalError(SchedError):
+    """A check of the library's own invariants failed: a bug, not bad input; the message says which."""
+
+
+class MissingExtraError(SchedError, ImportError):
+    """An optional dependency is not installed; the message names the extra that brings it.
+
+    Also an ``ImportError``, so ``except ImportError`` (and ``pytest.importorskip``) catch it.
+    """

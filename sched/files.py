@@ -245,4 +245,4 @@ def _jsonable(value):
     # numpy scalars and arrays
     if hasattr(value, "tolist"):
         return value.tolist()
-    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+    raise OutputError(f"not JSON serialisable: {type(value).__name__}")

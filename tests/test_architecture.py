@@ -165,3 +165,46 @@ def test_results_paths_have_one_home():
             if '"results/' in code or "'results/" in code:
                 offenders.append(f"{p.relative_to(ROOT)}:{i}")
     assert not offenders, offenders
+
+
+#: Builtin exceptions the library never raises itself: it raises a ``sched.errors.SchedError``
+#: subclass instead (a ``ValueError``, so callers catching ``ValueError`` still work). Their builtin
+#: subclasses (FileNotFoundError, UnicodeError, NotImplementedError, ...) count too.
+BANNED_RAISES = ("ValueError", "RuntimeError", "TypeError", "KeyError", "IndexError", "OSError")
+#: Files that still raise a builtin exception. TODO: issue 22 colleague (these files are being
+#: rewritten; empty this list as they are done).
+RAISES_ALLOWED = {
+    "sched/data/scenario.py",
+    "sched/evaluate/runs.py",
+    "sched/learn/features.py",
+    "sched/learn/networks.py",
+    "sched/learn/ppo.py",
+}
+
+
+def _banned_names():
+    import builtins
+
+    roots = tuple(getattr(builtins, n) for n in BANNED_RAISES)
+    names = {n for n, v in vars(builtins).items() if isinstance(v, type) and issubclass(v, roots)}
+    return names | {"Exception"}
+
+
+def builtin_raises(path):
+    """``line: name`` of each ``raise`` of a builtin exception class in ``path``."""
+    banned = _banned_names()
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Raise) and node.exc is not None:
+            exc = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+            if isinstance(exc, ast.Name) and exc.id in banned:
+                out.append(f"{node.lineno}: {exc.id}")
+    return out
+
+
+def test_every_library_raise_is_a_sched_error():
+    found = {str(p.relative_to(ROOT)): builtin_raises(p) for p in sorted(PACKAGE.rglob("*.py"))}
+    offenders = {f: r for f, r in found.items() if r and f not in RAISES_ALLOWED}
+    assert not offenders, f"raise a sched.errors.SchedError subclass instead: {offenders}"
+    stale = sorted(f for f in RAISES_ALLOWED if not found.get(f))
+    assert not stale, f"no builtin raise left: drop from RAISES_ALLOWED: {stale}"

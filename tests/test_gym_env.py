@@ -2,7 +2,6 @@
 
 import copy
 
-import gymnasium
 import numpy as np
 import pytest
 import yaml
@@ -10,9 +9,13 @@ import yaml
 from sched.data.scenario import draw
 from sched.errors import SchedError
 from sched.learn import features as F
-from sched.learn import gym_env as G
 from sched.sim import core
 from sched.sim.objective import weighted_tardiness
+
+# gymnasium is an optional extra (`pip install '.[gym]'`, part of `.[dev]`)
+gymnasium = pytest.importorskip("gymnasium")
+
+from sched.learn import gym_env as G  # noqa: E402  (needs gymnasium)
 
 
 def _cfg(cfg, tasks=40):

@@ -52,3 +52,25 @@ def test_relative_links_of_readme_and_docs_point_to_existing_files_and_headings(
             elif anchor and anchor not in _anchors(dest.read_text()):
                 broken.append(f"{page.name}: {target} (no such heading)")
     assert not broken, broken
+
+
+def _layout():
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("## Layout") :]
+    return section[: section.index("\n\n", section.index("| path |"))]
+
+
+def test_the_layout_table_names_existing_paths_and_every_module_and_script():
+    table = _layout()
+    rows = [line for line in table.splitlines() if line.startswith("| `")]
+    named = [p for row in rows for p in re.findall(r"`([^`]+)`", row.split(" | ")[0])]
+    assert [p for p in named if not (ROOT / p.rstrip("/")).exists()] == []
+    expected = [
+        f"sched/{p.name}/" for p in sorted((ROOT / "sched").iterdir()) if (p / "__init__.py").exists()
+    ]
+    expected += [
+        f"sched/{p.name}" for p in sorted((ROOT / "sched").glob("*.py")) if not p.name.startswith("__")
+    ]
+    expected += [p.name for p in sorted((ROOT / "benchmarks").glob("*.py")) if p.stem != "conftest"]
+    expected = [e for e in expected if not e.startswith("test_")]  # pytest-benchmark files: a group
+    assert [e for e in expected if e not in table] == []

@@ -132,7 +132,7 @@ def read_tasks(source):
 
 
 def _not_json(constant):
-    raise ValueError(f"{constant} is not JSON (numbers must be finite)")
+    raise UsageError(f"{constant} is not JSON (numbers must be finite)")
 
 
 def _parse(text, name):

@@ -52,6 +52,10 @@ class CalibrationFileError(SchedError):
     """A calibration file is missing or invalid; the message names the file and field."""
 
 
+class PredictionError(SchedError):
+    """A duration prediction asked for an unknown kind or statistic, or a task feature is not a number > 0."""
+
+
 def load_calibration(path):
     """Read and check a calibration file; returns its content (a fresh dict)."""
     return copy.deepcopy(_cached(path))
@@ -187,9 +191,9 @@ def feature_values(features, source="task"):
         try:
             x = float(v)
         except (TypeError, ValueError):
-            raise ValueError(f"{source}: field {name}: {v!r} is not a number") from None
+            raise PredictionError(f"{source}: field {name}: {v!r} is not a number") from None
         if isinstance(v, bool) or not math.isfinite(x) or x <= 0:
-            raise ValueError(f"{source}: field {name}: must be a finite number > 0, got {v!r}")
+            raise PredictionError(f"{source}: field {name}: must be a finite number > 0, got {v!r}")
         return x
 
     out = {}
@@ -225,11 +229,11 @@ def predict_duration(calibration, kind, features=None, statistic="median"):
     median-unbiased like the default.
     """
     if statistic not in ("median", "mean"):
-        raise ValueError(f"statistic: expected 'median' or 'mean', got {statistic!r}")
+        raise PredictionError(f"statistic: expected 'median' or 'mean', got {statistic!r}")
     cal = _calibration(calibration)
     entry = cal["kinds"].get(kind)
     if entry is None:
-        raise ValueError(
+        raise PredictionError(
             f"kind {kind!r} is not in the calibration (kinds: {', '.join(sorted(cal['kinds']))})"
         )
     model = entry.get("duration_model")

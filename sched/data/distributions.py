@@ -7,6 +7,12 @@ scipy is imported only by :func:`frozen` (the calibration's fits and figure).
 
 import numpy as np
 
+from sched.errors import SchedError
+
+
+class DistributionError(SchedError):
+    """A duration distribution of an unknown family."""
+
 
 def distribution_mean(spec):
     """E[duration] of one kind's duration distribution (a spec of the config schema)."""
@@ -17,7 +23,7 @@ def distribution_mean(spec):
         return spec["shape"] * spec["scale_s"]
     if d == "empirical":
         return float(np.mean(spec["samples_s"]))
-    raise ValueError(f"distribution: unknown family {d!r}")
+    raise DistributionError(f"distribution: unknown family {d!r}")
 
 
 def sample_durations(spec, rng, size):
@@ -29,7 +35,7 @@ def sample_durations(spec, rng, size):
         return rng.gamma(spec["shape"], spec["scale_s"], size)
     if d == "empirical":
         return rng.choice(np.asarray(spec["samples_s"], dtype=np.float64), size)
-    raise ValueError(f"distribution: unknown family {d!r}")
+    raise DistributionError(f"distribution: unknown family {d!r}")
 
 
 def frozen(family, params):

@@ -28,7 +28,7 @@ import pandas as pd
 
 from sched.data.bench_logs import SHOWN, CalibrationError, read_bench
 from sched.data.calibration import FEATURES, FORMAT, check_calibration, model_log_prediction
-from sched.data.distributions import frozen
+from sched.data.distributions import DistributionError, frozen
 from sched.data.gpu_effect import fit_gpu_speeds, on_reference_gpu
 
 FAMILY_PARAMETERS = 2  # lognormal (median, sigma), gamma (shape, scale): k in the AIC
@@ -58,7 +58,7 @@ def fit_family(name, x):
             a, _, scale = stats.gamma.fit(x, floc=0)
             params = {"shape": float(a), "scale_s": float(scale)}
         else:
-            raise ValueError(f"distribution: unknown family {name!r}")
+            raise DistributionError(f"distribution: unknown family {name!r}")
     dist = frozen(name, params)
     ll = float(np.sum(dist.logpdf(x)))
     ks = stats.kstest(x, dist.cdf)

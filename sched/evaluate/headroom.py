@@ -7,6 +7,7 @@ Not a contestant: it shows the headroom below the best policy (see the report).
 import numpy as np
 import pandas as pd
 
+from sched.errors import InternalError
 from sched.evaluate.progress import bar
 from sched.evaluate.runs import generate_scenarios
 from sched.sim import rules as rules_mod
@@ -71,7 +72,7 @@ def run_reference(cfg, seeds, progress=False):
         # this is what makes the search never worse than its start
         again = sequence_cost(seq, a, d, w, due, machines)
         if not abs(again - twt) <= 1e-9 * max(twt, 1.0):
-            raise RuntimeError(f"clairvoyant: decoding {rule}'s start order gives {again}, not its {twt}")
+            raise InternalError(f"clairvoyant: decoding {rule}'s start order gives {again}, not its {twt}")
     sseeds = [scenario_search_seed(c["seed"], s) for s in seeds]
     results = []
     # in chunks, so the progress bar moves; each chunk is one parallel compiled call

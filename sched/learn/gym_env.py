@@ -16,17 +16,28 @@ refuses an invalid action with :class:`InvalidActionError`.
 It shares the observation encoding (``sched.learn.features``) and the reward
 (``sched.learn.vec_env.reward``) with the PPO trainer's ``VecQueue``, but
 shows every decision, including those with a single waiting task.
+
+Gymnasium is an optional extra (``pip install 'render-queue-sched[gym]'``);
+the project's own training does not use it. Without it, importing this
+module raises :class:`sched.errors.MissingExtraError` (an ``ImportError``)
+naming the extra.
 """
 
 import operator
 
-import gymnasium as gym
 import numpy as np
-from gymnasium import spaces
 
 from sched.config import load_config, seed_range
 from sched.data.scenario import draw
-from sched.errors import SchedError
+from sched.errors import MissingExtraError, SchedError
+
+try:
+    import gymnasium as gym
+    from gymnasium import spaces
+except ImportError:
+    raise MissingExtraError(
+        "sched.learn.gym_env needs gymnasium, an optional extra: pip install 'render-queue-sched[gym]'"
+    ) from None
 from sched.learn import features as F
 from sched.learn.vec_env import p_ref_of, reward
 from sched.sim import core

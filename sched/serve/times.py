@@ -10,8 +10,8 @@ zoned datetimes they are refused, since their offset is unknown. Without
 ``now``: the current time when datetimes are used, else 0 (numbers are then
 seconds relative to the moment of the call).
 
-A function here raises ``ValueError`` with the reason; :mod:`sched.serve.tasks`
-turns it into a ``RankInputError`` naming the task and the field.
+A function here raises ``TimeValueError`` (a ``SchedError``) with the reason;
+:mod:`sched.serve.tasks` turns it into a ``RankInputError`` naming the task and the field.
 """
 
 import math
@@ -20,10 +20,15 @@ from datetime import datetime
 import numpy as np
 
 from sched.config import shorten
+from sched.errors import SchedError
 from sched.limits import MAX_SECONDS
 
 NUMBER = (int, float, np.integer, np.floating)
 NAIVE_EPOCH = datetime(1970, 1, 1)
+
+
+class TimeValueError(SchedError):
+    """A time value that is not finite seconds within range, nor a readable datetime."""
 
 
 def where(task_id, pos):
@@ -47,28 +52,28 @@ def number(v):
 
 
 def when(v):
-    """A time value: a float (seconds) or a datetime. Raises ValueError with the reason."""
+    """A time value: a float (seconds) or a datetime. Raises TimeValueError with the reason."""
     f = number(v)
     if f is not None:
         if not math.isfinite(f) and isinstance(v, (float, np.floating)):  # ints are finite
-            raise ValueError(f"not finite: {shorten(v)}")
+            raise TimeValueError(f"not finite: {shorten(v)}")
         if not -MAX_SECONDS <= f <= MAX_SECONDS:
-            raise ValueError(
+            raise TimeValueError(
                 f"must be within {MAX_SECONDS:g} s of 0 (sched.limits.MAX_SECONDS), got {shorten(v)}"
             )
         return f
     if isinstance(v, datetime):
         if v != v:  # NaT
-            raise ValueError(f"not a date: {shorten(v)}")
+            raise TimeValueError(f"not a date: {shorten(v)}")
         return v
     if isinstance(v, str):
         try:
             return datetime.fromisoformat(v.strip())
         except ValueError:
-            raise ValueError(
+            raise TimeValueError(
                 f"unparsable date {shorten(v)} (expected ISO 8601, e.g. 2026-05-09T14:30:00+02:00)"
             ) from None
-    raise ValueError(f"expected seconds or an ISO 8601 datetime, got {type(v).__name__} {shorten(v)}")
+    raise TimeValueError(f"expected seconds or an ISO 8601 datetime, got {type(v).__name__} {shorten(v)}")
 
 
 def clock_of(dates, now, free, due, arrival):
@@ -86,7 +91,7 @@ def clock_of(dates, now, free, due, arrival):
             return "naive", None
         mixed = f"numbers ({num})"
     d = naive[0]
-    raise ValueError(
+    raise TimeValueError(
         f"{_label(d)}: date {d[0].isoformat()} has no time zone and cannot be "
         f"mixed with {mixed}; add a time zone, e.g. +00:00"
     )

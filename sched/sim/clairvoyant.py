@@ -41,6 +41,7 @@ import numba as nb
 import numpy as np
 
 from sched.data.machines import MachinesError, describe, speeds
+from sched.sim.errors import SearchError
 from sched.sim.objective import weighted_tardiness
 
 INSERT, SWAP = 0, 1
@@ -296,7 +297,7 @@ def search(scenarios, start_seqs, machines=1, window=30, evaluations=200_000, se
         return []
     machines = identical_count(machines)
     if int(window) < 1 or int(evaluations) < 0:
-        raise ValueError(
+        raise SearchError(
             f"clairvoyant search: window must be >= 1 and evaluations >= 0, got {window}, {evaluations}"
         )
     n = np.array([len(sc[0]) for sc in scenarios], dtype=np.int64)
@@ -309,7 +310,7 @@ def search(scenarios, start_seqs, machines=1, window=30, evaluations=200_000, se
             dst[b, : n[b]] = np.asarray(src, dtype=np.float64)
         s0 = np.asarray(s0, dtype=np.int64)
         if sorted(s0.tolist()) != list(range(n[b])):
-            raise ValueError(
+            raise SearchError(
                 f"clairvoyant search: start sequence of scenario {b} is not a permutation of its {n[b]} rows"
             )
         seqs[b, : n[b]] = s0
@@ -318,7 +319,7 @@ def search(scenarios, start_seqs, machines=1, window=30, evaluations=200_000, se
         seeds = np.random.SeedSequence(int(seeds)).generate_state(B, dtype=np.uint64)
     seeds = np.asarray(seeds, dtype=np.uint64)
     if seeds.shape != (B,):
-        raise ValueError(f"clairvoyant search: {seeds.size} seeds for {B} scenarios")
+        raise SearchError(f"clairvoyant search: {seeds.size} seeds for {B} scenarios")
     costs = np.zeros(B)
     evals = np.zeros(B, dtype=np.int64)
     _search_batch(seqs, n, *cols, mfree0, int(window), int(evaluations), seeds, costs, evals)

@@ -30,6 +30,7 @@ import numba as nb
 import numpy as np
 
 from sched.sim import rules
+from sched.sim.errors import SimulationError
 from sched.sim.rules import priority, static_part  # one definition of each formula, compiled where called
 from sched.sim.state import (  # noqa: F401  (re-exported: the simulator's public names)
     State,
@@ -299,7 +300,7 @@ def apply_batch(s, actions):
             continue
         a = actions[b]
         if a < 0 or a >= s.qlen[b]:
-            raise ValueError("action outside the queue")
+            raise SimulationError("action outside the queue")
         _start(s, b, a, m)
         s.pending[b] = -1
 

@@ -22,6 +22,8 @@ import math
 
 from numba.extending import register_jitable
 
+from sched.sim.errors import SimulationError
+
 FIFO, SPT, EDD, WSPT, ATC, WMDD = range(6)
 
 #: Rule names as used on the command line and in every output file.
@@ -87,4 +89,4 @@ def rule_id(name):
     try:
         return RULE_IDS[name]
     except KeyError:
-        raise ValueError(f"unknown rule {name!r}; expected one of {', '.join(RULES)}") from None
+        raise SimulationError(f"unknown rule {name!r}; expected one of {', '.join(RULES)}") from None

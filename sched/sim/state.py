@@ -23,6 +23,7 @@ import numba as nb
 import numpy as np
 
 from sched.data.machines import MachinesError, speeds
+from sched.sim.errors import SimulationError
 
 # Compiled, cached, and without reference counting: see sched.sim.core's docstring.
 core_jit = nb.njit(cache=True, _nrt=False)
@@ -114,7 +115,7 @@ def load_slot(state, b, arrival, duration, estimate, weight, due, machine_free=N
     """
     n = len(arrival)
     if n > state.arr.shape[1]:
-        raise ValueError(f"scenario has {n} tasks, the state holds at most {state.arr.shape[1]}")
+        raise SimulationError(f"scenario has {n} tasks, the state holds at most {state.arr.shape[1]}")
     order = arrival_order(arrival)
     for dst, src in (
         (state.arr, arrival),
