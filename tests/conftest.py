@@ -109,16 +109,16 @@ AGREEMENT_TASKS = 120
 
 
 def starts_unlike_atc(policy_file, arrays, machines=1, machine_free=None):
-    """How many tasks start at another time under the policy's greedy rollout (torch) than
-    under ATC with the policy's k."""
+    """How many tasks start at another time under the policy's greedy rollout (the compiled
+    decision) than under ATC with the policy's k."""
     import numpy as np
 
+    from sched.learn import kernel
     from sched.learn import policy_file as PF
-    from sched.learn.vec_env import run_greedy
     from sched.sim import core
 
     pol = PF.load(policy_file)
-    ((start, _, _),) = run_greedy(pol, [arrays], machines, machine_free)
+    ((start, _, _),) = kernel.run(pol, [arrays], machines, machine_free)
     ((atc, _, _),) = core.simulate_batch(
         [arrays], "atc", machines=machines, k=pol.meta["atc_k"], machine_free=machine_free
     )

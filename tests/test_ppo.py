@@ -56,7 +56,7 @@ def test_training_writes_a_loadable_policy_and_log(trained):
 def test_greedy_policy_is_deterministic_and_feasible(trained, tiny_cfg):
     out, _ = trained
     pol = PF.load(out)
-    from sched.learn.vec_env import run_greedy
+    from sched.learn.kernel import run as run_greedy
 
     scs = [generate(tiny_cfg, s, tasks=80, machines=2).arrays for s in range(3)]
     a = run_greedy(pol, scs, machines=2)
@@ -261,7 +261,7 @@ def test_untrained_prior_policy_picks_what_atc_picks(tiny_cfg):
         torch.nn.init.zeros_(head.bias)
         meta = {"arch": {"name": arch}, "atc_k": 2.0, "p_ref": 80.0, "load": 0.85}
         pol = P.Policy(net, meta)
-        from sched.learn.vec_env import run_greedy
+        from sched.learn.kernel import run as run_greedy
 
         scs = [generate(tiny_cfg, s, tasks=150).arrays for s in range(3)]
         got = run_greedy(pol, scs)
@@ -297,7 +297,7 @@ def test_flat_architecture_trains_and_loads(tmp_path, tiny_cfg):
     train(tiny_cfg, args, out, progress=False)
     pol = PF.load(out)
     assert pol.meta["arch"]["name"] == "flat" and pol.meta["task_features"] == list(F.FLAT_TASK_FEATURES)
-    from sched.learn.vec_env import run_greedy
+    from sched.learn.kernel import run as run_greedy
 
     scs = [generate(tiny_cfg, s, tasks=80).arrays for s in range(2)]
     (start, end, _), _ = run_greedy(pol, scs)
@@ -327,7 +327,8 @@ def test_privileged_hint_is_the_atc_cost_to_go(tiny_cfg):
 def test_one_queue_fast_path_matches_the_batched_greedy(distinct_policy, tiny_cfg):
     # distinct_policy schedules each of these cases unlike ATC (its fixture
     # asserts it), so the correction network's part of the score is tested too
-    from sched.learn.vec_env import run_greedy, run_greedy_one
+    from sched.learn.kernel import run as run_greedy
+    from sched.learn.kernel import run_one as run_greedy_one
 
     pol = PF.load(distinct_policy)
     for seed, machines, free in AGREEMENT_CASES:

@@ -246,7 +246,7 @@ def test_speed_rel_tells_the_deciding_gpu():
 
 
 def test_a_learned_policy_on_mixed_gpus_runs_the_reference_path_and_agrees_with_torch():
-    from sched.learn.vec_env import run_greedy
+    from sched.learn.kernel import run as run_greedy
 
     policy = make_policy(16, seed=4)
     rng = np.random.default_rng(9)
