@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from sched.config import ConfigError, validate_config
+from sched.learn import kernel
+from sched.learn import lookahead as L
 from sched.learn import plan as P
-from sched.learn import scorer
 from sched.learn.planner import PlanError, Planner, check_settings, learned_base, rule_base
 from sched.sim import core as S
 
@@ -33,19 +34,18 @@ def _scenario(cfg, seed, tasks=60):
 
 def _costs(planner, arr, dur, est, w, due):
     """The sampled costs of the candidates at the first decision of a queue (all arrived at 0)."""
-    st = planner.settings
+    st, b = planner.settings, planner.base
     state, _ = S.pack([(arr, dur, est, w, due)], 1)
-    S.set_rule(state, 0, planner.base.base)
+    S.set_rule(state, 0, b.base)
     scratch = S.empty_state(1, len(arr) + st["horizon"], 1)
-    args = planner._args()
-    bufs = scorer._buffers(scratch, planner.base.weights[0], planner.base.weights[2])
+    ws = kernel.workspace(scratch.queue.shape[1], b.net)
     assert S._advance(state, 0, True)
-    cands = P.candidates(state, st["candidates"], *args, *bufs)
+    cands = P.candidates(state, st["candidates"], b.base, b.k, b.net, ws)
     costs = np.empty((len(cands), st["samples"]))
-    P.sample_costs(
-        state, scratch, cands, 0, st["samples"], costs, *planner.pool, st["horizon"], planner.sigma,
-        st["seed"], 0, *args, *bufs,
-    )  # fmt: skip
+    f0, z0 = P.futures_of(st["seed"], 0)
+    L.sample_costs(
+        state, scratch, cands, 0, st["samples"], costs, planner.pool, planner._lookahead(), b.net, ws, f0, z0
+    )
     return cands, costs
 
 
@@ -113,10 +113,11 @@ def test_choose_deviates_only_on_clear_evidence():
 def test_plan_beats_or_matches_nothing_it_cannot_know_and_schedules_every_task(pcfg):
     sc = _scenario(pcfg, 11)
     planner = Planner(pcfg, rule_base("atc", 1.5), pcfg["plan"])
-    start, end, mach = planner.schedule(sc)
+    stats = {}
+    start, end, mach = planner.schedule(sc, stats=stats)
     assert np.isfinite(start).all() and (start >= sc[0] - 1e-9).all()
     np.testing.assert_allclose(end - start, sc[1])  # the simulator runs the true durations
-    assert planner.decisions > 0 and 0 <= planner.deviations <= planner.decisions
+    assert stats["decisions"] > 0 and 0 <= stats["deviations"] <= stats["decisions"]
 
 
 @pytest.mark.parametrize(
@@ -190,12 +191,13 @@ def test_a_learned_base_runs_the_scorers_decisions(pcfg, distinct_policy):
     arr, dur, est, w, due = _queue(10, seed=2)
     # the candidates start with the scorer's own choice, and the base's rollout is its greedy one
     state, _ = S.pack([(arr, dur, est, w, due)], 1)
+    S.set_rule(state, 0, S.rules.ATC)
     assert S._advance(state, 0, True)
-    bufs = scorer._buffers(state, base.weights[0], base.weights[2])
-    args = (base.base, base.k, base.p_ref, base.load, base.top_k) + tuple(base.weights)
-    assert P.candidates(state, 4, *args, *bufs)[0] == scorer._decide(state, *args[1:], *bufs)
-    P.continue_base(state, *args, *bufs)
-    ref = scorer.run_one(pol, (arr, dur, est, w, due), fast=False)
+    ws = kernel.workspace(10, base.net)
+    cands = P.candidates(state, 4, base.base, base.k, base.net, ws)
+    assert cands[0] == kernel.greedy(state, 0, base.net, ws) and len(set(cands)) == len(cands) == 4
+    P.continue_base(state, base.base, base.k, base.net, ws)
+    ref = kernel.run_one(pol, (arr, dur, est, w, due))
     np.testing.assert_array_equal(S._unpack(state, [np.arange(10)])[0][0], ref[0])
     # and a whole scenario under the planner is deterministic
     sc = _scenario(pcfg, 5, tasks=30)

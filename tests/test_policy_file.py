@@ -24,14 +24,13 @@ MEMORY_CAP = 1536 * 1024**2  # bytes of address space the subprocess may take
 
 
 def small_meta(name="scorer", hidden=8):
-    flat = name == "flat"
     return {
         "arch": {"name": name, "hidden": hidden, "atc_prior": True, "prior_scale": 3.0, "top_k": 16},
         "atc_k": 2.0,
         "p_ref": 80.0,
         "load": 0.85,
-        "task_features": list(F.FLAT_TASK_FEATURES if flat else F.TASK_FEATURES),
-        "global_features": list(F.FLAT_GLOBAL_FEATURES if flat else F.GLOBAL_FEATURES),
+        "task_features": list(F.TASK_FEATURES),
+        "global_features": list(F.GLOBAL_FEATURES),
         "config_hash": "0123456789abcdef",
     }
 
@@ -43,9 +42,9 @@ def write_policy(path, name="scorer", hidden=8):
     return path
 
 
-@pytest.fixture(params=["scorer", "flat"])
-def good(request, tmp_path):
-    return write_policy(tmp_path / f"good-{request.param}.pt", request.param)
+@pytest.fixture
+def good(tmp_path):
+    return write_policy(tmp_path / "good-scorer.pt")
 
 
 def craft(good, edit, name="crafted.pt"):
@@ -173,7 +172,7 @@ def test_whole_floats_in_the_architecture_load(good):
 
 
 def test_the_largest_allowed_network_loads(tmp_path):
-    path = write_policy(tmp_path / "wide.pt", "flat", MAX_POLICY_HIDDEN)
+    path = write_policy(tmp_path / "wide.pt", "scorer", MAX_POLICY_HIDDEN)
     assert PF.load(path).meta["arch"]["hidden"] == MAX_POLICY_HIDDEN
 
 
@@ -232,3 +231,18 @@ def test_non_finite_weights_never_reach_rank(tmp_path, good):
     with pytest.raises(RankInputError, match=r"nan\.pt: .*actor\.2\.weight.*finite"):
         rank(tasks, now=0.0, policy="ppo", policy_file=path, config=c)
     assert math.isnan(torch.load(path, weights_only=True)["state_dict"]["actor.2.weight"][0, 0])
+
+
+def test_the_same_weights_give_the_same_bytes(tmp_path):
+    """The zip inside a policy file is rooted at a fixed name, not at the temporary file's."""
+    a = write_policy(tmp_path / "a.pt")
+    b = write_policy(tmp_path / "other-name.pt")
+    assert a.read_bytes() == b.read_bytes()
+
+
+def test_a_flat_policy_file_is_refused_naming_the_field(tmp_path, good):
+    path = craft(good, lambda blob: blob["meta"]["arch"].update(name="flat"))
+    with pytest.raises(
+        PF.PolicyFileError, match="field meta.arch.name: unknown architecture; expected one of scorer"
+    ):
+        PF.load(path)

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from sched.data.scenario import generate
+from sched.errors import SchedError
 from sched.learn import features as F
 from sched.learn import networks as P
 from sched.learn import policy_file as PF
@@ -199,109 +200,42 @@ def test_bad_policy_files_are_refused(tmp_path, trained, cli):
 
 
 def test_scorer_is_permutation_equivariant():
+    """Permuting the candidates permutes their scores; the context's value does not move."""
     torch.manual_seed(0)
     net = P.TaskScorer(hidden=16, top_k=0).eval()
     q = 9
-    x = torch.randn(q, F.N_TASK)
-    g = torch.randn(1, F.N_GLOBAL)
-
-    def batch(rows):
-        return {
-            "x": rows,
-            "seg": torch.zeros(q, dtype=torch.long),
-            "n": 1,
-            "counts": torch.tensor([q]),
-            "g": g,
-        }
-
+    x = torch.randn(1, q, F.N_TASK)
+    c = torch.randn(1, 2 * F.N_TASK + F.N_GLOBAL)
+    mask = torch.ones(1, q, dtype=torch.bool)
     perm = torch.randperm(q)
     with torch.no_grad():
-        s1, v1 = net(batch(x))
-        s2, v2 = net(batch(x[perm]))
-    assert torch.allclose(s1[perm], s2, atol=1e-6) and torch.allclose(v1, v2, atol=1e-6)
-    assert not torch.allclose(s1, s1[perm])  # the scores do depend on the task
+        s1, v1 = net.forward_compact(x, c, mask)
+        s2, v2 = net.forward_compact(x[:, perm], c, mask)
+    assert torch.allclose(s1[0, perm], s2[0], atol=1e-6) and torch.allclose(v1, v2, atol=1e-6)
+    assert not torch.allclose(s1, s1[:, perm])  # the scores do depend on the task
 
 
-def test_scorer_works_for_any_queue_length_and_batches_agree():
+def test_scorer_works_for_any_candidate_count_and_batches_agree():
+    """Decisions of 1, 5 and 300 candidates in one padded batch score as each alone."""
     torch.manual_seed(1)
     net = P.TaskScorer(hidden=16, top_k=0).eval()
     sizes = [1, 5, 300]
-    xs = [torch.randn(n, F.N_TASK) for n in sizes]
-    g = torch.randn(3, F.N_GLOBAL)
-    counts = torch.tensor(sizes)
-    joint = {
-        "x": torch.cat(xs),
-        "seg": torch.repeat_interleave(torch.arange(3), counts),
-        "n": 3,
-        "counts": counts,
-        "g": g,
-    }
+    x = torch.randn(3, 300, F.N_TASK)
+    c = torch.randn(3, 2 * F.N_TASK + F.N_GLOBAL)
+    mask = torch.arange(300).unsqueeze(0) < torch.tensor(sizes).unsqueeze(1)
     with torch.no_grad():
-        logits, values = net(joint)
+        logits, values = net.forward_compact(x, c, mask)
         for i, n in enumerate(sizes):
-            alone = {
-                "x": xs[i],
-                "seg": torch.zeros(n, dtype=torch.long),
-                "n": 1,
-                "counts": torch.tensor([n]),
-                "g": g[i : i + 1],
-            }
-            li, vi = net(alone)
-            lo = int(counts[:i].sum())
-            assert torch.allclose(logits[lo : lo + n], li, atol=1e-5)
+            li, vi = net.forward_compact(x[i : i + 1, :n], c[i : i + 1], mask[i : i + 1, :n])
+            assert torch.allclose(logits[i, :n], li[0], atol=1e-5)
             assert torch.allclose(values[i], vi[0], atol=1e-5)
+            assert (logits[i, n:] == -1e9).all()
 
 
-def test_untrained_prior_policy_picks_what_atc_picks(tiny_cfg):
-    """With the ATC prior and zero corrections the greedy policy is ATC exactly."""
-    for arch in ("scorer", "flat"):
-        net = P.build({"name": arch, "hidden": 16, "atc_prior": True, "prior_scale": 3.0})
-        head = net.actor[-1]
-        torch.nn.init.zeros_(head.weight)
-        torch.nn.init.zeros_(head.bias)
-        meta = {"arch": {"name": arch}, "atc_k": 2.0, "p_ref": 80.0, "load": 0.85}
-        pol = P.Policy(net, meta)
-        from sched.learn.kernel import run as run_greedy
-
-        scs = [generate(tiny_cfg, s, tasks=150).arrays for s in range(3)]
-        got = run_greedy(pol, scs)
-        want = core.simulate_batch(scs, "atc", k=2.0)
-        # for "flat": the encoding only sees 24 tasks, ATC's best among them is ATC's best
-        for (s1, _, _), (s2, _, _) in zip(got, want):
-            assert np.array_equal(s1, s2)
-
-
-def test_flat_encoding_has_196_inputs_and_shows_the_atc_best(cfg):
-    sc = generate(cfg, 2, tasks=300)
-    state, _ = core.pack([sc.arrays], 1)
-    core.advance_batch(state, True)
-    n = 0
-    while not state.done[0] and n < 200:
-        flat, mask, g, slot_qpos = F.Encoder("flat", 2.0, 80.0, 0.85)(state)
-        assert flat.shape == (1, 196) and mask.sum() == min(24, state.qlen[0])
-        core.set_rule(state, 0, core.rules.ATC)
-        assert slot_qpos[0, 0] == core.pick(state, 0, core.rules.ATC, 2.0)
-        core.apply_batch(state, np.array([slot_qpos[0, 0]]))
-        core.advance_batch(state, True)
-        n += 1
-    assert n > 50
-
-
-def test_flat_architecture_trains_and_loads(tmp_path, tiny_cfg):
-    out = tmp_path / "flat.pt"
-    args = Args(
-        seed=5,
-        architecture="flat",
-        **{**TINY, "eval_every": 0, "checkpoint_every": 0, "teacher_scenarios": 0},
-    )
-    train(tiny_cfg, args, out, progress=False)
-    pol = PF.load(out)
-    assert pol.meta["arch"]["name"] == "flat" and pol.meta["task_features"] == list(F.FLAT_TASK_FEATURES)
-    from sched.learn.kernel import run as run_greedy
-
-    scs = [generate(tiny_cfg, s, tasks=80).arrays for s in range(2)]
-    (start, end, _), _ = run_greedy(pol, scs)
-    assert np.isfinite(start).all() and (start >= scs[0][0]).all()
+def test_the_flat_architecture_is_refused_naming_the_field(tmp_path, tiny_cfg):
+    args = Args(seed=5, architecture="flat", **{**TINY, "eval_every": 0, "teacher_scenarios": 0})
+    with pytest.raises(SchedError, match="train.architecture: expected scorer, got 'flat'"):
+        train(tiny_cfg, args, tmp_path / "flat.pt", progress=False)
 
 
 def test_privileged_hint_is_the_atc_cost_to_go(tiny_cfg):
@@ -337,26 +271,6 @@ def test_one_queue_fast_path_matches_the_batched_greedy(distinct_policy, tiny_cf
         (b,) = run_greedy(pol, [sc], machines, free)
         for u, v in zip(a, b):
             assert np.array_equal(u, v)
-
-
-def test_only_the_top_k_atc_tasks_are_candidates():
-    torch.manual_seed(2)
-    q, k = 30, 4
-    x = torch.randn(q, F.N_TASK)
-    x[:, F.ATC_RANK_INDEX] = torch.randperm(q).float() / q
-    batch = {
-        "x": x,
-        "seg": torch.zeros(q, dtype=torch.long),
-        "n": 1,
-        "counts": torch.tensor([q]),
-        "g": torch.randn(1, F.N_GLOBAL),
-    }
-    with torch.no_grad():
-        logits, _ = P.TaskScorer(hidden=8, top_k=k)(batch)
-        free, _ = P.TaskScorer(hidden=8, top_k=0)(batch)
-    cand = x[:, F.ATC_RANK_INDEX] * q < k
-    assert (logits[~cand] == -1e9).all() and (logits[cand] > -1e8).all()
-    assert (free > -1e8).all()
 
 
 def _late_cfg(cfg, tasks):

@@ -115,9 +115,8 @@ def test_observation_names_its_parts_and_maps_actions_to_queue_positions(cfg):
     assert tasks.slot_qpos is None and tasks.globals_.shape == (1, F.N_GLOBAL)
     assert tasks.x.shape[:2] == tasks.mask.shape
     assert tasks.queue_positions(np.array([1])) == 1  # a row is a queue position
-    flat = F.Encoder("flat", 2.0, 80.0, 0.85)(state)
-    assert flat.globals_ is None and flat.x.shape == (1, F.FLAT_SIZE)
-    assert flat.queue_positions(np.array([0])) == flat.slot_qpos[0, 0]
+    with pytest.raises(F.FeatureError, match="encoding: expected 'tasks', got 'flat'"):
+        F.Encoder("flat", 2.0, 80.0, 0.85)
 
 
 # ------------------------------------------------------------------ the losses, by hand
@@ -181,39 +180,42 @@ def test_value_loss_by_hand():
 
 
 def test_entropy_is_over_the_valid_actions_only():
-    """Three decisions as a ragged batch, the logits as the scorer gives them (-1e9 for a
-    task outside the top_k candidates). Decision 0: logits (0, 0, masked): entropy ln 2,
-    not ln 3. Decision 1: probabilities (1/4, 3/4). Decision 2: one valid action: 0."""
-    logits = torch.tensor([0.0, 0.0, -1e9, 0.0, np.log(3.0), 0.7], dtype=torch.float32)
-    seg = torch.tensor([0, 0, 0, 1, 1, 2])
-    logp = P.segment_log_softmax(logits, seg, 3)
-    h = P.segment_entropy(logp, seg, 3)
+    """Three decisions as a compact batch of 3 candidates (the mask marks the valid ones).
+    Decision 0: logits (0, 0, masked): entropy ln 2, not ln 3. Decision 1: probabilities
+    (1/4, 3/4). Decision 2: one valid action: 0."""
+
+    class Fixed(torch.nn.Module):
+        def forward_compact(self, x, ctx, mask):
+            logits = torch.tensor([[0.0, 0.0, 5.0], [0.0, np.log(3.0), 1.0], [0.7, 2.0, 2.0]])
+            return logits.masked_fill(~mask, -1e9), torch.zeros(3)
+
+    mask = torch.tensor([[True, True, False], [True, True, False], [True, False, False]])
+    batch = {"x": None, "ctx": None, "mask": mask}
+    logp, h, _ = P.evaluate_actions(Fixed(), batch, torch.tensor([0, 1, 0]))
     want = [np.log(2.0), -(0.25 * np.log(0.25) + 0.75 * np.log(0.75)), 0.0]
     np.testing.assert_allclose(h.numpy(), want, rtol=1e-6, atol=1e-6)
-    assert torch.allclose(logp.exp()[[0, 1, 3, 4, 5]], torch.tensor([0.5, 0.5, 0.25, 0.75, 1.0]))
+    np.testing.assert_allclose(logp.exp().numpy(), [0.5, 0.75, 1.0], rtol=1e-6)
 
 
 def test_distillation_loss_on_a_two_decision_toy_batch():
     """Cost-sensitive imitation: mean over decisions of sum_c softmax(logits of the valid
     candidates)_c * (label_c - min label) / scale.
 
-    Decision 0: 4 waiting tasks (rows 0-3), candidates at queue positions 2, 0, 3 with labels
-    0, 200, 100 (extra weighted seconds over ATC's choice): regrets 0, 2, 1 at scale 100.
-    Logits ln 2, 0, 0 for the candidates: probabilities 1/2, 1/4, 1/4; row 1 (logit 5) is
-    no candidate and must not count. Expected regret 0.75.
-    Decision 1: 2 waiting tasks (rows 4-5), candidates 1, 0 and one padding (-1), labels
-    0, -50 (the second is cheaper than ATC's choice): regrets 0.5, 0 (and 0 for the padding). Logits ln 3, 0:
-    probabilities 3/4, 1/4. Expected regret 0.375. Loss (0.75 + 0.375) / 2 = 0.5625.
+    Decision 0: 3 candidates with labels 0, 200, 100 (extra weighted seconds over ATC's
+    choice): regrets 0, 2, 1 at scale 100. Logits ln 2, 0, 0: probabilities 1/2, 1/4, 1/4.
+    Expected regret 0.75.
+    Decision 1: 2 candidates and one padding, labels 0, -50 (the second is cheaper than
+    ATC's choice): regrets 0.5, 0 (and 0 for the padding). Logits ln 3, 0 (and 5 for the
+    padding, which must not count): probabilities 3/4, 1/4. Expected regret 0.375.
+    Loss (0.75 + 0.375) / 2 = 0.5625.
     """
     from sched.learn.distill import imitation_loss, regrets
 
-    cand = torch.tensor([[2, 0, 3], [1, 0, -1]])
-    valid = cand >= 0
+    valid = torch.tensor([[True, True, True], [True, True, False]])
     # a padding label counts for nothing, whatever it holds (here less than every real one)
     label = torch.tensor([[0.0, 200.0, 100.0], [0.0, -50.0, -1000.0]])
     reg = regrets(label, valid, 100.0)
     assert reg.tolist() == [[0.0, 2.0, 1.0], [0.5, 0.0, 0.0]]
-    logits = torch.tensor([0.0, 5.0, np.log(2.0), 0.0, 0.0, np.log(3.0)], dtype=torch.float32)
-    starts = torch.tensor([0, 4])
-    loss = imitation_loss(logits, starts, cand, valid, reg)
+    logits = torch.tensor([[np.log(2.0), 0.0, 0.0], [np.log(3.0), 0.0, 5.0]], dtype=torch.float32)
+    loss = imitation_loss(logits, valid, reg)
     assert loss.item() == pytest.approx(0.5625, rel=1e-6)

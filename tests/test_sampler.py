@@ -1,12 +1,13 @@
-"""The compiled sampler of PPO's rollout (sched.learn.sampler) against torch's definitions, and the
-privileged hint's reuse of its ATC rollout (core.cost_to_go_cached) against a fresh one."""
+"""The compiled sampler of PPO's rollout (sched.learn.sampler) against the greedy decision and
+torch's definitions, and the privileged hint's reuse of its ATC rollout (core.cost_to_go_cached)
+against a fresh one."""
 
 import numpy as np
 import pytest
 import torch
 
+from sched.learn import kernel, policy_file
 from sched.learn import networks as P
-from sched.learn import policy_file, sampler
 from sched.learn.ppo import Args, make_env
 from sched.learn.rollout import CompiledSampler, collect_compiled
 from sched.sim import core
@@ -30,37 +31,40 @@ def sample_now(env, net, u=None):
     draw = CompiledSampler(env, net)
     B, K = env.B, draw.K
     X = np.zeros((B, K, 12), np.float32)
-    C = np.zeros((B, sampler.N_CTX), np.float32)
+    C = np.zeros((B, kernel.N_CTX), np.float32)
     count, choice = np.zeros(B, np.int64), np.zeros(B, np.int64)
     logp = np.zeros(B, np.float32)
     if u is not None:
         env.action_rng = type("Fixed", (), {"random": lambda self, out: out.__setitem__(Ellipsis, u)})()
-    qpos = draw(env, sampler.weights(net), X, C, count, choice, logp).copy()
+    qpos = draw(env, env.kernel_net(net), X, C, count, choice, logp).copy()
     return X, C, count, choice, logp, qpos
 
 
-def test_compact_batch_scores_as_the_ragged_forward(cfg):
+def test_the_sampler_observes_what_the_greedy_decision_observes(cfg):
+    """The sampler's observation is the compiled decision's; with uniforms that favour no
+    candidate strongly it may draw another, but the greedy argmax of its scores is the
+    greedy policy's choice, and torch's training forward scores it alike."""
     _, net, env = setup(cfg)
+    knet = env.kernel_net(net)
+    ws = kernel.workspace(env.tasks, knet)
+    checked = 0
     for _ in range(30):  # queues of various lengths
-        obs = env.observe()
         X, C, count, choice, logp, qpos = sample_now(env, net)
-        batch = P.make_batch(obs)
+        mask = torch.arange(X.shape[1]).unsqueeze(0) < torch.from_numpy(count).unsqueeze(1)
         with torch.no_grad():
-            logits, value = net(batch)
-            mask = torch.arange(X.shape[1]).unsqueeze(0) < torch.from_numpy(count).unsqueeze(1)
-            clog, cval = net.forward_compact(torch.from_numpy(X), torch.from_numpy(C), mask)
-        starts = batch["starts"].numpy()
+            clog, _ = net.forward_compact(torch.from_numpy(X), torch.from_numpy(C), mask)
         for b in range(env.B):
-            rows = obs.x[b, : obs.mask[b].sum()]
-            atc_rank = np.round(rows[:, 11] * len(rows)).astype(int)
-            for i in range(count[b]):  # candidate i is the task of ATC rank i
-                q = int(np.flatnonzero(atc_rank == i)[0])
-                assert np.allclose(X[b, i], rows[q], atol=1e-6)
-                assert abs(float(clog[b, i]) - float(logits[starts[b] + q])) < 1e-4
-            assert count[b] == min(net.top_k, len(rows))
-            assert np.all(clog[b, count[b] :].numpy() == -1e9)
-        assert torch.allclose(cval, value, atol=1e-4)
+            if env.state.pending[b] < 0:
+                continue
+            m = kernel.scored(env.state, b, kernel.with_load(knet, env.slot_load[b]), ws)
+            assert count[b] == m == min(net.top_k, env.state.qlen[b])
+            assert np.allclose(X[b, :m], ws.X[:m], atol=1e-6) and np.allclose(C[b], ws.ctx, atol=1e-6)
+            assert np.allclose(clog[b, :m].numpy(), ws.v[:m], atol=1e-4)
+            assert np.all(clog[b, m:].numpy() == -1e9)
+            assert ws.cand[choice[b]] == qpos[b]
+            checked += 1
         env.step(qpos, observe=False)
+    assert checked > 100
 
 
 def test_sampler_log_probability_is_the_softmax_of_the_logits(cfg):

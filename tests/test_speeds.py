@@ -1,4 +1,4 @@
-"""GPUs of different speeds: the machines forms, the load, rank(), the features, old policy files.
+"""GPUs of different speeds: the machines forms, the load, rank(), the features, the learned policy.
 
 The simulators' agreement with speeds is in tests/test_sim_equivalence.py.
 """
@@ -14,14 +14,14 @@ from sched.config import ConfigError, validate_config
 from sched.data import machines as MA
 from sched.data.scenario import draw
 from sched.learn import features as F
-from sched.learn import scorer
+from sched.learn import kernel
 from sched.limits import MAX_MACHINES
 from sched.serve.ranker import rank
 from sched.serve.tasks import RankInputError
 from sched.sim import core
 
 from .conftest import run_cli
-from .test_rank_scaling import make_policy, make_queue
+from .test_kernel import make_policy, make_queue, reference_rollout
 
 # --------------------------------------------------------------------------- the forms
 
@@ -245,51 +245,33 @@ def test_speed_rel_tells_the_deciding_gpu():
     assert same.globals_[0, F.GLOBAL_FEATURES.index("speed_rel")] == 1.0
 
 
-def test_a_learned_policy_on_mixed_gpus_runs_the_reference_path_and_agrees_with_torch():
-    from sched.learn.kernel import run as run_greedy
-
+def test_a_learned_policy_on_mixed_gpus_is_the_reference_schedule():
+    """On GPUs of different speeds the compiled decision reads p / v on the deciding GPU, as
+    the plain reference does; the batch (benchmark) and one queue (rank) agree."""
     policy = make_policy(16, seed=4)
     rng = np.random.default_rng(9)
-    sc = make_queue(rng, 60, "now")
+    sc = make_queue(rng, 40, "now")
     speeds = [1.0, 0.6, 1.7]
-    assert not scorer.fast_path_applies(16, sc, speeds)
-    assert scorer.fast_path_applies(16, sc, [1.0, 1.0])
-    one = scorer.run_one(policy, sc, speeds, None)
-    batched = run_greedy(policy, [sc], speeds)[0]
+    one = kernel.run_one(policy, sc, speeds)
+    batched = kernel.run(policy, [sc], speeds)[0]
     assert all(np.array_equal(a, b) for a, b in zip(one, batched))
+    assert np.array_equal(one[0], reference_rollout(policy, sc, speeds))
     assert set(one[2].tolist()) == {0, 1, 2}
 
 
-def test_policy_files_from_before_speeds_decide_as_they_did(tmp_path):
+def test_policy_files_of_an_earlier_version_are_refused_naming_it(tmp_path):
     from sched.learn import policy_file as PF
 
     policy = make_policy(16, seed=5)
-    with torch.no_grad():  # a file made before speeds had no weight on speed_rel
-        policy.net.actor[0].weight[:, -1] = 0.0
-        policy.net.critic[0].weight[:, -1] = 0.0
-    meta = dict(policy.meta, global_features=list(F.GLOBAL_FEATURES_BEFORE_SPEEDS))
-    old = {k: v.clone() for k, v in policy.net.state_dict().items()}
-    for name in ("actor.0.weight", "critic.0.weight"):
-        old[name] = old[name][:, :-1].contiguous()
     path = tmp_path / "old.pt"
-    torch.save({"format": PF.FORMAT, "version": PF.VERSION, "meta": meta, "state_dict": old}, path)
-    loaded = PF.load(path)
-    assert loaded.meta["global_features"] == list(F.GLOBAL_FEATURES)
-    rng = np.random.default_rng(6)
-    sc = make_queue(rng, 50, "later")
-    for speeds in (2, [1.0, 0.5]):
-        a = run_one_ref(policy, sc, speeds)
-        b = run_one_ref(loaded, sc, speeds)
-        assert all(np.array_equal(x, y) for x, y in zip(a, b))
-    # another feature list is still refused
-    meta_bad = dict(meta, global_features=["log_qlen"])
-    torch.save({"format": PF.FORMAT, "version": PF.VERSION, "meta": meta_bad, "state_dict": old}, path)
+    blob = {"format": PF.FORMAT, "version": 1, "meta": policy.meta, "state_dict": policy.net.state_dict()}
+    torch.save(blob, path)
+    with pytest.raises(PF.PolicyFileError, match="field version: policy file version 1, expected 2.*retrain"):
+        PF.load(path)
+    meta_bad = dict(policy.meta, global_features=["log_qlen"])
+    torch.save(dict(blob, version=PF.VERSION, meta=meta_bad), path)
     with pytest.raises(PF.PolicyFileError, match="trained on other global_features"):
         PF.load(path)
-
-
-def run_one_ref(policy, sc, machines):
-    return scorer.run_one(policy, sc, machines, None, fast=False)
 
 
 def test_the_clairvoyant_search_refuses_mixed_speeds():

@@ -21,19 +21,22 @@ def test_labels_of_a_scenario_do_not_depend_on_the_other_seeds_of_the_job(tiny_c
     second = _labels(tiny_cfg, [start + 2])
     rows = both["scenario_seed"] == start + 2
     assert rows.any() and (~rows).any()
-    np.testing.assert_array_equal(both["label"][rows], second["label"])
-    np.testing.assert_array_equal(both["cand"][rows], second["cand"])
-    np.testing.assert_array_equal(both["g"][rows], second["g"])
+    for key in ("label", "x", "ctx", "count"):
+        np.testing.assert_array_equal(both[key][rows], second[key])
 
 
 def test_teacher_labels_compare_candidates_with_atc_choice(tiny_cfg):
     start = tiny_cfg["seeds"]["train"]["start"]
     lab = _labels(tiny_cfg, [start])
-    # candidate 0 is ATC's choice, its label is 0 by definition; padding is -1
+    # candidate 0 is ATC's choice (the policy's candidate of ATC rank 0), its label is 0 by
+    # definition; candidates past the count are padding (0, zero rows)
     assert np.all(lab["label"][:, 0] == 0.0)
-    assert np.all(lab["cand"][:, 0] >= 0)
-    assert lab["x"].shape[0] == lab["counts"].sum()
-    assert np.all(lab["counts"] >= 2)  # forced decisions (one waiting task) are not labelled
+    assert lab["x"].shape == (len(lab["count"]), 4, 12) and lab["ctx"].shape == (len(lab["count"]), 32)
+    assert np.all(lab["x"][:, 0, 11] == 0.0)  # the atc_rank feature of candidate 0
+    assert np.all((lab["count"] >= 2) & (lab["count"] <= 4))  # forced decisions are not labelled
+    pad = np.arange(4)[None, :] >= lab["count"][:, None]
+    assert np.all(lab["label"][pad] == 0.0) and np.all(lab["x"][pad] == 0.0)
+    assert np.any(lab["label"] != 0.0)
 
 
 def test_futures_must_not_overlap_the_labelled_scenarios(tiny_cfg):

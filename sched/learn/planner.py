@@ -115,8 +115,10 @@ class Planner:
         rule, k = (b.base, b.k) if r is None else (r.base, r.k)
         return L.Lookahead(st["horizon"], self.sigma, True, rule, k)
 
-    def schedule(self, scenario, machines=1, machine_free=None):
-        """(start, end, machine) of one scenario (arrays in row order) under the planner."""
+    def schedule(self, scenario, machines=1, machine_free=None, stats=None):
+        """(start, end, machine) of one scenario (arrays in row order) under the planner;
+        ``stats``, a dict, receives the planned decisions and those that left the base's
+        choice (``decisions``, ``deviations``): a Planner itself holds no state of a call."""
         st = self.settings
         sp = speeds(machines)
         if np.any(sp != 1.0):
@@ -128,10 +130,12 @@ class Planner:
         scratch = S.empty_state(1, state.arr.shape[1] + st["horizon"], machines)
         b = self.base
         ws = kernel.workspace(scratch.queue.shape[1], b.net)
-        P.plan_rollout(
+        dec, moved = P.plan_rollout(
             state, scratch, st["candidates"], st["samples"], st["z"], self.pool, self._lookahead(),
             st["seed"], b.base, b.k, b.net, ws,
         )  # fmt: skip
+        if stats is not None:
+            stats.update(decisions=int(dec), deviations=int(moved))
         return S._unpack(state, [order])[0]
 
     def order(self, arrival, estimate, weight, due, machine_free, budget_ms=None):

@@ -111,7 +111,8 @@ def load(path):
             else ""
         )
         raise PolicyFileError(
-            f"{path}: field version: policy file version {shorten(blob.get('version'))}, expected {VERSION}{hint}"
+            f"{path}: field version: policy file version {shorten(blob.get('version'))}, "
+            f"expected {VERSION}{hint}"
         )
     meta = blob.get("meta")
     state = blob.get("state_dict")

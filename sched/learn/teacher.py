@@ -5,8 +5,9 @@ At each decision of a training scenario the teacher compares the policy's
 each, it starts that task now, then lets ATC take every later decision, on
 ``samples`` futures drawn from the scenario model (the same futures for
 every candidate: common random numbers), up to ``horizon`` future arrivals:
-the candidate evaluator ``sched.learn.lookahead``, which ``plan`` shares. The mean weighted tardiness of each candidate,
-minus that of ATC's own choice, is the label (negative = better than ATC).
+the candidate evaluator ``sched.learn.lookahead``, which ``plan`` shares.
+The mean weighted tardiness of each candidate, minus that of ATC's own
+choice, is the label (negative = better than ATC).
 The teacher then starts its best candidate and moves on, so the labelled
 states are those a better-than-ATC policy visits.
 
