@@ -139,7 +139,7 @@ def distinct_policy(tmp_path_factory, tiny_policy, tiny_cfg):
     """
     import torch
 
-    from sched.data.scenario import generate
+    from sched.data.scenario import generate, scenario_model
     from sched.learn import policy_file as PF
 
     pol = PF.load(tiny_policy[0])
@@ -150,6 +150,6 @@ def distinct_policy(tmp_path_factory, tiny_policy, tiny_cfg):
     out = tmp_path_factory.mktemp("distinct") / "politique.pt"
     PF.save(out, pol.net, pol.meta)
     for seed, machines, free in AGREEMENT_CASES:
-        arrays = generate(tiny_cfg, seed, tasks=AGREEMENT_TASKS, machines=machines).arrays
+        arrays = generate(scenario_model(tiny_cfg), seed, tasks=AGREEMENT_TASKS, machines=machines).arrays
         assert starts_unlike_atc(out, arrays, machines, free) > 0, (seed, machines, free)
     return out

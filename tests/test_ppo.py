@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 import torch
 
-from sched.data.scenario import generate
+from sched.data.scenario import generate, scenario_model
 from sched.learn import features as F
 from sched.learn import networks as P
 from sched.learn import policy_file as PF
@@ -58,7 +58,7 @@ def test_greedy_policy_is_deterministic_and_feasible(trained, tiny_cfg):
     pol = PF.load(out)
     from sched.learn.vec_env import run_greedy
 
-    scs = [generate(tiny_cfg, s, tasks=80, machines=2).arrays for s in range(3)]
+    scs = [generate(scenario_model(tiny_cfg), s, tasks=80, machines=2).arrays for s in range(3)]
     a = run_greedy(pol, scs, machines=2)
     b = run_greedy(pol, scs, machines=2)
     for (s1, e1, m1), (s2, _e2, m2), sc in zip(a, b, scs):
@@ -263,7 +263,7 @@ def test_untrained_prior_policy_picks_what_atc_picks(tiny_cfg):
         pol = P.Policy(net, meta)
         from sched.learn.vec_env import run_greedy
 
-        scs = [generate(tiny_cfg, s, tasks=150).arrays for s in range(3)]
+        scs = [generate(scenario_model(tiny_cfg), s, tasks=150).arrays for s in range(3)]
         got = run_greedy(pol, scs)
         want = core.simulate_batch(scs, "atc", k=2.0)
         # for "flat": the encoding only sees 24 tasks, ATC's best among them is ATC's best
@@ -272,7 +272,7 @@ def test_untrained_prior_policy_picks_what_atc_picks(tiny_cfg):
 
 
 def test_flat_encoding_has_196_inputs_and_shows_the_atc_best(cfg):
-    sc = generate(cfg, 2, tasks=300)
+    sc = generate(scenario_model(cfg), 2, tasks=300)
     state, _ = core.pack([sc.arrays], 1)
     core.advance_batch(state, True)
     n = 0
@@ -299,7 +299,7 @@ def test_flat_architecture_trains_and_loads(tmp_path, tiny_cfg):
     assert pol.meta["arch"]["name"] == "flat" and pol.meta["task_features"] == list(F.FLAT_TASK_FEATURES)
     from sched.learn.vec_env import run_greedy
 
-    scs = [generate(tiny_cfg, s, tasks=80).arrays for s in range(2)]
+    scs = [generate(scenario_model(tiny_cfg), s, tasks=80).arrays for s in range(2)]
     (start, end, _), _ = run_greedy(pol, scs)
     assert np.isfinite(start).all() and (start >= scs[0][0]).all()
 
@@ -316,7 +316,9 @@ def test_privileged_hint_is_the_atc_cost_to_go(tiny_cfg):
     hint = env.value_hint()
     s = env.state
     for b in range(3):
-        d = __import__("sched.data.scenario", fromlist=["draw"]).draw(tiny_cfg, int(env.slot_seed[b]))
+        d = __import__("sched.data.scenario", fromlist=["draw"]).draw(
+            scenario_model(tiny_cfg), int(env.slot_seed[b])
+        )
         arrays = (d["arrival"], d["duration"], d["estimate"], d["weight"], d["due"])
         ((_, end, _),) = core.simulate_batch([arrays], "atc", k=2.0)
         total = float((arrays[3] * np.maximum(end - arrays[4], 0)).sum())
@@ -331,7 +333,7 @@ def test_one_queue_fast_path_matches_the_batched_greedy(distinct_policy, tiny_cf
 
     pol = PF.load(distinct_policy)
     for seed, machines, free in AGREEMENT_CASES:
-        sc = generate(tiny_cfg, seed, tasks=AGREEMENT_TASKS, machines=machines).arrays
+        sc = generate(scenario_model(tiny_cfg), seed, tasks=AGREEMENT_TASKS, machines=machines).arrays
         a = run_greedy_one(pol, sc, machines, free)
         (b,) = run_greedy(pol, [sc], machines, free)
         for u, v in zip(a, b):

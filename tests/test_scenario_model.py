@@ -6,6 +6,7 @@ the calibration and workload files through module caches. The same config must
 give bit-identical scenarios (arrays hashed byte for byte).
 """
 
+import dataclasses
 import hashlib
 import json
 
@@ -13,7 +14,9 @@ import numpy as np
 import pytest
 
 from sched.config import validate_config
-from sched.data.scenario import draw
+from sched.data.model import scenario_model
+from sched.data.scenario import draw, generate
+from sched.errors import SchedError
 
 CALIBRATION = {
     "format": "sched-calibration/1",
@@ -93,6 +96,39 @@ def config_of(case, files):
 
 @pytest.mark.parametrize("case", sorted(FROZEN))
 def test_draws_are_those_of_the_code_before_the_model(case, files):
-    cfg = config_of(case, files)
+    model = scenario_model(config_of(case, files))
     _, kw, want = FROZEN[case]
-    assert [digest(draw(cfg, s, **kw)) for s in SEEDS] == want
+    assert [digest(draw(model, s, **kw)) for s in SEEDS] == want
+
+
+def test_the_model_is_read_once_and_immutable(files, tmp_path):
+    model = scenario_model(config_of("workload", files))
+    before = digest(draw(model, 7, tasks=80))
+    for path in files.values():  # the files are read when the model is built, never again
+        (tmp_path / path).unlink()
+    assert digest(draw(model, 7, tasks=80)) == before == FROZEN["workload"][2][1]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        model.sigma = 1.0
+    with pytest.raises(ValueError, match="read-only"):
+        model.shares[0] = 1.0
+    with pytest.raises(TypeError):
+        model.specs["image"]["share"] = 1.0
+    assert model.kinds == ("anim", "image", "video") and model.sigma == 0.3
+    assert model.kind_specs()["anim"]["samples_s"] == [60.0, 90.0, 400.0]
+
+
+def test_draw_takes_a_model_not_a_config(cfg):
+    with pytest.raises(SchedError, match="draw: model: expected a ScenarioModel .* got dict"):
+        draw(cfg, 1)
+    with pytest.raises(SchedError, match="generate: model: expected a ScenarioModel"):
+        generate(cfg, 1)
+
+
+def test_replace_overrides_as_draws_arguments(cfg):
+    model = scenario_model(cfg)
+    other = model.replace(tasks=50, load=0.6, machines="2x1.0,2x0.6")
+    assert other.capacity == pytest.approx(3.2) and model.tasks == 400
+    a, b = draw(other, 7), draw(model, 7, tasks=50, load=0.6, machines="2x1.0,2x0.6")
+    assert digest(a) == digest(b) == FROZEN["defaults-overrides"][2][1]
+    with pytest.raises(SchedError, match="load: must be a finite number > 0, got inf"):
+        model.replace(load=float("inf"))

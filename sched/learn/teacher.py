@@ -28,7 +28,7 @@ import numba as nb
 import numpy as np
 
 from sched.config import ConfigError, config_hash
-from sched.data.scenario import draw
+from sched.data.scenario import draw, scenario_model
 from sched.errors import SchedError
 from sched.files import atomic_path
 from sched.learn import features as F
@@ -208,7 +208,8 @@ def future_pool(cfg, seeds, horizon, futures=FUTURES):
             f"{futures} sampled futures after its scenarios (seed {clash[0]} is outside "
             f"{tr['start']}-{fut_seeds.start - 1}); use a larger training range"
         )
-    pool = [draw(cfg, s, tasks=horizon) for s in fut_seeds]
+    model = scenario_model(cfg)
+    pool = [draw(model, s, tasks=horizon) for s in fut_seeds]
     return tuple(
         np.ascontiguousarray([p[key] for p in pool], dtype=np.float64)
         for key in ("arrival", "duration", "estimate", "weight", "due")
@@ -222,7 +223,8 @@ def make_labels(cfg, seeds, horizon, samples, top_k, futures=FUTURES, progress=F
     (default: the config's rules.atc_k).
     """
     k = float(atc_k if atc_k is not None else cfg["rules"]["atc_k"])
-    p_ref = p_ref_of(cfg)
+    model = scenario_model(cfg)
+    p_ref = p_ref_of(model)
     seeds = list(seeds)
     pool = future_pool(cfg, seeds, horizon, futures)
     n = int(cfg["train"].get("tasks") or cfg["scenario"]["tasks"])
@@ -234,13 +236,13 @@ def make_labels(cfg, seeds, horizon, samples, top_k, futures=FUTURES, progress=F
         it = tqdm(seeds, desc="teacher", unit="scenario", dynamic_ncols=True)
     scratch = S.empty_state(1, n + horizon, cfg["scenario"]["machines"])  # queue + future
     for seed in it:
-        parts.append(_label_one(cfg, seed, n, scratch, k, p_ref, top_k, pool, horizon, samples))
+        parts.append(_label_one(cfg, model, seed, n, scratch, k, p_ref, top_k, pool, horizon, samples))
     return {key: np.concatenate([p[key] for p in parts]) for key in parts[0]}
 
 
-def _label_one(cfg, seed, n, scratch, k, p_ref, top_k, pool, horizon, samples):
+def _label_one(cfg, model, seed, n, scratch, k, p_ref, top_k, pool, horizon, samples):
     """The labels of training scenario ``seed`` (``n`` tasks), as :func:`make_labels` returns them."""
-    d = draw(cfg, seed, tasks=n)
+    d = draw(model, seed, tasks=n)
     state, _ = S.pack(
         [(d["arrival"], d["duration"], d["estimate"], d["weight"], d["due"])], cfg["scenario"]["machines"]
     )
