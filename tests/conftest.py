@@ -52,6 +52,7 @@ def calibrated(tmp_path_factory):
     assert r.returncode == 0, r.stderr
     cfg = yaml.safe_load((ROOT / "config.yaml").read_text())
     cfg["scenario"]["calibration"] = str(cal)
+    cfg["root"] = str(ROOT)  # its other relative paths (bench logs, history, results): the repository's
     path = d / "config.yaml"
     path.write_text(yaml.safe_dump(cfg, sort_keys=False))
     return SimpleNamespace(config=path, calibration=cal, figure=d / "calibration.png", run=r)
