@@ -30,6 +30,12 @@ except ImportError as exc:   # e.g. the standard library's `sched`, not this pro
                         f"Snakemake of the environment it is installed in (.venv/bin/snakemake, "
                         f"after `.venv/bin/pip install -e '.[dev]'`)") from None
 
+# The jobs read the paths of their config files (results/config/<step>.yaml)
+# from the project root, the working directory of Snakemake, where config.yaml is:
+# its relative paths mean the same here and in the commands (schema: root).
+if config.get("root", ".") != ".":
+    raise WorkflowError(f"config.yaml: root: must be '.' for the workflow (the project root), got {config['root']!r}")
+
 try:
     check_semantics(config, "config")
 except ConfigError as exc:

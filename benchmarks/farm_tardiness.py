@@ -12,7 +12,7 @@ import argparse
 import numpy as np
 
 from sched.config import validate_config
-from sched.data.scenario import generate
+from sched.data.scenario import generate, scenario_model
 from sched.evaluate.per_scenario import schedule_metrics
 from sched.sim.core import simulate_batch
 
@@ -29,11 +29,12 @@ def main():
     a = ap.parse_args()
     cfg = validate_config({"scenario": {"calibration": a.calibration}})
     first = cfg["seeds"]["test"]["start"]
+    model = scenario_model(cfg)
     print("| setting | " + " | ".join(r if k is None else f"{r} k {k:g}" for r, k in RULES) + " |")
     print("|---" * (len(RULES) + 1) + "|")
     for machines, tasks in FARMS:
         arrays = [
-            generate(cfg, first + s, tasks=tasks, load=a.load, machines=machines).arrays
+            generate(model, first + s, tasks=tasks, load=a.load, machines=machines).arrays
             for s in range(a.scenarios)
         ]
         cells = []

@@ -18,7 +18,7 @@ import pandas as pd
 
 from sched import layout
 from sched.config import load_config
-from sched.data.scenario import draw
+from sched.data.scenario import draw, scenario_model
 from sched.evaluate.statistics import bootstrap_counts, paired_difference, win_tie_loss
 from sched.learn.planner import Planner, learned_base, rule_base
 from sched.sim.objective import tardiness
@@ -81,10 +81,11 @@ def main():
         rk = _k(a.rollout, cfg)
         roll = rule_base("atc" if a.rollout == "atc-tuned" else a.rollout, rk)
     planner = Planner(cfg, base, settings, roll)
+    model = scenario_model(cfg)
     start = cfg["seeds"]["test"]["start"] + a.skip
     rows = []
     for seed in range(start, start + a.scenarios):
-        d = draw(cfg, seed)
+        d = draw(model, seed)
         sc = (d["arrival"], d["duration"], d["estimate"], d["weight"], d["due"])
         b = _twt(d, run_base(sc))
         n0, m0, c0 = planner.decisions, planner.deviations, time.process_time()

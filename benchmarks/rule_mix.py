@@ -12,7 +12,7 @@ import argparse
 import numpy as np
 
 from sched.config import load_config
-from sched.data.scenario import generate
+from sched.data.scenario import generate, scenario_model
 from sched.sim import core, rules
 from sched.sim.objective import weighted_tardiness
 
@@ -24,7 +24,8 @@ def main():
     a = ap.parse_args()
     lo, hi = (int(x) for x in a.seeds.split("-"))
     cfg = load_config(a.config)
-    scs = [generate(cfg, s) for s in range(lo, hi + 1)]
+    model = scenario_model(cfg)
+    scs = [generate(model, s) for s in range(lo, hi + 1)]
     arrays = [s.arrays for s in scs]
     twt = {}
     for r in rules.RULES:

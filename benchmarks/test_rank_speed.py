@@ -27,14 +27,14 @@ import pytest
 
 from sched import layout, rank
 from sched.config import validate_config
-from sched.data.scenario import generate
+from sched.data.scenario import generate, scenario_model
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGETS_S = {("atc", 24): 0.2e-3, ("ppo", 24): 2e-3, ("ppo", 1000): 10e-3, ("ppo", 10000): 0.3}
 
 
 def queue(n, seed=2026):
-    f = generate(validate_config({}), seed, tasks=n).frame
+    f = generate(scenario_model(validate_config({})), seed, tasks=n).frame
     tasks = [
         {
             "id": f"task-{i}",
@@ -78,7 +78,7 @@ def test_scorer_rollout_speed(benchmark, path):
     if policy_file() is None:
         pytest.skip(f"no trained policy file (SCHED_RANK_POLICY_FILE or {layout.policy_file(1)})")
     policy = load(policy_file())
-    f = generate(validate_config({}), 2026, tasks=1000).frame
+    f = generate(scenario_model(validate_config({})), 2026, tasks=1000).frame
     scenario = (
         np.full(len(f), 0.0),
         f.estimate_s.values,

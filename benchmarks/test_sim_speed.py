@@ -30,17 +30,18 @@ import numpy as np
 import pytest
 
 from sched.config import validate_config
-from sched.data.scenario import generate
+from sched.data.scenario import generate, scenario_model
 from sched.sim import core, reference, rules
 
 CFG = validate_config({})
+MODEL = scenario_model(CFG)
 # Task arrays are prepared once, outside the timed rounds: both implementations
 # receive the same (arrival, duration, estimate, weight, due) arrays.
-BIG = [generate(CFG, 1, tasks=10_000).arrays]  # one scenario, load 0.85
-BATCH = [generate(CFG, s, tasks=400).arrays for s in range(100)]  # 100 scenarios
+BIG = [generate(MODEL, 1, tasks=10_000).arrays]  # one scenario, load 0.85
+BATCH = [generate(MODEL, s, tasks=400).arrays for s in range(100)]  # 100 scenarios
 MIXED = "2x1.0,2x0.6"
-FARMS = {MIXED: [generate(CFG, s, tasks=400, machines=MIXED).arrays for s in range(100)]}
-FARMS["4"] = [generate(CFG, s, tasks=400, machines=4).arrays for s in range(100)]
+FARMS = {MIXED: [generate(MODEL, s, tasks=400, machines=MIXED).arrays for s in range(100)]}
+FARMS["4"] = [generate(MODEL, s, tasks=400, machines=4).arrays for s in range(100)]
 
 
 def _compiled_batch(scs, machines=1):

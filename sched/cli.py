@@ -47,7 +47,8 @@ def build_parser():
     p.add_argument(
         "--config",
         default=None,
-        help="config file (default: ./config.yaml if present, else built-in defaults)",
+        help="config file; its relative paths are read from its folder (default: $SCHED_CONFIG, "
+        "else ./config.yaml if present, else built-in defaults)",
     )
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMANDS:

@@ -12,6 +12,7 @@ import copy
 import hashlib
 import json
 import math
+import os
 from pathlib import Path
 
 import yaml
@@ -21,6 +22,8 @@ from sched.limits import MAX_YAML_BYTES, MAX_YAML_NODES, SHOWN_CHARS
 
 SCHEMA_PATH = Path(__file__).resolve().with_name("config.schema.yaml")
 DEFAULT_CONFIG = "config.yaml"
+#: The environment variable naming the config file when no --config / config= is given.
+CONFIG_ENV = "SCHED_CONFIG"
 
 
 class ConfigError(SchedError):
@@ -108,8 +111,12 @@ def _field(path):
     return ".".join(str(p) for p in path) or "(top level)"
 
 
-def validate_config(cfg, source="config"):
+def validate_config(cfg, source="config", folder=None):
     """Validate ``cfg`` in place, fill in defaults, and return it.
+
+    ``folder``: resolve the relative paths against it (:func:`resolve_paths`)
+    before the checks that read files (a machines CSV); None leaves them as
+    written (relative to the working directory).
 
     Raises :class:`ConfigError` naming the field and the offending value.
     """
@@ -124,6 +131,8 @@ def validate_config(cfg, source="config"):
     if errors:
         e = errors[0]
         raise ConfigError(f"{source}: {_field(e.absolute_path)}: {_message(e)}")
+    if folder is not None:
+        resolve_paths(cfg, folder)
     check_semantics(cfg, source, sections=given)
     return cfg
 
@@ -243,20 +252,101 @@ def check_seed_ranges(seeds, source="config"):
             )
 
 
-def load_config(path=None):
-    """Read and validate a config file.
+def config_path(path=None):
+    """The config file a call names: ``path``, else the environment variable
+    ``SCHED_CONFIG``, else ``./config.yaml`` when there is one; None: none (the
+    schema's defaults). A file named by ``path`` or ``SCHED_CONFIG`` must exist."""
+    if path is not None:
+        return Path(path)
+    env = os.environ.get(CONFIG_ENV)
+    if env:
+        if not Path(env).exists():
+            raise ConfigError(f"{CONFIG_ENV}: config file {env} not found")
+        return Path(env)
+    return Path(DEFAULT_CONFIG) if Path(DEFAULT_CONFIG).exists() else None
 
-    ``path=None`` reads ``config.yaml`` from the current directory when there is
-    one, else uses the schema's defaults.
+
+def load_config(path=None):
+    """Read and validate a config file, its relative paths resolved (:func:`resolve_paths`).
+
+    ``path=None``: the file of :func:`config_path` (``SCHED_CONFIG``, else
+    ``config.yaml`` from the current directory when there is one), else the
+    schema's defaults (their relative paths then read from the current
+    directory).
     """
-    if path is None:
-        path = DEFAULT_CONFIG if Path(DEFAULT_CONFIG).exists() else None
-    if path is None:
-        return validate_config({}, "defaults")
-    p = Path(path)
+    p = config_path(path)
+    if p is None:
+        return validate_config({}, "defaults", ".")
     if not p.exists():
         raise ConfigError(f"config file {p} not found")
-    return validate_config(load_yaml(p), str(p))
+    return validate_config(load_yaml(p), str(p), p.parent)
+
+
+def _is_machines_csv(value, base):
+    """A scenario.machines value naming a machines CSV (not a count or a spec), as
+    sched.data.machines reads it."""
+    if not isinstance(value, str):
+        return False
+    t = value.strip()
+    if not t or t.isdigit():
+        return False
+    return t.lower().endswith(".csv") or os.path.isfile(os.path.join(base, t))
+
+
+def _is_policy_file(value):
+    """A plan.base / plan.rollout value naming a policy file rather than a policy name."""
+    return value.endswith(".pt") or "/" in value or os.sep in value
+
+
+def resolve_paths(cfg, folder):
+    """Resolve the relative paths of a validated config against ``folder`` (in place; returns it).
+
+    The folder paths are relative to is ``folder / cfg["root"]`` (``root``
+    defaults to ".": the config file's own folder; the workflow's per-step
+    configs under results/config/ set it to the project root). The paths
+    (PATH_FIELDS): scenario.calibration, scenario.workload, a machines CSV of
+    scenario.machines or of a robustness setting, workload.history,
+    calibration.bench, rank.winner, rank.tuned, rank.settings, and a policy
+    file of plan.base or plan.rollout. When that folder is the current
+    directory the paths are left as written (so results record them as
+    today); else relative ones become absolute, and ``root`` becomes that
+    folder's absolute path (resolving again changes nothing). A config mapping
+    passed to ``rank(config=...)`` is resolved against the current directory.
+    """
+    base = os.path.abspath(os.path.join(os.fspath(folder), cfg.get("root") or "."))
+    if base == os.path.abspath(os.getcwd()):
+        cfg["root"] = "."
+        return cfg
+    cfg["root"] = base
+
+    def fix(p):
+        return p if p is None or os.path.isabs(p) else os.path.normpath(os.path.join(base, p))
+
+    sc = cfg["scenario"]
+    for key in ("calibration", "workload"):
+        sc[key] = fix(sc.get(key))
+    if _is_machines_csv(sc["machines"], base):
+        sc["machines"] = fix(sc["machines"].strip())
+    for st in (cfg.get("robustness") or {}).get("settings") or []:
+        if _is_machines_csv(st.get("machines"), base):
+            st["machines"] = fix(st["machines"].strip())
+    for section, key in (("workload", "history"), ("calibration", "bench")):
+        cfg[section][key] = [fix(p) for p in cfg[section][key]]
+    for key in ("winner", "tuned", "settings"):
+        cfg["rank"][key] = fix(cfg["rank"][key])
+    for key in ("base", "rollout"):
+        if _is_policy_file(cfg["plan"][key]):
+            cfg["plan"][key] = fix(cfg["plan"][key])
+    return cfg
+
+
+def under_root(cfg, path):
+    """``path`` (a path relative to the project root, as sched.layout gives them) under the
+    config's resolved ``root`` (see :func:`resolve_paths`)."""
+    root = cfg.get("root") or "."
+    if root == "." or os.path.isabs(path):
+        return path
+    return os.path.normpath(os.path.join(root, path))
 
 
 def seed_range(cfg, split):

@@ -52,6 +52,7 @@ def calibrated(tmp_path_factory):
     assert r.returncode == 0, r.stderr
     cfg = yaml.safe_load((ROOT / "config.yaml").read_text())
     cfg["scenario"]["calibration"] = str(cal)
+    cfg["root"] = str(ROOT)  # its other relative paths (bench logs, history, results): the repository's
     path = d / "config.yaml"
     path.write_text(yaml.safe_dump(cfg, sort_keys=False))
     return SimpleNamespace(config=path, calibration=cal, figure=d / "calibration.png", run=r)
@@ -139,7 +140,7 @@ def distinct_policy(tmp_path_factory, tiny_policy, tiny_cfg):
     """
     import torch
 
-    from sched.data.scenario import generate
+    from sched.data.scenario import generate, scenario_model
     from sched.learn import policy_file as PF
 
     pol = PF.load(tiny_policy[0])
@@ -150,6 +151,6 @@ def distinct_policy(tmp_path_factory, tiny_policy, tiny_cfg):
     out = tmp_path_factory.mktemp("distinct") / "politique.pt"
     PF.save(out, pol.net, pol.meta)
     for seed, machines, free in AGREEMENT_CASES:
-        arrays = generate(tiny_cfg, seed, tasks=AGREEMENT_TASKS, machines=machines).arrays
+        arrays = generate(scenario_model(tiny_cfg), seed, tasks=AGREEMENT_TASKS, machines=machines).arrays
         assert starts_unlike_atc(out, arrays, machines, free) > 0, (seed, machines, free)
     return out

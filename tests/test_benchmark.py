@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from sched.config import ConfigError, seed_range, validate_config
-from sched.data.scenario import generate
+from sched.data.scenario import generate, scenario_model
 from sched.evaluate.demo import demo_pair
 from sched.evaluate.per_scenario import PER_SCENARIO_COLUMNS
 from sched.evaluate.policies import default_policies, parse_policies
@@ -174,7 +174,7 @@ def test_per_scenario_values_match_the_reference_simulator(tiny):
     per = pd.read_csv(tiny["bench"] / "per_scenario.csv").set_index(["scenario_seed", "policy"])
     k_tuned = json.loads(tiny["tuned"].read_text())["atc_k"]
     seed = benchmark_seeds(cfg)[3]
-    arrival, duration, estimate, weight, due = generate(cfg, seed).arrays
+    arrival, duration, estimate, weight, due = generate(scenario_model(cfg), seed).arrays
     for policy, rule, k in (("wmdd", "wmdd", 2.0), ("atc", "atc", 2.0), ("atc-tuned", "atc", k_tuned)):
         start, end, _ = reference.simulate(arrival, duration, estimate, weight, due, rule, k=k)
         end = np.array(end)
@@ -340,7 +340,7 @@ def test_demo_writes_each_policy_and_a_gantt_chart(tiny):
     table = pd.read_csv(out / "demo.csv")
     assert tuple(table.columns) == PER_SCENARIO_COLUMNS
     assert list(table["policy"]) == HEURISTICS.split(",") and (table["scenario_seed"] == 2026).all()
-    arrays = generate(tiny["cfg"], 2026).arrays
+    arrays = generate(scenario_model(tiny["cfg"]), 2026).arrays
     _, end, _ = reference.simulate(*arrays, "edd")
     assert table.set_index("policy").loc["edd", "total_weighted_tardiness_s"] == pytest.approx(
         float((arrays[3] * np.maximum(np.array(end) - arrays[4], 0)).sum())
@@ -396,7 +396,7 @@ def test_ppo_policies_are_benchmarked_in_one_batch(tmp_path, distinct_policy):
         pol = policy_file.load(path)
         want = []
         for seed in seeds:
-            arrays = generate(cfg, seed).arrays  # arrival, duration, estimate, weight, due
+            arrays = generate(scenario_model(cfg), seed).arrays  # arrival, duration, estimate, weight, due
             _, duration, _, weight, due = arrays
             start, end, _ = run_greedy_one(pol, arrays, 1, None)
             assert np.allclose(np.asarray(end) - start, duration)
@@ -405,7 +405,7 @@ def test_ppo_policies_are_benchmarked_in_one_batch(tmp_path, distinct_policy):
         assert list(got.index) == list(seeds)
         assert got.to_numpy() == pytest.approx(want, rel=1e-9), name
     # the distinct policy's schedules, and totals, are not ATC's
-    assert sum(starts_unlike_atc(distinct_policy, generate(cfg, s).arrays) for s in seeds) > 0
+    assert sum(starts_unlike_atc(distinct_policy, generate(scenario_model(cfg), s).arrays) for s in seeds) > 0
     assert (totals.loc["ppo-2"] != totals.loc["atc"]).any()
 
 

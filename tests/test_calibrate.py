@@ -22,12 +22,11 @@ from scipy import stats
 from sched.config import ConfigError, validate_config
 from sched.data.calibration import (
     CalibrationFileError,
-    kind_specs_from_calibration,
     load_calibration,
     predict_duration,
 )
 from sched.data.fit import CalibrationError, calibrate
-from sched.data.scenario import estimate_noise_sigma, generate, kind_specs
+from sched.data.scenario import generate, scenario_model
 
 from .conftest import ROOT, run_cli
 
@@ -125,12 +124,12 @@ def test_spec_feeds_the_scenario_generator(tmp_path, cfg):
     out = tmp_path / "cal.json"
     cal = calibrate([p], options())
     out.write_text(json.dumps(cal.data))
-    specs = kind_specs_from_calibration(out)
+    specs = {k: e["spec"] for k, e in load_calibration(out)["kinds"].items()}
     assert specs == {k: e["spec"] for k, e in cal.data["kinds"].items()}
     c = copy.deepcopy(cfg)
     c["scenario"]["calibration"] = str(out)
-    assert kind_specs(c) == specs
-    f = generate(c, 5, tasks=20000).frame
+    assert scenario_model(c).kind_specs() == specs
+    f = generate(scenario_model(c), 5, tasks=20000).frame
     assert (f["kind"] == "image").mean() == pytest.approx(0.8, abs=0.02)
     assert f.loc[f.kind == "image", "duration_s"].median() == pytest.approx(
         specs["image"]["median_s"], rel=0.05
@@ -160,7 +159,7 @@ def test_criterion_and_fixed_family_and_empirical(tmp_path, cfg):
     assert np.array_equal(e["spec"]["samples_s"], measured)
     c = copy.deepcopy(cfg)
     c["scenario"]["calibration"] = str(out)
-    g = generate(c, 2, tasks=3000).frame
+    g = generate(scenario_model(c), 2, tasks=3000).frame
     assert np.isin(g.loc[g.kind == "video", "duration_s"], measured).all()
 
 
@@ -215,11 +214,11 @@ def test_log_linear_model_recovers_known_coefficients(tmp_path, cfg):
     c = copy.deepcopy(cfg)
     c["scenario"]["calibration"] = str(out)
     assert c["scenario"]["estimate_noise_sigma"] is None
-    assert estimate_noise_sigma(c) == pytest.approx(m["residual_sigma"])
-    f = generate(c, 1, tasks=20000).frame
+    assert scenario_model(c).sigma == pytest.approx(m["residual_sigma"])
+    f = generate(scenario_model(c), 1, tasks=20000).frame
     assert np.log(f["estimate_s"] / f["duration_s"]).std() == pytest.approx(m["residual_sigma"], rel=0.05)
     c["scenario"]["estimate_noise_sigma"] = 0.0  # a number in the config overrides it
-    assert estimate_noise_sigma(c) == 0.0
+    assert scenario_model(c).sigma == 0.0
     # predictions for tasks without an estimate
     task = {"width": 1024, "height": 576, "frames": 49, "steps": 25}
     expected = math.exp(
@@ -277,7 +276,7 @@ def test_no_features_no_model_and_zero_noise(tmp_path, cfg):
     out.write_text(json.dumps(cal.data))
     c = copy.deepcopy(cfg)
     c["scenario"]["calibration"] = str(out)
-    assert estimate_noise_sigma(c) == 0.0
+    assert scenario_model(c).sigma == 0.0
     assert (
         predict_duration(out, "image", {"width": 1024, "height": 1024, "steps": 30})
         == cal.data["kinds"]["image"]["median_s"]
@@ -480,7 +479,7 @@ def test_calibration_file_errors_name_the_file_and_the_remedy(tmp_path, cfg):
         match=r"missing.json not found; make it with "
         r"`snakemake -j1 results/calibration.json` or `sched calibrate",
     ):
-        generate(c, 1)
+        generate(scenario_model(c), 1)
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
     with pytest.raises(CalibrationFileError, match=r"bad.json: not valid JSON"):

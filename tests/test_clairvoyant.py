@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from sched.config import validate_config
-from sched.data.scenario import generate
+from sched.data.scenario import generate, scenario_model
 from sched.sim import clairvoyant as cv
 from sched.sim import core, rules
 
@@ -41,7 +41,7 @@ def best_rule(arrays, machines):
 def test_decoding_a_rule_start_order_gives_back_the_rule_schedule(machines):
     cfg = validate_config({})
     for seed in range(3):
-        arrays = generate(cfg, seed, tasks=150, machines=machines).arrays
+        arrays = generate(scenario_model(cfg), seed, tasks=150, machines=machines).arrays
         for rule in rules.RULES:
             start, end, _ = core.simulate(*arrays, rule, machines=machines)
             seq = cv.start_sequence(start, end)
@@ -52,7 +52,7 @@ def test_decoding_a_rule_start_order_gives_back_the_rule_schedule(machines):
 @pytest.mark.parametrize("machines", [1, 2])
 def test_search_is_feasible_and_never_worse_than_its_start(machines):
     cfg = validate_config({})
-    scs = [generate(cfg, s, tasks=120, machines=machines).arrays for s in range(4)]
+    scs = [generate(scenario_model(cfg), s, tasks=120, machines=machines).arrays for s in range(4)]
     starts = [best_rule(a, machines) for a in scs]
     out = cv.search(
         scs,
@@ -76,7 +76,7 @@ def test_search_is_feasible_and_never_worse_than_its_start(machines):
 
 def test_search_is_deterministic_per_seed():
     cfg = validate_config({})
-    scs = [generate(cfg, s, tasks=80).arrays for s in range(2)]
+    scs = [generate(scenario_model(cfg), s, tasks=80).arrays for s in range(2)]
     seqs = [cv.start_sequence(*best_rule(a, 1)[1:]) for a in scs]
     a = cv.search(scs, seqs, window=10, evaluations=5000, seeds=[1, 2])
     b = cv.search(scs[::-1], seqs[::-1], window=10, evaluations=5000, seeds=[2, 1])
@@ -139,7 +139,7 @@ def test_search_reaches_the_orlib_optimum(orlib_dir):
 
 
 def test_bad_input_is_refused():
-    a = generate(validate_config({}), 1, tasks=5).arrays
+    a = generate(scenario_model(validate_config({})), 1, tasks=5).arrays
     with pytest.raises(ValueError, match="not a permutation"):
         cv.search([a], [[0, 1, 2, 3, 3]])
     with pytest.raises(ValueError, match="window must be >= 1"):

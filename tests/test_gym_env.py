@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import yaml
 
-from sched.data.scenario import draw
+from sched.data.scenario import draw, scenario_model
 from sched.errors import SchedError
 from sched.learn import features as F
 from sched.sim import core
@@ -132,7 +132,7 @@ def test_first_row_policy_pays_minus_the_scaled_fifo_tardiness(cfg):
             obs, r, done, trunc, info = env.step(0)
             total += r
             steps += 1
-        d = draw(c, scenario_seed)
+        d = draw(scenario_model(c), scenario_seed)
         ((_, end, _),) = core.simulate_batch(
             [(d["arrival"], d["duration"], d["estimate"], d["weight"], d["due"])], "fifo", machines=1
         )

@@ -211,11 +211,11 @@ def test_a_trained_policy_is_the_reference_schedule_and_unlike_atc(distinct_poli
 
 def test_the_batch_and_the_single_queue_give_the_same_schedules(distinct_policy, tiny_cfg):
     """The benchmark runs many scenarios in one call, rank() one: the same schedules."""
-    from sched.data.scenario import generate
+    from sched.data.scenario import generate, scenario_model
     from sched.learn.policy_file import load
 
     policy = load(distinct_policy)
-    scs = [generate(tiny_cfg, s, tasks=90).arrays for s in range(6)]
+    scs = [generate(scenario_model(tiny_cfg), s, tasks=90).arrays for s in range(6)]
     batch = K.run(policy, scs, 2)
     for sc, got in zip(scs, batch):
         one = K.run_one(policy, sc, 2)
@@ -226,14 +226,14 @@ def test_the_batch_and_the_single_queue_give_the_same_schedules(distinct_policy,
 def test_the_untrained_prior_is_atc_exactly(tiny_cfg):
     """The ATC prior with a zero correction network: the greedy policy is ATC, the same
     task at every decision, on one GPU and on several."""
-    from sched.data.scenario import generate
+    from sched.data.scenario import generate, scenario_model
 
     net = build({"name": "scorer", "hidden": 16, "atc_prior": True, "prior_scale": 3.0, "top_k": 16})
     torch.nn.init.zeros_(net.actor[-1].weight)
     torch.nn.init.zeros_(net.actor[-1].bias)
     pol = Policy(net, {"arch": {"name": "scorer"}, "atc_k": 2.0, "p_ref": 80.0, "load": 0.85})
     for machines in (1, 3):
-        scs = [generate(tiny_cfg, s, tasks=150, machines=machines).arrays for s in range(3)]
+        scs = [generate(scenario_model(tiny_cfg), s, tasks=150, machines=machines).arrays for s in range(3)]
         got = K.run(pol, scs, machines)
         want = S.simulate_batch(scs, "atc", machines=machines, k=2.0)
         for (s1, _, _), (s2, _, _) in zip(got, want):

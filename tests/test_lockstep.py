@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from sched.data.scenario import generate
+from sched.data.scenario import generate, scenario_model
 from sched.sim import core, reference, rules
 
 
@@ -24,7 +24,7 @@ def _run_lockstep(scs, machines, choose, skip_forced=True):
 
 
 def test_lockstep_with_rule_actions_equals_rule_rollout(cfg):
-    scs = [generate(cfg, s, tasks=120) for s in range(5)]
+    scs = [generate(scenario_model(cfg), s, tasks=120) for s in range(5)]
     for machines in (1, 3):
 
         def atc(state, b):
@@ -40,7 +40,7 @@ def test_lockstep_with_rule_actions_equals_rule_rollout(cfg):
 
 def test_reward_sums_to_total_weighted_tardiness(cfg):
     rng = np.random.default_rng(0)
-    scs = [generate(cfg, s, tasks=100, machines=2, load=1.1) for s in range(6)]
+    scs = [generate(scenario_model(cfg), s, tasks=100, machines=2, load=1.1) for s in range(6)]
 
     def random_action(state, b):
         return int(rng.integers(state.qlen[b]))
@@ -57,7 +57,7 @@ def test_reward_sums_to_total_weighted_tardiness(cfg):
 
 
 def test_accrued_never_decreases(cfg):
-    sc = generate(cfg, 3, tasks=200)
+    sc = generate(scenario_model(cfg), 3, tasks=200)
     state, _ = core.pack([sc.arrays], 1)
     core.advance_batch(state, False)
     steps = [state.accrued[0]]
@@ -69,7 +69,7 @@ def test_accrued_never_decreases(cfg):
 
 
 def test_forced_decisions_are_skipped(cfg):
-    sc = generate(cfg, 5, tasks=200)
+    sc = generate(scenario_model(cfg), 5, tasks=200)
     counts = {}
     for skip in (True, False):
         state, _ = core.pack([sc.arrays], 1)
@@ -84,7 +84,7 @@ def test_forced_decisions_are_skipped(cfg):
 
 
 def test_queue_is_readable_without_copy(cfg):
-    sc = generate(cfg, 7, tasks=200)
+    sc = generate(scenario_model(cfg), 7, tasks=200)
     state, _ = core.pack([sc.arrays], 1)
     core.advance_batch(state, True)
     view = state.queue[0, : state.qlen[0]]

@@ -26,9 +26,9 @@ def pcfg():
 
 
 def _scenario(cfg, seed, tasks=60):
-    from sched.data.scenario import draw
+    from sched.data.scenario import draw, scenario_model
 
-    d = draw(cfg, seed, tasks=tasks)
+    d = draw(scenario_model(cfg), seed, tasks=tasks)
     return d["arrival"], d["duration"], d["estimate"], d["weight"], d["due"]
 
 

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 import torch
 
-from sched.data.scenario import generate
+from sched.data.scenario import generate, scenario_model
 from sched.errors import SchedError
 from sched.learn import features as F
 from sched.learn import networks as P
@@ -59,7 +59,7 @@ def test_greedy_policy_is_deterministic_and_feasible(trained, tiny_cfg):
     pol = PF.load(out)
     from sched.learn.kernel import run as run_greedy
 
-    scs = [generate(tiny_cfg, s, tasks=80, machines=2).arrays for s in range(3)]
+    scs = [generate(scenario_model(tiny_cfg), s, tasks=80, machines=2).arrays for s in range(3)]
     a = run_greedy(pol, scs, machines=2)
     b = run_greedy(pol, scs, machines=2)
     for (s1, e1, m1), (s2, _e2, m2), sc in zip(a, b, scs):
@@ -250,7 +250,9 @@ def test_privileged_hint_is_the_atc_cost_to_go(tiny_cfg):
     hint = env.value_hint()
     s = env.state
     for b in range(3):
-        d = __import__("sched.data.scenario", fromlist=["draw"]).draw(tiny_cfg, int(env.slot_seed[b]))
+        d = __import__("sched.data.scenario", fromlist=["draw"]).draw(
+            scenario_model(tiny_cfg), int(env.slot_seed[b])
+        )
         arrays = (d["arrival"], d["duration"], d["estimate"], d["weight"], d["due"])
         ((_, end, _),) = core.simulate_batch([arrays], "atc", k=2.0)
         total = float((arrays[3] * np.maximum(end - arrays[4], 0)).sum())
@@ -266,7 +268,7 @@ def test_one_queue_fast_path_matches_the_batched_greedy(distinct_policy, tiny_cf
 
     pol = PF.load(distinct_policy)
     for seed, machines, free in AGREEMENT_CASES:
-        sc = generate(tiny_cfg, seed, tasks=AGREEMENT_TASKS, machines=machines).arrays
+        sc = generate(scenario_model(tiny_cfg), seed, tasks=AGREEMENT_TASKS, machines=machines).arrays
         a = run_greedy_one(pol, sc, machines, free)
         (b,) = run_greedy(pol, [sc], machines, free)
         for u, v in zip(a, b):

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from sched.data.scenario import generate
+from sched.data.scenario import generate, scenario_model
 from sched.learn import features as F
 from sched.learn import networks as P
 from sched.learn import policy_file as PF
@@ -108,7 +108,7 @@ def test_checkpoint_of_other_settings_is_ignored(tmp_path, tiny_cfg):
 
 
 def test_observation_names_its_parts_and_maps_actions_to_queue_positions(cfg):
-    sc = generate(cfg, 2, tasks=60)
+    sc = generate(scenario_model(cfg), 2, tasks=60)
     state, _ = core.pack([sc.arrays], 1)
     core.advance_batch(state, True)
     tasks = F.Encoder("tasks", 2.0, 80.0, 0.85)(state)

@@ -12,7 +12,7 @@ import pytest
 
 from sched import RankInputError, rank
 from sched.config import validate_config
-from sched.data.scenario import generate
+from sched.data.scenario import generate, scenario_model
 from sched.sim import core, reference, rules
 from sched.sim.one_queue import rollout_order
 
@@ -38,7 +38,7 @@ def conf(tmp_path, atc_k=None):
 def static_queue(seed, n, now=NOW, ties=4):
     """A generated queue, all waiting at ``now``; some due dates already passed; the last
     ``ties`` tasks copy the first ones (equal for every rule: ties)."""
-    f = generate(validate_config({}), seed, tasks=n).frame
+    f = generate(scenario_model(validate_config({})), seed, tasks=n).frame
     tasks = [
         {"id": f"t{i}", "estimate_s": float(e), "weight": float(w), "due": now + float(d - a) - 900.0}
         for i, (e, w, d, a) in enumerate(zip(f.estimate_s, f.weight, f.due_s, f.arrival_s))
@@ -92,7 +92,9 @@ def test_compiled_path_is_the_simulators_schedule(rule):
     # Dynamic scenarios with busy machines: rollout_order must give exactly the
     # schedule of core.simulate, and its order the decision order.
     for seed, M in ((1, 1), (2, 2), (3, 4)):
-        arr, _, est, w, due = generate(validate_config({}), seed, tasks=150, machines=M).arrays
+        arr, _, est, w, due = generate(
+            scenario_model(validate_config({})), seed, tasks=150, machines=M
+        ).arrays
         arr = arr.copy()
         arr[10:20] = arr[10]  # equal arrivals: the tie rule
         free = np.linspace(0.0, 300.0, M)
@@ -132,7 +134,7 @@ def test_empty_queue_and_past_due_dates(tmp_path):
 
 
 def test_ten_thousand_tasks(tmp_path):
-    f = generate(validate_config({}), 5, tasks=10_000).frame
+    f = generate(scenario_model(validate_config({})), 5, tasks=10_000).frame
     tasks = [
         {"id": int(i), "estimate_s": float(e), "weight": float(w), "due": float(d)}
         for i, e, w, d in zip(f.id, f.estimate_s, f.weight, f.due_s)

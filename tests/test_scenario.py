@@ -11,8 +11,8 @@ from sched.data.distributions import mean_duration
 from sched.data.scenario import (
     ScenarioError,
     generate,
-    kind_specs,
     read_scenario,
+    scenario_model,
     validate_frame,
     write_scenario,
 )
@@ -21,7 +21,11 @@ GOOD = "id,kind,arrival_s,duration_s,weight,due_s\n1,image,0,10,1,20\n2,video,5,
 
 
 def test_same_seed_same_scenario_and_different_seed_differs(cfg):
-    a, b, c = generate(cfg, 11), generate(cfg, 11), generate(cfg, 12)
+    a, b, c = (
+        generate(scenario_model(cfg), 11),
+        generate(scenario_model(cfg), 11),
+        generate(scenario_model(cfg), 12),
+    )
     pd.testing.assert_frame_equal(a.frame, b.frame)
     assert not np.array_equal(a.frame["arrival_s"], c.frame["arrival_s"])
 
@@ -29,14 +33,14 @@ def test_same_seed_same_scenario_and_different_seed_differs(cfg):
 def test_load_sets_the_arrival_rate(cfg):
     # over many tasks, total work / horizon approaches the configured load
     for load in (0.5, 0.85):
-        sc = generate(cfg, 3, tasks=40000, load=load)
+        sc = generate(scenario_model(cfg), 3, tasks=40000, load=load)
         arr, dur = sc.frame["arrival_s"].to_numpy(), sc.frame["duration_s"].to_numpy()
         assert dur.sum() / arr[-1] == pytest.approx(load, rel=0.05)
         assert np.all(np.diff(arr) > 0)
 
 
 def test_kinds_priorities_and_durations_follow_config(cfg):
-    sc = generate(cfg, 4, tasks=20000)
+    sc = generate(scenario_model(cfg), 4, tasks=20000)
     f = sc.frame
     assert (f["kind"] == "image").mean() == pytest.approx(0.8, abs=0.02)
     assert f.loc[f["kind"] == "image", "duration_s"].median() == pytest.approx(25.0, rel=0.05)
@@ -50,29 +54,29 @@ def test_kinds_priorities_and_durations_follow_config(cfg):
 def test_estimate_noise(cfg):
     c = copy.deepcopy(cfg)
     c["scenario"]["estimate_noise_sigma"] = 0.3
-    f = generate(c, 4, tasks=20000).frame
+    f = generate(scenario_model(c), 4, tasks=20000).frame
     ratio = np.log(f["estimate_s"] / f["duration_s"])
     assert ratio.std() == pytest.approx(0.3, rel=0.05)
     # common random numbers: the true durations do not move with the noise
-    assert np.allclose(f["duration_s"], generate(cfg, 4, tasks=20000).frame["duration_s"])
+    assert np.allclose(f["duration_s"], generate(scenario_model(cfg), 4, tasks=20000).frame["duration_s"])
 
 
 def test_load_change_keeps_the_other_draws(cfg):
-    a, b = generate(cfg, 9, load=0.7).frame, generate(cfg, 9, load=0.95).frame
+    a, b = generate(scenario_model(cfg), 9, load=0.7).frame, generate(scenario_model(cfg), 9, load=0.95).frame
     assert np.array_equal(a["duration_s"], b["duration_s"])
     assert np.array_equal(a["weight"], b["weight"])
 
 
 def test_mean_duration_formula(cfg):
-    specs = kind_specs(cfg)
-    sample = generate(cfg, 1, tasks=50000).frame["duration_s"].mean()
+    specs = scenario_model(cfg).kind_specs()
+    sample = generate(scenario_model(cfg), 1, tasks=50000).frame["duration_s"].mean()
     assert mean_duration(specs) == pytest.approx(sample, rel=0.03)
 
 
 def test_bad_seed(cfg):
     for bad in (-1, 1.5, "3"):
         with pytest.raises(ValueError, match="seed"):
-            generate(cfg, bad)
+            generate(scenario_model(cfg), bad)
 
 
 def test_overlapping_seed_ranges_refused():
@@ -82,7 +86,7 @@ def test_overlapping_seed_ranges_refused():
 
 
 def test_round_trip(tmp_path, cfg):
-    sc = generate(cfg, 5, tasks=50)
+    sc = generate(scenario_model(cfg), 5, tasks=50)
     write_scenario(tmp_path / "s.csv", sc)
     back = read_scenario(tmp_path / "s.csv")
     for a, b in zip(sc.arrays, back.arrays):
@@ -255,7 +259,7 @@ def test_valid_files_in_every_layout_read_as_before(tmp_path):
 
 
 def test_a_generated_scenario_reads_back_identically(tmp_path, cfg):
-    sc = generate(cfg, 5, tasks=300)
+    sc = generate(scenario_model(cfg), 5, tasks=300)
     write_scenario(tmp_path / "s.csv", sc)
     back = read_scenario(tmp_path / "s.csv").frame
     for col in ("arrival_s", "duration_s", "weight", "due_s", "estimate_s"):
@@ -343,17 +347,17 @@ def test_generation_is_bounded_before_allocating(cfg):
     from sched.limits import MAX_MACHINES, MAX_SCENARIO_TASKS
 
     with pytest.raises(SizeError, match=f"tasks: must be at most {MAX_SCENARIO_TASKS}"):
-        draw(cfg, 1, tasks=10**12)
+        draw(scenario_model(cfg), 1, tasks=10**12)
     from sched.data.machines import MachinesError
 
     with pytest.raises(
         MachinesError, match=f"machines: 1000000000 GPUs, more than the limit of {MAX_MACHINES}"
     ):
-        draw(cfg, 1, tasks=5, machines=10**9)
+        draw(scenario_model(cfg), 1, tasks=5, machines=10**9)
     with pytest.raises(MachinesError, match=f"more than the limit of {MAX_MACHINES}"):
-        draw(cfg, 1, tasks=5, machines=f"{MAX_MACHINES}x1.0,1x0.5")
+        draw(scenario_model(cfg), 1, tasks=5, machines=f"{MAX_MACHINES}x1.0,1x0.5")
     with pytest.raises(ValueError, match="finite > 0"):
-        draw(cfg, 1, tasks=5, load=float("inf"))
+        draw(scenario_model(cfg), 1, tasks=5, load=float("inf"))
 
 
 @pytest.mark.parametrize(
@@ -383,7 +387,7 @@ def test_generated_times_beyond_the_limit_are_refused_without_warnings(cfg, chan
         with pytest.raises(
             SizeError, match=f"scenario seed 3: a drawn {field} of .* is beyond the 1e\\+12 s"
         ):
-            generate(c, 3, tasks=50)
+            generate(scenario_model(c), 3, tasks=50)
 
 
 @pytest.mark.parametrize(

@@ -89,10 +89,10 @@ def test_mixed_speeds_with_busy_machines_equal_reference(sc, rule, free):
 
 @pytest.mark.parametrize("rule", rules.RULES)
 def test_generated_scenarios_with_mixed_speeds_equal_reference(cfg, rule):
-    from sched.data.scenario import generate
+    from sched.data.scenario import generate, scenario_model
 
     spec = "2x1.0,1x0.6,1x1.7"
-    scs = [generate(cfg, s, tasks=150, machines=spec) for s in range(3)]
+    scs = [generate(scenario_model(cfg), s, tasks=150, machines=spec) for s in range(3)]
     got = core.simulate_batch([s.arrays for s in scs], rule, machines=spec)
     for sc, g in zip(scs, got):
         assert _same(g, reference.simulate(*sc.arrays, rule, machines=spec))
@@ -100,9 +100,9 @@ def test_generated_scenarios_with_mixed_speeds_equal_reference(cfg, rule):
 
 def test_speed_one_everywhere_is_the_identical_machines_model(cfg):
     # a list of speeds of 1 and a count give the same schedule, bit for bit
-    from sched.data.scenario import generate
+    from sched.data.scenario import generate, scenario_model
 
-    sc = generate(cfg, 3, tasks=200, machines=3)
+    sc = generate(scenario_model(cfg), 3, tasks=200, machines=3)
     for rule in rules.RULES:
         a = core.simulate(*sc.arrays, rule, machines=3)
         b = core.simulate(*sc.arrays, rule, machines=[1.0, 1.0, 1.0])
@@ -142,9 +142,9 @@ def test_machine_free_must_give_one_time_per_machine():
 @pytest.mark.parametrize("machines", [1, 3])
 @pytest.mark.parametrize("rule", rules.RULES)
 def test_generated_scenarios_equal_reference(cfg, rule, machines):
-    from sched.data.scenario import generate
+    from sched.data.scenario import generate, scenario_model
 
-    scs = [generate(cfg, s, tasks=150, machines=machines) for s in range(4)]
+    scs = [generate(scenario_model(cfg), s, tasks=150, machines=machines) for s in range(4)]
     got = core.simulate_batch([s.arrays for s in scs], rule, machines=machines)
     for sc, g in zip(scs, got):
         assert _same(g, reference.simulate(*sc.arrays, rule, machines=machines))

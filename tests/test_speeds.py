@@ -12,7 +12,7 @@ import torch
 
 from sched.config import ConfigError, validate_config
 from sched.data import machines as MA
-from sched.data.scenario import draw
+from sched.data.scenario import draw, scenario_model
 from sched.learn import features as F
 from sched.learn import kernel
 from sched.limits import MAX_MACHINES
@@ -105,9 +105,9 @@ def test_the_config_takes_a_spec_and_refuses_a_bad_one():
 
 def test_the_load_divides_by_the_sum_of_the_speeds(cfg):
     # rho = lambda E[p] / sum(v): 2x1.0,2x0.5 is the capacity of 3 speed-1 GPUs
-    a = draw(cfg, 4, tasks=50, machines="2x1.0,2x0.5")
-    b = draw(cfg, 4, tasks=50, machines=3)
-    c = draw(cfg, 4, tasks=50, machines=4)
+    a = draw(scenario_model(cfg), 4, tasks=50, machines="2x1.0,2x0.5")
+    b = draw(scenario_model(cfg), 4, tasks=50, machines=3)
+    c = draw(scenario_model(cfg), 4, tasks=50, machines=4)
     assert np.array_equal(a["arrival"], b["arrival"])
     assert not np.array_equal(a["arrival"], c["arrival"])
 

@@ -268,9 +268,10 @@ def test_each_job_reads_only_the_settings_of_its_step(built):
     def sections(step):
         return yaml.safe_load((built / f"results/config/{step}.yaml").read_text())
 
-    assert set(sections("calibrate")) == {"calibration"}
+    # root: the project root, from results/config/ (relative paths are read from the file's folder)
+    assert set(sections("calibrate")) == {"root", "calibration"} and sections("calibrate")["root"] == "../.."
     train = sections("train")
-    assert set(train) == {"scenario", "rules", "seeds", "train"}
+    assert set(train) == {"root", "scenario", "rules", "seeds", "train"}
     assert "seeds" not in train["train"] and train["train"]["iterations"] == 3
     assert "report" not in sections("gather") and "train" not in sections("benchmark")
     assert set(sections("demo")["report"]) == {"figure_dpi", "gantt_hours"}

@@ -14,7 +14,7 @@ import pytest
 from scipy import stats
 
 from sched.data.history import HistoryError
-from sched.data.scenario import draw
+from sched.data.scenario import draw, scenario_model
 from sched.data.workload import (
     NO_DEADLINE_S,
     WorkloadFileError,
@@ -228,13 +228,17 @@ def gen_cfg(wcfg, fitted, tmp_path_factory):
 
 
 def test_generation_reproducible_and_follows_the_workload(gen_cfg, fitted):
-    a, b, c = draw(gen_cfg, 5), draw(gen_cfg, 5), draw(gen_cfg, 6)
+    a, b, c = (
+        draw(scenario_model(gen_cfg), 5),
+        draw(scenario_model(gen_cfg), 5),
+        draw(scenario_model(gen_cfg), 6),
+    )
     for k in ("arrival", "duration", "estimate", "weight", "due"):
         np.testing.assert_array_equal(a[k], b[k])
     assert not np.array_equal(a["arrival"], c["arrival"])
     assert a["classes"] == [c_["name"] for c_ in fitted.data["priorities"]["classes"]]
     # no deadline: due a week after arrival; the share near the fitted one over many tasks
-    big = draw(gen_cfg, 1, tasks=20000)
+    big = draw(scenario_model(gen_cfg), 1, tasks=20000)
     none = np.isclose(big["due"] - big["arrival"], NO_DEADLINE_S)
     assert abs(none.mean() - fitted.data["deadlines"]["share_without"]) < 0.02
     # over 20,000 tasks (about 5 weeks) the mean arrival rate is the fitted one
@@ -245,7 +249,7 @@ def test_generation_reproducible_and_follows_the_workload(gen_cfg, fitted):
 def test_workload_scale_speeds_arrivals(gen_cfg):
     c = copy.deepcopy(gen_cfg)
     c["scenario"]["workload_scale"] = 2.0
-    one, two = draw(gen_cfg, 1, tasks=20000), draw(c, 1, tasks=20000)
+    one, two = draw(scenario_model(gen_cfg), 1, tasks=20000), draw(scenario_model(c), 1, tasks=20000)
     # the same two whole weeks from the same start of the week: twice the arrivals
     weeks2 = 2 * 168 * 3600.0
     assert (two["arrival"] < weeks2).sum() == pytest.approx(2 * (one["arrival"] < weeks2).sum(), rel=0.05)
@@ -254,7 +258,7 @@ def test_workload_scale_speeds_arrivals(gen_cfg):
 
 def test_no_workload_keeps_todays_draws(cfg):
     # scenario.workload null: the constant-rate branch, draws as before (seed's exponential stream)
-    d = draw(cfg, 11, tasks=50)
+    d = draw(scenario_model(cfg), 11, tasks=50)
     r_arrival = np.random.default_rng(np.random.SeedSequence(11).spawn(6)[0])
     from sched.data.distributions import mean_duration
 

@@ -27,13 +27,13 @@ def register(sub):
 
 
 def run(args):
-    from sched.data.scenario import generate, write_scenario
+    from sched.data.scenario import generate, scenario_model, write_scenario
 
     check_overrides(args)
     cfg = load_cfg(args)
     if args.calibration:
         cfg["scenario"]["calibration"] = args.calibration
-    sc = generate(cfg, args.seed, tasks=args.tasks, load=args.load, machines=args.machines)
+    sc = generate(scenario_model(cfg), args.seed, tasks=args.tasks, load=args.load, machines=args.machines)
     if args.out:
         write_scenario(args.out, sc)
         print(f"wrote {args.out} ({len(sc)} tasks, seed {args.seed})", file=sys.stderr)

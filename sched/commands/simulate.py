@@ -34,7 +34,7 @@ def register(sub):
 def run(args):
     from sched import files
     from sched.data.machines import spec_of, speeds
-    from sched.data.scenario import generate, read_scenario, schedule_frame, summarize
+    from sched.data.scenario import generate, read_scenario, scenario_model, schedule_frame, summarize
     from sched.evaluate.runs import schedule_scenarios
 
     cfg = load_cfg(args)
@@ -55,7 +55,8 @@ def run(args):
                 "--out: several scenario files share a file name; their schedules would overwrite each other"
             )
     else:
-        scenarios = [generate(cfg, s, machines=machines) for s in args.seed]
+        model = scenario_model(cfg).replace(machines=machines)
+        scenarios = [generate(model, s) for s in args.seed]
 
     if args.policy == "plan":
         from sched.evaluate.policies import plan_spec

@@ -159,16 +159,6 @@ def _spec_validator():
     return Draft202012Validator({"$defs": schema["$defs"], "$ref": "#/$defs/kind"})
 
 
-def kind_specs_from_calibration(path):
-    """{kind: spec} from a calibration file, ready for ``sched.data.scenario``."""
-    return {k: copy.deepcopy(e["spec"]) for k, e in _cached(path)["kinds"].items()}
-
-
-def estimate_noise_sigma_from_calibration(path):
-    """The calibration's estimate noise (duration-model residual sigma), or None."""
-    return _cached(path).get("estimate_noise_sigma")
-
-
 def _calibration(calibration):
     if isinstance(calibration, dict):
         check_calibration(calibration)

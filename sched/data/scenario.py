@@ -14,7 +14,9 @@ weights at most ``sched.limits.MAX_WEIGHT``; a file has at most
 ``sched.limits.MAX_SCENARIO_TASKS`` rows and ``MAX_SCENARIO_BYTES`` bytes.
 
 Generated scenarios follow the config's ``scenario`` section (documented in
-``workflow/schemas/config.schema.yaml``): Poisson arrivals at the rate that
+``workflow/schemas/config.schema.yaml``), read once into a
+:class:`~sched.data.model.ScenarioModel` (:func:`scenario_model`) that
+:func:`draw` and :func:`generate` take (they read no file): Poisson arrivals at the rate that
 gives the configured load, kinds and durations from the config or from a
 calibration file, priority classes, estimate noise and the deadline model.
 Each random quantity has its own stream spawned from the seed, so changing
@@ -30,10 +32,10 @@ import pandas as pd
 
 from sched import files
 from sched.config import shorten
-from sched.data.calibration import estimate_noise_sigma_from_calibration, kind_specs_from_calibration
-from sched.data.distributions import mean_duration, sample_durations
+from sched.data.distributions import sample_durations
 from sched.data.machines import total as total_speed
-from sched.data.workload import class_table, draw_allowance, draw_arrivals, draw_priorities, workload_of
+from sched.data.model import ScenarioModel, scenario_model  # noqa: F401  (scenario_model: also from here)
+from sched.data.workload import class_table, draw_allowance, draw_arrivals, draw_priorities
 from sched.errors import SchedError
 from sched.limits import MAX_MACHINES, MAX_SCENARIO_BYTES, MAX_SCENARIO_TASKS, MAX_SECONDS, MAX_WEIGHT
 from sched.sim.objective import tardiness
@@ -212,37 +214,18 @@ def summarize(schedule):
 # --------------------------------------------------------------------------- generation
 
 
-def kind_specs(cfg):
-    """Kinds with their share and duration distribution: {kind: spec}.
-
-    From the calibration file when the config names one, else from
-    ``scenario.kinds``. A spec has ``share``, ``distribution`` and the
-    distribution's parameters (see the config schema).
-    """
-    sc = cfg["scenario"]
-    if sc.get("calibration"):
-        return kind_specs_from_calibration(sc["calibration"])
-    return {k: dict(v) for k, v in sc["kinds"].items()}
-
-
-def estimate_noise_sigma(cfg):
-    """Sigma of the log-normal estimate noise the generator applies.
-
-    ``scenario.estimate_noise_sigma`` when it is a number; when it is null, the
-    residual sigma of the duration model of the calibration the config names
-    (how far a duration predicted from the task's features is from the
-    measured one), else 0.
-    """
-    sc = cfg["scenario"]
-    sigma = sc.get("estimate_noise_sigma")
-    if sigma is None and sc.get("calibration"):
-        sigma = estimate_noise_sigma_from_calibration(sc["calibration"])
-    return float(sigma) if sigma is not None else 0.0
+def _model(model, what="draw"):
+    if not isinstance(model, ScenarioModel):
+        raise ScenarioError(
+            f"{what}: model: expected a ScenarioModel (sched.data.model.scenario_model(cfg), built once), "
+            f"got {type(model).__name__}"
+        )
+    return model
 
 
 def check_seed(seed):
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"seed: must be a non-negative integer, got {seed!r}")
+        raise ScenarioError(f"seed: must be a non-negative integer, got {seed!r}")
     return int(seed)
 
 
@@ -265,57 +248,58 @@ def _check_drawn(seed, **times):
             )
 
 
-def draw(cfg, seed, tasks=None, load=None, machines=None):
+def draw(model, seed, tasks=None, load=None, machines=None):
     """The random part of :func:`generate`: a dict of task arrays, no table.
+
+    ``model``: the :class:`~sched.data.model.ScenarioModel` of the config
+    (:func:`sched.data.model.scenario_model`, built once); ``tasks``, ``load``
+    and ``machines`` override its own (``machines``: any form of
+    :mod:`sched.data.machines`; an array of speeds reads no file). Reads no file.
 
     Keys: arrival, duration, estimate, weight, due (float64), kind and
     priority (int indices into ``kinds`` and ``classes``, also returned).
     Training draws thousands of scenarios through this, so it avoids pandas.
     """
+    model = _model(model)
     seed = check_seed(seed)
-    sc = cfg["scenario"]
-    n = int(tasks if tasks is not None else sc["tasks"])
-    rho = float(load if load is not None else sc["load"])
+    n = int(tasks if tasks is not None else model.tasks)
+    rho = float(load if load is not None else model.load)
     # the farm's capacity in speed-1 GPUs: the sum of the speeds (M for identical GPUs)
-    capacity = total_speed(machines if machines is not None else sc["machines"])
+    capacity = total_speed(machines) if machines is not None else model.capacity
     if n < 1 or not 0 < rho < np.inf:
-        raise ValueError(f"tasks, load: must be >= 1, finite > 0; got {n}, {rho}")
+        raise ScenarioError(f"tasks, load: must be >= 1, finite > 0; got {n}, {rho}")
     check_size(n, None)
     # an overflow (a huge sigma, say) is refused below in one line, without warnings
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-        d = _draw(cfg, seed, n, rho, capacity)
+        d = _draw(model, seed, n, rho, capacity)
     _check_drawn(
         seed, arrival_s=d["arrival"], duration_s=d["duration"], estimate_s=d["estimate"], due_s=d["due"]
     )
     return d
 
 
-def _draw(cfg, seed, n, rho, capacity):
-    sc = cfg["scenario"]
-    specs = kind_specs(cfg)
-    kinds = sorted(specs)
-    shares = np.array([specs[k]["share"] for k in kinds], dtype=np.float64)
-    shares = shares / shares.sum()
+def _draw(model, seed, n, rho, capacity):
+    specs, kinds = model.specs, list(model.kinds)
     r_arrival, r_kind, r_duration, r_priority, r_due, r_noise = (
         np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(6)
     )
-    workload = workload_of(cfg)
+    workload = model.workload
     if workload is not None:
         # the queue history's weekly profile (scenario.workload), from a seeded time of the week
-        arrival, how, _ = draw_arrivals(workload, r_arrival, n, sc["workload_scale"])
+        arrival, how, _ = draw_arrivals(workload, r_arrival, n, model.workload_scale)
     else:
         # Poisson arrivals: rate lambda such that rho = lambda * E[p] / (sum of the speeds)
-        rate = rho * capacity / mean_duration(specs)
+        rate = rho * capacity / model.mean_duration
         arrival = np.cumsum(r_arrival.exponential(1.0 / rate, n))
 
-    kind_idx = r_kind.choice(len(kinds), size=n, p=shares)
+    kind_idx = r_kind.choice(len(kinds), size=n, p=model.shares)
     duration = np.empty(n)
     for i, k in enumerate(kinds):
         # a full stream per kind keeps each kind's draws fixed when shares change
         draws = sample_durations(specs[k], np.random.default_rng(r_duration.integers(2**63)), n)
         duration[kind_idx == i] = draws[kind_idx == i]
 
-    sigma = estimate_noise_sigma(cfg)
+    sigma = model.sigma
     z = r_noise.standard_normal(n)
     estimate = duration * np.exp(sigma * z) if sigma > 0 else duration.copy()
 
@@ -326,14 +310,13 @@ def _draw(cfg, seed, n, rho, capacity):
         # deadline from the estimate, as the history's allowance / estimate (or none)
         due = arrival + draw_allowance(workload, r_due, estimate)
     else:
-        classes = sorted(sc["priorities"], key=lambda c: sc["priorities"][c]["weight"])
-        probs = np.array([sc["priorities"][c]["prob"] for c in classes], dtype=np.float64)
-        cls_idx = r_priority.choice(len(classes), size=n, p=probs / probs.sum())
-        weight = np.array([sc["priorities"][c]["weight"] for c in classes], dtype=np.float64)[cls_idx]
+        classes = list(model.classes)
+        cls_idx = r_priority.choice(len(classes), size=n, p=model.class_probs)
+        weight = model.class_weights[cls_idx]
 
         # deadline set at submission from what is known then: the estimate
-        ff_lo, ff_hi = sc["due"]["flow_factor"]
-        sl_lo, sl_hi = sc["due"]["slack_s"]
+        ff_lo, ff_hi = model.flow_factor
+        sl_lo, sl_hi = model.slack_s
         due = arrival + r_due.uniform(ff_lo, ff_hi, n) * estimate + r_due.uniform(sl_lo, sl_hi, n)
     return {
         "arrival": arrival,
@@ -348,9 +331,9 @@ def _draw(cfg, seed, n, rho, capacity):
     }
 
 
-def generate(cfg, seed, tasks=None, load=None, machines=None):
-    """Generate the scenario of ``seed`` under ``cfg`` (a validated config)."""
-    d = draw(cfg, seed, tasks=tasks, load=load, machines=machines)
+def generate(model, seed, tasks=None, load=None, machines=None):
+    """Generate the scenario of ``seed`` from ``model`` (a :class:`~sched.data.model.ScenarioModel`)."""
+    d = draw(_model(model, "generate"), seed, tasks=tasks, load=load, machines=machines)
     frame = pd.DataFrame(
         {
             "id": [str(i) for i in range(len(d["arrival"]))],

@@ -21,7 +21,6 @@ tasks of similar estimate (the bin of its estimate; inverse CDF through the
 bin's quantiles). A task without deadline gets ``NO_DEADLINE_S``.
 """
 
-import copy
 import json
 import math
 import os
@@ -44,8 +43,6 @@ EPOCH_WEEK_OFFSET_S = 3 * 86400.0
 #: Candidate arrivals drawn at once by the thinning (bounds its memory).
 BATCH = 1_000_000
 
-_cache = {}
-
 
 class WorkloadFileError(SchedError):
     """A workload file is missing or invalid; the message names the file and field."""
@@ -63,26 +60,20 @@ def hour_of_week(seconds):
 
 
 def load_workload(path):
-    """Read and check a workload file; returns its content (a fresh dict)."""
-    return copy.deepcopy(_cached(path))
+    """Read and check a workload file; returns its content (a fresh dict).
 
-
-def _cached(path):
+    Read each time it is called: the scenario model (``sched.data.model``)
+    reads it once per config, and generation reads nothing.
+    """
+    if not os.path.exists(path):
+        raise WorkloadFileError(f"workload file {path} not found; {_how_to_make(path)}")
+    text = read_text(Path(path), WorkloadFileError, limit=MAX_CALIBRATION_BYTES)
     try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        raise WorkloadFileError(f"workload file {path} not found; {_how_to_make(path)}") from None
-    key = (os.path.abspath(path), st.st_mtime_ns, st.st_size, st.st_ino)
-    if key not in _cache:
-        text = read_text(Path(path), WorkloadFileError, limit=MAX_CALIBRATION_BYTES)
-        try:
-            data = json.loads(text)
-        except (json.JSONDecodeError, RecursionError) as exc:
-            raise WorkloadFileError(f"workload file {path}: not valid JSON ({str(exc)[:80]})") from None
-        check_workload(data, str(path))
-        _cache.clear()
-        _cache[key] = data
-    return _cache[key]
+        data = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise WorkloadFileError(f"workload file {path}: not valid JSON ({str(exc)[:80]})") from None
+    check_workload(data, str(path))
+    return data
 
 
 def _is_number(x):
@@ -160,12 +151,6 @@ def check_workload(data, source="workload"):
 
 
 # --------------------------------------------------------------------------- drawing
-
-
-def workload_of(cfg):
-    """The workload dict the config's ``scenario.workload`` names (cached), or None."""
-    path = cfg["scenario"].get("workload")
-    return _cached(path) if path else None
 
 
 def draw_arrivals(workload, rng, n, scale=1.0):

@@ -14,9 +14,9 @@ def run_demo(cfg, seed, specs):
 
     The table has the per-scenario columns, one row per policy.
     """
-    from sched.data.scenario import generate
+    from sched.data.scenario import generate, scenario_model
 
-    sc = generate(cfg, seed)
+    sc = generate(scenario_model(cfg), seed)
     machines = cfg["scenario"]["machines"]
     schedules, rows = {}, []
     for name in sorted(specs, key=policy_key):

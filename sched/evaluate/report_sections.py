@@ -83,16 +83,18 @@ def _test_scenarios_line(cfg, per):
 
 def _task_lines(cfg):
     """Where the durations come from, and what the scheduler sees of them."""
-    from sched.data.scenario import estimate_noise_sigma, kind_specs
+    from sched.data.model import scenario_model
 
     sc = cfg["scenario"]
+    model = scenario_model(cfg)
     kinds = ", ".join(
-        f"{name} {spec['share'] * 100:.1f} % ({distribution(spec)})" for name, spec in kind_specs(cfg).items()
+        f"{name} {spec['share'] * 100:.1f} % ({distribution(spec)})"
+        for name, spec in model.kind_specs().items()
     )
     source = (
         f"the calibration file `{sc['calibration']}`" if sc.get("calibration") else "the config's task kinds"
     )
-    noise = estimate_noise_sigma(cfg)
+    noise = model.sigma
     return [
         f"* **Durations**: from {source}: {kinds}.",
         "* **Estimates**: "

@@ -42,9 +42,10 @@ def schedule_scenarios(
 
 def generate_scenarios(cfg, seeds, progress=False):
     """The scenario of each seed, in order."""
-    from sched.data.scenario import generate
+    from sched.data.scenario import generate, scenario_model
 
-    return [generate(cfg, s) for s in bar(list(seeds), "scenarios", progress)]
+    model = scenario_model(cfg)
+    return [generate(model, s) for s in bar(list(seeds), "scenarios", progress)]
 
 
 def schedule_policy(spec, scenarios, arrays, machines, cfg=None):

@@ -28,7 +28,7 @@ import operator
 import numpy as np
 
 from sched.config import load_config, seed_range
-from sched.data.scenario import draw
+from sched.data.scenario import draw, scenario_model
 from sched.errors import MissingExtraError, SchedError
 
 try:
@@ -94,7 +94,8 @@ class RenderQueueEnv(gym.Env):
         self.reward_scale = float(reward_scale)
         self.seeds = seed_range(self.cfg, "train")
         sc = self.cfg["scenario"]
-        self.encoder = F.Encoder("tasks", self.cfg["rules"]["atc_k"], p_ref_of(self.cfg), sc["load"])
+        self.model = scenario_model(self.cfg)  # built once: reset() reads no file
+        self.encoder = F.Encoder("tasks", self.cfg["rules"]["atc_k"], p_ref_of(self.model), sc["load"])
         self.observation_space = spaces.Dict(
             {
                 "tasks": spaces.Box(-1e4, 1e4, (self.max_queue, F.N_TASK), np.float32),
@@ -132,7 +133,7 @@ class RenderQueueEnv(gym.Env):
             self.scenario_seed = int(options["scenario_seed"])
         else:
             self.scenario_seed = int(self.np_random.integers(self.seeds.start, self.seeds.stop))
-        d = draw(self.cfg, self.scenario_seed)
+        d = draw(self.model, self.scenario_seed)
         core.load_slot(self.state, 0, d["arrival"], d["duration"], d["estimate"], d["weight"], d["due"])
         core.advance_slot(self.state, 0, False)
         self._before_first = float(self.state.accrued[0])

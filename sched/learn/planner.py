@@ -100,12 +100,12 @@ class Planner:
     and settings ``settings`` (config ``plan``, checked by :func:`check_settings`)."""
 
     def __init__(self, cfg, base, settings, rollout=None):
-        from sched.data.scenario import estimate_noise_sigma
+        from sched.data.model import scenario_model
 
         self.base = base
         self.rollout = rollout  # a rule_base continuing the rollouts; None: the base policy
         self.settings = st = check_settings(settings)
-        self.sigma = float(estimate_noise_sigma(cfg))
+        self.sigma = float(scenario_model(cfg).sigma)
         self.pool = futures(cfg, st["horizon"], st["futures"])
 
     def _lookahead(self):

@@ -26,6 +26,7 @@ import torch
 
 from sched import setting
 from sched.config import config_hash, shorten
+from sched.data.model import scenario_model
 from sched.errors import SchedError
 from sched.files import atomic_path
 from sched.learn import features as F
@@ -61,7 +62,7 @@ def policy_meta(cfg, args):
     return {
         "arch": arch_of(args),
         "atc_k": float(args.atc_k if args.atc_k is not None else cfg["rules"]["atc_k"]),
-        "p_ref": p_ref_of(cfg),
+        "p_ref": p_ref_of(scenario_model(cfg)),
         "load": float(cfg["scenario"]["load"]),
         "task_features": list(F.TASK_FEATURES),
         "global_features": list(F.GLOBAL_FEATURES),

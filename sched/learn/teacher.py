@@ -30,7 +30,7 @@ import numba as nb
 import numpy as np
 
 from sched.config import ConfigError, config_hash
-from sched.data.scenario import draw
+from sched.data.scenario import draw, scenario_model
 from sched.errors import SchedError
 from sched.files import atomic_path
 from sched.learn import kernel
@@ -121,7 +121,8 @@ def future_pool(cfg, seeds, horizon, futures=FUTURES):
             f"{futures} sampled futures after its scenarios (seed {clash[0]} is outside "
             f"{tr['start']}-{fut_seeds.start - 1}); use a larger training range"
         )
-    pool = [draw(cfg, s, tasks=horizon) for s in fut_seeds]
+    model = scenario_model(cfg)
+    pool = [draw(model, s, tasks=horizon) for s in fut_seeds]
     return tuple(
         np.ascontiguousarray([p[key] for p in pool], dtype=np.float64)
         for key in ("arrival", "duration", "estimate", "weight", "due")
@@ -135,10 +136,11 @@ def make_labels(cfg, seeds, horizon, samples, top_k, futures=FUTURES, progress=F
     (default: the config's rules.atc_k).
     """
     k = float(atc_k if atc_k is not None else cfg["rules"]["atc_k"])
+    model = scenario_model(cfg)
     seeds = list(seeds)
     pool = L.Futures(*future_pool(cfg, seeds, horizon, futures))
     n = int(cfg["train"].get("tasks") or cfg["scenario"]["tasks"])
-    obs = kernel.no_net(top_k, k, p_ref_of(cfg), float(cfg["scenario"]["load"]))
+    obs = kernel.no_net(top_k, k, p_ref_of(model), float(cfg["scenario"]["load"]))
     la = L.Lookahead(int(horizon), 0.0, False, rules.ATC, k)  # true durations, ATC continues
     it = seeds
     if progress:
@@ -147,13 +149,13 @@ def make_labels(cfg, seeds, horizon, samples, top_k, futures=FUTURES, progress=F
         it = tqdm(seeds, desc="teacher", unit="scenario", dynamic_ncols=True)
     scratch = S.empty_state(1, n + horizon, cfg["scenario"]["machines"])  # queue + future
     ws = kernel.workspace(n + horizon, obs)
-    parts = [_label_one(cfg, seed, n, scratch, pool, la, samples, obs, ws) for seed in it]
+    parts = [_label_one(cfg, model, seed, n, scratch, pool, la, samples, obs, ws) for seed in it]
     return {key: np.concatenate([p[key] for p in parts]) for key in parts[0]}
 
 
-def _label_one(cfg, seed, n, scratch, pool, la, samples, obs, ws):
+def _label_one(cfg, model, seed, n, scratch, pool, la, samples, obs, ws):
     """The labels of training scenario ``seed`` (``n`` tasks), as :func:`make_labels` returns them."""
-    d = draw(cfg, seed, tasks=n)
+    d = draw(model, seed, tasks=n)
     state, _ = S.pack(
         [(d["arrival"], d["duration"], d["estimate"], d["weight"], d["due"])], cfg["scenario"]["machines"]
     )

@@ -7,7 +7,7 @@ weights with the best validation score (``sched.learn.checkpoint.RunProgress``).
 import numpy as np
 
 from sched.config import seed_range
-from sched.data.scenario import draw
+from sched.data.scenario import draw, scenario_model
 from sched.learn import kernel
 from sched.sim import core
 from sched.sim.objective import weighted_tardiness
@@ -23,8 +23,9 @@ class Validator:
     def __init__(self, cfg, args):
         seeds = list(seed_range(cfg, "validation"))[: args.validation_scenarios]
         self.scenarios = []
+        model = scenario_model(cfg)
         for s in seeds:
-            d = draw(cfg, s, tasks=args.tasks)
+            d = draw(model, s, tasks=args.tasks)
             self.scenarios.append((d["arrival"], d["duration"], d["estimate"], d["weight"], d["due"]))
         self.M = cfg["scenario"]["machines"]
         atc = core.simulate_batch(self.scenarios, "atc", machines=self.M, k=cfg["rules"]["atc_k"])

@@ -31,9 +31,9 @@ yields no step and is skipped.
 
 import numpy as np
 
-from sched.data.distributions import mean_duration
 from sched.data.machines import speeds
-from sched.data.scenario import draw, kind_specs
+from sched.data.model import scenario_model
+from sched.data.scenario import draw
 from sched.learn import features as F
 from sched.sim import core
 
@@ -43,9 +43,10 @@ def reward(accrued, reward_scale):
     return -reward_scale * accrued
 
 
-def p_ref_of(cfg):
-    """Reference duration (mean of the scenario model) that normalises global features."""
-    return float(mean_duration(kind_specs(cfg)))
+def p_ref_of(model):
+    """Reference duration (mean of the scenario model, a ``ScenarioModel``) that normalises
+    global features."""
+    return float(model.mean_duration)
 
 
 class VecQueue:
@@ -71,8 +72,11 @@ class VecQueue:
         reward_scale=0.001,
         privileged=False,
         action_rng=None,
+        model=None,
     ):
         self.cfg = cfg
+        #: the scenario model (sched.data.model), built once: drawing a scenario reads no file
+        self.model = model if model is not None else scenario_model(cfg)
         #: the uniforms of the compiled sampler's Gumbel-max draws (``sched.learn.sampler``);
         #: kept here so that a checkpoint restores it with the scenarios' stream
         self.action_rng = action_rng
@@ -85,7 +89,7 @@ class VecQueue:
         self.M = len(self.speeds)
         self.loads = [float(x) for x in (loads or [cfg["scenario"]["load"]])]
         self.reward_scale = float(reward_scale)
-        self.encoder = F.Encoder(encoding, atc_k, p_ref_of(cfg), self.loads[0])
+        self.encoder = F.Encoder(encoding, atc_k, p_ref_of(self.model), self.loads[0])
         self.state = core.empty_state(self.B, self.tasks, self.speeds)
         self.slot_load = np.zeros(self.B)
         self.slot_seed = np.zeros(self.B, dtype=np.int64)
@@ -143,7 +147,7 @@ class VecQueue:
             load = (
                 self.loads[int(self.rng.integers(len(self.loads)))] if len(self.loads) > 1 else self.loads[0]
             )
-            d = draw(self.cfg, seed, tasks=self.tasks, load=load, machines=self.speeds)
+            d = draw(self.model, seed, tasks=self.tasks, load=load, machines=self.speeds)
             core.load_slot(self.state, b, d["arrival"], d["duration"], d["estimate"], d["weight"], d["due"])
             core.set_rule(self.state, b, core.rules.ATC)  # the hint's ATC choices read it
             self._hint_valid[b] = False

@@ -35,7 +35,8 @@ from sched.sim import rules
 
 __all__ = ["Plan", "RankInputError", "Settings", "rank", "tuned_k"]
 
-Settings = namedtuple("Settings", "weights atc_k winner tuned calibration others farm config")
+#: root: the folder the config's relative paths were read from ("." : the working directory)
+Settings = namedtuple("Settings", "weights atc_k winner tuned calibration others farm config root")
 
 
 # --------------------------------------------------------------------------- entry point
@@ -65,7 +66,11 @@ def rank(
     tuned for the call's GPUs),
     ``"ppo"`` with ``policy_file``, ``"ppo-<seed>"``, or a policy file path.
     ``config``: a config file path or a config mapping (default: as the
-    command line, ``./config.yaml`` if present). ``policy="plan"``: the
+    command line, the file ``$SCHED_CONFIG`` names, else ``./config.yaml`` if
+    present, else the defaults). A file's relative paths (``rank.winner``,
+    ``scenario.calibration``, ...) are read from its folder, a mapping's from
+    the working directory. A missing verdict file is named in ``why`` and
+    logged as a warning on the ``sched.rank`` logger. ``policy="plan"``: the
     planner on config ``plan.base`` (:mod:`sched.serve.plan_rank`);
     ``budget_ms``, its time budget per call (default config ``plan.budget_ms``).
 
@@ -77,6 +82,13 @@ def rank(
     """
     st = _settings(config)
     q = read_queue(task_records(tasks), now, machines, st)
+    if budget_ms is not None:  # the arguments first: a bad one is the call's one error
+        from sched.learn.planner import PlanError, check_budget
+
+        try:
+            check_budget(budget_ms)
+        except PlanError as exc:
+            raise RankInputError(str(exc)) from None
     plan = _plan(policy, policy_file, st, _farm_of(q))
     if budget_ms is not None and plan.name != "plan":
         raise RankInputError(f"budget_ms: only used with policy 'plan', not {plan.name!r}")
@@ -109,20 +121,21 @@ _settings_cache = {}
 
 def _settings(config):
     """What rank needs from the config, cached per file (path, mtime, size) or content."""
+    from sched.config import config_path
+
     from_file = config is None or isinstance(config, (str, os.PathLike))
     if from_file:
-        path = config
-        if path is None:
-            from sched.config import DEFAULT_CONFIG as path
+        try:  # config=, else $SCHED_CONFIG, else ./config.yaml if present, else None: the defaults
+            path = config_path(config)
+        except SchedError as exc:
+            raise RankInputError(str(exc)) from exc
         try:
             s = os.stat(path)
             key = (os.getcwd(), os.fspath(path), s.st_mtime_ns, s.st_size, s.st_ino)
-        except OSError:
-            key = (os.getcwd(), os.fspath(path))
-            if config is None:  # no ./config.yaml: the defaults, as load_config does
-                path = None
+        except (OSError, TypeError):
+            key = (os.getcwd(), None if path is None else os.fspath(path))
     elif isinstance(config, dict):
-        key = ("mapping", json.dumps(config, sort_keys=True, default=str))
+        key = ("mapping", os.getcwd(), json.dumps(config, sort_keys=True, default=str))
     else:
         raise RankInputError(f"config: expected a file path or a mapping, got {type(config).__name__}")
     hit = _settings_cache.get(key)
@@ -133,7 +146,10 @@ def _settings(config):
     from sched.config import load_config, validate_config
 
     try:
-        cfg = load_config(path) if from_file else validate_config(copy.deepcopy(config), "config")
+        if from_file:
+            cfg = load_config(path)
+        else:  # a mapping: its relative paths are read from the working directory
+            cfg = validate_config(copy.deepcopy(config), "config", ".")
     except SchedError as exc:  # ConfigError: the message names the file and field
         raise RankInputError(str(exc)) from exc
     st = Settings(
@@ -145,6 +161,7 @@ def _settings(config):
         others=cfg["rank"]["settings"],
         farm=setting.of_config(cfg),
         config=cfg,
+        root=cfg["root"],
     )
     if len(_settings_cache) > 32:
         _settings_cache.clear()
@@ -183,7 +200,11 @@ def _plan(policy, policy_file, st, farm):
             raise RankInputError("policy ppo: needs policy_file (a trained policy file)")
         return ppo_plan(name, policy_file, "policy_file", asked)
     if name.startswith("ppo-") and name[4:].isdigit():
-        pfile = policy_file if policy_file is not None else layout.policy_file(name[4:])
+        from sched.config import under_root
+
+        pfile = policy_file
+        if pfile is None:  # the workflow's policy file, under the config's root
+            pfile = under_root(st.config, layout.policy_file(name[4:]))
         return ppo_plan(name, pfile, "policy_file", asked)
     if os.path.isfile(name):
         return ppo_plan("ppo", name, "policy", asked)

@@ -9,6 +9,7 @@ the file and field.
 """
 
 import json
+import logging
 import math
 import os
 from collections import namedtuple
@@ -26,16 +27,19 @@ Plan = namedtuple("Plan", "name rule k policy_file why", defaults=("",))
 Verdict = namedtuple("Verdict", "source setting winner tuned_k")
 
 _json_cache = {}
+#: rank()'s warnings (a verdict file not found): the ``sched`` logger's child
+log = logging.getLogger("sched.rank")
+_warned = set()
 
 
-def _json_file(path, check):
-    """``check(data, path)`` of a JSON file, cached while the file is unchanged; None if absent."""
+def _json_file(path, check, root="."):
+    """``check(data, path, root)`` of a JSON file, cached while the file is unchanged; None if absent."""
     try:
         s = os.stat(path)
     except FileNotFoundError:
         return None
     path = os.path.join(os.getcwd(), path)
-    key = (s.st_mtime_ns, s.st_size, s.st_ino)
+    key = (s.st_mtime_ns, s.st_size, s.st_ino, root)
     hit = _json_cache.get(path)
     if hit is not None and hit[0] == key:
         return hit[1]
@@ -46,7 +50,7 @@ def _json_file(path, check):
         raise RankInputError(f"{path}: not a readable JSON file: {exc}") from None
     except RecursionError:
         raise RankInputError(f"{path}: not a readable JSON file: nested too deeply") from None
-    value = check(data, path)
+    value = check(data, path, root)
     _json_cache[path] = (key, value)
     return value
 
@@ -71,7 +75,7 @@ def _setting_field(data, path, fallback):
         raise RankInputError(f"{path}: {exc}") from None
 
 
-def _check_winner(data, path):
+def _check_winner(data, path, root="."):
     """A winner.json (format in docs/file-contract.md) as (Plan, setting or None), paths resolved."""
     if not isinstance(data, dict):
         raise RankInputError(f"{path}: expected a JSON object, got {type(data).__name__}")
@@ -94,17 +98,20 @@ def _check_winner(data, path):
         )
     if not isinstance(pfile, str):
         raise RankInputError(f"{path}: field policy_file: expected a path, got {pfile!r}")
-    # The pipeline writes paths relative to the project root (the working
-    # directory); a copied results folder is found relative to winner.json.
+    # The pipeline writes paths relative to the project root (the folder of the
+    # config's relative paths, ``root``: the working directory when "."); a
+    # copied results folder is found relative to winner.json.
     p = Path(pfile)
-    if not p.is_absolute() and not p.exists():
-        beside = Path(path).parent / p
-        if beside.exists():
-            p = beside
+    if not p.is_absolute():
+        p = Path(root) / p if root != "." else p
+        if not p.exists():
+            beside = Path(path).parent / pfile
+            if beside.exists():
+                p = beside
     return Plan(name, None, None, p), where
 
 
-def _check_tuned(data, path):
+def _check_tuned(data, path, root="."):
     """A tuned.json as (k, setting or None); the setting of earlier files is their ``scenario``."""
     if not isinstance(data, dict) or "atc_k" not in data:
         raise RankInputError(f'{path}: field atc_k: missing (expected {{"atc_k": K, ...}})')
@@ -129,8 +136,8 @@ def _verdicts(st):
                 sources.append((f"setting {name}", w, t, None))
     out = []
     for source, wpath, tpath, fallback in sources:
-        won = _json_file(wpath, _check_winner)
-        tuned = _json_file(tpath, _check_tuned)
+        won = _json_file(wpath, _check_winner, st.root)
+        tuned = _json_file(tpath, _check_tuned, st.root)
         plan, where = won if won is not None else (None, None)
         k, twhere = tuned if tuned is not None else (None, None)
         where = where or twhere or fallback
@@ -186,22 +193,35 @@ def auto_plan(st, farm):
             f"the call's {gpus}{more}"
         )
     tuned = [v for v in found if v.tuned_k is not None]
+    missing = _missing(st)
     if tuned:
         v = _closest(tuned, st)
-        return Plan(
-            "atc-tuned",
-            rules.ATC,
-            v.tuned_k,
-            None,
-            f"auto: no benchmark winner for {gpus}; ATC with the k tuned for them in {v.source}",
-        )
-    return Plan(
-        "atc",
-        rules.ATC,
-        st.atc_k,
-        None,
-        f"auto: no benchmark or tuning for {gpus}; ATC with config rules.atc_k",
-    )
+        why = f"auto: no benchmark winner for {gpus}{missing}; ATC with the k tuned for them in {v.source}"
+        _warn(why)
+        return Plan("atc-tuned", rules.ATC, v.tuned_k, None, why)
+    why = f"auto: no benchmark or tuning for {gpus}{missing}; ATC with config rules.atc_k"
+    _warn(why)
+    return Plan("atc", rules.ATC, st.atc_k, None, why)
+
+
+def _missing(st):
+    """ " (config rank.winner FILE not found, ...)" for the main verdict files that do not exist."""
+    gone = [
+        f"config rank.{field} {os.path.abspath(path)} not found"
+        for field, path in (("winner", st.winner), ("tuned", st.tuned))
+        if not os.path.exists(path)
+    ]
+    return f" ({', '.join(gone)})" if gone else ""
+
+
+def _warn(why):
+    """A warning on the ``sched.rank`` logger when a verdict file is missing, once per message
+    (a daemon calling rank() for every decision does not repeat it)."""
+    if "not found" not in why or why in _warned:
+        return
+    if len(_warned) < 256:  # bounded: a few distinct messages in practice
+        _warned.add(why)
+    log.warning("rank(): %s", why)
 
 
 def ppo_plan(name, pfile, where, why=""):

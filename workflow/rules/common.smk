@@ -281,8 +281,12 @@ def step_config_text(step, setting=None):
     else:
         header = (f"# Written by the workflow: the settings `sched {step}` depends on, under the\n"
                   f"# robustness setting {setting!r} (see config.yaml, robustness.settings).\n")
+    # root: the project root, relative to the file's folder, as the commands resolve the
+    # relative paths in a config file against its folder (workflow/schemas: root)
+    header += "# root: the project root, which the relative paths below are read from.\n"
+    root = os.path.relpath(".", os.path.dirname(step_config(step, setting)))
     # sorted keys: reordering config.yaml changes nothing
-    return header + yaml.safe_dump(step_settings(step, setting), sort_keys=True)
+    return header + yaml.safe_dump({"root": root, **step_settings(step, setting)}, sort_keys=True)
 
 
 def step_config(step, setting=None):

@@ -1,0 +1,175 @@
+"""The scenario model: everything a generated scenario depends on, read from the config once.
+
+:func:`scenario_model` turns a validated config into a :class:`ScenarioModel`
+(frozen; its arrays are read-only and its mappings immutable): the task kinds
+and their duration distributions (from ``scenario.kinds`` or the calibration
+file ``scenario.calibration`` names), the estimate noise, the priority classes,
+the deadline rule, the workload file (``scenario.workload``), the farm
+(``scenario.machines``), the load and the task count. It is the only place
+that reads those files for generation: :func:`sched.data.scenario.draw` and
+:func:`~sched.data.scenario.generate`, the rollouts and the teacher take the
+model and read nothing. Build it once at the top of a command or a run, not
+per seed.
+"""
+
+import dataclasses
+from dataclasses import dataclass
+from types import MappingProxyType
+
+import numpy as np
+
+from sched.data.distributions import mean_duration
+from sched.data.machines import speeds as parse_speeds
+from sched.errors import SchedError
+
+
+class ModelError(SchedError):
+    """A value given to the scenario model is invalid; the message names the field and value."""
+
+
+def _frozen(value):
+    """A read-only copy: mappings as MappingProxyType, lists as tuples, arrays read-only."""
+    if isinstance(value, dict | MappingProxyType):
+        return MappingProxyType({k: _frozen(v) for k, v in value.items()})
+    if isinstance(value, list | tuple):
+        return tuple(_frozen(v) for v in value)
+    if isinstance(value, np.ndarray):
+        return _readonly(value)
+    return value
+
+
+def _readonly(array, dtype=np.float64):
+    out = np.array(array, dtype=dtype)
+    out.flags.writeable = False
+    return out
+
+
+def thawed(value):
+    """A plain, mutable copy of a frozen value (dicts and lists), e.g. to write it as JSON."""
+    if isinstance(value, dict | MappingProxyType):
+        return {k: thawed(v) for k, v in value.items()}
+    if isinstance(value, tuple):
+        return [thawed(v) for v in value]
+    return value
+
+
+@dataclass(frozen=True, eq=False)
+class ScenarioModel:
+    """What :func:`sched.data.scenario.draw` draws from (build it with :func:`scenario_model`).
+
+    Fields: ``specs`` {kind: spec} in the order of the config or calibration
+    file (a spec: ``share``, ``distribution`` and its parameters), ``kinds``
+    (sorted: the kind indices of a draw), ``shares`` (normalised, in ``kinds``
+    order), ``mean_duration`` (E[duration] over the mix: the load's and the
+    features' reference duration), ``sigma`` (the estimate noise),
+    ``classes`` / ``class_weights`` / ``class_probs`` (the priority classes of
+    ``scenario.priorities``, lightest first), ``flow_factor`` and ``slack_s``
+    (the deadline rule's ranges), ``workload`` (the workload file's content,
+    read-only, or None) and ``workload_scale``, ``tasks``, ``load``,
+    ``machines`` (the config's value) and ``speeds`` (one per GPU), and
+    ``calibration`` / ``workload_file`` (the files' paths, for reports).
+    """
+
+    specs: MappingProxyType
+    kinds: tuple
+    shares: np.ndarray
+    mean_duration: float
+    sigma: float
+    classes: tuple
+    class_weights: np.ndarray
+    class_probs: np.ndarray
+    flow_factor: tuple
+    slack_s: tuple
+    workload: MappingProxyType | None
+    workload_scale: float
+    tasks: int
+    load: float
+    machines: object
+    speeds: np.ndarray
+    calibration: str | None = None
+    workload_file: str | None = None
+
+    @property
+    def capacity(self):
+        """The farm's capacity in speed-1 GPUs: the sum of the speeds (M for identical GPUs)."""
+        return float(self.speeds.sum())
+
+    def kind_specs(self):
+        """{kind: spec} as plain, mutable dicts (a fresh copy)."""
+        return thawed(self.specs)
+
+    def replace(self, tasks=None, load=None, machines=None):
+        """This model with another task count, load or farm (any form of sched.data.machines)."""
+        changes = {}
+        if tasks is not None:
+            changes["tasks"] = _tasks(tasks)
+        if load is not None:
+            changes["load"] = _load(load)
+        if machines is not None:
+            changes["machines"] = machines
+            changes["speeds"] = _readonly(parse_speeds(machines, "machines"))
+        return dataclasses.replace(self, **changes) if changes else self
+
+
+def _tasks(value):
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+        raise ModelError(f"tasks: must be a whole number >= 1, got {value!r}")
+    return int(value)
+
+
+def _load(value):
+    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+        raise ModelError(f"load: must be a number > 0, got {value!r}")
+    if not 0 < float(value) < np.inf:
+        raise ModelError(f"load: must be a finite number > 0, got {value!r}")
+    return float(value)
+
+
+def scenario_model(cfg):
+    """The :class:`ScenarioModel` of a validated config (``sched.config.load_config``).
+
+    Reads the calibration and workload files the config names, once. Raises
+    the files' errors (``CalibrationFileError``, ``WorkloadFileError``) or a
+    ``MachinesError``, each naming the file or field.
+    """
+    from sched.data.calibration import load_calibration
+    from sched.data.workload import load_workload
+
+    sc = cfg["scenario"]
+    calibration = sc.get("calibration") or None
+    sigma = sc.get("estimate_noise_sigma")
+    if calibration:
+        cal = load_calibration(calibration)
+        specs = {k: e["spec"] for k, e in cal["kinds"].items()}
+        if sigma is None:
+            sigma = cal.get("estimate_noise_sigma")
+    else:
+        specs = {k: dict(v) for k, v in sc["kinds"].items()}
+    kinds = tuple(sorted(specs))
+    shares = np.array([specs[k]["share"] for k in kinds], dtype=np.float64)
+    shares = shares / shares.sum()
+    classes = tuple(sorted(sc["priorities"], key=lambda c: sc["priorities"][c]["weight"]))
+    probs = np.array([sc["priorities"][c]["prob"] for c in classes], dtype=np.float64)
+    workload_file = sc.get("workload") or None
+    with np.errstate(over="ignore"):  # a huge sigma: an infinite mean, refused by draw() in one line
+        mean = np.float64(mean_duration(specs))  # numpy: an infinite mean divides without raising
+    return ScenarioModel(
+        specs=_frozen(specs),
+        kinds=kinds,
+        shares=_readonly(shares),
+        mean_duration=mean,
+        sigma=float(sigma) if sigma is not None else 0.0,
+        classes=classes,
+        class_weights=_readonly([sc["priorities"][c]["weight"] for c in classes]),
+        class_probs=_readonly(probs / probs.sum()),
+        flow_factor=tuple(float(x) for x in sc["due"]["flow_factor"]),
+        slack_s=tuple(float(x) for x in sc["due"]["slack_s"]),
+        workload=_frozen(load_workload(workload_file)) if workload_file else None,
+        workload_scale=float(sc.get("workload_scale", 1.0)),
+        tasks=_tasks(sc["tasks"]),
+        load=_load(sc["load"]),
+        machines=sc["machines"],
+        speeds=_readonly(parse_speeds(sc["machines"], "scenario.machines")),
+        calibration=calibration,
+        workload_file=workload_file,
+    )
