@@ -32,6 +32,10 @@ except ImportError as exc:   # e.g. the standard library's `sched`, not this pro
 
 try:
     check_semantics(config, "config")
+    # the seeds of each use: the winner's selection after tuning and checkpointing, plan's test seeds
+    from sched.evaluate.seeds import check_seed_uses
+
+    check_seed_uses(config)
 except ConfigError as exc:
     raise WorkflowError(f"invalid config: {exc}") from None
 
@@ -61,6 +65,7 @@ rule all:
         rules.calibrate.output,
         expand(rules.train.output, seed=TRAIN_SEEDS),
         expand(rules.benchmark.output, seeds=SHARDS),
+        rules.select.output,
         rules.gather.output,
         rules.benchmark_plan.output,
         rules.clairvoyant.output,
