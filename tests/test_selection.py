@@ -296,3 +296,24 @@ def test_benchmark_on_the_selection_seeds_then_gather_chooses_on_them(tmp_path):
     assert w["selection"]["seeds"] == [1000002, 5] and set(w["selection"]["means"]) == {"fifo", "atc", "wmdd"}
     means = sel.groupby("policy")["total_weighted_tardiness_s"].mean()
     assert w["selection"]["means"] == {p: pytest.approx(means[p]) for p in means.index}
+
+
+def test_the_reports_conclusion_says_how_the_winner_was_chosen(cfg):
+    from sched import setting
+    from sched.evaluate.report_conclusion import conclusion_section
+
+    test, sel = frames(
+        cfg,
+        {"fifo": 3.0, "atc": 1.0, "wmdd": 1.05, "ppo-1": 0.95, "ppo-2": 0.85},
+        {"fifo": 3.0, "atc": 1.0, "wmdd": 1.05, "ppo-1": 0.88, "ppo-2": 0.97},
+    )
+    summary, w = summarise(test, cfg, SPECS, selection=sel)
+    w = {**w, "setting": setting.of_config(cfg)}
+    text = "\n".join(conclusion_section(cfg, {"summary": summary, "winner": w}))
+    start = cfg["seeds"]["validation"]["start"] + 300
+    assert (
+        f"The winner is chosen on 40 validation scenarios (seeds {start}-{start + 39} of seeds.validation"
+        in text
+    )
+    assert "The test scenarios below only confirm the choice" in text
+    assert "**The winner is ppo-1**" in text and "on the test scenarios its mean" in text
