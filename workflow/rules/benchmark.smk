@@ -58,8 +58,8 @@ rule benchmark:
 rule select:
     """Run the policies that may win (every rule, atc-tuned, ppo-<S>; no warm start) on the
     selection scenarios, validation seeds after those of tuning and checkpointing: the table
-    winner.json is chosen on.
-    Runs `sched benchmark --split selection` (sched/commands/benchmark.py -> sched.evaluate.runs.run_policies)."""
+    winner.json is chosen on. With --split selection.
+    Runs `sched benchmark` (sched/commands/benchmark.py -> sched.evaluate.runs.run_policies)."""
     input:
         config=step_config("select"),
         calibration=calibration_input(),
@@ -88,8 +88,7 @@ rule select:
 rule gather:
     """Join the shards: per-scenario table, summary with bootstrap intervals, and the winner,
     chosen on the selection table and confirmed on the test scenarios.
-    Runs `sched gather` (sched/commands/gather.py -> sched.evaluate.per_scenario.gather,
-    sched.evaluate.summary.summarise)."""
+    Runs `sched gather` (sched/commands/gather.py -> sched.evaluate.per_scenario.gather)."""
     input:
         config=step_config("gather"),
         shards=expand(SHARD_TABLE, seeds=SHARDS),
