@@ -195,8 +195,10 @@ SCENARIO = {"scenario": ALL, "rules": ALL, "seeds": ALL}
 # The benchmark's counts are checked against each other and the seed ranges
 # (sched.config.check_benchmark_counts), so a step that reads any benchmark
 # setting gets all of them.
-BENCHMARK_COUNTS = ["scenarios", "validation_scenarios", "selection_scenarios", "selection_offset", "shards",
-                    {"clairvoyant": ["scenarios"]}]
+BENCHMARK_COUNTS = ["scenarios", "validation_scenarios", "shards", {"clairvoyant": ["scenarios"]}]
+# The winner's selection seeds (sched.evaluate.seeds.selection_seeds): the selection run and
+# gather, which checks the selection table against them.
+SELECTION = ["selection_scenarios", "selection_offset"]
 # Every train setting but `seeds` (each training job's --seed) and `threads`
 # (its --threads, the rule's threads): checked against the schema below.
 TRAIN = [
@@ -218,14 +220,13 @@ STEP_SETTINGS = {
     "tune": {**SCENARIO, "benchmark": [*BENCHMARK_COUNTS, "atc_k_grid"]},
     "benchmark": {**SCENARIO, "benchmark": BENCHMARK_COUNTS},
     # the selection run checks its seeds after those that chose the training checkpoints
-    "select": {**SCENARIO, "benchmark": BENCHMARK_COUNTS, "train": ["validation_scenarios"]},
+    "select": {**SCENARIO, "benchmark": [*BENCHMARK_COUNTS, *SELECTION], "train": ["validation_scenarios"]},
     "gather": {**SCENARIO,
-               "benchmark": [*BENCHMARK_COUNTS, "bootstrap_resamples", "bootstrap_seed", "ci_level",
+               "benchmark": [*BENCHMARK_COUNTS, *SELECTION, "bootstrap_resamples", "bootstrap_seed", "ci_level",
                              "tie_relative", "tie_absolute_s"]},
     # the whole clairvoyant section (its scenarios count included)
     "clairvoyant": {**SCENARIO,
-                    "benchmark": ["scenarios", "validation_scenarios", "selection_scenarios", "selection_offset",
-                                  "shards", "atc_k_grid", "clairvoyant"]},
+                    "benchmark": ["scenarios", "validation_scenarios", "shards", "atc_k_grid", "clairvoyant"]},
     "demo": {**SCENARIO, "benchmark": [*BENCHMARK_COUNTS, "demo_seed"],
              "report": ["figure_dpi", "gantt_hours"]},
     "report": {**SCENARIO, "benchmark": ALL, "train": ["seeds"], "report": ALL, "robustness": ALL,
