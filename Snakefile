@@ -38,6 +38,10 @@ if config.get("root", ".") != ".":
 
 try:
     check_semantics(config, "config")
+    # the seeds of each use: the winner's selection after tuning and checkpointing, plan's test seeds
+    from sched.evaluate.seeds import check_seed_uses
+
+    check_seed_uses(config)
 except ConfigError as exc:
     raise WorkflowError(f"invalid config: {exc}") from None
 
@@ -67,6 +71,7 @@ rule all:
         rules.calibrate.output,
         expand(rules.train.output, seed=TRAIN_SEEDS),
         expand(rules.benchmark.output, seeds=SHARDS),
+        rules.select.output,
         rules.gather.output,
         rules.benchmark_plan.output,
         rules.clairvoyant.output,

@@ -44,8 +44,13 @@ FIGURES_DIR = f"{RESULTS}/figures"
 ROBUST_DIR = f"{RESULTS}/robustness"
 REPORT_PATH = f"{RESULTS}/{REPORT}"
 TUNED_PATH = f"{BENCH_DIR}/{TUNED}"
-#: The planner's benchmark (policy plan and every other policy on the first plan.scenarios test seeds).
+#: The planner's benchmark (policy plan and every other policy on plan.scenarios test seeds
+#: from plan.test_offset on).
 PLAN_BENCH_DIR = f"{BENCH_DIR}/plan"
+#: The winner's selection: every policy that may win on the selection (validation) seeds
+#: (`sched benchmark --split selection`); `sched gather --selection` chooses the winner on it.
+SELECTION_DIR = f"{BENCH_DIR}/selection"
+SELECTION_TABLE = f"{SELECTION_DIR}/{PER_SCENARIO}"
 #: `sched train --out` and `sched teach --out` when run by hand, outside the workflow
 DEFAULT_POLICY = f"{RESULTS}/{POLICY_FILE}"
 DEFAULT_TEACHER_LABELS = f"{RESULTS}/teacher/labels.npz"
@@ -99,6 +104,11 @@ def step_config(step, root=RESULTS):
 def shard_dir(seeds):
     """One benchmark shard's folder (test seeds ``A-B``)."""
     return f"{BENCH_DIR}/shards/{seeds}"
+
+
+def selection_shard_dir(seeds):
+    """One shard of the selection run (validation seeds ``A-B``), run by hand."""
+    return f"{SELECTION_DIR}/shards/{seeds}"
 
 
 def robust_root(name):

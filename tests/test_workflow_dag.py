@@ -143,3 +143,31 @@ def test_the_projects_config_has_the_ppo_only_setting():
     # the main load and machines, its own policies trained by PPO alone
     assert ppo_only == {"name": "ppo-only", "train": {"teacher_scenarios": 0}}
     assert cfg["train"]["teacher_scenarios"] > 0
+
+
+def test_the_winner_is_chosen_on_the_selection_seeds_then_confirmed_on_test(with_teacher):
+    heuristics = ["fifo", "spt", "edd", "wspt", "atc", "wmdd", "atc-tuned"]
+    table = "results/benchmark/selection/per_scenario.csv"
+    (select,) = jobs_of(with_teacher, "select")
+    command = select["Shell command"]
+    assert select["output"] == table
+    assert " benchmark --split selection " in command
+    # SMALL: validation seeds 1000004-1000009, after tuning's 4 and the checkpoints' 2
+    assert "--seeds 1000004-1000009 " in command
+    # the policies that may win: no warm start
+    assert policies_arg(command) == heuristics + ["ppo-1", "ppo-2"]
+    assert set(policy_files_arg(command)) == {"ppo-1", "ppo-2"}
+    (gather,) = jobs_of(with_teacher, "gather")
+    assert table in gather["input"].split(", ")
+    assert f"--selection {table} " in gather["Shell command"]
+    # the plan benchmark: test seeds after plan.test_offset (2 in SMALL), not the first ones
+    (plan_job,) = jobs_of(with_teacher, "benchmark_plan")
+    assert "--seeds 2000002-2000003 " in plan_job["Shell command"]
+
+
+def test_selection_seeds_overlapping_the_checkpoints_stop_the_workflow(tmp_path):
+    cfg = copy.deepcopy(SMALL)
+    cfg["train"]["validation_scenarios"] = 5
+    r = snakemake(workspace(tmp_path / "w", cfg), "-n")
+    assert r.returncode != 0
+    assert "benchmark.selection_offset: 4 is below train.validation_scenarios (5)" in r.output

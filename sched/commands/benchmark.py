@@ -19,7 +19,25 @@ def register(sub):
         "its warm start ppo-<S>-warm); plan (the planner on config plan.base) on request",
     )
     s.add_argument(
-        "--seeds", metavar="RANGE", help="test seeds A-B (inclusive) or N: a shard (default: every test seed)"
+        "--seeds",
+        metavar="RANGE",
+        help="seeds A-B (inclusive) or N of the split: a shard (default: every seed of the split)",
+    )
+    s.add_argument(
+        "--split",
+        choices=("test", "selection"),
+        default="test",
+        help="test (default): the test seeds; selection: the validation seeds the winner is chosen on "
+        "(benchmark.selection_scenarios from benchmark.selection_offset), per_scenario.csv only, "
+        f"default --out {layout.SELECTION_DIR}; --policies defaults to those that may win (no warm start)",
+    )
+    s.add_argument(
+        "--selection",
+        nargs="+",
+        metavar="CSV",
+        help="a full test run: choose winner.json on these selection tables (`--split selection`'s "
+        "per_scenario.csv, or its shards) and confirm it on the test seeds "
+        "(default: chosen on the test seeds)",
     )
     add_policy_inputs(
         s,
@@ -45,29 +63,35 @@ def register(sub):
 
 def run(args):
     from sched.evaluate.errors import BenchmarkError
+    from sched.evaluate.per_scenario import gather
     from sched.evaluate.policies import (
         benchmark_policies,
+        default_policies,
         parse_policies,
         parse_policy_files,
         policy_key,
         resolve_policies,
     )
     from sched.evaluate.runs import run_policies
-    from sched.evaluate.seeds import benchmark_seeds, check_within, parse_seed_range, range_text
+    from sched.evaluate.seeds import check_selection, check_within, parse_seed_range, range_text
     from sched.evaluate.summary import UNIT, write_outputs
 
     cfg = load_cfg(args)
     threads.apply(args.threads)
-    all_seeds = benchmark_seeds(cfg)
+    selecting = args.split == "selection"
+    if selecting and (args.summary or args.selection):
+        raise BenchmarkError("--split selection writes per_scenario.csv only: drop --summary and --selection")
+    all_seeds, allowed = _split_seeds(cfg, selecting)
     seeds = (
-        all_seeds if args.seeds is None else check_within(parse_seed_range(args.seeds), all_seeds, "--seeds")
+        all_seeds
+        if args.seeds is None
+        else check_within(parse_seed_range(args.seeds), all_seeds, "--seeds", *allowed)
     )
-    full = seeds == all_seeds
-    if args.out:
-        out = Path(args.out)
-    else:
-        out = Path(layout.BENCH_DIR) if full else Path(layout.shard_dir(range_text(seeds)))
-    names = parse_policies(args.policies, cfg, default=benchmark_policies)
+    full = seeds == all_seeds and not selecting
+    if args.selection and not full:
+        raise BenchmarkError("--selection: the winner is written by a full test run only (drop --seeds)")
+    out = Path(args.out) if args.out else _default_out(seeds, seeds == all_seeds, selecting)
+    names = parse_policies(args.policies, cfg, default=default_policies if selecting else benchmark_policies)
     if full:
         missing = [r for r in ("fifo", "atc") if r not in names]
         if missing:
@@ -78,13 +102,40 @@ def run(args):
     specs, _ = resolve_policies(
         cfg, names, tuned=args.tuned, policy_files=parse_policy_files(args.policy_file)
     )
+    selection = None
+    if args.selection:  # read before the run: a bad table stops it at once
+        selection = gather(
+            [Path(p) for p in args.selection], check_selection(cfg), "selection", "selection tables"
+        )
     timings = {}
     frame = run_policies(cfg, seeds, specs, progress=True, timings=timings)
-    written = write_outputs(out, frame, cfg, specs, full, subset_summary=args.summary)
+    written = write_outputs(out, frame, cfg, specs, full, subset_summary=args.summary, selection=selection)
     means = frame.groupby("policy")["total_weighted_tardiness_s"].mean()
-    print(f"{len(seeds)} scenarios ({range_text(seeds)}), {len(specs)} policies{'' if full else ' (shard)'}")
+    kind = " (selection seeds)" if selecting else "" if full else " (shard)"
+    print(f"{len(seeds)} scenarios ({range_text(seeds)}), {len(specs)} policies{kind}")
     print(f"{'policy':12} {'mean TWT (k w.s)':>17} {'time (s)':>9}")
     for name in sorted(specs, key=policy_key):
         print(f"{name:12} {means[name] / UNIT:17.3f} {timings[name]:9.3f}")
     for p in written:
         print(f"wrote {p}", file=sys.stderr)
+
+
+def _split_seeds(cfg, selecting):
+    """(every seed of the split, how check_within names them)."""
+    from sched.evaluate.seeds import benchmark_seeds, check_selection
+
+    if selecting:
+        return check_selection(cfg), (
+            "the selection seeds",
+            "benchmark.selection_scenarios of seeds.validation from benchmark.selection_offset",
+        )
+    return benchmark_seeds(cfg), ()
+
+
+def _default_out(seeds, whole, selecting):
+    """The output folder without --out: the split's folder for all its seeds, else a shard's."""
+    from sched.evaluate.seeds import range_text
+
+    if selecting:
+        return Path(layout.SELECTION_DIR if whole else layout.selection_shard_dir(range_text(seeds)))
+    return Path(layout.BENCH_DIR if whole else layout.shard_dir(range_text(seeds)))

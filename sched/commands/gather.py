@@ -9,12 +9,24 @@ from sched.commands import add_policy_inputs
 
 
 def register(sub):
-    s = sub.add_parser("gather", help="join benchmark shards: per_scenario.csv, resume.csv, winner.json")
+    s = sub.add_parser(
+        "gather",
+        help="join benchmark shards: per_scenario.csv, resume.csv, winner.json (chosen on --selection)",
+    )
     s.add_argument("shards", nargs="+", metavar="SHARD.csv", help="per-scenario CSV of each shard")
     add_policy_inputs(
         s,
         "`sched tune` output, for atc-tuned's k",
         "policy file of a learned policy (ppo-<S> or ppo-<S>-warm) as given to `sched benchmark`",
+    )
+    s.add_argument(
+        "--selection",
+        nargs="+",
+        metavar="CSV",
+        help="the selection tables (`sched benchmark --split selection`: the policies that may win on "
+        "the validation seeds of benchmark.selection_scenarios): winner.json is chosen on them and "
+        f"confirmed on the test shards (the workflow: {layout.SELECTION_TABLE}); without it, "
+        "chosen on the test shards",
     )
     s.add_argument("--out", default=layout.BENCH_DIR, help="output folder (default: %(default)s)")
     s.set_defaults(func=run)
@@ -23,19 +35,28 @@ def register(sub):
 def run(args):
     from sched.evaluate.per_scenario import gather
     from sched.evaluate.policies import parse_policy_files, policy_key, resolve_policies
-    from sched.evaluate.seeds import benchmark_seeds
+    from sched.evaluate.seeds import benchmark_seeds, selection_seeds
     from sched.evaluate.summary import write_outputs
 
     cfg = load_cfg(args)
     frame = gather([Path(p) for p in args.shards], seeds=benchmark_seeds(cfg))
+    selection = None
+    if args.selection:
+        paths = [Path(p) for p in args.selection]
+        selection = gather(paths, selection_seeds(cfg), "selection", "selection tables")
     names = sorted(set(frame["policy"]), key=policy_key)
     specs, _ = resolve_policies(
         cfg, names, tuned=args.tuned, policy_files=parse_policy_files(args.policy_file)
     )
-    written = write_outputs(args.out, frame, cfg, specs, full=True)
+    written = write_outputs(args.out, frame, cfg, specs, full=True, selection=selection)
     print(
         f"gathered {len(args.shards)} shard(s): {frame['scenario_seed'].nunique()} scenarios x "
         f"{len(names)} policies"
     )
+    if selection is not None:
+        print(
+            f"winner chosen on {selection['scenario_seed'].nunique()} selection scenarios x "
+            f"{selection['policy'].nunique()} policies"
+        )
     for p in written:
         print(f"wrote {p}", file=sys.stderr)

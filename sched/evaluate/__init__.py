@@ -6,7 +6,10 @@ Steps (each a ``sched`` command, so the workflow can run them as separate jobs):
   (:func:`sched.evaluate.tuning.tune_atc_k`);
 * ``benchmark``: per-scenario results of each policy on a range of test seeds,
   a shard or the whole test set (:func:`sched.evaluate.runs.run_policies`);
+* ``benchmark --split selection``: the policies that may win on the selection
+  (validation) seeds, :func:`sched.evaluate.seeds.selection_seeds`;
 * ``gather``: shards concatenated and checked (:func:`sched.evaluate.per_scenario.gather`);
+  the winner is chosen on the selection table and confirmed on the test set;
 * the summary (``resume.csv``) and the winner (``winner.json``) are computed
   from the per-scenario table alone (:func:`sched.evaluate.summary.summarise`),
   so a full run and the gathering of its shards give the same files.

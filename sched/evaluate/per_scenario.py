@@ -105,8 +105,9 @@ def _numbers(path, col, column):
     return values
 
 
-def check_complete(frame, source="per-scenario table", seeds=None):
-    """No duplicate scenario x policy, and every policy on every seed (and only ``seeds``)."""
+def check_complete(frame, source="per-scenario table", seeds=None, split="test"):
+    """No duplicate scenario x policy, and every policy on every seed (and only ``seeds``, the
+    ``split`` seeds: "test" or "selection", as the messages name them)."""
     dup = frame.duplicated(["scenario_seed", "policy"])
     if dup.any():
         r = frame[dup].iloc[0]
@@ -120,12 +121,12 @@ def check_complete(frame, source="per-scenario table", seeds=None):
         missing, extra = sorted(want - have), sorted(have - want)
         if missing:
             raise BenchmarkError(
-                f"{source}: {len(missing)} test seed(s) missing, first "
+                f"{source}: {len(missing)} {split} seed(s) missing, first "
                 f"{missing[0]} (expected {range_text(seeds)}: a shard is missing?)"
             )
         if extra:
             raise BenchmarkError(
-                f"{source}: seed {extra[0]} is not one of the test seeds {range_text(seeds)}"
+                f"{source}: seed {extra[0]} is not one of the {split} seeds {range_text(seeds)}"
             )
     for policy, g in frame.groupby("policy"):
         lack = sorted(have - set(g["scenario_seed"]))
@@ -137,8 +138,8 @@ def check_complete(frame, source="per-scenario table", seeds=None):
     return frame
 
 
-def gather(paths, seeds=None):
-    """Concatenate per-scenario shards into one checked table."""
+def gather(paths, seeds=None, split="test", what="gathered shards"):
+    """Concatenate per-scenario shards into one checked table (``seeds``: of ``split``)."""
     if not paths:
         raise BenchmarkError("gather: no shard files given")
     frames = [read_per_scenario(p) for p in paths]
@@ -149,7 +150,7 @@ def gather(paths, seeds=None):
                 f"{p}: policies {', '.join(pol)} differ from {paths[0]}'s ({', '.join(policies[0])})"
             )
     frame = pd.concat(frames, ignore_index=True)
-    check_complete(frame, "gathered shards", seeds)
+    check_complete(frame, what, seeds, split)
     return sort_frame(frame)
 
 

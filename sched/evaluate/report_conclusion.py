@@ -6,6 +6,7 @@ including the case where the learned policy does not win.
 
 from sched.evaluate.policies import is_ppo, policy_key
 from sched.evaluate.report_format import ci, k, level_text, pct, rel
+from sched.evaluate.summary import UNIT
 from sched.setting import describe as describe_setting
 
 
@@ -13,7 +14,8 @@ def conclusion_section(cfg, d):
     r = d["summary"].set_index("policy")
     w = d["winner"]
     level = cfg["benchmark"]["ci_level"]
-    lines = [_winner_sentence(r, w, level)]
+    sel = w.get("selection")
+    lines = [_winner_sentence(r, w, level) if sel is None else _chosen_sentence(r, w, level)]
     ppo = [p for p in r.index if is_ppo(p)]
     if not ppo:
         lines.append(
@@ -54,6 +56,49 @@ def _winner_sentence(r, w, level):
     return (
         f"**No policy wins significantly.** {w['reason']} The recorded winner is {w['policy']} "
         f"(mean {k(r.loc[w['policy'], 'mean_twt_k'])} k w·s)."
+    )
+
+
+def selection_sentence(w):
+    """How the winner was chosen: on which validation seeds, then confirmed on test."""
+    sel = w.get("selection")
+    if sel is None:
+        return "The winner was chosen on the test scenarios (this winner.json records no selection)."
+    start, count = sel["seeds"]
+    best = min(sel["means"], key=lambda p: (sel["means"][p], policy_key(p)))
+    return (
+        f"The winner is chosen on {count:,} validation scenarios (seeds {start}-{start + count - 1} "
+        f"of seeds.validation, config `benchmark.selection_scenarios`; none of them tuned ATC's k or "
+        f"chose a training checkpoint), among the {len(sel['means'])} policies that may win (the warm "
+        f"starts do not compete, and plan, built on the winner, does not either); there {best} has the "
+        f"lowest mean, {k(sel['means'][best] / UNIT)} k w·s. The test scenarios below only confirm "
+        f"the choice, with the winner's paired interval against the policy it was compared to."
+    )
+
+
+def _chosen_sentence(r, w, level):
+    """The winner chosen on validation, and what the test scenarios say of it."""
+    lo, hi = w["ci95_pct"]
+    x, ru = w["policy"], w["runner_up"]
+    confirmed = (
+        "entirely below zero: the test scenarios confirm it"
+        if hi < 0
+        else ("not entirely below zero: the test scenarios do not confirm the lead")
+    )
+    test = (
+        f"on the test scenarios its mean, {k(r.loc[x, 'mean_twt_k'])} k w·s, is "
+        f"{rel(w['mean_difference_pct'], 2)} than {ru}'s ({k(r.loc[ru, 'mean_twt_k'])} k w·s), "
+        f"paired {level_text(level)} interval {ci(lo, hi, 2)} %, {confirmed}."
+    )
+    if w["significant"]:
+        kind = "the learned policy" if is_ppo(x) else "a dispatching rule"
+        return (
+            f"{selection_sentence(w)} **The winner is {x}** ({kind}): on the validation scenarios its "
+            f"lead over the runner-up {ru} is significant; {test}"
+        )
+    return (
+        f"{selection_sentence(w)} **No policy wins significantly on the validation scenarios.** "
+        f"{w['reason'].split(' On the test scenarios,')[0]} The recorded winner is {x}: {test}"
     )
 
 

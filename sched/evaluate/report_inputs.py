@@ -14,7 +14,7 @@ from sched.evaluate.errors import ReportError
 from sched.evaluate.per_scenario import check_complete, read_per_scenario
 from sched.evaluate.policies import is_ppo, ppo_seed
 from sched.evaluate.seeds import train_seeds
-from sched.evaluate.summary import SUMMARY_COLUMNS, UNIT, WINNER_KEYS
+from sched.evaluate.summary import SELECTION_KEY, SELECTION_KEYS, SUMMARY_COLUMNS, UNIT, WINNER_KEYS
 from sched.files import read_csv
 
 #: The columns of train_log.csv the report reads (sched.learn.train_log.LOG_COLUMNS has them).
@@ -53,12 +53,41 @@ def read_summary(path):
 
 
 def read_winner(path):
-    """The winner record (``winner.json``), with exactly its keys."""
+    """The winner record (``winner.json``), with exactly its keys (``selection`` last, when the
+    winner was chosen on validation scenarios; files without it are read too)."""
     w = read_json(path)
-    if not isinstance(w, dict) or tuple(w) != WINNER_KEYS:
+    if not isinstance(w, dict) or tuple(w) not in (WINNER_KEYS, (*WINNER_KEYS, SELECTION_KEY)):
         got = ", ".join(w) if isinstance(w, dict) else type(w).__name__
-        raise ReportError(f"{path}: keys {got}; expected exactly {', '.join(WINNER_KEYS)}")
+        raise ReportError(
+            f"{path}: keys {got}; expected exactly {', '.join(WINNER_KEYS)} (then {SELECTION_KEY})"
+        )
+    if SELECTION_KEY in w:
+        check_selection_record(w[SELECTION_KEY], path)
     return w
+
+
+def check_selection_record(sel, path):
+    """winner.json's ``selection``: {"on": "validation", "seeds": [START, COUNT], "means": {...}}."""
+    field = f"{path}: field {SELECTION_KEY}"
+    if not isinstance(sel, dict) or tuple(sel) != SELECTION_KEYS:
+        got = ", ".join(sel) if isinstance(sel, dict) else type(sel).__name__
+        raise ReportError(f"{field}: keys {got}; expected exactly {', '.join(SELECTION_KEYS)}")
+    if sel["on"] != "validation":
+        raise ReportError(f'{field}.on: expected "validation", got {sel["on"]!r}')
+    seeds = sel["seeds"]
+    if not (
+        isinstance(seeds, list)
+        and len(seeds) == 2
+        and all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in seeds)
+        and seeds[1] > 0
+    ):
+        raise ReportError(f"{field}.seeds: expected [START, COUNT] (integers, COUNT > 0), got {seeds!r}")
+    means = sel["means"]
+    if not isinstance(means, dict) or not means:
+        raise ReportError(f"{field}.means: expected {{POLICY: MEAN_WS, ...}}, got {means!r}")
+    for name, v in means.items():
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+            raise ReportError(f"{field}.means.{name}: expected a finite number >= 0, got {v!r}")
 
 
 def read_clairvoyant(path):
@@ -118,6 +147,12 @@ def check_summary(per, summary, winner, bench_dir):
             )
     if winner["policy"] not in set(summary["policy"]):
         raise ReportError(f"{bench_dir / layout.WINNER}: policy {winner['policy']} is not in resume.csv")
+    chosen = (winner.get(SELECTION_KEY) or {}).get("means", {})
+    if chosen and winner["policy"] not in chosen:
+        raise ReportError(
+            f"{bench_dir / layout.WINNER}: policy {winner['policy']} has no mean in field "
+            f"{SELECTION_KEY}.means"
+        )
 
 
 def check_settings(cfg, per, summary, tuned, bench_dir):

@@ -1,7 +1,8 @@
 """The report's "Lookahead (plan)" section: the planner and every policy on its subset of test seeds.
 
 The workflow's ``benchmark_plan`` job (``sched benchmark --summary``) runs
-policy plan and the others on the first ``plan.scenarios`` test seeds; its
+policy plan and the others on ``plan.scenarios`` test seeds from
+``plan.test_offset`` on (after those that chose plan's settings); its
 summary and per-scenario table live in ``results/benchmark/plan/``. Tables of
 other subsets are never mixed with it.
 """
@@ -23,6 +24,13 @@ def read_plan(plan_dir):
     if not (d / layout.SUMMARY).exists():
         return None
     return read_summary(d / layout.SUMMARY), read_per_scenario(d / layout.PER_SCENARIO)
+
+
+def _offset_text(offset):
+    """Why plan's test seeds start where they do."""
+    if offset == 0:
+        return "the first test seeds"
+    return f"after the first {offset}, the test seeds that chose plan's settings (docs/plan.md)"
 
 
 def plan_section(cfg, plan, winner):
@@ -49,9 +57,12 @@ def plan_section(cfg, plan, winner):
         f"base's choice only when the paired test (z = {p['z']:g}) says so. Its base is **{base}**"
         f"{' (the winner, config plan.base auto)' if p['base'] == 'auto' else ''}. It spends milliseconds "
         f"of compute per decision where the rules and the learned policies spend microseconds (docs/plan.md "
-        f"measures it), so it runs on the first {len(seeds)} test seeds only (config `plan.scenarios`), and "
-        f"every policy beside it on the same seeds: mean total weighted tardiness in k w·s, differences with "
-        f"that subset's best heuristic, **{bh}** ({lv} paired bootstrap intervals; negative is better).",
+        f"measures it), so it runs on {len(seeds)} test seeds only, {seeds[0]}-{seeds[-1]} (config "
+        f"`plan.scenarios`, from `plan.test_offset` on: {_offset_text(p['test_offset'])}), and every policy "
+        f"beside it on the same seeds: mean total weighted tardiness in k w·s, differences with "
+        f"that subset's best heuristic, **{bh}** ({lv} paired bootstrap intervals; negative is better). "
+        f"plan is not scored on the validation scenarios and does not compete for winner.json: its base "
+        f"is the winner.",
         "",
         *paired_table(r, bh, lv),
     ]

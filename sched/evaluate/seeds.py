@@ -5,6 +5,20 @@ validation scenarios the first ``benchmark.validation_scenarios`` of
 ``seeds.validation``; both are checked disjoint from each other and from the
 training seeds here, not only in the config. The test seeds are cut into
 shards (one workflow job each), and ``--seeds`` takes a range as text.
+
+The validation seeds serve three purposes, on disjoint ranges from the start
+of ``seeds.validation``:
+
+* checkpoint selection during training: the first ``train.validation_scenarios``
+  (sched/learn/validation.py; a robustness setting may set its own count);
+* ATC's k tuning: the first ``benchmark.validation_scenarios``;
+* the choice of the winner (winner.json): ``benchmark.selection_scenarios``
+  seeds from ``benchmark.selection_offset`` on, which must lie after both
+  (:func:`check_selection`).
+
+The plan benchmark runs on ``plan.scenarios`` test seeds from
+``plan.test_offset`` on, after the test seeds that chose plan's settings
+(:func:`plan_test_seeds`).
 """
 
 import re
@@ -45,6 +59,78 @@ def benchmark_seeds(cfg):
 def validation_seeds(cfg):
     """Seeds on which ATC's k is tuned: the first ``benchmark.validation_scenarios`` of seeds.validation."""
     return split_seeds(cfg, "validation", cfg["benchmark"]["validation_scenarios"])
+
+
+def selection_seeds(cfg):
+    """The validation seeds the winner is chosen on: ``benchmark.selection_scenarios`` seeds of
+    seeds.validation from ``benchmark.selection_offset`` on, after the tuning seeds (checked
+    here; the checkpoint seeds are checked by :func:`check_selection` with the config)."""
+    b = cfg["benchmark"]
+    offset, count = b["selection_offset"], b["selection_scenarios"]
+    _check_selection_after(
+        offset, "benchmark.validation_scenarios", b["validation_scenarios"], "tune ATC's k"
+    )
+    val = seed_range(cfg, "validation")
+    if offset + count > len(val):
+        raise ConfigError(
+            f"config: benchmark.selection_scenarios: {count} seeds from benchmark.selection_offset "
+            f"{offset} end past the {len(val)} seeds of seeds.validation"
+        )
+    return val[offset : offset + count]
+
+
+def _check_selection_after(offset, field, used, purpose):
+    if offset < used:
+        raise ConfigError(
+            f"config: benchmark.selection_offset: {offset} is below {field} ({used}): the winner "
+            f"would be chosen on validation seeds that {purpose}; set benchmark.selection_offset "
+            f"to at least {used}"
+        )
+
+
+def check_selection(cfg):
+    """The selection seeds lie after the validation seeds of tuning and of checkpoint selection
+    (train.validation_scenarios, and each robustness setting's own). Raises ConfigError naming
+    the field. A section the config leaves out counts with the schema's defaults."""
+    offset = cfg["benchmark"]["selection_offset"]
+    used = (cfg.get("train") or {}).get("validation_scenarios")
+    if used is not None:
+        _check_selection_after(offset, "train.validation_scenarios", used, "chose the training checkpoints")
+    for i, st in enumerate((cfg.get("robustness") or {}).get("settings") or []):
+        used = (st.get("train") or {}).get("validation_scenarios")
+        if used is not None:
+            _check_selection_after(
+                offset,
+                f"robustness.settings[{i}].train.validation_scenarios",
+                used,
+                "chose that setting's training checkpoints",
+            )
+    return selection_seeds(cfg)
+
+
+def check_seed_uses(cfg):
+    """Every check of this module on a whole config (the workflow's, before any job runs): the
+    splits' counts, the selection seeds, the plan benchmark's test seeds. Raises ConfigError."""
+    benchmark_seeds(cfg)
+    validation_seeds(cfg)
+    check_selection(cfg)
+    plan_test_seeds(cfg)
+
+
+def plan_test_seeds(cfg):
+    """The plan benchmark's test seeds: ``plan.scenarios`` from ``plan.test_offset`` on (the first
+    ``plan.test_offset`` test seeds chose plan's settings, docs/plan.md), within the benchmark's."""
+    p = cfg["plan"]
+    offset, count = p["test_offset"], p["scenarios"]
+    seeds = benchmark_seeds(cfg)
+    if offset + count > len(seeds):
+        raise ConfigError(
+            f"config: plan.test_offset: {offset} + plan.scenarios {count} is more than "
+            f"benchmark.scenarios ({len(seeds)}): the plan benchmark runs on test seeds after the "
+            f"first plan.test_offset, within the benchmark's; lower plan.test_offset or "
+            f"plan.scenarios, or raise benchmark.scenarios"
+        )
+    return seeds[offset : offset + count]
 
 
 def clairvoyant_seeds(cfg):

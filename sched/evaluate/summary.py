@@ -1,8 +1,10 @@
 """The benchmark's summary (``resume.csv``) and winner (``winner.json``).
 
-Both are computed from a complete per-scenario table alone, so a full run and
-the gathering of its shards give the same files. Statistics: see
-:mod:`sched.evaluate.statistics`.
+Both are computed from complete per-scenario tables alone, so a full run and
+the gathering of its shards give the same files: the summary from the test
+table, the winner chosen on the selection table (the competing policies on
+validation seeds, :func:`sched.evaluate.seeds.selection_seeds`) and confirmed
+on the test table. Statistics: see :mod:`sched.evaluate.statistics`.
 """
 
 from pathlib import Path
@@ -52,6 +54,10 @@ WINNER_KEYS = (
     "reason",
     "setting",  # sched.setting.of_config: the farm and load the verdict was measured on
 )
+#: The last key of a winner chosen on validation scenarios (absent from one chosen on the test
+#: scenarios, as the robustness settings and the replay still do, and from earlier files).
+SELECTION_KEY = "selection"
+SELECTION_KEYS = ("on", "seeds", "means")
 #: Weighted seconds per reporting unit ("k" columns: thousands of weighted seconds).
 UNIT = 1000.0
 
@@ -64,8 +70,13 @@ def best_heuristic(twt):
     return min(cands, key=lambda p: (twt[p].mean(), policy_key(p)))
 
 
-def summarise(frame, cfg, specs):
-    """The summary table (``resume.csv``) and the winner record from a complete per-scenario table."""
+def summarise(frame, cfg, specs, selection=None):
+    """The summary table (``resume.csv``) and the winner record from a complete per-scenario table.
+
+    ``selection``: the per-scenario table of the competing policies on the selection seeds; the
+    winner is chosen on it and confirmed on ``frame`` (the record then ends with ``selection``).
+    None: the winner is chosen on ``frame`` itself, as before (no ``selection`` key).
+    """
     check_complete(frame)
     b = cfg["benchmark"]
     seeds, twt = matrix(frame)
@@ -92,8 +103,43 @@ def summarise(frame, cfg, specs):
             }
         )
     summary = pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
-    winner = choose_winner(twt, specs, counts, b["ci_level"], bh)
+    if selection is None:
+        winner = choose_winner(twt, specs, counts, b["ci_level"], bh)
+    else:
+        winner = choose_on_selection(selection, twt, specs, counts, b)
     return summary, winner
+
+
+def choose_on_selection(selection, twt, specs, counts, b):
+    """The winner chosen on the selection table and confirmed on the test totals ``twt``.
+
+    The selection table holds exactly the policies of ``twt`` that may win (the warm starts
+    may be left out; they are ignored), each on every selection seed.
+    """
+    check_complete(selection, "selection table")
+    sel_seeds, sel = matrix(selection)
+    sel = {p: v for p, v in sel.items() if not is_warm(p)}
+    competing = [p for p in twt if not is_warm(p)]
+    missing = [p for p in competing if p not in sel]
+    extra = [p for p in sel if p not in twt]
+    if missing:
+        raise BenchmarkError(
+            f"selection table: no rows for policy {missing[0]}, which may win on the test scenarios; "
+            f"every competing policy ({', '.join(competing)}) must run on the selection seeds"
+        )
+    if extra:
+        raise BenchmarkError(f"selection table: policy {extra[0]} is not in the test table")
+    sel_counts = bootstrap_counts(len(sel_seeds), b["bootstrap_resamples"], b["bootstrap_seed"])
+    first = int(sel_seeds[0])
+    if list(sel_seeds) != list(range(first, first + len(sel_seeds))):
+        raise BenchmarkError("selection table: its seeds are not one consecutive range")
+    record = choose_winner(sel, specs, sel_counts, b["ci_level"], confirm=(twt, counts))
+    record[SELECTION_KEY] = {
+        "on": "validation",
+        "seeds": [first, len(sel_seeds)],
+        "means": {p: float(sel[p].mean()) for p in sorted(sel, key=policy_key)},
+    }
+    return record
 
 
 def _summary_numbers(v, twt, bh, counts, b):
@@ -128,7 +174,7 @@ def _summary_numbers(v, twt, bh, counts, b):
     }
 
 
-def choose_winner(twt, specs, counts, level, bh=None):
+def choose_winner(twt, specs, counts, level, bh=None, confirm=None):
     """The winner record (see docs/benchmark-and-report.md).
 
     The policy with the lowest mean wins when the paired interval of its
@@ -139,6 +185,12 @@ def choose_winner(twt, specs, counts, level, bh=None):
     rules) and any policy that is the same rule with the same k (atc-tuned
     when the tuning kept k = 2: the same schedules). Otherwise the best
     heuristic is kept, with ``significant`` false.
+
+    ``twt`` are the totals the choice is made on. ``confirm``: ``(totals, counts)`` of the
+    test scenarios when the choice is made on the selection (validation) scenarios: the record's
+    ``mean_difference_pct`` and ``ci95_pct`` are then the winner's paired difference with the
+    policy it was compared to, measured on the test scenarios (``significant`` stays the
+    choice's: on the selection scenarios).
 
     The warm starts (``ppo-<S>-warm``) take no part: neither winner nor
     runner-up. They are benchmarked to measure what PPO adds to them; the
@@ -157,28 +209,16 @@ def choose_winner(twt, specs, counts, level, bh=None):
         raise BenchmarkError("the winner needs at least two policies to compare")
     runner = others[0]
     d, lo, hi = paired_difference(twt[best], twt[runner], counts, level)
-    ci = f"[{lo:+.2f} %, {hi:+.2f} %]"
-    lead = f"{d:+.2f} % against the runner-up {runner}"
-    interval_text = f"paired bootstrap {level * 100:g} % interval {ci}"
     significant = bool(np.isfinite(hi) and hi < 0)
-    if significant:
-        winner, runner_up = best, runner
-        reason = (
-            f"{best} has the lowest mean total weighted tardiness, {lead}; the {interval_text} lies "
-            f"entirely below zero."
+    winner, runner_up = (best, runner) if significant or best == bh else (bh, best)
+    reason = _reason(best, runner, bh, significant, (d, lo, hi), level, confirm is not None)
+    if confirm is not None:
+        test, test_counts = confirm
+        d, lo, hi = paired_difference(test[winner], test[runner_up], test_counts, level)
+        reason += (
+            f" On the test scenarios, {winner} against {runner_up}: {d:+.2f} % [{lo:+.2f} %, {hi:+.2f} %]."
         )
-    elif best == bh:
-        winner, runner_up = bh, runner
-        reason = (
-            f"{bh} has the lowest mean, {lead}, but the {interval_text} does not lie entirely below "
-            f"zero; {bh} is the best heuristic and is kept."
-        )
-    else:
-        winner, runner_up = bh, best
-        reason = (
-            f"{best} has the lowest mean, {lead}, but the {interval_text} does not lie entirely below "
-            f"zero; falling back to the best heuristic, {bh}."
-        )
+    elif not significant and best != bh:
         d, lo, hi = paired_difference(twt[bh], twt[best], counts, level)
     spec = specs.get(winner) or {}
     return {
@@ -194,17 +234,43 @@ def choose_winner(twt, specs, counts, level, bh=None):
     }
 
 
-def write_outputs(out_dir, frame, cfg, specs, full, subset_summary=False):
+def _reason(best, runner, bh, significant, diff, level, on_selection):
+    """The winner record's ``reason``: why this policy, in one or two sentences."""
+    d, lo, hi = diff
+    where = " on the selection (validation) scenarios" if on_selection else ""
+    lead = f"{d:+.2f} % against the runner-up {runner}"
+    interval_text = f"paired bootstrap {level * 100:g} % interval [{lo:+.2f} %, {hi:+.2f} %]"
+    if significant:
+        return (
+            f"{best} has the lowest mean total weighted tardiness{where}, {lead}; the {interval_text} "
+            f"lies entirely below zero."
+        )
+    if best == bh:
+        return (
+            f"{bh} has the lowest mean{where}, {lead}, but the {interval_text} does not lie entirely "
+            f"below zero; {bh} is the best heuristic and is kept."
+        )
+    return (
+        f"{best} has the lowest mean{where}, {lead}, but the {interval_text} does not lie entirely "
+        f"below zero; falling back to the best heuristic, {bh}."
+    )
+
+
+def write_outputs(out_dir, frame, cfg, specs, full, subset_summary=False, selection=None):
     """per_scenario.csv, and for a full run resume.csv and winner.json, into ``out_dir``.
 
     ``subset_summary``: a run on part of the test seeds writes resume.csv too (every
     policy over that same subset; no winner.json: the winner is chosen on them all).
+    ``selection``: the selection table the winner is chosen on (see :func:`summarise`).
     Everything is computed before anything is written.
     """
     out_dir = Path(out_dir)
     if full or subset_summary:
-        summary, winner = summarise(frame, cfg, specs)
+        summary, winner = summarise(frame, cfg, specs, selection if full else None)
+        chosen = winner.pop(SELECTION_KEY, None)
         winner["setting"] = setting.of_config(cfg)  # the farm rank() matches a call against
+        if chosen is not None:
+            winner[SELECTION_KEY] = chosen
     files.write_csv(out_dir / layout.PER_SCENARIO, frame)
     written = [out_dir / layout.PER_SCENARIO]
     if subset_summary and not full:

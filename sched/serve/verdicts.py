@@ -83,6 +83,7 @@ def _check_winner(data, path, root="."):
     if not isinstance(name, str) or not name:
         raise RankInputError(f"{path}: field policy: expected a policy name, got {name!r}")
     where = _setting_field(data, path, None)
+    _check_selection(data.get("selection"), path)
     rule, k, pfile = data.get("rule"), data.get("atc_k"), data.get("policy_file")
     if rule is not None:
         if rule not in rules.RULES:
@@ -109,6 +110,24 @@ def _check_winner(data, path, root="."):
             if beside.exists():
                 p = beside
     return Plan(name, None, None, p), where
+
+
+def _check_selection(sel, path):
+    """winner.json's ``selection`` (how the winner was chosen), when there is one: files of earlier
+    versions, and those chosen on the test scenarios, have none. rank() does not use it."""
+    if sel is None:
+        return
+    want = ("on", "seeds", "means")
+    if not isinstance(sel, dict) or tuple(sel) != want:
+        got = ", ".join(map(str, sel)) if isinstance(sel, dict) else type(sel).__name__
+        raise RankInputError(f"{path}: field selection: keys {got}; expected exactly {', '.join(want)}")
+    seeds = sel["seeds"]
+    if not (isinstance(seeds, list) and len(seeds) == 2 and all(type(x) is int and x >= 0 for x in seeds)):
+        raise RankInputError(f"{path}: field selection.seeds: expected [START, COUNT], got {seeds!r}")
+    if not isinstance(sel["means"], dict):
+        raise RankInputError(
+            f"{path}: field selection.means: expected {{POLICY: MEAN, ...}}, got {sel['means']!r}"
+        )
 
 
 def _check_tuned(data, path, root="."):

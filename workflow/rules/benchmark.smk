@@ -1,6 +1,8 @@
-# The benchmark: ATC's k tuned, every policy on the test scenarios (in shards,
-# then gathered), and the clairvoyant reference. The robustness settings reuse
-# tune and benchmark (workflow/rules/robustness.smk).
+# The benchmark: ATC's k tuned, the policies that may win on the selection
+# (validation) scenarios, every policy on the test scenarios (in shards, then
+# gathered: the winner is chosen on the selection and confirmed on the test
+# set), and the clairvoyant reference. The robustness settings reuse tune and
+# benchmark (workflow/rules/robustness.smk).
 BENCH = layout.BENCH_DIR
 SHARD_TABLE = f"{layout.shard_dir('{seeds}')}/{layout.PER_SCENARIO}"   # one shard's per-scenario table
 
@@ -53,12 +55,44 @@ rule benchmark:
         " --out {params.out:q} --threads {threads} > {log:q} 2>&1"
 
 
+rule select:
+    """Run the policies that may win (every rule, atc-tuned, ppo-<S>; no warm start) on the
+    selection scenarios, validation seeds after those of tuning and checkpointing: the table
+    winner.json is chosen on. With --split selection.
+    Runs `sched benchmark` (sched/commands/benchmark.py -> sched.evaluate.runs.run_policies)."""
+    input:
+        config=step_config("select"),
+        calibration=calibration_input(),
+        tuned=layout.TUNED_PATH,
+        policies=policy_files(warm=False),
+    output:
+        layout.SELECTION_TABLE,
+    params:
+        policies=select_policies(),
+        seeds=SELECTION_SEEDS,
+        policy_files=policy_file_args(warm=False),
+        out=lambda wildcards, output: os.path.dirname(output[0]),
+    log:
+        layout.log("select"),
+    benchmark:
+        layout.usage("select")
+    threads: cores(1)
+    shadow:
+        "minimal"
+    shell:
+        "python -m sched --config {input.config:q} benchmark --split selection --policies {params.policies}"
+        " --seeds {params.seeds} --tuned {input.tuned:q} {params.policy_files}"
+        " --out {params.out:q} --threads {threads} > {log:q} 2>&1"
+
+
 rule gather:
-    """Join the shards: per-scenario table, summary with bootstrap intervals, winner.
+    """Join the shards: per-scenario table, summary with bootstrap intervals, and the winner,
+    chosen on the selection table and confirmed on the test scenarios.
     Runs `sched gather` (sched/commands/gather.py -> sched.evaluate.per_scenario.gather)."""
     input:
         config=step_config("gather"),
         shards=expand(SHARD_TABLE, seeds=SHARDS),
+        selection=layout.SELECTION_TABLE,
         tuned=layout.TUNED_PATH,
         policies=policy_files(),
     output:
@@ -77,8 +111,8 @@ rule gather:
     shadow:
         "minimal"
     shell:
-        "python -m sched --config {input.config:q} gather {input.shards:q} --tuned {input.tuned:q}"
-        " {params.policy_files} --out {params.out:q} > {log:q} 2>&1"
+        "python -m sched --config {input.config:q} gather {input.shards:q} --selection {input.selection:q}"
+        " --tuned {input.tuned:q} {params.policy_files} --out {params.out:q} > {log:q} 2>&1"
 
 
 rule clairvoyant:
@@ -103,8 +137,9 @@ rule clairvoyant:
 
 rule benchmark_plan:
     """The planner (policy plan, on config plan.base: the winner by default) and every other
-    policy on the first plan.scenarios test seeds, with their summary over that same subset
-    (paired intervals; no winner.json: the winner is chosen on all the test seeds).
+    policy on plan.scenarios test seeds from plan.test_offset on (after those that chose plan's
+    settings), with their summary over that same subset (paired intervals; no winner.json:
+    plan does not compete for it, its base is the winner).
     With --summary. Runs `sched benchmark` (sched/commands/benchmark.py -> sched.evaluate.runs.run_policies)."""
     input:
         config=step_config("plan"),

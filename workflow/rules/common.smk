@@ -16,7 +16,7 @@ from snakemake.exceptions import WorkflowError
 from sched import layout
 from sched.threads import usable_cpus
 from sched.evaluate.policies import HEURISTICS, default_policies, policy_key, warm_name
-from sched.evaluate.seeds import benchmark_seeds, range_text, shard_ranges
+from sched.evaluate.seeds import benchmark_seeds, plan_test_seeds, range_text, selection_seeds, shard_ranges
 
 # Jobs run `python -m sched`: the interpreter running Snakemake (the project's
 # virtual environment, where the package is installed) comes first on their
@@ -28,6 +28,8 @@ TRAIN_SEEDS = [int(s) for s in config["train"]["seeds"]]
 POLICIES = default_policies(config)   # the heuristics, then ppo-<S> per training seed (the demo's)
 SHARDS = [range_text(r) for r in shard_ranges(config)]
 TEST_SEEDS = range_text(benchmark_seeds(config))   # the whole test set, as `--seeds` takes it
+# the validation seeds the winner is chosen on (benchmark.selection_scenarios from selection_offset)
+SELECTION_SEEDS = range_text(selection_seeds(config))
 CALIBRATION = config["scenario"]["calibration"]   # None: scenarios use scenario.kinds
 WORKLOAD_FILE = config["scenario"]["workload"]   # None: constant-rate arrivals (docs/workload.md)
 HISTORY = config["workload"]["history"]   # the queue history: [] turns calibrate-workload and replay off
@@ -98,6 +100,13 @@ def bench_policies(setting=None):
     """The benchmark's `--policies`: every heuristic and every learned policy (warm starts
     included), in table order."""
     return ",".join(sorted([*HEURISTICS, *(name for name, _ in learned_policies(setting))], key=policy_key))
+
+
+def select_policies(setting=None):
+    """The selection run's `--policies`: those that may win winner.json, every heuristic and
+    ppo-<S> per training seed (no warm start: they are benchmarked, they do not compete)."""
+    names = [*HEURISTICS, *(name for name, _ in learned_policies(setting, warm=False))]
+    return ",".join(sorted(names, key=policy_key))
 
 
 def warm_start_output():
@@ -187,6 +196,9 @@ SCENARIO = {"scenario": ALL, "rules": ALL, "seeds": ALL}
 # (sched.config.check_benchmark_counts), so a step that reads any benchmark
 # setting gets all of them.
 BENCHMARK_COUNTS = ["scenarios", "validation_scenarios", "shards", {"clairvoyant": ["scenarios"]}]
+# The winner's selection seeds (sched.evaluate.seeds.selection_seeds): the selection run and
+# gather, which checks the selection table against them.
+SELECTION = ["selection_scenarios", "selection_offset"]
 # Every train setting but `seeds` (each training job's --seed) and `threads`
 # (its --threads, the rule's threads): checked against the schema below.
 TRAIN = [
@@ -207,8 +219,10 @@ STEP_SETTINGS = {
               "train": ["teacher_scenarios", "teacher_samples", "teacher_horizon", "top_k", "tasks", "atc_k"]},
     "tune": {**SCENARIO, "benchmark": [*BENCHMARK_COUNTS, "atc_k_grid"]},
     "benchmark": {**SCENARIO, "benchmark": BENCHMARK_COUNTS},
+    # the selection run checks its seeds after those that chose the training checkpoints
+    "select": {**SCENARIO, "benchmark": [*BENCHMARK_COUNTS, *SELECTION], "train": ["validation_scenarios"]},
     "gather": {**SCENARIO,
-               "benchmark": [*BENCHMARK_COUNTS, "bootstrap_resamples", "bootstrap_seed", "ci_level",
+               "benchmark": [*BENCHMARK_COUNTS, *SELECTION, "bootstrap_resamples", "bootstrap_seed", "ci_level",
                              "tie_relative", "tie_absolute_s"]},
     # the whole clairvoyant section (its scenarios count included)
     "clairvoyant": {**SCENARIO,
@@ -295,8 +309,6 @@ def step_config(step, setting=None):
 
 
 def plan_seeds():
-    """The test seeds of the planner's benchmark: the first plan.scenarios (at most
-    benchmark.scenarios), as ``A-B``."""
-    first = config["seeds"]["test"]["start"]
-    n = min(config["plan"]["scenarios"], config["benchmark"]["scenarios"])
-    return f"{first}-{first + n - 1}"
+    """The test seeds of the planner's benchmark, as ``A-B``: plan.scenarios from plan.test_offset
+    on, after the test seeds that chose plan's settings (sched.evaluate.seeds.plan_test_seeds)."""
+    return range_text(plan_test_seeds(config))
