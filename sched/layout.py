@@ -116,6 +116,11 @@ def robust_root(name):
     return f"{ROBUST_DIR}/{name}"
 
 
+def robust_selection_table(name):
+    """One robustness setting's selection table (its winner.json is chosen on it)."""
+    return f"{robust_root(name)}/selection/{PER_SCENARIO}"
+
+
 def log(job):
     """The log file of a workflow job (``job`` may contain folders)."""
     return f"{LOG_DIR}/{job}.log"

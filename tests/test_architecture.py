@@ -171,15 +171,8 @@ def test_results_paths_have_one_home():
 #: subclass instead (a ``ValueError``, so callers catching ``ValueError`` still work). Their builtin
 #: subclasses (FileNotFoundError, UnicodeError, NotImplementedError, ...) count too.
 BANNED_RAISES = ("ValueError", "RuntimeError", "TypeError", "KeyError", "IndexError", "OSError")
-#: Files that still raise a builtin exception. TODO: issue 22 colleague (these files are being
-#: rewritten; empty this list as they are done).
-RAISES_ALLOWED = {
-    "sched/data/scenario.py",
-    "sched/evaluate/runs.py",
-    "sched/learn/features.py",
-    "sched/learn/networks.py",
-    "sched/learn/ppo.py",
-}
+#: Files that still raise a builtin exception: none.
+RAISES_ALLOWED = set()
 
 
 def _banned_names():

@@ -7,6 +7,7 @@ import time
 import numpy as np
 import pandas as pd
 
+from sched.errors import InternalError, UsageError
 from sched.evaluate.per_scenario import PER_SCENARIO_COLUMNS, schedule_metrics, sort_frame
 from sched.evaluate.policies import policy_key
 from sched.evaluate.progress import bar
@@ -24,7 +25,7 @@ def schedule_scenarios(
     """
     if policy in rules.RULES:
         if policy_file:
-            raise ValueError(f"--policy-file is only used with --policy ppo, not {policy!r}")
+            raise UsageError(f"--policy-file is only used with --policy ppo, not {policy!r}")
         from sched.sim.core import simulate_batch
 
         return simulate_batch(
@@ -32,12 +33,12 @@ def schedule_scenarios(
         )
     if policy == "ppo":
         if not policy_file:
-            raise ValueError("policy ppo needs a policy file (--policy-file, from `sched train`)")
+            raise UsageError("policy ppo needs a policy file (--policy-file, from `sched train`)")
         from sched.learn import kernel
         from sched.learn.policy_file import load
 
         return kernel.run(load(policy_file), [s.arrays for s in scenarios], machines, machine_free)
-    raise ValueError(f"unknown policy {policy!r}; expected one of {', '.join(rules.RULES)} or ppo")
+    raise UsageError(f"unknown policy {policy!r}; expected one of {', '.join(rules.RULES)} or ppo")
 
 
 def generate_scenarios(cfg, seeds, progress=False):
@@ -116,7 +117,7 @@ def run_on_scenarios(cfg, keys, scenarios, specs, progress=False, timings=None):
         if timings is not None:
             timings[name] = time.perf_counter() - t0
         if len(results) != len(arrays):
-            raise RuntimeError(f"policy {name}: {len(results)} schedules for {len(arrays)} scenarios")
+            raise InternalError(f"policy {name}: {len(results)} schedules for {len(arrays)} scenarios")
         for seed, arr, (start, end, _mach) in zip(seeds, arrays, results):
             rows.append({"scenario_seed": seed, "policy": name, **schedule_metrics(arr, start, end)})
     return sort_frame(pd.DataFrame(rows, columns=list(PER_SCENARIO_COLUMNS)))

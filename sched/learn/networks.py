@@ -23,7 +23,13 @@ import math
 import torch
 from torch import nn
 
+from sched.errors import SchedError
 from sched.learn import features as F
+
+
+class ArchitectureError(SchedError):
+    """An architecture this version does not build."""
+
 
 ROOT_2 = math.sqrt(2)  # the gain of an orthogonal init before a ReLU/tanh layer
 
@@ -111,7 +117,7 @@ def build(arch):
     """A network from an architecture dict {"name", "hidden", "atc_prior", "prior_scale"}."""
     name = arch["name"]
     if name not in ARCHITECTURES:
-        raise ValueError(f"architecture: expected one of {', '.join(ARCHITECTURES)}, got {name!r}")
+        raise ArchitectureError(f"architecture: expected one of {', '.join(ARCHITECTURES)}, got {name!r}")
     return ARCHITECTURES[name](
         hidden=int(arch["hidden"]),
         atc_prior=bool(arch["atc_prior"]),

@@ -42,6 +42,7 @@ rule benchmark:
         seeds=lambda wildcards: wildcards.seeds,   # robust_benchmark: the whole test set
         policy_files=policy_file_args(),
         out=lambda wildcards, output: os.path.dirname(output[0]),
+        selection="",   # robust_benchmark: the setting's selection table, which chooses its winner
     log:
         layout.log("benchmark/{seeds}"),
     benchmark:
@@ -51,7 +52,7 @@ rule benchmark:
         "minimal"
     shell:
         "python -m sched --config {input.config:q} benchmark --policies {params.policies}"
-        " --seeds {params.seeds} --tuned {input.tuned:q} {params.policy_files}"
+        " --seeds {params.seeds} --tuned {input.tuned:q} {params.policy_files} {params.selection}"
         " --out {params.out:q} --threads {threads} > {log:q} 2>&1"
 
 

@@ -17,7 +17,7 @@ use rule step_config as robust_config with:
         layout.log("robustness/{setting}/config-{step}"),
     wildcard_constraints:
         setting="|".join(ROBUST) or "^$",
-        step="tune|teach|train|gather",
+        step="tune|teach|train|select|gather",
 
 
 use rule tune as robust_tune with:
@@ -102,9 +102,31 @@ use rule train as robust_train_warm with:
         setting=teach_settings(True),
 
 
+use rule select as robust_select with:
+    """Run the policies that may win one robustness setting's winner.json on its selection
+    (validation) scenarios.
+    Runs `sched benchmark` (sched/commands/benchmark.py -> sched.evaluate.runs.run_policies)."""
+    input:
+        config=step_config("select", "{setting}"),
+        calibration=calibration_input(),
+        tuned=f"{ROBUST_ROOT}/{layout.TUNED}",
+        policies=lambda wildcards: policy_files(wildcards.setting, warm=False),
+    output:
+        layout.robust_selection_table("{setting}"),
+    params:
+        policies=lambda wildcards: select_policies(wildcards.setting),
+        seeds=SELECTION_SEEDS,
+        policy_files=lambda wildcards: policy_file_args(wildcards.setting, warm=False),
+        out=lambda wildcards, output: os.path.dirname(output[0]),
+    log:
+        layout.log("robustness/{setting}/select"),
+    benchmark:
+        layout.usage("robustness/{setting}/select")
+
+
 use rule benchmark as robust_benchmark with:
     """Run every policy on the whole test set under one robustness setting: per-scenario
-    table, summary, winner.
+    table, summary, and the winner, chosen on the setting's selection table and confirmed there.
     Runs `sched benchmark` (sched/commands/benchmark.py -> sched.evaluate.runs.run_policies)."""
     input:
         # gather's settings: a full run also writes the summary
@@ -112,6 +134,7 @@ use rule benchmark as robust_benchmark with:
         calibration=calibration_input(),
         tuned=f"{ROBUST_ROOT}/{layout.TUNED}",
         policies=lambda wildcards: policy_files(wildcards.setting),
+        selection=layout.robust_selection_table("{setting}"),
     output:
         per_scenario=f"{ROBUST_ROOT}/{layout.PER_SCENARIO}",
         summary=f"{ROBUST_ROOT}/{layout.SUMMARY}",
@@ -120,6 +143,7 @@ use rule benchmark as robust_benchmark with:
         policies=lambda wildcards: bench_policies(wildcards.setting),
         seeds=TEST_SEEDS,
         policy_files=lambda wildcards: policy_file_args(wildcards.setting),
+        selection=lambda wildcards, input: f"--selection {input.selection}",
     log:
         layout.log("robustness/{setting}/benchmark"),
     benchmark:
