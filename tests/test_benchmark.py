@@ -403,7 +403,14 @@ def test_ppo_policies_are_benchmarked_in_one_batch(tmp_path, distinct_policy):
             want.append(float((weight * np.maximum(np.asarray(end) - due, 0.0)).sum()))
         got = totals.loc[name]
         assert list(got.index) == list(seeds)
-        assert got.to_numpy() == pytest.approx(want, rel=1e-9), name
+        assert got.to_numpy() == pytest.approx(want, rel=1e-12), name
+    # `sched simulate --policy ppo` of each seed prints exactly the benchmark's total
+    r = run_cli(
+        "--config", conf, "simulate", "--policy", "ppo", "--policy-file", distinct_policy, "--seed", *seeds
+    )
+    ok(r)
+    printed = [json.loads(line)["total_weighted_tardiness_s"] for line in r.stdout.splitlines()]
+    assert printed == list(totals.loc["ppo-2"].to_numpy())
     # the distinct policy's schedules, and totals, are not ATC's
     assert sum(starts_unlike_atc(distinct_policy, generate(scenario_model(cfg), s).arrays) for s in seeds) > 0
     assert (totals.loc["ppo-2"] != totals.loc["atc"]).any()
