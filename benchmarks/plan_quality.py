@@ -1,10 +1,16 @@
-"""plan against its base policy on the first test scenarios: paired difference and compute per decision.
+"""plan against its base policy on validation scenarios no other step uses: paired difference and compute
+per decision. The script that chooses plan's settings (config ``plan``), so by default it reads no test seed.
 
     NUMBA_NUM_THREADS=1 python benchmarks/plan_quality.py --base ppo-1=results/train/seed-1/politique.pt \
-        --scenarios 30 --candidates 4 --samples 16 --horizon 50 --z 2
+        --scenarios 30 --candidates 4 --samples 16 --horizon 50 --z 2 [--skip N] [--split test --confirm]
 
 ``--base``: ``atc-tuned`` (k from results/benchmark/tuned.json), a rule name (k = ``--atc-k``
 or rules.atc_k), or ``NAME=POLICY_FILE``. The other settings default to config ``plan``.
+Seeds (:func:`pick_seeds`): ``--split validation`` (the default) takes ``--scenarios`` seeds of
+seeds.validation from :func:`free_validation_offset` + ``--skip`` on, after every validation seed
+the workflow uses (ATC's k tuning, checkpoint selection, the winner's selection); ``--split test
+--confirm`` takes the first test seeds from ``--skip`` on (the seeds of docs/plan.md's past
+measurements), with a warning: a test seed used to choose a setting can no longer confirm it.
 Prints the paired 95 % bootstrap interval of plan vs its base over the scenarios,
 the decisions that deviated, and the process (one-core CPU) time per planned decision;
 ``--out`` writes the per-scenario table (CSV).
@@ -12,16 +18,63 @@ the decisions that deviated, and the process (one-core CPU) time per planned dec
 
 import argparse
 import json
+import sys
 import time
 
 import pandas as pd
 
 from sched import layout
-from sched.config import load_config
+from sched.config import ConfigError, load_config, seed_range
 from sched.data.scenario import draw, scenario_model
+from sched.evaluate.seeds import check_selection, range_text
 from sched.evaluate.statistics import bootstrap_counts, paired_difference, win_tie_loss
 from sched.learn.planner import Planner, learned_base, rule_base
 from sched.sim.objective import tardiness
+
+SCRIPT = "plan_quality.py"
+
+
+def free_validation_offset(cfg):
+    """Where the validation seeds no workflow step uses begin, as an offset in seeds.validation: after
+    the winner's selection (benchmark.selection_offset + selection_scenarios), which lies after ATC's
+    k tuning (benchmark.validation_scenarios) and every checkpoint selection (train.validation_scenarios
+    and each robustness setting's own; :func:`sched.evaluate.seeds.check_selection` checks it)."""
+    check_selection(cfg)
+    b = cfg["benchmark"]
+    used = [b["selection_offset"] + b["selection_scenarios"], b["validation_scenarios"]]
+    used.append((cfg.get("train") or {}).get("validation_scenarios") or 0)
+    for st in (cfg.get("robustness") or {}).get("settings") or []:
+        used.append((st.get("train") or {}).get("validation_scenarios") or 0)
+    return max(used)
+
+
+def pick_seeds(cfg, split, count, skip=0, confirm=False):
+    """The seeds this script runs on (see the module docstring). ``split`` "test" without ``confirm``
+    exits 2 with a one-line message; with it, a one-line warning goes to stderr."""
+    if split == "test" and not confirm:
+        print(
+            f"{SCRIPT}: --split test needs --confirm: a test seed used to choose a setting can no longer "
+            f"confirm it; choose on the default --split validation",
+            file=sys.stderr,
+        )
+        raise SystemExit(2)
+    seeds = seed_range(cfg, split)
+    start = (free_validation_offset(cfg) if split == "validation" else 0) + skip
+    if count < 1 or skip < 0:
+        raise ConfigError(f"{SCRIPT}: --scenarios must be at least 1 and --skip at least 0")
+    if start + count > len(seeds):
+        raise ConfigError(
+            f"{SCRIPT}: {count} {split} seeds from offset {start} end past the {len(seeds)} seeds "
+            f"of seeds.{split}"
+        )
+    chosen = seeds[start : start + count]
+    if split == "test":
+        print(
+            f"{SCRIPT}: warning: test seeds {range_text(chosen)}: a test seed used to choose something "
+            f"can no longer confirm it",
+            file=sys.stderr,
+        )
+    return chosen
 
 
 def _twt(d, schedule):
@@ -37,20 +90,36 @@ def _k(name, cfg):
     return cfg["rules"]["atc_k"]
 
 
-def main():
-    ap = argparse.ArgumentParser()
+def parser():
+    """The command line (``main`` parses it)."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--config", default="config.yaml")
     ap.add_argument("--base", required=True)
     ap.add_argument("--atc-k", type=float)
     ap.add_argument("--rollout", help="a rule (or atc-tuned) continuing the rollouts (default: the base)")
     ap.add_argument("--scenarios", type=int, default=30)
-    ap.add_argument("--skip", type=int, default=0, help="start after this many test seeds (held-out checks)")
+    ap.add_argument("--skip", type=int, default=0, help="start this many seeds later in the split")
+    ap.add_argument(
+        "--split",
+        choices=("validation", "test"),
+        default="validation",
+        help="validation (default): seeds no workflow step uses; test: needs --confirm",
+    )
+    ap.add_argument("--confirm", action="store_true", help="with --split test: run on test seeds anyway")
     ap.add_argument("--load", type=float)
     for key, typ in (("candidates", int), ("samples", int), ("horizon", int), ("z", float), ("seed", int)):
         ap.add_argument(f"--{key}", type=typ)
     ap.add_argument("--out")
-    a = ap.parse_args()
+    return ap
+
+
+def main(argv=None):
+    a = parser().parse_args(argv)
     cfg = load_config(a.config)
+    try:
+        seeds = pick_seeds(cfg, a.split, a.scenarios, a.skip, a.confirm)
+    except ConfigError as exc:
+        raise SystemExit(str(exc)) from None
     if a.load is not None:
         cfg["scenario"]["load"] = a.load
     settings = dict(cfg["plan"])
@@ -63,8 +132,8 @@ def main():
     )
     name, _, pfile = a.base.partition("=")
     if pfile:
+        from sched.learn.kernel import run_one
         from sched.learn.policy_file import load
-        from sched.learn.scorer import run_one
 
         policy = load(pfile)
         base = learned_base(policy, name)
@@ -82,19 +151,16 @@ def main():
         roll = rule_base("atc" if a.rollout == "atc-tuned" else a.rollout, rk)
     planner = Planner(cfg, base, settings, roll)
     model = scenario_model(cfg)
-    start = cfg["seeds"]["test"]["start"] + a.skip
     rows = []
-    for seed in range(start, start + a.scenarios):
+    for seed in seeds:
         d = draw(model, seed)
         sc = (d["arrival"], d["duration"], d["estimate"], d["weight"], d["due"])
         b = _twt(d, run_base(sc))
-        n0, m0, c0 = planner.decisions, planner.deviations, time.process_time()
-        p = _twt(d, planner.schedule(sc))
+        stats, c0 = {}, time.process_time()
+        p = _twt(d, planner.schedule(sc, stats=stats))
         cpu = time.process_time() - c0
-        dec = planner.decisions - n0
-        rows.append(
-            dict(seed=seed, base=b, plan=p, decisions=dec, deviations=planner.deviations - m0, cpu_s=cpu)
-        )
+        dec = stats["decisions"]
+        rows.append(dict(seed=seed, base=b, plan=p, decisions=dec, deviations=stats["deviations"], cpu_s=cpu))
         print(
             f"{seed} base {b / 1e3:9.3f} plan {p / 1e3:9.3f} {100 * (p / b - 1):+6.2f} % "
             f"deviated {rows[-1]['deviations']:3d}/{dec} {1e3 * cpu / max(dec, 1):6.1f} ms/decision",
@@ -108,7 +174,10 @@ def main():
     diff, lo, hi = paired_difference(f["plan"], f["base"], counts, bench["ci_level"])
     w, t, lz = win_tie_loss(f["plan"], f["base"], bench["tie_relative"], bench["tie_absolute_s"])
     shown = {k: settings[k] for k in ("candidates", "samples", "horizon", "z", "seed")}
-    print(f"settings {json.dumps(shown)} rollout {a.rollout or 'the base'}")
+    print(
+        f"settings {json.dumps(shown)} rollout {a.rollout or 'the base'} "
+        f"on {a.split} seeds {range_text(seeds)}"
+    )
     print(
         f"plan vs {name}: {diff:+.2f} % [{lo:+.2f}, {hi:+.2f}] over {len(f)} scenarios, W/T/L {w}/{t}/{lz}; "
         f"mean base {f['base'].mean() / 1e3:.3f} plan {f['plan'].mean() / 1e3:.3f} k w.s; "

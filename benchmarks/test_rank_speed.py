@@ -10,10 +10,10 @@ the rollout, quadratic in the queue for both: each decision looks at every
 waiting task). Targets, medians: ATC <= 0.2 ms for 24 tasks, PPO <= 2 ms for
 24 (issue 7); PPO <= 10 ms for 1,000 and <= 0.3 s for 10,000 (issue 13).
 
-``test_scorer_rollout_speed`` times the learned policy's compiled rollout
-alone, the certified fast path (what rank() runs) against the reference
-(``sched.learn.scorer.greedy_rollout``: every decision encodes the whole
-queue), on 1,000 tasks.
+``test_compiled_rollout_speed`` times the learned policy's compiled rollout
+alone (``sched.learn.kernel.run_one``, what rank() runs: one arithmetic pass
+over the queue per decision, then its candidates' features and scores)
+against ATC's, on 1,000 tasks.
 
 The PPO cases need a trained policy file: ``SCHED_RANK_POLICY_FILE`` or
 ``results/train/seed-1/politique.pt``; they are skipped without one.
@@ -70,10 +70,13 @@ def test_rank_speed(benchmark, policy, n):
     assert out == first and sorted(out) == sorted(t["id"] for t in tasks)
 
 
-@pytest.mark.parametrize("path", ["fast", "reference"])
-def test_scorer_rollout_speed(benchmark, path):
+@pytest.mark.parametrize("path", ["ppo", "atc"])
+def test_compiled_rollout_speed(benchmark, path):
+    """The learned policy's compiled rollout alone (``sched.learn.kernel.run_one``: what
+    rank() runs) on 1,000 waiting tasks, against ATC's rollout of the same queue."""
+    from sched.learn import kernel
     from sched.learn.policy_file import load
-    from sched.learn.scorer import run_one
+    from sched.sim.core import simulate_batch
 
     if policy_file() is None:
         pytest.skip(f"no trained policy file (SCHED_RANK_POLICY_FILE or {layout.policy_file(1)})")
@@ -86,10 +89,14 @@ def test_scorer_rollout_speed(benchmark, path):
         f.weight.values,
         f.due_s.values,
     )
-    fast = path == "fast"
-    first = run_one(policy, scenario, fast=fast)  # warm-up: JIT load
-    benchmark.group = "scorer rollout 1000 tasks"
-    out = benchmark(run_one, policy, scenario, fast=fast)
+    run = (
+        (lambda: kernel.run_one(policy, scenario))
+        if path == "ppo"
+        else (lambda: simulate_batch([scenario], "atc", k=policy.meta["atc_k"])[0])
+    )
+    first = run()  # warm-up: JIT load
+    benchmark.group = "compiled rollout 1000 tasks"
+    out = benchmark(run)
     assert all(np.array_equal(a, b) for a, b in zip(out, first))
 
 

@@ -75,7 +75,7 @@ def run(args):
             {
                 "out": args.out,
                 "scenarios": len(seeds),
-                "decisions": int(len(labels["counts"])),
+                "decisions": int(len(labels["count"])),
                 "teacher_differs_from_atc": float((labels["label"].min(1) < 0).mean()),
             }
         ),

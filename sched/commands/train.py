@@ -86,14 +86,7 @@ def _checked_labels(cfg, a, paths):
             f"--teacher: the files cover {len(got)} scenarios, train.teacher_scenarios "
             f"needs seeds {seeds[0]}-{seeds[-1]}"
         )
-    # a fixed order whatever the order of the shards on the command line
+    # a fixed order whatever the order of the shards on the command line (one row per decision)
     order = np.argsort(labels["scenario_seed"], kind="stable")
-    starts = np.concatenate([[0], np.cumsum(labels["counts"])[:-1]])
-    rows = (
-        np.concatenate([np.arange(starts[i], starts[i] + labels["counts"][i]) for i in order])
-        if len(order)
-        else np.zeros(0, np.int64)
-    )
-    out = {k: v[order] for k, v in labels.items() if k != "x"}
-    out["x"] = labels["x"][rows]
+    out = {k: v[order] for k, v in labels.items()}
     return out

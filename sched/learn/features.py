@@ -54,9 +54,6 @@ GLOBAL_FEATURES = (
     "load",  # the scenario model's load
     "speed_rel",  # the deciding GPU's speed / the farm's mean speed (1 on identical GPUs)
 )
-#: The global features of policy files made before GPU speeds (issue 16): such a
-#: file is read with a zero weight on ``speed_rel`` (sched.learn.policy_file).
-GLOBAL_FEATURES_BEFORE_SPEEDS = GLOBAL_FEATURES[:-1]
 N_TASK = len(TASK_FEATURES)
 N_GLOBAL = len(GLOBAL_FEATURES)
 ATC_INDEX = TASK_FEATURES.index("atc")

@@ -13,9 +13,10 @@ A decision, for the GPU that is free now (slot ``b``'s ``pending``):
    (every waiting task when ``top_k`` is 0), best first; ties keep queue
    order, as the rules break them. One pass over the queue, arithmetic only:
    the ATC index reads the task's static part ``log(w / p)``
-   (``s.static`` must hold ATC's: :func:`greedy_rollout` sets it), and the
-   same pass sums the work, counts the tasks already late, and finds the
-   smallest WMDD ratio and the largest ``log(w / p)``.
+   (``s.static`` must hold ATC's: :func:`greedy_rollout` sets it; the
+   work, the sum of the estimates, is summed first), and the same pass
+   counts the tasks already late and finds the smallest WMDD ratio and the
+   largest ``log(w / p)``.
 2. **Observation.** Each candidate's ``N_TASK`` features
    (``sched.learn.features.TASK_FEATURES``, their meaning there), the queue
    context (the mean then the max of each feature over the candidates, then
