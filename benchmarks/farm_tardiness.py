@@ -1,42 +1,112 @@
 """How much tardiness the rules leave on a few GPU farms: why `mixed-4` (docs/benchmark-and-report.md).
 
     python benchmarks/farm_tardiness.py [--scenarios 16] [--calibration results/calibration.json]
+        [--config config.yaml] [--skip N] [--split test --confirm]
 
 Mean total weighted tardiness per scenario (k w·s) of FIFO, EDD, WMDD and ATC
-at k 0.5, 1 and 2, on the first test seeds, for each farm below (a count or
-a machines spec), at load 0.95, with the config's workload and deadlines.
+at k 0.5, 1 and 2, for each farm below (a count or a machines spec), at load
+0.95, with the schema's workload and deadlines (those of the shipped config)
+and the given calibration. The script that chooses a farm setting, so by
+default it reads no test seed (:func:`pick_seeds`, with the seed ranges of
+``--config``): ``--split validation`` (the default) takes ``--scenarios`` seeds
+of seeds.validation from :func:`free_validation_offset` + ``--skip`` on, after
+every validation seed the workflow uses (ATC's k tuning, checkpoint selection,
+the winner's selection); ``--split test --confirm`` takes the first test seeds
+from ``--skip`` on (those of docs/benchmark-and-report.md's past table), with a
+warning: a test seed used to choose a setting can no longer confirm it.
 """
 
 import argparse
+import sys
 
 import numpy as np
 
-from sched.config import validate_config
+from sched.config import ConfigError, load_config, seed_range, validate_config
 from sched.data.scenario import generate, scenario_model
 from sched.evaluate.per_scenario import schedule_metrics
+from sched.evaluate.seeds import check_selection, range_text
 from sched.sim.core import simulate_batch
 
+SCRIPT = "farm_tardiness.py"
 #: (machines, tasks): 400 tasks per GPU, as the main setting's 400 on one.
 FARMS = ((1, 400), (4, 1600), ("1x1.25,1x1.0,2x0.6", 1600), ("1x1.0,3x0.6", 1600))
 RULES = (("fifo", None), ("edd", None), ("wmdd", None), ("atc", 0.5), ("atc", 1.0), ("atc", 2.0))
 
 
-def main():
+def free_validation_offset(cfg):
+    """Where the validation seeds no workflow step uses begin, as an offset in seeds.validation: after
+    the winner's selection (benchmark.selection_offset + selection_scenarios), which lies after ATC's
+    k tuning (benchmark.validation_scenarios) and every checkpoint selection (train.validation_scenarios
+    and each robustness setting's own; :func:`sched.evaluate.seeds.check_selection` checks it)."""
+    check_selection(cfg)
+    b = cfg["benchmark"]
+    used = [b["selection_offset"] + b["selection_scenarios"], b["validation_scenarios"]]
+    used.append((cfg.get("train") or {}).get("validation_scenarios") or 0)
+    for st in (cfg.get("robustness") or {}).get("settings") or []:
+        used.append((st.get("train") or {}).get("validation_scenarios") or 0)
+    return max(used)
+
+
+def pick_seeds(cfg, split, count, skip=0, confirm=False):
+    """The seeds this script runs on (see the module docstring). ``split`` "test" without ``confirm``
+    exits 2 with a one-line message; with it, a one-line warning goes to stderr."""
+    if split == "test" and not confirm:
+        print(
+            f"{SCRIPT}: --split test needs --confirm: a test seed used to choose a setting can no longer "
+            f"confirm it; choose on the default --split validation",
+            file=sys.stderr,
+        )
+        raise SystemExit(2)
+    seeds = seed_range(cfg, split)
+    start = (free_validation_offset(cfg) if split == "validation" else 0) + skip
+    if count < 1 or skip < 0:
+        raise ConfigError(f"{SCRIPT}: --scenarios must be at least 1 and --skip at least 0")
+    if start + count > len(seeds):
+        raise ConfigError(
+            f"{SCRIPT}: {count} {split} seeds from offset {start} end past the {len(seeds)} seeds "
+            f"of seeds.{split}"
+        )
+    chosen = seeds[start : start + count]
+    if split == "test":
+        print(
+            f"{SCRIPT}: warning: test seeds {range_text(chosen)}: a test seed used to choose something "
+            f"can no longer confirm it",
+            file=sys.stderr,
+        )
+    return chosen
+
+
+def parser():
+    """The command line (``main`` parses it)."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scenarios", type=int, default=16)
     ap.add_argument("--calibration", default="results/calibration.json")
     ap.add_argument("--load", type=float, default=0.95)
-    a = ap.parse_args()
+    ap.add_argument("--config", default="config.yaml", help="whose seed ranges and validation uses count")
+    ap.add_argument("--skip", type=int, default=0, help="start this many seeds later in the split")
+    ap.add_argument(
+        "--split",
+        choices=("validation", "test"),
+        default="validation",
+        help="validation (default): seeds no workflow step uses; test: needs --confirm",
+    )
+    ap.add_argument("--confirm", action="store_true", help="with --split test: run on test seeds anyway")
+    return ap
+
+
+def main(argv=None):
+    a = parser().parse_args(argv)
+    try:
+        seeds = pick_seeds(load_config(a.config), a.split, a.scenarios, a.skip, a.confirm)
+    except ConfigError as exc:
+        raise SystemExit(str(exc)) from None
     cfg = validate_config({"scenario": {"calibration": a.calibration}})
-    first = cfg["seeds"]["test"]["start"]
     model = scenario_model(cfg)
+    print(f"{a.split} seeds {range_text(seeds)}")
     print("| setting | " + " | ".join(r if k is None else f"{r} k {k:g}" for r, k in RULES) + " |")
     print("|---" * (len(RULES) + 1) + "|")
     for machines, tasks in FARMS:
-        arrays = [
-            generate(model, first + s, tasks=tasks, load=a.load, machines=machines).arrays
-            for s in range(a.scenarios)
-        ]
+        arrays = [generate(model, s, tasks=tasks, load=a.load, machines=machines).arrays for s in seeds]
         cells = []
         for rule, k in RULES:
             kw = {} if k is None else {"k": k}

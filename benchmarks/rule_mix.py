@@ -1,6 +1,12 @@
 """How the dispatching rules compare on generated scenarios (the config's scenario model).
 
-    python benchmarks/rule_mix.py [--config config.yaml] [--seeds 0-199]
+    python benchmarks/rule_mix.py [--config config.yaml] [--seeds 0-199] [--confirm]
+
+The default seeds 0-199 lie outside the training, validation and test ranges of
+the shipped config (the figures of docs/model.md); a range that reaches into
+seeds.test is refused without ``--confirm`` (:func:`pick_seeds`): the script
+chooses the scenario model's deadlines, and a test seed used to choose a
+setting can no longer confirm it.
 
 Prints each rule's mean total weighted tardiness relative to the best rule,
 how many scenarios each rule wins, and the mean of the per-scenario best rule
@@ -8,24 +14,59 @@ relative to the best single rule (room left for a state-aware policy).
 """
 
 import argparse
+import sys
 
 import numpy as np
 
-from sched.config import load_config
+from sched.config import load_config, seed_range
 from sched.data.scenario import generate, scenario_model
+from sched.errors import SchedError
+from sched.evaluate.seeds import overlap, parse_seed_range, range_text
 from sched.sim import core, rules
 from sched.sim.objective import weighted_tardiness
 
+SCRIPT = "rule_mix.py"
 
-def main():
-    ap = argparse.ArgumentParser()
+
+def pick_seeds(cfg, text, confirm=False):
+    """The seeds of ``--seeds`` (``A-B`` or ``N``). A range that reaches into seeds.test exits 2
+    with a one-line message without ``confirm``; with it, a one-line warning goes to stderr."""
+    seeds = parse_seed_range(text)
+    test = seed_range(cfg, "test")
+    if overlap(seeds, test):
+        if not confirm:
+            print(
+                f"{SCRIPT}: --seeds {range_text(seeds)} reaches into seeds.test ({range_text(test)}) and "
+                f"needs --confirm: a test seed used to choose a setting can no longer confirm it",
+                file=sys.stderr,
+            )
+            raise SystemExit(2)
+        print(
+            f"{SCRIPT}: warning: --seeds {range_text(seeds)} includes test seeds: a test seed used to "
+            f"choose something can no longer confirm it",
+            file=sys.stderr,
+        )
+    return seeds
+
+
+def parser():
+    """The command line (``main`` parses it)."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--config")
-    ap.add_argument("--seeds", default="0-199")
-    a = ap.parse_args()
-    lo, hi = (int(x) for x in a.seeds.split("-"))
+    ap.add_argument("--seeds", default="0-199", help="A-B (inclusive); default outside every split")
+    ap.add_argument("--confirm", action="store_true", help="run even if --seeds includes test seeds")
+    return ap
+
+
+def main(argv=None):
+    a = parser().parse_args(argv)
     cfg = load_config(a.config)
+    try:
+        seeds = pick_seeds(cfg, a.seeds, a.confirm)
+    except SchedError as exc:
+        raise SystemExit(str(exc)) from None
     model = scenario_model(cfg)
-    scs = [generate(model, s) for s in range(lo, hi + 1)]
+    scs = [generate(model, s) for s in seeds]
     arrays = [s.arrays for s in scs]
     twt = {}
     for r in rules.RULES:
