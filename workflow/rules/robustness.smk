@@ -122,6 +122,8 @@ use rule select as robust_select with:
         layout.log("robustness/{setting}/select"),
     benchmark:
         layout.usage("robustness/{setting}/select")
+    wildcard_constraints:
+        setting="|".join(ROBUST) or "^$",
 
 
 use rule benchmark as robust_benchmark with:
@@ -148,3 +150,5 @@ use rule benchmark as robust_benchmark with:
         layout.log("robustness/{setting}/benchmark"),
     benchmark:
         layout.usage("robustness/{setting}/benchmark")
+    wildcard_constraints:   # not a selection table under the setting's folder
+        setting="|".join(ROBUST) or "^$",
