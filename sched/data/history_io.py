@@ -87,7 +87,7 @@ def open_history(path):
         raise HistoryError(f"{path}: not a regular file (a pipe or a device?)")
     gz = str(path).lower().endswith(".gz")
     if st.st_size > MAX_HISTORY_BYTES:
-        raise HistoryError(_too_big(path, st.st_size))
+        raise HistoryError(_too_big(path, f"{st.st_size} bytes"))
     try:
         raw = open(path, "rb")  # noqa: SIM115 (closed by read_history)
     except PermissionError:
@@ -99,9 +99,9 @@ def open_history(path):
     return raw, hashing, binary
 
 
-def _too_big(path, size, what="bytes"):
+def _too_big(path, size):
     return (
-        f"{path}: {what} {size}, more than the {MAX_HISTORY_BYTES} allowed "
+        f"{path}: {size}, more than the {MAX_HISTORY_BYTES} bytes allowed "
         "(sched.limits.MAX_HISTORY_BYTES); split the history into several files"
     )
 
@@ -126,7 +126,7 @@ def history_lines(binary, path):
         block = binary.read(BLOCK)
         total += len(block)
         if total > MAX_HISTORY_BYTES:
-            raise HistoryError(_too_big(path, f"more than {MAX_HISTORY_BYTES}", "decompressed bytes"))
+            raise HistoryError(_too_big(path, "once decompressed"))
         data = tail + block
         if start and (len(data) >= 3 or not block):
             start = False
