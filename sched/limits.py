@@ -44,3 +44,18 @@ MAX_POLICY_BYTES = 64 * 1024**2
 MAX_POLICY_WEIGHT = 1e6
 #: Bytes in a calibration file (``sched calibrate`` writes a few kilobytes).
 MAX_CALIBRATION_BYTES = 64 * 1024**2
+#: Bytes of one line of a queue history (CSV or JSON Lines); a record is a few hundred
+#: bytes. A longer line is refused at its line, before it is held in memory.
+MAX_HISTORY_LINE = 65_536
+#: Bytes of one queue history file, once decompressed for a ``.gz`` (about ten million
+#: records of the example's width); a larger file is refused, naming the file.
+MAX_HISTORY_BYTES = 1024**3
+#: Times a queue history may hold (``submitted_at``, ``due``, ``started_at``,
+#: ``finished_at``), in seconds since 1970-01-01 UTC: from 1970-01-01 to before
+#: 2262-01-01 (the range of the nanosecond timestamps most tools share). A time outside
+#: makes its record malformed.
+HISTORY_FIRST_TIME = 0.0
+HISTORY_END_TIME = 9_214_646_400.0  # 2262-01-01T00:00:00Z
+#: The shortest history span a workload is fitted on: a week, so that each of the 168
+#: hours of the week is observed at least once.
+MIN_HISTORY_SPAN_S = 7 * 86400.0

@@ -177,7 +177,8 @@ def _history(path, rows, header="id,kind,submitted_at,priority,due"):
 
 
 def test_malformed_past_threshold_names_file_and_rows(tmp_path, wcfg, calibrated):
-    rows = [f"t{i},image,{1717372800 + 60 * i},low," for i in range(150)]
+    # one every 70 minutes: the fit needs a week of history (issue 23 point 2)
+    rows = [f"t{i},image,{1717372800 + 4200 * i},low," for i in range(150)]
     rows[9] = "t9,image,yesterday,low,"
     rows[20] = "t20,image,1717372800,vip,"
     rows[30] = "t30,image,1717372800,low"  # a field short
@@ -203,7 +204,12 @@ def test_malformed_past_threshold_names_file_and_rows(tmp_path, wcfg, calibrated
 def test_jsonl_weights_and_no_deadline(tmp_path, wcfg, calibrated):
     lines = [
         json.dumps(
-            {"id": f"t{i}", "kind": "video", "submitted_at": f"2024-06-03T{i % 24:02d}:00:00Z", "weight": 3}
+            {
+                "id": f"t{i}",
+                "kind": "video",
+                "submitted_at": f"2024-06-{3 + i // 12:02d}T{i % 12 * 2:02d}:00:00Z",  # ten days
+                "weight": 3,
+            }
         )
         for i in range(120)
     ]

@@ -120,7 +120,9 @@ def test_replay_command_and_report_section(tmp_path, cfg, calibrated):
 
     c = copy.deepcopy(cfg)
     c["scenario"]["calibration"] = str(calibrated.calibration)
-    fit = calibrate_workload([path], c, calibrated.calibration).data
+    # a fit needs a week of history (issue 23 point 2): 120 tasks over ten days
+    long_path, _ = _history(tmp_path / "long.csv", days=10, per_day=12)
+    fit = calibrate_workload([long_path], c, calibrated.calibration).data
     with_fit = replay_section(cfg, (summary, windows), fit)
     assert with_fit[2].startswith("The history's fit") and "120 tasks over" in with_fit[2]
     assert read_fit(tmp_path / "absent.json") is None

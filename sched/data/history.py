@@ -24,8 +24,8 @@ does it (:class:`sched.data.bench_logs.BenchLog`'s conventions: the first
 file and the first bad lines, after the whole file has been read.
 """
 
-import csv
 import gzip
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,14 +34,23 @@ import pandas as pd
 
 from sched.config import shorten
 from sched.data.bench_logs import SHOWN
-from sched.data.history_io import BAD, HistoryError, csv_chunks, jsonl_chunks, open_history
-from sched.limits import MAX_SECONDS, MAX_WEIGHT
+from sched.data.history_io import (
+    BAD,
+    LONG,
+    MAX_DIGITS,
+    HistoryError,
+    csv_chunks,
+    history_lines,
+    jsonl_chunks,
+    open_history,
+)
+from sched.limits import HISTORY_END_TIME, HISTORY_FIRST_TIME, MAX_SECONDS, MAX_WEIGHT
 
 SUFFIXES = {".csv": "csv", ".jsonl": "jsonl", ".json-lines": "jsonl"}
 CHUNK = 100_000
 FEATURES = ("width", "height", "frames", "steps")
 TIMES = ("submitted_at", "due", "started_at", "finished_at")
-_EPOCH = pd.Timestamp(0, tz="UTC")
+_SECOND = np.timedelta64(1, "s")
 
 
 @dataclass
@@ -112,7 +121,11 @@ def _strip(col):
 
 
 def _shown(value):
-    return "a JSON list, object or boolean" if value == BAD else shorten(value)
+    if value == BAD:
+        return "a JSON list, object or boolean"
+    if value == LONG:
+        return f"a number of more than {MAX_DIGITS} digits"
+    return shorten(value)
 
 
 def _empty(col):
@@ -123,25 +136,37 @@ def parse_times(col):
     """(seconds since 1970-01-01 UTC, NaN where empty; mask of values that are not a time).
 
     ``col``: text. A number is seconds since the epoch; anything else is read as ISO 8601
-    (UTC when it gives no offset).
+    (UTC when it gives no offset). A time before ``HISTORY_FIRST_TIME`` (1970-01-01) or from
+    ``HISTORY_END_TIME`` (2262-01-01) on is not a time of a history (see :func:`time_range`).
     """
     empty = _empty(col)
     num = pd.to_numeric(col, errors="coerce").to_numpy(dtype=np.float64, copy=True)
     need = ~empty & np.isnan(num)
     if need.any():
         stamps = pd.to_datetime(col[need], format="ISO8601", utc=True, errors="coerce")
-        num[need] = ((stamps - _EPOCH).dt.total_seconds()).to_numpy(dtype=np.float64)
+        # seconds in the stamps' own unit: never through nanoseconds (which end in 2262)
+        naive = stamps.dt.tz_localize(None).to_numpy()
+        num[need] = (naive - np.datetime64(0, "s")) / _SECOND
     num[empty] = np.nan
-    bad = ~empty & ~(np.abs(num) <= MAX_SECONDS)  # NaN and out of range alike
+    bad = ~empty & ~((num >= HISTORY_FIRST_TIME) & (num < HISTORY_END_TIME))  # NaN and out of range
     return num, bad
+
+
+def time_range():
+    """The documented range of a history's times, in words."""
+    return "a time from 1970-01-01 to 2261-12-31 UTC"
 
 
 def _numbers(col):
     return pd.to_numeric(col, errors="coerce").to_numpy(dtype=np.float64, copy=True)
 
 
-def _parse(frame, lines, priorities, kinds):
-    """(HistoryChunk of the valid rows, list of (line, reason) of the others)."""
+def _parse(frame, lines, priorities, kinds, window=None):
+    """(HistoryChunk of the valid rows, list of (line, reason) of the others).
+
+    ``window``: None, or (first, last, why): a record submitted before ``first`` or after
+    ``last`` is malformed, for ``why`` (the fit's records far outside the bulk of the span).
+    """
     n = len(frame)
     reason = np.full(n, None, dtype=object)
 
@@ -158,6 +183,8 @@ def _parse(frame, lines, priorities, kinds):
         flag(col.to_numpy(dtype=object) == BAD, f"{name}: not text")
         return col
 
+    for name in frame.columns:  # a JSON integer too long to convert, in any field
+        flag(frame[name].to_numpy(dtype=object) == LONG, f"{name}: {_shown(LONG)}")
     ids = text_ok("id")
     kind = _strip(text_ok("kind"))
     prio = _strip(text_ok("priority"))
@@ -172,7 +199,10 @@ def _parse(frame, lines, priorities, kinds):
         values, bad = parse_times(column(name))
         if name == "submitted_at":
             flag(np.isnan(values) & ~bad, "submitted_at: missing value")
-        flag(bad, lambda i, name=name: f"{name}: {_shown(column(name).iloc[i])} is not a time")
+        flag(
+            bad,
+            lambda i, name=name: f"{name}: {_shown(column(name).iloc[i])} is not {time_range()}",
+        )
         times[name] = values
     w = _numbers(column("weight"))
     w_given = ~_empty(column("weight"))
@@ -189,6 +219,12 @@ def _parse(frame, lines, priorities, kinds):
     )
     weight = np.where(w_given, w, mapped)
     sub, due, st, fin = (times[k] for k in TIMES)
+    if window is not None:
+        first, last, why = window
+        flag(
+            (sub < first) | (sub > last),
+            lambda i: f"submitted_at: {_shown(column('submitted_at').iloc[i])} {why}",
+        )
     flag(due < sub, "due: before submitted_at")
     flag(st < sub, "started_at: before submitted_at")
     flag(fin <= st, "finished_at: not after started_at")
@@ -217,37 +253,36 @@ def _parse(frame, lines, priorities, kinds):
     return chunk, bad
 
 
-def read_history(path, priorities, max_bad_share, kinds=None, stats=None, chunk_size=CHUNK):
+def read_history(path, priorities, max_bad_share, kinds=None, stats=None, chunk_size=CHUNK, window=None):
     """Yield :class:`HistoryChunk` of valid records of one history file, in file order.
 
     ``priorities``: the config's ``scenario.priorities`` (class -> weight);
-    ``kinds``: the kinds a record may have (None: any). ``stats`` (a
-    :class:`HistoryStats`, filled in place) counts the records; once the file
-    is read, an empty file or more than ``max_bad_share`` malformed records
-    raise :class:`HistoryError`.
+    ``kinds``: the kinds a record may have (None: any); ``window``: see :func:`_parse`.
+    ``stats`` (a :class:`HistoryStats`, filled in place) counts the records; once the file
+    is read, an empty file or more than ``max_bad_share`` malformed records raise
+    :class:`HistoryError`. So do, at once, a line or a file over the limits of
+    ``sched.data.history_io`` (naming the line).
     """
     path = Path(path)
     fmt = history_format(path)
     stats = stats if stats is not None else HistoryStats(path, fmt)
-    raw, hashing, text = open_history(path)
+    raw, hashing, binary = open_history(path)
     chunks = csv_chunks if fmt == "csv" else jsonl_chunks
     try:
-        for lines, frame, bad in chunks(text, path, stats, chunk_size):
+        for lines, frame, bad in chunks(history_lines(binary, path), path, stats, chunk_size):
             for line, why in bad:
                 stats.add_bad(line, why)
             if len(frame):
-                chunk, bad = _parse(frame, lines, priorities, kinds)
+                chunk, bad = _parse(frame, lines, priorities, kinds, window)
                 for line, why in bad:
                     stats.add_bad(line, why)
                 stats.valid += len(chunk)
                 if len(chunk):
                     yield chunk
-    except UnicodeDecodeError as exc:
-        raise HistoryError(f"{path}: not UTF-8 text ({exc.reason})") from None
-    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+    except (OSError, EOFError, gzip.BadGzipFile, zlib.error) as exc:
         raise HistoryError(f"{path}: cannot read: {shorten(str(exc), 80)}") from None
-    except csv.Error as exc:
-        raise HistoryError(f"{path}: not a readable CSV file ({exc})") from None
+    except MemoryError:
+        raise HistoryError(f"{path}: out of memory while reading it") from None
     finally:
         raw.close()
     stats.sha256 = hashing.sha.hexdigest()

@@ -1,5 +1,13 @@
-"""The file side of reading a queue history: opening it (gzip, hashing), and cutting CSV or
-JSON Lines text into chunks of text cells. The parsing of the cells is sched/data/history.py's."""
+"""The file side of reading a queue history: opening it (gzip, hashing), cutting it into lines
+within bounds, and cutting CSV or JSON Lines text into chunks of text cells. The parsing of the
+cells is sched/data/history.py's.
+
+Bounds (sched/limits.py, docs/reliability.md): a file holds at most ``MAX_HISTORY_BYTES`` bytes
+(once decompressed, for a ``.gz``) and a line at most ``MAX_HISTORY_LINE`` bytes; past either
+the file is refused, naming it (and the line), before the excess is held in memory. The file is
+read in blocks of ``BLOCK`` bytes, and a block of blank lines only is counted, not split, so a
+file of blank lines is read at the speed of decompression.
+"""
 
 import csv
 import gzip
@@ -14,6 +22,35 @@ import pandas as pd
 
 from sched.config import shorten
 from sched.errors import SchedError
+from sched.limits import MAX_HISTORY_BYTES, MAX_HISTORY_LINE
+
+#: The documented fields of a record (docs/workload.md); a CSV column or JSON key not among
+#: them is ignored.
+FIELDS = (
+    "id",
+    "kind",
+    "submitted_at",
+    "priority",
+    "weight",
+    "due",
+    "started_at",
+    "finished_at",
+    "gpu",
+    "width",
+    "height",
+    "frames",
+    "steps",
+)
+_FIELDS = frozenset(FIELDS)
+BLOCK = 1 << 20
+#: Text in one chunk at most (a chunk also holds at most ``size`` lines): a chunk of long
+#: lines stays within memory.
+CHUNK_BYTES = 32 * 1024**2
+#: Digits of the longest integer a JSON value may have (Python's own limit on converting one).
+MAX_DIGITS = 4300
+BAD = "\0bad"  # a JSON value that is neither text, a number nor null: fails every parse
+LONG = "\0long"  # a JSON integer of more than MAX_DIGITS digits: fails every parse
+UNTERMINATED = "an unterminated quoted field (a quoted field may not span lines)"
 
 
 class HistoryError(SchedError):
@@ -37,7 +74,7 @@ class _Hashing(io.RawIOBase):
 
 
 def open_history(path):
-    """(raw file, hashing reader, text stream) of a history file, or HistoryError naming it."""
+    """(raw file, hashing reader, binary stream, decompressed) of a history file, or HistoryError."""
     try:
         st = os.stat(path)
     except FileNotFoundError:
@@ -48,15 +85,113 @@ def open_history(path):
         raise HistoryError(f"{path}: is a folder, not a file")
     if not stat.S_ISREG(st.st_mode):
         raise HistoryError(f"{path}: not a regular file (a pipe or a device?)")
+    gz = str(path).lower().endswith(".gz")
+    if st.st_size > MAX_HISTORY_BYTES:
+        raise HistoryError(_too_big(path, f"{st.st_size} bytes"))
     try:
         raw = open(path, "rb")  # noqa: SIM115 (closed by read_history)
     except PermissionError:
         raise HistoryError(f"{path}: cannot read (permission denied)") from None
     hashing = _Hashing(raw)
-    binary = io.BufferedReader(hashing, 1 << 20)
-    if str(path).lower().endswith(".gz"):
+    binary = io.BufferedReader(hashing, BLOCK)
+    if gz:
         binary = gzip.GzipFile(fileobj=binary)
-    return raw, hashing, io.TextIOWrapper(binary, encoding="utf-8-sig", newline="")
+    return raw, hashing, binary
+
+
+def _too_big(path, size):
+    return (
+        f"{path}: {size}, more than the {MAX_HISTORY_BYTES} bytes allowed "
+        "(sched.limits.MAX_HISTORY_BYTES); split the history into several files"
+    )
+
+
+def _too_long(path, line):
+    return (
+        f"{path}: line {line}: longer than {MAX_HISTORY_LINE} bytes (sched.limits.MAX_HISTORY_LINE); "
+        "a record is one line of a few hundred bytes"
+    )
+
+
+def history_lines(binary, path):
+    """Yield (number of the first line, lines without their line ends) of a binary stream.
+
+    Lines end with LF, CRLF or CR (as Python's universal newlines); a UTF-8 byte-order mark
+    is dropped. Blocks of blank lines are skipped (the numbers count them). HistoryError
+    past ``MAX_HISTORY_BYTES`` bytes in all, a line longer than ``MAX_HISTORY_LINE`` bytes,
+    or text that is not UTF-8, naming the line.
+    """
+    number, tail, total, start = 1, b"", 0, True
+    while True:
+        block = binary.read(BLOCK)
+        total += len(block)
+        if total > MAX_HISTORY_BYTES:
+            raise HistoryError(_too_big(path, "once decompressed"))
+        data = tail + block
+        if start and (len(data) >= 3 or not block):
+            start = False
+            if data.startswith(b"\xef\xbb\xbf"):
+                data = data[3:]
+        if not block:  # end of file: the last line may have no line end
+            if data:
+                yield from _split(data + b"\n", number, path)
+            return
+        cut = data.rfind(b"\n")
+        bare = data.rfind(b"\r", cut + 1, len(data) - 1)  # a CR line end after the last LF
+        cut = max(cut, bare)
+        if cut < 0:
+            tail = data
+        else:
+            done, tail = data[: cut + 1], data[cut + 1 :]
+            yield from _split(done, number, path)
+            number += _count_lines(done)
+        if len(tail) > MAX_HISTORY_LINE:
+            raise HistoryError(_too_long(path, number))
+
+
+def _count_lines(done):
+    if b"\r" in done:
+        done = done.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+    return done.count(b"\n")
+
+
+def _split(done, number, path):
+    """The lines of ``done`` (bytes ending with a line end) as text; nothing for blank lines only."""
+    if b"\r" in done:
+        done = done.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+    if not done.strip():
+        return
+    ends = np.flatnonzero(np.frombuffer(done, dtype=np.uint8) == 10)
+    lengths = np.diff(ends, prepend=-1) - 1
+    if lengths.max() > MAX_HISTORY_LINE:
+        raise HistoryError(_too_long(path, number + int(np.argmax(lengths > MAX_HISTORY_LINE))))
+    try:
+        text = done.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = number + done.count(b"\n", 0, exc.start)
+        raise HistoryError(f"{path}: line {line}: not UTF-8 text ({exc.reason})") from None
+    lines = text.split("\n")
+    lines.pop()  # after the last line end
+    yield number, lines
+
+
+def _chunks(segments, size):
+    """(line numbers, lines) of at most ``size`` lines and about ``CHUNK_BYTES`` bytes each."""
+    nums, lines, n, nbytes = [], [], 0, 0
+    for first, seg in segments:
+        i = 0
+        while i < len(seg):
+            take = min(size - n, len(seg) - i)
+            part = seg[i : i + take]
+            lines.extend(part)
+            nums.append(np.arange(first + i, first + i + take, dtype=np.int64))
+            n, i = n + take, i + take
+            nbytes += sum(map(len, part))
+            if n >= size or nbytes >= CHUNK_BYTES:
+                yield np.concatenate(nums), lines
+                nums, lines, n, nbytes = [], [], 0, 0
+    if n:
+        yield np.concatenate(nums), lines
 
 
 def _check_columns(header, path):
@@ -67,52 +202,49 @@ def _check_columns(header, path):
         raise HistoryError(f"{path}: no column 'priority' or 'weight' (one of them is required)")
 
 
-def csv_chunks(text, path, stats, size):
+def _row(s):
+    """The fields of one CSV line, or None when a quoted field is left open at its end."""
+    row = next(csv.reader((s + "\n",), skipinitialspace=True))
+    if row and row[-1].endswith("\n"):
+        return None
+    return row
+
+
+def csv_chunks(segments, path, stats, size):
     """(lines, frame of str, list of (line, reason)) per chunk of a CSV file.
 
-    A chunk without a double quote is split line by line (one record a line),
-    and its rows with the header's field count are parsed by pandas' C
-    reader, several times faster than the csv module; a chunk holding quotes
-    goes through the csv module (a quoted field spanning two chunks then
-    makes its record malformed: counted and reported, never silently wrong).
+    A record is one line: a quoted field may not span lines in a history. A line that leaves
+    a quoted field open is malformed, and so is every line up to the one that would have
+    closed it (the lines a CSV reader would have read into that field), each counted. A
+    chunk without a double quote is split line by line and parsed by pandas' C reader,
+    several times faster than the csv module; one holding quotes goes line by line through
+    the csv module. Only the documented columns (``FIELDS``) are kept.
     """
-    first = text.readline()
-    if not first.strip():
+    segments = iter(segments)
+    first = next(segments, None)
+    if first is None or first[0] != 1 or not first[1][0].strip():
         return
-    header = [h.strip() for h in next(csv.reader([first]))]
+    number, lines = first
+    header = [h.strip() for h in next(csv.reader([lines[0]]))]
     from sched.files import check_header
 
     check_header(header, path, 1, HistoryError)
     _check_columns(header, path)
     width = len(header)
-    number = 1
-    while True:
-        raw = []
-        for _ in range(size):
-            s = text.readline()
-            if not s:
-                break
-            raw.append(s)
-        if not raw:
-            return
-        lines, good, bad = [], [], []
-        if any('"' in s for s in raw):
-            reader = csv.reader(raw, skipinitialspace=True)
-            end = number
-            for row in reader:
-                line = end + 1
-                end = number + reader.line_num
-                if not row or (len(row) == 1 and not row[0].strip()):
-                    continue
-                stats.total += 1
-                if len(row) != width:
-                    bad.append((line, f"{len(row)} fields, the header has {width}"))
-                else:
-                    good.append(row)
-                    lines.append(line)
-            frame = pd.DataFrame(good, columns=header, dtype=object)
-        else:
-            for i, s in enumerate(raw, start=number + 1):
+    keep = [i for i, h in enumerate(header) if h in _FIELDS]
+    names = [header[i] for i in keep]
+
+    def rest():
+        if len(lines) > 1:
+            yield number + 1, lines[1:]
+        yield from segments
+
+    inside = None  # the line whose quoted field is still open
+    for nums, chunk in _chunks(rest(), size):
+        good_lines, bad = [], []
+        if inside is None and not any('"' in s for s in chunk):
+            good = []
+            for i, s in zip(nums.tolist(), chunk):
                 if not s.strip():
                     continue
                 stats.total += 1
@@ -121,29 +253,53 @@ def csv_chunks(text, path, stats, size):
                     bad.append((i, f"{k} fields, the header has {width}"))
                 else:
                     good.append(s)
-                    lines.append(i)
-            frame = (
-                pd.read_csv(
-                    io.StringIO("".join(good)),
+                    good_lines.append(i)
+            if good:
+                frame = pd.read_csv(
+                    io.StringIO("\n".join(good) + "\n"),
                     header=None,
-                    names=header,
+                    names=list(range(width)),
+                    usecols=keep,
                     dtype=str,
                     na_filter=False,
                     skipinitialspace=True,
                     index_col=False,
                 )
-                if good
-                else pd.DataFrame(columns=header, dtype=object)
-            )
+                frame.columns = names
+            else:
+                frame = pd.DataFrame(columns=names, dtype=object)
             if len(frame) != len(good):  # pandas and the line split disagree: refuse, never guess
-                raise HistoryError(
-                    f"{path}: lines {number + 1}-{number + len(raw)}: not a readable CSV chunk"
-                )
-        number += len(raw)
-        yield np.array(lines, dtype=np.int64), frame, bad
+                raise HistoryError(f"{path}: lines {nums[0]}-{nums[-1]}: not a readable CSV chunk")
+        else:
+            rows = []
+            for i, s in zip(nums.tolist(), chunk):
+                if not s.strip():
+                    continue
+                stats.total += 1
+                try:
+                    if inside is not None:
+                        bad.append((i, f"inside the unterminated quoted field of line {inside}"))
+                        if '"' in s and _row('"' + s) is not None:
+                            inside = None
+                        continue
+                    row = _row(s)
+                except csv.Error as exc:
+                    bad.append((i, f"not readable CSV ({exc})"))
+                    continue
+                if row is None:
+                    bad.append((i, UNTERMINATED))
+                    inside = i
+                elif len(row) != width:
+                    bad.append((i, f"{len(row)} fields, the header has {width}"))
+                else:
+                    rows.append([row[j] for j in keep])
+                    good_lines.append(i)
+            frame = pd.DataFrame(rows, columns=names, dtype=object)
+        yield np.array(good_lines, dtype=np.int64), frame, bad
 
 
-BAD = "\0bad"  # a JSON value that is neither text, a number nor null: fails every parse
+def _int(text):
+    return int(text) if len(text) <= MAX_DIGITS else LONG
 
 
 def _text_cell(v):
@@ -156,41 +312,46 @@ def _text_cell(v):
     return BAD
 
 
-def jsonl_chunks(text, path, stats, size):
-    rows, lines, bad = [], [], []
+def _frame(rows):
+    f = pd.DataFrame(rows, dtype=object)
+    for c in f.columns:  # every cell as text, as a CSV would hold it ("" for absent)
+        col = f[c]
+        missing = col.isna().to_numpy()
+        kind = pd.api.types.infer_dtype(col, skipna=True)
+        if kind == "string":
+            f[c] = col.where(~missing, "")
+        elif kind in ("integer", "floating", "mixed-integer-float"):
+            f[c] = col.astype(str).where(~missing, "")
+        else:  # mixed types: cell by cell (a list, an object or a boolean fails every parse)
+            f[c] = [_text_cell(v) if v == v else "" for v in col.to_numpy()]
+    return f
 
-    def frame():
-        f = pd.DataFrame(rows, dtype=object)
-        for c in f.columns:  # every cell as text, as a CSV would hold it ("" for absent)
-            col = f[c]
-            missing = col.isna().to_numpy()
-            kind = pd.api.types.infer_dtype(col, skipna=True)
-            if kind == "string":
-                f[c] = col.where(~missing, "")
-            elif kind in ("integer", "floating", "mixed-integer-float"):
-                f[c] = col.astype(str).where(~missing, "")
-            else:  # mixed types: cell by cell (a list, an object or a boolean fails every parse)
-                f[c] = [_text_cell(v) if v == v else "" for v in col.to_numpy()]
-        return f
 
-    for line, s in enumerate(text, start=1):
-        if not s.strip():
-            continue
-        stats.total += 1
-        try:
-            obj = json.loads(s)
-        except json.JSONDecodeError as exc:
-            bad.append((line, f"not valid JSON ({exc.msg})"))
-        except RecursionError:
-            bad.append((line, "nested too deeply"))
-        else:
-            if isinstance(obj, dict):
-                rows.append(obj)
-                lines.append(line)
+def jsonl_chunks(segments, path, stats, size):
+    """(lines, frame of str, list of (line, reason)) per chunk of a JSON Lines file.
+
+    Only the documented keys (``FIELDS``) of each object are kept: stray keys never become
+    columns. An integer of more than ``MAX_DIGITS`` digits fails every parse of its field.
+    """
+    decoder = json.JSONDecoder(parse_int=_int)
+    for nums, chunk in _chunks(segments, size):
+        rows, lines, bad = [], [], []
+        for line, s in zip(nums.tolist(), chunk):
+            if not s.strip():
+                continue
+            stats.total += 1
+            try:
+                obj = decoder.decode(s)
+            except json.JSONDecodeError as exc:
+                bad.append((line, f"not valid JSON ({exc.msg})"))
+            except RecursionError:
+                bad.append((line, "nested too deeply"))
+            except ValueError as exc:  # a number Python refuses to convert, say
+                bad.append((line, f"not valid JSON ({shorten(str(exc), 60)})"))
             else:
-                bad.append((line, f"not a JSON object (a {type(obj).__name__})"))
-        if len(rows) + len(bad) >= size:
-            yield np.array(lines, dtype=np.int64), frame(), bad
-            rows, lines, bad = [], [], []
-    if rows or bad:
-        yield np.array(lines, dtype=np.int64), frame(), bad
+                if isinstance(obj, dict):
+                    rows.append({k: v for k, v in obj.items() if k in _FIELDS})
+                    lines.append(line)
+                else:
+                    bad.append((line, f"not a JSON object (a {type(obj).__name__})"))
+        yield np.array(lines, dtype=np.int64), _frame(rows), bad

@@ -40,6 +40,7 @@ import pandas as pd
 from sched.data.calibration import load_calibration, model_log_prediction
 from sched.data.history import HistoryError, HistoryStats, read_history
 from sched.data.workload import FORMAT, HOURS_PER_WEEK, check_workload, hour_of_week
+from sched.limits import MIN_HISTORY_SPAN_S
 
 RESERVOIR = 50_000
 ALLOWANCE_BINS = 50
@@ -47,6 +48,8 @@ MIN_PER_BIN = 250
 QUANTILES = 101
 MIX_P = 0.001
 MIX_PRIOR = 20.0
+#: Share of the records trimmed at each end of the span to find its bulk (at least one record).
+BULK_TRIM = 0.001
 
 
 def estimates(calibration, kind, features):
@@ -138,6 +141,7 @@ class WorkloadAccumulator:
     measured_est_sum: float = 0.0
     keys: np.ndarray = field(default_factory=lambda: np.empty(0))
     pairs: np.ndarray = field(default_factory=lambda: np.empty((0, 2)))
+    times: list = field(default_factory=list)  # the submission times, for the bulk of the span
 
     def __post_init__(self):
         self.rng = np.random.default_rng(self.seed)
@@ -146,6 +150,7 @@ class WorkloadAccumulator:
         n = len(chunk)
         sub = chunk.submitted
         self.n += n
+        self.times.append(sub.copy())
         self.t0, self.t1 = min(self.t0, sub.min()), max(self.t1, sub.max())
         self.counts += np.bincount(hour_of_week(sub), minlength=HOURS_PER_WEEK)
         hod = hour_of_week(sub) % 24
@@ -205,6 +210,8 @@ class WorkloadAccumulator:
                 "observed_counts": self.counts.astype(int).tolist(),
                 "exposure_hours": exposure.tolist(),
                 "smoothing_weight": w,
+                "hours_with_tasks": int(np.count_nonzero(self.counts)),
+                "hours_with_tasks_share": float(np.count_nonzero(self.counts) / HOURS_PER_WEEK),
                 "mean_rate_per_hour": mean_rate,
                 "hours": "168 hours of the week, Monday 00:00-01:00 UTC first",
             },
@@ -295,36 +302,88 @@ class WorkloadResult:
     stats: list
 
 
+def bulk_window(times):
+    """(first, last, why) of the records kept by the fit, or None when every record is kept.
+
+    The bulk of the span runs from the (k+1)-th earliest to the (k+1)-th latest submission,
+    k = ``BULK_TRIM`` of the records (at least one); a record more than the bulk's own span
+    before or after it (a typo dated 2099, say) is malformed: it would stretch the span and
+    dilute every hourly rate.
+    """
+    n = len(times)
+    if n < 4:
+        return None
+    k = max(1, int(np.ceil(BULK_TRIM * n)))
+    part = np.partition(times, [k, n - 1 - k])
+    lo, hi = float(part[k]), float(part[n - 1 - k])
+    first, last = lo - (hi - lo), hi + (hi - lo)
+    if times.min() >= first and times.max() <= last:
+        return None
+    why = (
+        f"is far outside the bulk of the history's span ({_iso(lo)} to {_iso(hi)}): more than "
+        "the bulk's own span beyond it"
+    )
+    return first, last, why
+
+
+def _duration(seconds):
+    if seconds < 3600:
+        return f"{seconds:.0f} s"
+    if seconds < 86400:
+        return f"{seconds / 3600:.1f} hours"
+    return f"{seconds / 86400:.1f} days"
+
+
 def calibrate_workload(paths, cfg, calibration_path, seed=0, chunk_size=None):
-    """Stream the history files and fit the workload; returns a :class:`WorkloadResult`."""
+    """Stream the history files and fit the workload; returns a :class:`WorkloadResult`.
+
+    Records far outside the bulk of the span (:func:`bulk_window`) are malformed: when there
+    are any, the files are read a second time without them (their lines then reported and
+    counted toward ``workload.max_bad_share``). A span shorter than a week
+    (``MIN_HISTORY_SPAN_S``) is refused.
+    """
     from sched.data.history import CHUNK, history_format
 
     if not paths:
         raise HistoryError("no history file given (config workload.history is empty)")
     calibration = load_calibration(calibration_path)
     opts = cfg["workload"]
-    acc = WorkloadAccumulator(calibration, seed)
-    stats = []
-    for p in paths:
-        st = HistoryStats(Path(p), history_format(p))
-        for chunk in read_history(
-            p,
-            cfg["scenario"]["priorities"],
-            opts["max_bad_share"],
-            kinds=set(calibration["kinds"]),
-            stats=st,
-            chunk_size=chunk_size or CHUNK,
-        ):
-            acc.add(chunk)
-        stats.append(st)
-    if acc.n and acc.t1 <= acc.t0:
-        raise HistoryError(
-            f"{', '.join(map(str, paths))}: every task submitted at the same time: no arrival rate"
-        )
+
+    def read(window):
+        acc = WorkloadAccumulator(calibration, seed)
+        stats = []
+        for p in paths:
+            st = HistoryStats(Path(p), history_format(p))
+            for chunk in read_history(
+                p,
+                cfg["scenario"]["priorities"],
+                opts["max_bad_share"],
+                kinds=set(calibration["kinds"]),
+                stats=st,
+                chunk_size=chunk_size or CHUNK,
+                window=window,
+            ):
+                acc.add(chunk)
+            stats.append(st)
+        return acc, stats
+
+    acc, stats = read(None)
+    window = bulk_window(np.concatenate(acc.times)) if acc.times else None
+    acc.times = []
+    if window is not None:
+        acc, stats = read(window)
+        acc.times = []
+    names = ", ".join(map(str, paths))
     if acc.n < opts["min_tasks"]:
         raise HistoryError(
-            f"{', '.join(map(str, paths))}: {acc.n} valid tasks, fewer than workload.min_tasks "
-            f"({opts['min_tasks']})"
+            f"{names}: {acc.n} valid tasks, fewer than workload.min_tasks ({opts['min_tasks']})"
+        )
+    span = acc.t1 - acc.t0
+    if span < MIN_HISTORY_SPAN_S:
+        raise HistoryError(
+            f"{names}: the history spans {_duration(span)} ({_iso(acc.t0)} to {_iso(acc.t1)}), less than "
+            "a week (sched.limits.MIN_HISTORY_SPAN_S): every hour of the week must be observed to fit "
+            "its rate"
         )
     data, arrays = acc.fit(cfg["scenario"]["machines"], cfg["scenario"]["priorities"])
     data["sources"] = [

@@ -104,7 +104,8 @@ def summary_lines(result):
         f"{d['tasks']} tasks from {d['span']['start']} to {d['span']['end']} "
         f"({d['span']['weeks']:.2f} weeks); mean rate {a['mean_rate_per_hour']:.2f} tasks/h, "
         f"fitted hourly rates {rate.min():.2f} to {rate.max():.2f} "
-        f"(smoothing w {a['smoothing_weight']:.3f})",
+        f"(smoothing w {a['smoothing_weight']:.3f}); tasks at {a['hours_with_tasks']} of the 168 hours "
+        f"of the week ({a['hours_with_tasks_share']:.0%})",
         "priorities: "
         + ", ".join(f"{c['name']} (w {c['weight']:g}) {c['share']:.1%}" for c in p["classes"])
         + (
