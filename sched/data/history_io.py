@@ -239,10 +239,9 @@ def csv_chunks(segments, path, stats, size):
             yield number + 1, lines[1:]
         yield from segments
 
-    inside = None  # the line whose quoted field is still open
     for nums, chunk in _chunks(rest(), size):
         good_lines, bad = [], []
-        if inside is None and not any('"' in s for s in chunk):
+        if not any('"' in s for s in chunk):
             good = []
             for i, s in zip(nums.tolist(), chunk):
                 if not s.strip():
@@ -277,18 +276,12 @@ def csv_chunks(segments, path, stats, size):
                     continue
                 stats.total += 1
                 try:
-                    if inside is not None:
-                        bad.append((i, f"inside the unterminated quoted field of line {inside}"))
-                        if '"' in s and _row('"' + s) is not None:
-                            inside = None
-                        continue
                     row = _row(s)
                 except csv.Error as exc:
                     bad.append((i, f"not readable CSV ({exc})"))
                     continue
-                if row is None:
+                if row is None:  # malformed at its line; the next line is a record of its own
                     bad.append((i, UNTERMINATED))
-                    inside = i
                 elif len(row) != width:
                     bad.append((i, f"{len(row)} fields, the header has {width}"))
                 else:
