@@ -34,6 +34,7 @@ than a queue of 30 beyond that pass.
 """
 
 import math
+import threading
 from typing import NamedTuple
 
 import numba as nb
@@ -106,12 +107,20 @@ def of_network(net, atc_k, p_ref, load):
     return net_of(net.state_dict(), net.top_k, atc_k, p_ref, load)
 
 
+_NET_LOCK = threading.Lock()
+
+
 def of_policy(policy):
-    """The :class:`Net` of a loaded policy (``sched.learn.policy_file.load``), built once."""
+    """The :class:`Net` of a loaded policy (``sched.learn.policy_file.load``), built once (under
+    a lock, checked again inside it: threads calling rank() at once share one Net, which no
+    one writes: the compiled decision writes only its ``workspace``)."""
     n = getattr(policy, "_kernel_net", None)
     if n is None:
-        m = policy.meta
-        n = policy._kernel_net = of_network(policy.net, m["atc_k"], m["p_ref"], m["load"])
+        with _NET_LOCK:
+            n = getattr(policy, "_kernel_net", None)
+            if n is None:
+                m = policy.meta
+                n = policy._kernel_net = of_network(policy.net, m["atc_k"], m["p_ref"], m["load"])
     return n
 
 

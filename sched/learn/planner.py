@@ -12,6 +12,7 @@ speed: how many samples fit; without it, on nothing but the inputs and the seed)
 """
 
 import math
+import threading
 import time
 from collections import namedtuple
 
@@ -80,19 +81,28 @@ def learned_base(policy, name="ppo"):
 
 
 _pools = {}
+_pools_lock = threading.Lock()
 
 
 def futures(cfg, horizon, count):
-    """The pool of sampled futures (``sched.learn.teacher.future_pool``), cached per config."""
+    """The pool of sampled futures (``sched.learn.teacher.future_pool``), cached per config:
+    filled under a lock (checked again inside it); the pool's arrays are only read (the
+    compiled rollouts copy from them into each call's own scratch state)."""
     from sched.config import config_hash
     from sched.learn.teacher import future_pool
 
     key = (config_hash(cfg, ["scenario", "seeds"]), horizon, count)
-    if key not in _pools:
-        if len(_pools) > 4:
-            _pools.clear()
-        _pools[key] = L.Futures(*future_pool(cfg, [], horizon, count))
-    return _pools[key]
+    hit = _pools.get(key)
+    if hit is not None:
+        return hit
+    with _pools_lock:
+        hit = _pools.get(key)
+        if hit is None:
+            hit = L.Futures(*future_pool(cfg, [], horizon, count))
+            if len(_pools) > 4:
+                _pools.clear()
+            _pools[key] = hit
+    return hit
 
 
 class Planner:

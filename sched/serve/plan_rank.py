@@ -7,12 +7,17 @@ again at the next decision). ``budget_ms`` (or config ``plan.budget_ms``)
 makes the call anytime: samples are added until it is spent.
 """
 
+import threading
+
 import numpy as np
 
 from sched.serve.tasks import RankInputError
 from sched.sim import rules
 
+#: Planners per (config, base, rollout). A Planner holds no state of a call (its base, settings,
+#: estimate noise and pool of futures are only read), so threads share one.
 _planners = {}
+_planners_lock = threading.Lock()
 
 
 def plan_order(q, cfg, resolve, budget_ms):
@@ -20,7 +25,7 @@ def plan_order(q, cfg, resolve, budget_ms):
     (``resolve``: rank's policy name -> Plan). Bad settings or a bad base raise
     RankInputError naming them."""
     from sched.errors import SchedError
-    from sched.learn.planner import Planner, check_budget, learned_base, rule_base
+    from sched.learn.planner import check_budget
 
     if np.any(np.asarray(q.speed) != 1.0):
         from sched.data.machines import describe
@@ -51,17 +56,13 @@ def plan_order(q, cfg, resolve, budget_ms):
         if planner is None:
             if base.name == "plan":
                 raise RankInputError("plan.base: plan cannot be its own base policy")
-            if base.rule is not None:
-                b = rule_base(rules.RULES[base.rule], base.k)
-            else:
-                from sched.learn.policy_file import load_cached
-
-                b = learned_base(load_cached(base.policy_file), base.name)
-            rollout = None if roll == "base" else rule_base(rules.RULES[roll.rule], roll.k)
-            planner = Planner(cfg, b, cfg["plan"], rollout)
-            if len(_planners) > 8:
-                _planners.clear()
-            _planners[key] = planner
+            with _planners_lock:  # built by one thread; the others find it (checked again here)
+                planner = _planners.get(key)
+                if planner is None:
+                    planner = _planner(cfg, base, roll)
+                    if len(_planners) > 8:
+                        _planners.clear()
+                    _planners[key] = planner
         start, end, mach = planner.order(q.arrival, q.estimate, q.weight, q.due, q.machine_free, budget_ms)
     except RankInputError:
         raise
@@ -71,3 +72,17 @@ def plan_order(q, cfg, resolve, budget_ms):
     mach = np.asarray(mach, np.int64)
     order = np.lexsort((np.arange(q.n), mach, start))  # as rank's learned path: the decision order
     return order, start, end, mach
+
+
+def _planner(cfg, base, roll):
+    """A new Planner on the resolved ``base`` and ``roll`` (a Plan, or "base")."""
+    from sched.learn.planner import Planner, learned_base, rule_base
+
+    if base.rule is not None:
+        b = rule_base(rules.RULES[base.rule], base.k)
+    else:
+        from sched.learn.policy_file import load_cached
+
+        b = learned_base(load_cached(base.policy_file), base.name)
+    rollout = None if roll == "base" else rule_base(rules.RULES[roll.rule], roll.k)
+    return Planner(cfg, b, cfg["plan"], rollout)

@@ -22,6 +22,7 @@ the ``PolicyFileError`` of :mod:`sched.learn.policy_file` is its
 
 import json
 import os
+import threading
 from collections import namedtuple
 
 import numpy as np
@@ -117,6 +118,7 @@ def rank(
 # --------------------------------------------------------------------------- settings
 
 _settings_cache = {}
+_settings_lock = threading.Lock()
 
 
 def _settings(config):
@@ -163,9 +165,10 @@ def _settings(config):
         config=cfg,
         root=cfg["root"],
     )
-    if len(_settings_cache) > 32:
-        _settings_cache.clear()
-    _settings_cache[key] = st
+    with _settings_lock:  # a Settings is never changed once built: threads may share it
+        if len(_settings_cache) > 32:
+            _settings_cache.clear()
+        _settings_cache[key] = st
     return st
 
 
