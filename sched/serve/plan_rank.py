@@ -4,7 +4,10 @@ The first task to start is the planner's decision (``sched.learn.planner``:
 lookahead on sampled futures from the config's scenario model); the rest of
 the order follows the base policy, config ``plan.base`` (``rank()`` is called
 again at the next decision). ``budget_ms`` (or config ``plan.budget_ms``)
-makes the call anytime: samples are added until it is spent.
+makes the call anytime: counted from the start of the ``rank()`` call, samples
+are added while it lasts, the tail's (the base policy's rollout of the rest)
+estimated time kept; once it is spent the first start is the base policy's
+own too. The explain table's ``why`` says which (:func:`note`).
 """
 
 import threading
@@ -20,10 +23,11 @@ _planners = {}
 _planners_lock = threading.Lock()
 
 
-def plan_order(q, cfg, resolve, budget_ms):
-    """(order, start, end, machine) of queue ``q`` under the planner on config ``plan.base``
-    (``resolve``: rank's policy name -> Plan). Bad settings or a bad base raise
-    RankInputError naming them."""
+def plan_order(q, cfg, resolve, budget_ms, started=None):
+    """(order, start, end, machine, note) of queue ``q`` under the planner on config
+    ``plan.base`` (``resolve``: rank's policy name -> Plan; ``started``: the call's start, a
+    ``time.perf_counter()``; ``note``: which starts were planned, :func:`note`). Bad settings
+    or a bad base raise RankInputError naming them."""
     from sched.errors import SchedError
     from sched.learn.planner import check_budget
 
@@ -63,7 +67,10 @@ def plan_order(q, cfg, resolve, budget_ms):
                     if len(_planners) > 8:
                         _planners.clear()
                     _planners[key] = planner
-        start, end, mach = planner.order(q.arrival, q.estimate, q.weight, q.due, q.machine_free, budget_ms)
+        stats = {}
+        start, end, mach = planner.order(
+            q.arrival, q.estimate, q.weight, q.due, q.machine_free, budget_ms, started, stats
+        )
     except RankInputError:
         raise
     except SchedError as exc:  # PlanError, PolicyFileError, ConfigError: one line naming the field
@@ -71,7 +78,23 @@ def plan_order(q, cfg, resolve, budget_ms):
     start, end = np.asarray(start, np.float64), np.asarray(end, np.float64)
     mach = np.asarray(mach, np.int64)
     order = np.lexsort((np.arange(q.n), mach, start))  # as rank's learned path: the decision order
-    return order, start, end, mach
+    return order, start, end, mach, note(stats)
+
+
+def note(stats):
+    """Which starts the planner planned (``stats``: :meth:`Planner.order`'s), for ``why``."""
+    s, of = stats["samples"], stats["of"]
+    if stats["planned"]:
+        cut = " (the budget cut the samples short)" if stats["budget"] else ""
+        return f"planned: the first start, on {s} of {of} samples{cut}; the rest by the base policy"
+    if stats["budget"]:
+        return (
+            f"planned: no start, the budget was spent after {s} of {of} samples (two needed); "
+            f"every start by the base policy"
+        )
+    if s == 0:
+        return "planned: no start, fewer than two candidates to compare; every start by the base policy"
+    return "planned: no start, one sample per decision (no paired test); every start by the base policy"
 
 
 def _planner(cfg, base, roll):

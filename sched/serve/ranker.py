@@ -23,6 +23,7 @@ the ``PolicyFileError`` of :mod:`sched.learn.policy_file` is its
 import json
 import os
 import threading
+import time
 from collections import namedtuple
 
 import numpy as np
@@ -81,6 +82,7 @@ def rank(
     input (tasks, arguments, config, policy or winner file) raises
     :class:`RankInputError`, and nothing else.
     """
+    started = time.perf_counter()  # policy plan's budget bounds the whole call
     st = _settings(config)
     q = read_queue(task_records(tasks), now, machines, st)
     if budget_ms is not None:  # the arguments first: a bad one is the call's one error
@@ -98,9 +100,10 @@ def rank(
     elif plan.name == "plan":
         from sched.serve.plan_rank import plan_order
 
-        order, start, end, mach = plan_order(
-            q, st.config, lambda b: _plan(b, None, st, _farm_of(q)), budget_ms
+        order, start, end, mach, note = plan_order(
+            q, st.config, lambda b: _plan(b, None, st, _farm_of(q)), budget_ms, started
         )
+        plan = plan._replace(why=f"{plan.why}; {note}")
     elif plan.rule is not None:
         from sched.sim.one_queue import rollout_order
 
