@@ -111,17 +111,13 @@ _NET_LOCK = threading.Lock()
 
 
 def of_policy(policy):
-    """The :class:`Net` of a loaded policy (``sched.learn.policy_file.load``), built once (under
-    a lock, checked again inside it: threads calling rank() at once share one Net, which no
-    one writes: the compiled decision writes only its ``workspace``)."""
-    n = getattr(policy, "_kernel_net", None)
-    if n is None:
-        with _NET_LOCK:
-            n = getattr(policy, "_kernel_net", None)
-            if n is None:
-                m = policy.meta
-                n = policy._kernel_net = of_network(policy.net, m["atc_k"], m["p_ref"], m["load"])
-    return n
+    """The :class:`Net` of a loaded policy (``sched.learn.policy_file.load``), built once under a
+    lock; threads share it (read only: the compiled decision writes only its ``workspace``)."""
+    with _NET_LOCK:
+        if getattr(policy, "_kernel_net", None) is None:
+            m = policy.meta
+            policy._kernel_net = of_network(policy.net, m["atc_k"], m["p_ref"], m["load"])
+        return policy._kernel_net
 
 
 def workspace(max_queue, net):
