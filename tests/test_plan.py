@@ -243,3 +243,84 @@ def test_sched_rank_refuses_a_bad_budget_in_one_line(tmp_path):
     r = run_cli("rank", tmp_path / "q.json", "--policy", "plan", "--budget-ms", "0", cwd=tmp_path)
     assert r.returncode == 2 and r.stderr.strip().count("\n") == 0, r.stderr
     assert "budget_ms: expected a number of milliseconds > 0, got 0" in r.stderr
+
+
+def test_the_budget_bounds_the_whole_call_and_explain_says_what_was_planned(pcfg):
+    """Issue 23, item 8: on a long queue, a budget of 5 ms costs about what the base policy's
+    own rollout costs (the tail), not samples over the whole queue; the explain table says
+    which starts were planned. Without a budget: every sample, deterministic."""
+    import time
+
+    from sched.serve.ranker import rank
+
+    c = copy.deepcopy(pcfg)
+    c["plan"].update(base="atc", rollout="base", candidates=4, samples=64, horizon=50)
+    rng = np.random.default_rng(8)
+    n = 6000
+    est, w, due = rng.lognormal(3.5, 1.0, n), rng.choice([1.0, 2.0, 4.0, 8.0], n), rng.uniform(0, 86400, n)
+    big = [dict(id=i, estimate_s=float(est[i]), weight=float(w[i]), due=float(due[i])) for i in range(n)]
+
+    def best_of(repeats, **kw):
+        times = []
+        for _ in range(repeats):
+            t = time.perf_counter()
+            out = rank(big, now=0.0, config=c, explain=True, **kw)
+            times.append(time.perf_counter() - t)
+        return min(times), out
+
+    base_s, base = best_of(2, policy="atc")
+    plan_s, planned = best_of(2, policy="plan", budget_ms=5)
+    # before: two samples of four rollouts over 6,000 tasks each (8 tails) before the first check
+    assert plan_s < 2 * base_s + 0.1, (plan_s, base_s)
+    assert planned.why.iloc[0].endswith(
+        "planned: no start, the budget was spent after 0 of 64 samples (two needed); "
+        "every start by the base policy"
+    )
+    assert planned.id.tolist() == base.id.tolist()  # the base policy's order, every start
+    small = _tasks(12)
+    full = rank(small, policy="plan", config=c, explain=True)
+    assert full.why.iloc[0].endswith(
+        "planned: the first start, on 64 of 64 samples; the rest by the base policy"
+    )
+    cut = rank(small, policy="plan", config=c, explain=True, budget_ms=0.01).why.iloc[0]
+    assert "planned: no start, the budget was spent after" in cut or "the budget cut the samples short" in cut
+    one = rank(small[:1], policy="plan", config=c, explain=True).why.iloc[0]
+    assert one.endswith(
+        "planned: no start, fewer than two candidates to compare; every start by the base policy"
+    )
+
+
+def test_samples_interrupted_by_their_work_bound_are_the_unbounded_ones(pcfg):
+    """``sample_costs_upto``: the samples it completes under a bound on work have exactly the
+    costs of ``sample_costs``; it stops inside a rollout, and reports how far it got."""
+    planner = Planner(pcfg, rule_base("atc", 1.5), pcfg["plan"])
+    st, b = planner.settings, planner.base
+    arr, dur, est, w, due = _queue(30, seed=4)
+    state, _ = S.pack([(arr, dur, est, w, due)], 1)
+    S.set_rule(state, 0, b.base)
+    scratch = S.empty_state(1, 30 + st["horizon"], 1)
+    ws = kernel.workspace(scratch.queue.shape[1], b.net)
+    assert S._advance(state, 0, True)
+    cands = P.candidates(state, st["candidates"], b.base, b.k, b.net, ws)
+    la, (f0, z0) = planner._lookahead(), P.futures_of(st["seed"], 0)
+    full = np.empty((len(cands), st["samples"]))
+    L.sample_costs(state, scratch, cands, 0, st["samples"], full, planner.pool, la, b.net, ws, f0, z0)
+    done, work = L.sample_costs_upto(
+        state, scratch, cands, 0, st["samples"], full.copy(), planner.pool, la, b.net, ws, f0, z0, -1
+    )
+    assert done == st["samples"] and work > 0
+    _, two = L.sample_costs_upto(
+        state, scratch, cands, 0, 2, full.copy(), planner.pool, la, b.net, ws, f0, z0, -1
+    )
+    cap = two + 30 + st["horizon"] + 5  # the third sample's first copy, then a few decisions
+    part = np.full_like(full, np.nan)
+    done, used = L.sample_costs_upto(
+        state, scratch, cands, 0, st["samples"], part, planner.pool, la, b.net, ws, f0, z0, cap
+    )
+    assert done == 2 and used > cap
+    np.testing.assert_array_equal(part[:, :2], full[:, :2])
+    done, _ = L.sample_costs_upto(
+        state, scratch, cands, 2, st["samples"], part, planner.pool, la, b.net, ws, f0, z0, -1
+    )
+    assert done == st["samples"]
+    np.testing.assert_array_equal(part, full)  # resumed from sample 2: the same costs

@@ -891,3 +891,47 @@ def test_sched_rank_explain_starts_tasks_when_sched_simulate_does(tmp_path, dist
     assert len(plan) == len(tasks) and all(plan[t["id"]] == sim[t["id"]] for t in tasks)
     ((atc, _, _),) = core.simulate_batch([columns(tasks)], "atc", k=2.0)
     assert any(plan[t["id"]] != a for t, a in zip(tasks, atc))  # the learned part counts
+
+
+_ZONE_SCRIPT = """
+import json, sys, time
+from sched import rank
+cfg = json.loads(sys.argv[1])
+# across the spring-forward night of Paris (2026-03-29: 02:00 -> 03:00 local)
+dst = [
+    {"id": "a", "estimate_s": 3600, "weight": 1, "due": "2026-03-29T03:30:00"},
+    {"id": "b", "estimate_s": 1800, "weight": 2, "due": "2026-03-29T02:30:00"},
+    {"id": "c", "estimate_s": 600, "weight": 1, "due": "2026-03-29T01:45:00"},
+]
+plan = rank(dst, now="2026-03-29T01:30:00", policy="atc", explain=True, config=cfg)
+# without now: the current time
+soon = [{"id": "x", "estimate_s": 60, "weight": 1, "due": "2000-01-01T00:00:00"}]
+t = time.time()
+late = rank(soon, policy="atc", explain=True, config=cfg)
+print(json.dumps({"ids": plan.id.tolist(), "late": plan.lateness_s.tolist(),
+                  "start": plan.start_s.tolist(), "end_at": [str(x) for x in plan.end_at],
+                  "now_off": float(late.start_s.iloc[0] - t)}))
+"""
+
+
+def test_naive_datetimes_are_utc_whatever_the_machine_zone(tmp_path):
+    """Issue 23, item 10: naive datetimes (no offset) are read in UTC, never on the machine's
+    local clock. The same calls under TZ=Europe/Paris (across its DST change) and TZ=UTC give
+    the same plan, the lateness of UTC arithmetic, and the current time as UTC."""
+    out = {}
+    for zone in ("UTC", "Europe/Paris", "America/New_York"):
+        env = dict(os.environ, TZ=zone, PYTHONPATH=str(ROOT))
+        r = subprocess.run(
+            [sys.executable, "-c", _ZONE_SCRIPT, json.dumps(conf(tmp_path))],
+            capture_output=True, text=True, env=env, cwd=tmp_path,
+        )  # fmt: skip
+        assert r.returncode == 0, r.stderr
+        out[zone] = json.loads(r.stdout)
+    for zone, got in out.items():
+        assert abs(got.pop("now_off")) < 30, zone  # the default now is the current UTC time
+    assert out["UTC"] == out["Europe/Paris"] == out["America/New_York"]
+    utc = out["UTC"]
+    t0 = (datetime(2026, 3, 29, 1, 30) - datetime(1970, 1, 1)).total_seconds()
+    assert utc["start"][0] == t0  # 01:30 read as 01:30 UTC
+    assert utc["ids"] == ["c", "b", "a"] and utc["late"] == [-300.0, -1200.0, -1200.0]
+    assert utc["end_at"] == ["2026-03-29 01:40:00", "2026-03-29 02:10:00", "2026-03-29 03:10:00"]

@@ -32,8 +32,8 @@ def register(sub):
     s.add_argument(
         "--now",
         help="current time: seconds on the tasks' clock, or an ISO 8601 "
-        "datetime with time zone (default: 0 for seconds, the current "
-        "time for datetimes)",
+        "datetime with time zone (one without: UTC, as the tasks' naive datetimes; default: 0 "
+        "for seconds, the current time for datetimes)",
     )
     s.add_argument(
         "--policy",

@@ -26,6 +26,7 @@ import copy
 import json
 import math
 import os
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -46,6 +47,7 @@ def _how_to_make(path):
 
 
 _cache = {}
+_cache_lock = threading.Lock()
 
 
 class CalibrationFileError(SchedError):
@@ -69,19 +71,30 @@ def _cached(path):
     except FileNotFoundError:
         raise CalibrationFileError(f"calibration file {path} not found; {_how_to_make(path)}") from None
     key = (os.path.abspath(path), st.st_mtime_ns, st.st_size, st.st_ino)
-    if key not in _cache:
-        path = Path(path)
-        text = read_text(path, CalibrationFileError, limit=MAX_CALIBRATION_BYTES)  # no folder, pipe
-        try:
-            data = json.loads(text)
-        except (json.JSONDecodeError, RecursionError) as exc:
-            raise CalibrationFileError(
-                f"calibration file {path}: not valid JSON ({str(exc)[:80]}); {_how_to_make(path)}"
-            ) from None
-        check_calibration(data, str(path))
-        _cache.clear()  # one file in use at a time is the common case
-        _cache[key] = data
-    return _cache[key]
+    hit = _cache.get(key)
+    if hit is not None:
+        return hit
+    with _cache_lock:  # filled by one thread at a time; a call returns what it read or found
+        hit = _cache.get(key)
+        if hit is None:
+            hit = _read(path)
+            _cache.clear()  # one file in use at a time is the common case
+            _cache[key] = hit
+    return hit
+
+
+def _read(path):
+    """A calibration file's content, parsed and checked."""
+    path = Path(path)
+    text = read_text(path, CalibrationFileError, limit=MAX_CALIBRATION_BYTES)  # no folder, pipe
+    try:
+        data = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise CalibrationFileError(
+            f"calibration file {path}: not valid JSON ({str(exc)[:80]}); {_how_to_make(path)}"
+        ) from None
+    check_calibration(data, str(path))
+    return data
 
 
 def check_calibration(data, source="calibration"):

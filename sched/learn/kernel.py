@@ -34,6 +34,7 @@ than a queue of 30 beyond that pass.
 """
 
 import math
+import threading
 from typing import NamedTuple
 
 import numba as nb
@@ -106,13 +107,17 @@ def of_network(net, atc_k, p_ref, load):
     return net_of(net.state_dict(), net.top_k, atc_k, p_ref, load)
 
 
+_NET_LOCK = threading.Lock()
+
+
 def of_policy(policy):
-    """The :class:`Net` of a loaded policy (``sched.learn.policy_file.load``), built once."""
-    n = getattr(policy, "_kernel_net", None)
-    if n is None:
-        m = policy.meta
-        n = policy._kernel_net = of_network(policy.net, m["atc_k"], m["p_ref"], m["load"])
-    return n
+    """The :class:`Net` of a loaded policy (``sched.learn.policy_file.load``), built once under a
+    lock; threads share it (read only: the compiled decision writes only its ``workspace``)."""
+    with _NET_LOCK:
+        if getattr(policy, "_kernel_net", None) is None:
+            m = policy.meta
+            policy._kernel_net = of_network(policy.net, m["atc_k"], m["p_ref"], m["load"])
+        return policy._kernel_net
 
 
 def workspace(max_queue, net):

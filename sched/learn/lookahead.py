@@ -156,14 +156,33 @@ def sample_costs(s, scratch, cands, r0, r1, costs, fut, la, net, ws, f0, zseed0)
     """costs[c, r] := weighted tardiness of starting ``cands[c]`` now in slot 0 of ``s``, then
     following ``la``'s continuation (``net``, ``ws``: the learned one's), on sampled future r,
     for r in [r0, r1): the same futures for every c."""
+    sample_costs_upto(s, scratch, cands, r0, r1, costs, fut, la, net, ws, f0, zseed0, -1)
+
+
+@nb.njit(cache=True)
+def sample_costs_upto(s, scratch, cands, r0, r1, costs, fut, la, net, ws, f0, zseed0, max_work):
+    """:func:`sample_costs`, stopped once ``max_work`` units of work are spent (< 0: never);
+    returns (r, work): samples [r0, r) are complete (those of an interrupted sample are not).
+    A unit: one waiting task read, when a sampled future is copied or a rollout's decision
+    scans its queue (a decision on q waiting tasks: q + 1 units), so that a rollout over a
+    long queue is interrupted within it. The costs of the samples it completes are
+    :func:`sample_costs`'s, whatever ``max_work``."""
     nf = fut.arr.shape[0]
     mfree = known_free(s)
+    work = 0
     for r in range(r0, r1):
         f = (f0 + r) % nf
         zseed = (zseed0 + r * 31) % 2147483647
         for c in range(cands.shape[0]):
+            work += s.qlen[0] + la.horizon
+            if 0 <= max_work < work:
+                return r, work
             sampled(s, scratch, fut, f, la, zseed, mfree)
             S._start(scratch, 0, cands[c], scratch.pending[0])
             while S._advance(scratch, 0, True):
+                work += scratch.qlen[0] + 1
+                if 0 <= max_work < work:
+                    return r, work
                 S._start(scratch, 0, act(scratch, la.rule, la.k, net, ws), scratch.pending[0])
             costs[c, r] = scratch.wt_started[0]
+    return r1, work

@@ -6,12 +6,17 @@ the calibrated estimate noise. It schedules a whole scenario
 (:meth:`Planner.schedule`, what ``sched simulate`` and the benchmark run,
 with a fixed sample count: deterministic), or orders the queue waiting now
 (:meth:`Planner.order`, what ``rank()`` runs): the first task to start is
-planned, the rest follow the base policy, and with ``budget_ms`` samples are
-added until the budget is spent (then the decision depends on the machine's
-speed: how many samples fit; without it, on nothing but the inputs and the seed).
+planned, the rest follow the base policy (the tail), and with ``budget_ms``
+samples are added while the budget, less the tail's estimated time, lasts; a
+sample that would go past it is interrupted inside its rollouts (then the
+decision depends on the machine's speed: how many samples fit; without it, on
+nothing but the inputs and the seed). The tail is the base policy's rollout of
+the queue, whatever the budget: the bound of a call is the larger of the budget
+and that rollout (docs/plan.md).
 """
 
 import math
+import threading
 import time
 from collections import namedtuple
 
@@ -80,19 +85,28 @@ def learned_base(policy, name="ppo"):
 
 
 _pools = {}
+_pools_lock = threading.Lock()
 
 
 def futures(cfg, horizon, count):
-    """The pool of sampled futures (``sched.learn.teacher.future_pool``), cached per config."""
+    """The pool of sampled futures (``sched.learn.teacher.future_pool``), cached per config:
+    filled under a lock (checked again inside it); the pool's arrays are only read (the
+    compiled rollouts copy from them into each call's own scratch state)."""
     from sched.config import config_hash
     from sched.learn.teacher import future_pool
 
     key = (config_hash(cfg, ["scenario", "seeds"]), horizon, count)
-    if key not in _pools:
-        if len(_pools) > 4:
-            _pools.clear()
-        _pools[key] = L.Futures(*future_pool(cfg, [], horizon, count))
-    return _pools[key]
+    hit = _pools.get(key)
+    if hit is not None:
+        return hit
+    with _pools_lock:
+        hit = _pools.get(key)
+        if hit is None:
+            hit = L.Futures(*future_pool(cfg, [], horizon, count))
+            if len(_pools) > 4:
+                _pools.clear()
+            _pools[key] = hit
+    return hit
 
 
 class Planner:
@@ -138,11 +152,17 @@ class Planner:
             stats.update(decisions=int(dec), deviations=int(moved))
         return S._unpack(state, [order])[0]
 
-    def order(self, arrival, estimate, weight, due, machine_free, budget_ms=None):
-        """(start, end, machine) of the queue waiting now: the first start planned, the
-        rest by the base policy. ``budget_ms`` (default: the settings'): stop adding
-        samples when it is spent (anytime); None: every one of ``samples``."""
-        t0 = time.perf_counter()
+    def order(self, arrival, estimate, weight, due, machine_free, budget_ms=None, started=None, stats=None):
+        """(start, end, machine) of the queue waiting now: the first start planned, the rest by
+        the base policy (the tail). ``budget_ms`` (default: the settings'): a bound on the call,
+        counted from ``started`` (a ``time.perf_counter()``; default: now): samples are added
+        while the budget, less the tail's estimated time, lasts, and a sample that would go past
+        it is interrupted inside its rollouts (:func:`lookahead.sample_costs_upto`); the tail
+        itself is not bounded (docs/plan.md). None: every one of ``samples`` (deterministic).
+        ``stats``, a dict, receives ``samples`` (those the decision used), ``of`` (the
+        setting), ``planned`` (False: the first start is the base policy's own, with fewer than
+        two candidates or two samples) and ``budget`` (True: the budget cut the samples short)."""
+        t0 = time.perf_counter() if started is None else started
         st = self.settings
         budget = check_budget(budget_ms if budget_ms is not None else st["budget_ms"])
         scen = (arrival, estimate, estimate, weight, due)  # true durations unknown: the estimates
@@ -151,34 +171,63 @@ class Planner:
         b = self.base
         S.set_rule(state, 0, b.base if b.base >= 0 else rules.ATC)
         ws = kernel.workspace(scratch.queue.shape[1], b.net)
+        n, cut, planned = 0, False, False
         if S._advance(state, 0, True):
             cands = P.candidates(state, st["candidates"], b.base, b.k, b.net, ws)
             costs = np.empty((cands.shape[0], st["samples"]))
-            n = self._sample(state, scratch, cands, costs, ws, budget, t0) if cands.shape[0] >= 2 else 0
-            c = P.choose(costs, n, st["z"]) if n else 0
+            if cands.shape[0] >= 2:
+                n, cut = self._sample(state, scratch, cands, costs, ws, budget, t0)
+            planned = n >= 2
+            c = P.choose(costs, n, st["z"]) if planned else 0
             S._start(state, 0, cands[c], state.pending[0])
             P.continue_base(state, b.base, b.k, b.net, ws)
+        if stats is not None:
+            stats.update(samples=int(n), of=st["samples"], planned=planned, budget=cut)
         return S._unpack(state, [order])[0]
 
     def _sample(self, state, scratch, cands, costs, ws, budget, t0):
-        """Fill ``costs`` sample by sample (in chunks) until ``samples`` or the budget; returns how
-        many. Every array it writes is the call's own: a Planner is shared between threads."""
+        """Fill ``costs`` until ``samples`` or the budget; returns (samples filled, whether the
+        budget cut them short). Every array it writes is the call's own: a Planner is shared
+        between threads.
+
+        With a budget, the samples are computed in calls of at most a given amount of work
+        (:func:`lookahead.sample_costs_upto`): a first small one (PROBE units) measures the
+        time per unit; each next one gets the work that fits in what is left of the budget
+        less the tail's estimated time (the base policy's rollout of the rest of the queue,
+        ``tail_units``). A call that reaches its bound has spent the budget: the samples it
+        did not complete are dropped."""
         st = self.settings
         total = st["samples"]
         la = self._lookahead()
         f0, z0 = P.futures_of(st["seed"], 0)
-        r = 0
-        chunk = 2 if budget is not None else total
+        if budget is None:
+            L.sample_costs(state, scratch, cands, 0, total, costs, self.pool, la, self.base.net, ws, f0, z0)
+            return total, False
+        tail = tail_units(int(state.qlen[0]) - 1)
+        r, units, secs, cap = 0, 0, 0.0, PROBE
         while r < total:
-            hi = min(total, r + chunk)
-            L.sample_costs(state, scratch, cands, r, hi, costs, self.pool, la, self.base.net, ws, f0, z0)
-            r = hi
-            if budget is None:
-                continue
-            spent = (time.perf_counter() - t0) * 1e3
-            per = spent / r
-            left = budget - spent - per  # keep a sample's time for the rest of the order
-            if left < per:
-                break
-            chunk = max(1, int(left / per))
-        return r
+            if units:  # the work that fits in what is left of the budget, the tail's time kept
+                per = max(secs, 1e-9) / units
+                cap = min(int((budget / 1e3 - (time.perf_counter() - t0)) / per) - tail, 2**62)
+                if cap <= 0:
+                    return r, True
+            t = time.perf_counter()
+            done, used = L.sample_costs_upto(
+                state, scratch, cands, r, total, costs, self.pool, la, self.base.net, ws, f0, z0, cap
+            )
+            secs += time.perf_counter() - t
+            probe, units, r = not units, units + used, done
+            if r < total and not probe:  # interrupted at the budget's bound
+                return r, True
+        return r, False
+
+
+#: Work units (:func:`lookahead.sample_costs_upto`) of the first, measuring call of a budgeted
+#: decision: a few samples of a short queue, one decision of a rollout over 20,000 tasks.
+PROBE = 20_000
+
+
+def tail_units(n):
+    """Estimated work units of the base policy's rollout of ``n`` waiting tasks (each decision
+    scans the tasks still waiting): n (n + 1) / 2 + n."""
+    return n * (n + 1) // 2 + n

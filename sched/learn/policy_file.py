@@ -20,6 +20,7 @@ import dataclasses
 import io
 import math
 import os
+import threading
 import zipfile
 
 import torch
@@ -269,18 +270,30 @@ def _check_weights(path, arch, state):
 
 
 _CACHE = {}
+_CACHE_LOCK = threading.Lock()
 
 
 def load_cached(path):
     """:func:`load`, remembered per file (path, size, modification time): a queue
-    calling ``rank()`` many times reads and rebuilds the network once."""
+    calling ``rank()`` many times reads and rebuilds the network once. Safe from
+    threads: the cache is filled under a lock (checked again inside it), and a call
+    returns the policy it loaded or found, never a read of the cache after the fact.
+    A loaded policy is not changed afterwards (its compiled network is built once,
+    under ``sched.learn.kernel``'s lock)."""
     p = os.path.abspath(path)
     try:
         st = os.stat(p)
     except FileNotFoundError:
         raise PolicyFileError(f"{path}: policy file not found") from None
     key = (p, st.st_size, st.st_mtime_ns)
-    if key not in _CACHE:
-        _CACHE.clear()
-        _CACHE[key] = load(path)
-    return _CACHE[key]
+    hit = _CACHE.get(key)
+    if hit is not None:
+        return hit
+    with _CACHE_LOCK:
+        hit = _CACHE.get(key)
+        if hit is None:
+            hit = load(path)
+            if len(_CACHE) >= 4:  # a few files in use at a time (a ppo policy, plan's base)
+                _CACHE.clear()
+            _CACHE[key] = hit
+    return hit

@@ -45,7 +45,7 @@ def explain_frame(q, plan, order, start, end, mach):
     if q.clock == "aware":
         frame["start_at"] = pd.to_datetime(s, unit="s", utc=True).tz_convert(q.tz or UTC)
         frame["end_at"] = pd.to_datetime(e, unit="s", utc=True).tz_convert(q.tz or UTC)
-    elif q.clock == "naive":
+    elif q.clock == "naive":  # naive in, naive out: UTC without an offset
         frame["start_at"] = pd.to_datetime(s, unit="s")
         frame["end_at"] = pd.to_datetime(e, unit="s")
     return frame

@@ -4,23 +4,32 @@ The first task to start is the planner's decision (``sched.learn.planner``:
 lookahead on sampled futures from the config's scenario model); the rest of
 the order follows the base policy, config ``plan.base`` (``rank()`` is called
 again at the next decision). ``budget_ms`` (or config ``plan.budget_ms``)
-makes the call anytime: samples are added until it is spent.
+makes the call anytime: counted from the start of the ``rank()`` call, samples
+are added while it lasts, the tail's (the base policy's rollout of the rest)
+estimated time kept; once it is spent the first start is the base policy's
+own too. The explain table's ``why`` says which (:func:`note`).
 """
+
+import threading
 
 import numpy as np
 
 from sched.serve.tasks import RankInputError
 from sched.sim import rules
 
+#: Planners per (config, base, rollout). A Planner holds no state of a call (its base, settings,
+#: estimate noise and pool of futures are only read), so threads share one.
 _planners = {}
+_planners_lock = threading.Lock()
 
 
-def plan_order(q, cfg, resolve, budget_ms):
-    """(order, start, end, machine) of queue ``q`` under the planner on config ``plan.base``
-    (``resolve``: rank's policy name -> Plan). Bad settings or a bad base raise
-    RankInputError naming them."""
+def plan_order(q, cfg, resolve, budget_ms, started=None):
+    """(order, start, end, machine, note) of queue ``q`` under the planner on config
+    ``plan.base`` (``resolve``: rank's policy name -> Plan; ``started``: the call's start, a
+    ``time.perf_counter()``; ``note``: which starts were planned, :func:`note`). Bad settings
+    or a bad base raise RankInputError naming them."""
     from sched.errors import SchedError
-    from sched.learn.planner import Planner, check_budget, learned_base, rule_base
+    from sched.learn.planner import check_budget
 
     if np.any(np.asarray(q.speed) != 1.0):
         from sched.data.machines import describe
@@ -51,18 +60,17 @@ def plan_order(q, cfg, resolve, budget_ms):
         if planner is None:
             if base.name == "plan":
                 raise RankInputError("plan.base: plan cannot be its own base policy")
-            if base.rule is not None:
-                b = rule_base(rules.RULES[base.rule], base.k)
-            else:
-                from sched.learn.policy_file import load_cached
-
-                b = learned_base(load_cached(base.policy_file), base.name)
-            rollout = None if roll == "base" else rule_base(rules.RULES[roll.rule], roll.k)
-            planner = Planner(cfg, b, cfg["plan"], rollout)
-            if len(_planners) > 8:
-                _planners.clear()
-            _planners[key] = planner
-        start, end, mach = planner.order(q.arrival, q.estimate, q.weight, q.due, q.machine_free, budget_ms)
+            with _planners_lock:  # built by one thread; the others find it (checked again here)
+                planner = _planners.get(key)
+                if planner is None:
+                    planner = _planner(cfg, base, roll)
+                    if len(_planners) > 8:
+                        _planners.clear()
+                    _planners[key] = planner
+        stats = {}
+        start, end, mach = planner.order(
+            q.arrival, q.estimate, q.weight, q.due, q.machine_free, budget_ms, started, stats
+        )
     except RankInputError:
         raise
     except SchedError as exc:  # PlanError, PolicyFileError, ConfigError: one line naming the field
@@ -70,4 +78,34 @@ def plan_order(q, cfg, resolve, budget_ms):
     start, end = np.asarray(start, np.float64), np.asarray(end, np.float64)
     mach = np.asarray(mach, np.int64)
     order = np.lexsort((np.arange(q.n), mach, start))  # as rank's learned path: the decision order
-    return order, start, end, mach
+    return order, start, end, mach, note(stats)
+
+
+def note(stats):
+    """Which starts the planner planned (``stats``: :meth:`Planner.order`'s), for ``why``."""
+    s, of = stats["samples"], stats["of"]
+    if stats["planned"]:
+        cut = " (the budget cut the samples short)" if stats["budget"] else ""
+        return f"planned: the first start, on {s} of {of} samples{cut}; the rest by the base policy"
+    if stats["budget"]:
+        return (
+            f"planned: no start, the budget was spent after {s} of {of} samples (two needed); "
+            f"every start by the base policy"
+        )
+    if s == 0:
+        return "planned: no start, fewer than two candidates to compare; every start by the base policy"
+    return "planned: no start, one sample per decision (no paired test); every start by the base policy"
+
+
+def _planner(cfg, base, roll):
+    """A new Planner on the resolved ``base`` and ``roll`` (a Plan, or "base")."""
+    from sched.learn.planner import Planner, learned_base, rule_base
+
+    if base.rule is not None:
+        b = rule_base(rules.RULES[base.rule], base.k)
+    else:
+        from sched.learn.policy_file import load_cached
+
+        b = learned_base(load_cached(base.policy_file), base.name)
+    rollout = None if roll == "base" else rule_base(rules.RULES[roll.rule], roll.k)
+    return Planner(cfg, b, cfg["plan"], rollout)

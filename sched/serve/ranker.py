@@ -22,6 +22,8 @@ the ``PolicyFileError`` of :mod:`sched.learn.policy_file` is its
 
 import json
 import os
+import threading
+import time
 from collections import namedtuple
 
 import numpy as np
@@ -80,6 +82,7 @@ def rank(
     input (tasks, arguments, config, policy or winner file) raises
     :class:`RankInputError`, and nothing else.
     """
+    started = time.perf_counter()  # policy plan's budget bounds the whole call
     st = _settings(config)
     q = read_queue(task_records(tasks), now, machines, st)
     if budget_ms is not None:  # the arguments first: a bad one is the call's one error
@@ -97,9 +100,10 @@ def rank(
     elif plan.name == "plan":
         from sched.serve.plan_rank import plan_order
 
-        order, start, end, mach = plan_order(
-            q, st.config, lambda b: _plan(b, None, st, _farm_of(q)), budget_ms
+        order, start, end, mach, note = plan_order(
+            q, st.config, lambda b: _plan(b, None, st, _farm_of(q)), budget_ms, started
         )
+        plan = plan._replace(why=f"{plan.why}; {note}")
     elif plan.rule is not None:
         from sched.sim.one_queue import rollout_order
 
@@ -117,6 +121,7 @@ def rank(
 # --------------------------------------------------------------------------- settings
 
 _settings_cache = {}
+_settings_lock = threading.Lock()
 
 
 def _settings(config):
@@ -163,9 +168,10 @@ def _settings(config):
         config=cfg,
         root=cfg["root"],
     )
-    if len(_settings_cache) > 32:
-        _settings_cache.clear()
-    _settings_cache[key] = st
+    with _settings_lock:  # a Settings is never changed once built: threads may share it
+        if len(_settings_cache) > 32:
+            _settings_cache.clear()
+        _settings_cache[key] = st
     return st
 
 

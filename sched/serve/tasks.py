@@ -30,7 +30,6 @@ import os
 import sys
 import time
 from collections import namedtuple
-from datetime import datetime
 
 import numpy as np
 
@@ -39,7 +38,7 @@ from sched.data.machines import MachinesError, speeds
 from sched.data.machines import speed as machine_speed
 from sched.errors import SchedError
 from sched.limits import MAX_MACHINES, MAX_RANK_TASKS, MAX_SECONDS, MAX_WEIGHT
-from sched.serve.times import clock_of, number, seconds_naive, to_seconds, when, where
+from sched.serve.times import clock_of, now_naive, number, to_seconds, when, where
 
 
 class RankInputError(SchedError):
@@ -51,7 +50,7 @@ KNOWN_FIELDS = frozenset(("id", "estimate_s", "duration_s", "weight", "priority"
 
 
 #: The validated queue. ``clock``: "seconds", "aware" (POSIX seconds) or "naive"
-#: (local wall clock); ``tz``: the time zone to show the plan in.
+#: (datetimes without a time zone, read in UTC); ``tz``: the time zone to show the plan in.
 #: ``speed``: each GPU's speed (a task of estimate p takes p / speed on it).
 Queue = namedtuple("Queue", "n ids arrival estimate weight due machine_free speed kinds clock tz")
 
@@ -126,7 +125,7 @@ def read_queue(tasks, now, machines, st):
         if clock != "seconds":
             due, arrival, free, now = to_seconds(clock, due, arrival, free, now)
     if now is None:
-        now = time.time() if clock == "aware" else seconds_naive(datetime.now()) if clock == "naive" else 0.0
+        now = time.time() if clock == "aware" else now_naive() if clock == "naive" else 0.0
     arrival = [now if a is None else a for a in arrival]
     mfree = np.array(free, dtype=np.float64)
     np.maximum(mfree, now, out=mfree)

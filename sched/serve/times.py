@@ -4,17 +4,22 @@ Times. ``due``, ``arrival``, ``now`` and busy machines' free times are either
 numbers (seconds, all on one clock) or datetimes (``datetime`` objects or ISO
 8601 text). Datetimes with a time zone are converted to POSIX seconds, and
 numbers given alongside them are read as POSIX seconds too. Datetimes
-without a time zone are accepted only when every time of the call is one
-(they are then read on the local wall clock); mixed with numbers or with
-zoned datetimes they are refused, since their offset is unknown. Without
-``now``: the current time when datetimes are used, else 0 (numbers are then
-seconds relative to the moment of the call).
+without a time zone (naive) are read in UTC, never on the machine's local
+clock: the same call gives the same plan whatever the machine's ``TZ``, and
+a naive time has no daylight-saving gap or overlap (02:30 on a spring-forward
+day is 02:30 UTC). They are accepted only when every time of the call is one;
+mixed with numbers or with zoned datetimes they are refused (a naive time
+next to zoned ones is most likely a local time, whose offset is unknown).
+Without ``now``: the current time when datetimes are used (for naive ones,
+the current UTC time), else 0 (numbers are then seconds relative to the
+moment of the call).
 
 A function here raises ``TimeValueError`` (a ``SchedError``) with the reason;
 :mod:`sched.serve.tasks` turns it into a ``RankInputError`` naming the task and the field.
 """
 
 import math
+import time
 from datetime import datetime
 
 import numpy as np
@@ -77,7 +82,7 @@ def when(v):
 
 
 def clock_of(dates, now, free, due, arrival):
-    """'aware' (POSIX seconds) or 'naive' (local wall clock), and the time zone to show."""
+    """'aware' (POSIX seconds) or 'naive' (UTC without an offset), and the time zone to show."""
     naive = [d for d in dates if d[0].utcoffset() is None]
     aware = [d for d in dates if d[0].utcoffset() is not None]
     if not naive:
@@ -131,4 +136,10 @@ def seconds_aware(d):
 
 
 def seconds_naive(d):
+    """A naive datetime read in UTC: POSIX seconds (no local clock, no daylight saving)."""
     return (d - NAIVE_EPOCH).total_seconds()
+
+
+def now_naive():
+    """The current time on the naive clock: UTC, whatever the machine's time zone."""
+    return time.time()

@@ -12,6 +12,7 @@ import json
 import logging
 import math
 import os
+import threading
 from collections import namedtuple
 from pathlib import Path
 
@@ -30,6 +31,7 @@ _json_cache = {}
 #: rank()'s warnings (a verdict file not found): the ``sched`` logger's child
 log = logging.getLogger("sched.rank")
 _warned = set()
+_warned_lock = threading.Lock()
 
 
 def _json_file(path, check, root="."):
@@ -51,7 +53,7 @@ def _json_file(path, check, root="."):
     except RecursionError:
         raise RankInputError(f"{path}: not a readable JSON file: nested too deeply") from None
     value = check(data, path, root)
-    _json_cache[path] = (key, value)
+    _json_cache[path] = (key, value)  # one atomic store of (version, value): never torn
     return value
 
 
@@ -238,8 +240,11 @@ def _warn(why):
     (a daemon calling rank() for every decision does not repeat it)."""
     if "not found" not in why or why in _warned:
         return
-    if len(_warned) < 256:  # bounded: a few distinct messages in practice
-        _warned.add(why)
+    with _warned_lock:  # once, even when threads meet the same missing file together
+        if why in _warned:
+            return
+        if len(_warned) < 256:  # bounded: a few distinct messages in practice
+            _warned.add(why)
     log.warning("rank(): %s", why)
 
 
