@@ -44,3 +44,5 @@ MAX_POLICY_BYTES = 64 * 1024**2
 MAX_POLICY_WEIGHT = 1e6
 #: Bytes in a calibration file (``sched calibrate`` writes a few kilobytes).
 MAX_CALIBRATION_BYTES = 64 * 1024**2
+#: Bytes of a verdict file (``winner.json``, ``tuned.json``: a few kilobytes as written).
+MAX_VERDICT_BYTES = 1024**2

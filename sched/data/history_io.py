@@ -156,6 +156,14 @@ def _text_cell(v):
     return BAD
 
 
+def _nan_field(obj):
+    """The first field of a JSON Lines record whose value is NaN (None if none)."""
+    for key, value in obj.items():
+        if isinstance(value, float) and value != value:
+            return key
+    return None
+
+
 def jsonl_chunks(text, path, stats, size):
     rows, lines, bad = [], [], []
 
@@ -184,7 +192,10 @@ def jsonl_chunks(text, path, stats, size):
         except RecursionError:
             bad.append((line, "nested too deeply"))
         else:
-            if isinstance(obj, dict):
+            nan = _nan_field(obj) if isinstance(obj, dict) else None
+            if nan is not None:  # not "absent": NaN is no JSON value (a missing due is null)
+                bad.append((line, f"{nan[:40]}: NaN is not a value (write null, or leave the field out)"))
+            elif isinstance(obj, dict):
                 rows.append(obj)
                 lines.append(line)
             else:
