@@ -277,10 +277,13 @@ def write_outputs(out_dir, frame, cfg, specs, full, subset_summary=False, select
     if full or subset_summary:
         summary, winner = summarise(frame, cfg, specs, selection if full else None)
         chosen = winner.pop(SELECTION_KEY, None)
-        if winner["policy_file"] is not None:
-            winner["policy_sha256"] = files.sha256_file(
-                winner["policy_file"], BenchmarkError, MAX_POLICY_BYTES
-            )
+        if winner["policy_file"] is not None:  # winner.json binds the file it names (rank() checks it)
+            try:
+                winner["policy_sha256"] = files.sha256_file(
+                    winner["policy_file"], BenchmarkError, MAX_POLICY_BYTES
+                )
+            except BenchmarkError as exc:
+                raise BenchmarkError(f"the winner {winner['policy']}'s policy file {exc}") from None
         winner["setting"] = setting.of_config(cfg)  # the farm rank() matches a call against
         if chosen is not None:
             winner[SELECTION_KEY] = chosen
