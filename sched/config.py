@@ -288,7 +288,7 @@ def _is_machines_csv(value, base):
     if not isinstance(value, str):
         return False
     t = value.strip()
-    if not t or t.isdigit():
+    if not t or (t.isascii() and t.isdecimal()):
         return False
     return t.lower().endswith(".csv") or os.path.isfile(os.path.join(base, t))
 

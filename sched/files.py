@@ -1,11 +1,25 @@
 """Atomic file writing: a temporary file in the target folder, then a rename.
 
 A reader (or a Snakemake job that is killed half-way) never sees a partial
-artefact: the file is either the old one, absent, or complete.
+artefact: the file is either the old one, absent, or complete. A command that
+writes several files writes them as a set (:func:`write_set`): every
+temporary first, then the renames, the set's last file (its marker:
+``winner.json`` for the benchmark) removed before the first rename and renamed
+last, so a kill never leaves new files beside an old marker.
+
+The temporary of ``NAME`` is ``.NAME.<pid>-<random>.tmp`` beside it; every
+write first removes the temporaries of ``NAME`` that a killed writer left
+(those whose process is not running on this machine, and those of earlier
+versions, which carry no process id). An ``--out`` that is a symbolic link
+is written through: the file it points to is replaced, the link is kept.
+Writing onto a folder, a pipe or a device is refused; a full disk (or any
+other write error) is an :class:`OutputError` naming the path.
 """
 
 import csv
+import errno
 import glob
+import hashlib
 import io
 import json
 import os
@@ -32,6 +46,8 @@ def _target_mode(path):
         return 0o666 & ~umask
     if stat.S_ISDIR(st.st_mode):
         raise OutputError(f"{path}: is a folder, not a file")
+    if not stat.S_ISREG(st.st_mode):
+        raise OutputError(f"{path}: not a regular file (a pipe or a device?); not replaced")
     mode = stat.S_IMODE(st.st_mode)
     if not mode & 0o222:
         # checked on the mode bits, not os.access: root may write anything
@@ -41,48 +57,179 @@ def _target_mode(path):
     return mode
 
 
-@contextmanager
-def atomic_path(path):
-    """Yield a temporary path beside ``path``; rename it onto ``path`` on success."""
-    path = Path(path)
+def _through_links(path):
+    """The file ``path`` names, symbolic links followed (the link itself is kept)."""
+    if not path.is_symlink():
+        return path
+    target = Path(os.path.realpath(path))
+    if target.is_symlink():  # a loop of links: realpath gives up
+        raise OutputError(f"{path}: a loop of symbolic links")
+    if not target.parent.is_dir():
+        raise OutputError(f"{path}: a symbolic link to {target}, whose folder does not exist; not written")
+    return target
+
+
+def _write_error(path, exc):
+    """The OutputError, naming ``path``, of an OSError met while writing it."""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return OutputError(f"{path}: cannot write: no space left on device (the old file, if any, is kept)")
+    return OutputError(f"{path}: cannot write: {exc.strerror or exc}")
+
+
+def _prepare(path):
+    """(the file to replace, its new mode, a fresh temporary beside it)."""
+    target = _through_links(Path(path))
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        mode = _target_mode(path)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        mode = _target_mode(target)
+        remove_dead_temporaries(target)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}-", suffix=".tmp", dir=target.parent)
     except (FileExistsError, NotADirectoryError):
         raise OutputError(f"{path}: a parent of it is a file, not a folder") from None
     except PermissionError:
-        raise OutputError(f"{path}: cannot write in {path.parent} (permission denied)") from None
+        raise OutputError(f"{path}: cannot write in {target.parent} (permission denied)") from None
     except OSError as exc:
-        raise OutputError(f"{path}: cannot write: {exc.strerror}") from None
+        raise _write_error(path, exc) from None
     os.close(fd)
+    return target, mode, Path(tmp)
+
+
+def _discard(tmp):
     try:
-        yield Path(tmp)
-        # mkstemp creates the file readable by its owner only: give the artefact
-        # the old file's permissions, or those a plain open() would
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
+        os.unlink(tmp)
+    except FileNotFoundError:
+        pass
+
+
+@contextmanager
+def atomic_path(path):
+    """Yield a temporary path beside ``path``; rename it onto ``path`` on success.
+
+    A symbolic link ``path`` is written through (its target is replaced); an
+    OSError of the writing (a full disk) is an :class:`OutputError` naming ``path``.
+    """
+    target, mode, tmp = _prepare(path)
+    try:
         try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
+            yield tmp
+            # mkstemp creates the file readable by its owner only: give the artefact
+            # the old file's permissions, or those a plain open() would
+            os.chmod(tmp, mode)
+            os.replace(tmp, target)
+        except OSError as exc:
+            raise _write_error(path, exc) from None
+    except BaseException:
+        _discard(tmp)
         raise
 
 
+def write_set(items):
+    """Write several files as a set: ``items`` is a list of (path, write(tmp_path)).
+
+    Every file is written to its temporary first (a failure removes them all
+    and changes nothing); then the last item's file (the set's marker) is
+    removed, the others are renamed in order, and the marker is renamed last.
+    A kill at any point leaves either the old set, or the marker absent
+    (the set incomplete, and seen to be: rank() and the report name the
+    missing file, Snakemake reruns the job), or the new set.
+    """
+    prepared = []
+    try:
+        for path, write in items:
+            target, mode, tmp = _prepare(path)
+            prepared.append((path, target, tmp))
+            try:
+                write(tmp)
+                os.chmod(tmp, mode)
+            except OSError as exc:
+                raise _write_error(path, exc) from None
+        if not prepared:
+            return
+        marker_path, marker, _ = prepared[-1]
+        try:
+            os.unlink(marker)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise _write_error(marker_path, exc) from None
+        for path, target, tmp in prepared:
+            try:
+                os.replace(tmp, target)
+            except OSError as exc:
+                raise _write_error(path, exc) from None
+    except BaseException:
+        for _, _, tmp in prepared:
+            _discard(tmp)
+        raise
+
+
+def csv_writer(frame):
+    """A :func:`write_set` writer of ``frame`` as CSV (as :func:`write_csv`)."""
+    return lambda tmp: frame.to_csv(tmp, index=False)
+
+
+def json_writer(data):
+    """A :func:`write_set` writer of ``data`` as JSON (as :func:`write_json`)."""
+    text = _json_text(data)  # a value that is not JSON fails before anything is written
+    return lambda tmp: tmp.write_text(text, encoding="utf-8")
+
+
+def bytes_writer(data):
+    """A :func:`write_set` writer of ``data`` (bytes)."""
+    return lambda tmp: tmp.write_bytes(data)
+
+
+def _temporaries(path):
+    path = Path(path)
+    return glob.glob(os.path.join(glob.escape(str(path.parent)), f".{glob.escape(path.name)}.*.tmp"))
+
+
 def remove_stale_temporaries(path):
-    """Remove the temporary files a killed writer of ``path`` left beside it.
+    """Remove every temporary file beside ``path`` that a writer of it left.
 
     Call it only where no other process writes ``path`` at the same time (a
     training run resuming its own outputs, say). Returns the removed paths.
     """
-    path = Path(path)
     removed = []
-    for tmp in glob.glob(os.path.join(glob.escape(str(path.parent)), f".{glob.escape(path.name)}.*.tmp")):
+    for tmp in _temporaries(path):
         try:
             os.unlink(tmp)
             removed.append(tmp)
         except FileNotFoundError:
+            pass
+    return removed
+
+
+def _writer_running(tmp, path):
+    """Whether the process that made temporary ``tmp`` of ``path`` may still run (here)."""
+    middle = os.path.basename(tmp)[len(path.name) + 2 : -len(".tmp")]
+    pid, dash, _ = middle.partition("-")
+    if not (dash and pid.isascii() and pid.isdecimal() and len(pid) <= 9):
+        return False  # an earlier version's temporary (no process id)
+    pid = int(pid)
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # someone else's process (EPERM), or cannot tell: kept
+    return True
+
+
+def remove_dead_temporaries(path):
+    """Remove the temporaries of ``path`` whose writer no longer runs (every write does this
+    first); those of a running writer (this process, another one) are kept. The removed paths."""
+    path = Path(path)
+    removed = []
+    for tmp in _temporaries(path):
+        if _writer_running(tmp, path):
+            continue
+        try:
+            os.unlink(tmp)
+            removed.append(tmp)
+        except OSError:
             pass
     return removed
 
@@ -92,8 +239,12 @@ def write_text(path, text):
         tmp.write_text(text, encoding="utf-8")
 
 
+def _json_text(data):
+    return json.dumps(data, indent=2, sort_keys=False, default=_jsonable) + "\n"
+
+
 def write_json(path, data):
-    write_text(path, json.dumps(data, indent=2, sort_keys=False, default=_jsonable) + "\n")
+    write_text(path, _json_text(data))
 
 
 def write_csv(path, frame):
@@ -129,6 +280,11 @@ def read_bytes(path, error, limit=None):
         raise error(f"{path}: cannot read: {exc.strerror}") from None
     finally:
         os.close(fd)
+
+
+def sha256_file(path, error, limit=None):
+    """The SHA-256 (hex) of a regular file's bytes (:func:`read_bytes`'s checks), or ``error``."""
+    return hashlib.sha256(read_bytes(path, error, limit)).hexdigest()
 
 
 def read_text(path, error, limit=None):

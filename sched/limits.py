@@ -59,3 +59,5 @@ HISTORY_END_TIME = 9_214_646_400.0  # 2262-01-01T00:00:00Z
 #: The shortest history span a workload is fitted on: a week, so that each of the 168
 #: hours of the week is observed at least once.
 MIN_HISTORY_SPAN_S = 7 * 86400.0
+#: Bytes of a verdict file (``winner.json``, ``tuned.json``: a few kilobytes as written).
+MAX_VERDICT_BYTES = 1024**2

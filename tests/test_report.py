@@ -228,7 +228,9 @@ def test_conclusion_with_ppo_follows_the_numbers(built, tiny, factor, verdict): 
     ppo["total_weighted_tardiness_s"] *= factor * rng.uniform(0.97, 1.03, len(ppo))
     frame = sort_frame(pd.concat([per, ppo], ignore_index=True))
     specs, _ = resolve_policies(cfg, HEURISTICS.split(","), tuned=built["bench"] / "tuned.json")
-    specs["ppo-1"] = {"kind": "ppo", "rule": None, "atc_k": None, "policy_file": "p.pt"}
+    pfile = built["dir"] / "p.pt"  # hashed into winner.json (policy_sha256): it must exist
+    pfile.write_bytes(b"a policy file")
+    specs["ppo-1"] = {"kind": "ppo", "rule": None, "atc_k": None, "policy_file": str(pfile)}
     d = built["dir"] / f"ppo-{factor}"
     shutil.copytree(built["bench"], d)
     write_outputs(d, frame, cfg, specs, full=True)
@@ -239,7 +241,7 @@ def test_conclusion_with_ppo_follows_the_numbers(built, tiny, factor, verdict): 
     r = pd.read_csv(d / "resume.csv").set_index("policy").loc["ppo-1"]
     assert f"The best training seed, ppo-1, {verdict} the best heuristic {bh}" in text
     if verdict == "beats":
-        assert (w["policy"], w["significant"], w["policy_file"]) == ("ppo-1", True, "p.pt")
+        assert (w["policy"], w["significant"], w["policy_file"]) == ("ppo-1", True, str(pfile))
         assert "**The winner is ppo-1** (the learned policy)" in text
     else:
         assert w["policy"] == bh and r.diff_vs_best_heuristic_ci_lo_pct > 0

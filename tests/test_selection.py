@@ -133,7 +133,10 @@ def test_the_selection_table_must_hold_every_policy_that_may_win(cfg):
         summarise(test, cfg, SPECS, selection=sel)
 
 
-def test_winner_json_has_selection_with_exactly_its_keys(cfg, tmp_path):
+def test_winner_json_has_selection_with_exactly_its_keys(cfg, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the winner's policy file is hashed into winner.json
+    for name in ("p1.pt", "p2.pt"):
+        (tmp_path / name).write_bytes(name.encode())
     test, sel = frames(cfg, {"fifo": 3.0, "atc": 1.0, "ppo-1": 0.9}, {"fifo": 3.0, "atc": 1.0, "ppo-1": 0.9})
     write_outputs(tmp_path, test, cfg, SPECS, full=True, selection=sel)
     w = json.loads((tmp_path / "winner.json").read_text())

@@ -46,7 +46,11 @@ def run(args):
     if args.max_bad_share is not None:
         cfg["workload"]["max_bad_share"] = args.max_bad_share
     if args.machines is not None:
-        cfg["scenario"]["machines"] = int(args.machines) if args.machines.strip().isdigit() else args.machines
+        cfg["scenario"]["machines"] = (
+            int(args.machines)
+            if args.machines.strip().isascii() and args.machines.strip().isdecimal()
+            else args.machines
+        )
     cfg = validate_config(cfg, "command line")
     calibration = args.calibration or cfg["scenario"]["calibration"]
     if not calibration:

@@ -78,9 +78,12 @@ def run(args):
         cfg["report"]["gantt_hours"],
         f"Demonstration scenario, seed {seed}: the first {cfg['report']['gantt_hours']:g} h",
     )
-    for name, (start, end, mach) in schedules.items():
-        files.write_csv(layout.demo_schedule(name, out), schedule_frame(sc, start, end, mach))
-    files.write_csv(out / layout.DEMO_TABLE, table)
+    # one set, the table last (sched.files.write_set)
+    items = [
+        (layout.demo_schedule(name, out), files.csv_writer(schedule_frame(sc, start, end, mach)))
+        for name, (start, end, mach) in schedules.items()
+    ]
+    files.write_set([*items, (out / layout.DEMO_TABLE, files.csv_writer(table))])
     print(
         f"demonstration scenario seed {seed}: {len(sc)} tasks, load {cfg['scenario']['load']}, "
         f"{cfg['scenario']['machines']} machine(s)"

@@ -12,7 +12,7 @@ import os
 import sys
 
 from sched.cli import load_cfg
-from sched.data.machines import is_spec
+from sched.data.machines import MachinesError, is_spec, speeds
 from sched.errors import UsageError
 from sched.limits import MAX_RANK_BYTES
 
@@ -82,7 +82,11 @@ def parse_machines(text):
     """
     text = text.strip()
     if is_spec(text) or os.path.isfile(text) or text.lower().endswith(".csv"):
-        return text  # rank() reads it with sched.data.machines, naming the field
+        try:  # checked here, naming the option; rank() reads it again with sched.data.machines
+            speeds(text, "--machines")
+        except MachinesError as exc:
+            raise UsageError(str(exc)) from None
+        return text
     if "," not in text:
         try:
             return int(text)

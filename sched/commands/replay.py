@@ -1,5 +1,7 @@
 """`sched replay`: every policy on the queue history cut into windows (days), each a scenario."""
 
+import os
+import re
 import sys
 from pathlib import Path
 
@@ -8,6 +10,10 @@ import numpy as np
 from sched import layout, threads
 from sched.cli import load_cfg
 from sched.commands import add_policy_inputs
+
+#: The name of a window's scenario file (sched.data.replay: replay-DATE, or replay-DATETHHMM for
+#: windows that are not whole days): the only files --scenarios-out removes.
+WINDOW_FILE = re.compile(r"replay-[0-9]{4}-[0-9]{2}-[0-9]{2}(T[0-9]{4})?\.csv")
 
 
 def register(sub):
@@ -41,7 +47,6 @@ def register(sub):
 def run(args):
     import pandas as pd
 
-    from sched import files
     from sched.data.replay import replay_scenarios
     from sched.data.scenario import write_scenario
     from sched.errors import UsageError
@@ -83,12 +88,17 @@ def run(args):
             "window_hours": args.window_hours,
         }
     )
-    written = write_outputs(out, frame, cfg, specs, full=True)
-    files.write_csv(out / layout.REPLAY_WINDOWS, windows)
-    written.append(out / layout.REPLAY_WINDOWS)
+    written = write_outputs(out, frame, cfg, specs, full=True, extra=[(layout.REPLAY_WINDOWS, windows)])
     if args.scenarios_out:
+        folder = Path(args.scenarios_out)
         for s in replay.scenarios:
-            write_scenario(Path(args.scenarios_out) / f"{s.name}.csv", s)
+            write_scenario(folder / f"{s.name}.csv", s)
+        stale = remove_old_windows(folder, {f"{s.name}.csv" for s in replay.scenarios})
+        if stale:
+            print(
+                f"sched replay: removed {len(stale)} window file(s) of an earlier replay from {folder}",
+                file=sys.stderr,
+            )
     means = frame.groupby("policy")["total_weighted_tardiness_s"].mean()
     print(
         f"{len(keys)} windows of {args.window_hours:g} h ({int(np.sum(windows['tasks']))} tasks), "
@@ -98,3 +108,18 @@ def run(args):
         print(f"{name:12} {m / UNIT:12.3f} k w.s")
     for p in written:
         print(f"wrote {p}", file=sys.stderr)
+
+
+def remove_old_windows(folder, kept):
+    """Remove the window files of an earlier replay from ``folder`` (names matching WINDOW_FILE,
+    regular files only, not in ``kept``); any other file is left alone. The removed paths."""
+    removed = []
+    for entry in sorted(os.scandir(folder), key=lambda e: e.name):
+        if (
+            WINDOW_FILE.fullmatch(entry.name)
+            and entry.name not in kept
+            and entry.is_file(follow_symlinks=False)
+        ):
+            os.unlink(entry.path)
+            removed.append(entry.path)
+    return removed

@@ -101,13 +101,11 @@ def _model_panel(ax_m, kind, e, measured, pred):
 
 
 def write_calibration(cal, out, figure):
-    """Write the figure, then the calibration JSON (both atomically)."""
+    """Write the figure and the calibration JSON as one set (sched.files.write_set: the JSON last)."""
     from sched import files
 
     png = render_figure(cal)  # decided before anything is written
-    with files.atomic_path(figure) as tmp:
-        tmp.write_bytes(png)
-    files.write_json(out, cal.data)
+    files.write_set([(figure, files.bytes_writer(png)), (out, files.json_writer(cal.data))])
 
 
 def summary_lines(cal):

@@ -27,6 +27,8 @@ import math
 import numpy as np
 
 from sched.data.bench_logs import CalibrationError
+from sched.errors import shorten
+from sched.limits import MAX_SPEED, MIN_SPEED
 
 GPU_COLUMN = "gpu"
 #: GPU models one calibration may tell apart (each is a column of the joint fit).
@@ -101,6 +103,7 @@ def fit_gpu_speeds(frame, kinds, design):
     entry["models"][reference] = {"speed": 1.0, "ci95": [1.0, 1.0], "records": int(counts[order[0]])}
     for i, m in enumerate(others):
         b, s = float(beta[first_gpu + i]), float(se[first_gpu + i])
+        _check_speed(m, -b)
         entry["models"][m] = {
             "speed": math.exp(-b),
             "ci95": [math.exp(-(b + t * s)), math.exp(-(b - t * s))],
@@ -113,6 +116,18 @@ def fit_gpu_speeds(frame, kinds, design):
         "reference GPU (measured duration x its GPU's speed)"
     )
     return entry
+
+
+def _check_speed(model, log_speed):
+    """Refuse a fitted speed outside [MIN_SPEED, MAX_SPEED], the range every other input of
+    speeds enforces (a GPU model logged on too few or too odd records)."""
+    if not (math.log(MIN_SPEED) <= log_speed <= math.log(MAX_SPEED)):
+        value = math.exp(min(log_speed, 700.0))
+        raise CalibrationError(
+            f"{GPU_COLUMN} {shorten(model)}: fitted speed {value:.3g}, outside [{MIN_SPEED:g}, "
+            f"{MAX_SPEED:g}] (sched.limits.MIN_SPEED, MAX_SPEED); check its records (units, "
+            f"mislabelled GPU), or leave the model out"
+        )
 
 
 def on_reference_gpu(frame, gpu):

@@ -320,6 +320,14 @@ def _frame(rows):
     return f
 
 
+def _nan_field(obj):
+    """The first documented field of a JSON Lines record whose value is NaN (None if none)."""
+    for key, value in obj.items():
+        if key in _FIELDS and isinstance(value, float) and value != value:
+            return key
+    return None
+
+
 def jsonl_chunks(segments, path, stats, size):
     """(lines, frame of str, list of (line, reason)) per chunk of a JSON Lines file.
 
@@ -342,7 +350,10 @@ def jsonl_chunks(segments, path, stats, size):
             except ValueError as exc:  # a number Python refuses to convert, say
                 bad.append((line, f"not valid JSON ({shorten(str(exc), 60)})"))
             else:
-                if isinstance(obj, dict):
+                nan = _nan_field(obj) if isinstance(obj, dict) else None
+                if nan is not None:  # not "absent": NaN is no JSON value (a missing due is null)
+                    bad.append((line, f"{nan}: NaN is not a value (write null, or leave the field out)"))
+                elif isinstance(obj, dict):
                     rows.append({k: v for k, v in obj.items() if k in _FIELDS})
                     lines.append(line)
                 else:

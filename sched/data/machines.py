@@ -105,6 +105,12 @@ def spec_of(sp):
     return ",".join(f"{n}x{v!r}" for n, v in runs)
 
 
+def _is_count(text):
+    """True if ``text`` is a whole number in ASCII digits (``str.isdigit`` also accepts ``"²"``,
+    which ``int()`` refuses)."""
+    return text.isascii() and text.isdecimal()
+
+
 def _count(v, field):
     if not (1 <= v <= MAX_MACHINES):
         if v > MAX_MACHINES:
@@ -123,7 +129,7 @@ def _from_text(text, field):
     t = text.strip()
     if not t:
         raise MachinesError(f"{field}: empty (expected a count, a spec like 2x1.0,2x0.6 or a CSV)")
-    if t.isdigit():
+    if _is_count(t):
         return np.ones(_count(int(t[:12]) if len(t) > 12 else int(t), field))
     if os.path.isfile(t) or t.lower().endswith(".csv"):
         return _read_csv(t, field)
@@ -141,7 +147,7 @@ def _from_spec(text, field):
             raise MachinesError(f"{field}: empty item {i + 1} in {shorten(text)}")
         n, sep, v = item.lower().partition("x")
         n = n.strip()
-        if not sep or not n.isdigit():
+        if not sep or not _is_count(n):
             raise MachinesError(f"{where}: expected NxSPEED, such as 2x0.6")
         count = int(n) if len(n) <= 12 else MAX_MACHINES + 1
         if count < 1:

@@ -86,13 +86,11 @@ def render_figure(result):
 
 
 def write_workload(result, out, figure):
-    """Write the figure, then the workload JSON (both atomically)."""
+    """Write the figure and the workload JSON as one set (sched.files.write_set: the JSON last)."""
     from sched import files
 
     png = render_figure(result)
-    with files.atomic_path(figure) as tmp:
-        tmp.write_bytes(png)
-    files.write_json(out, result.data)
+    files.write_set([(figure, files.bytes_writer(png)), (out, files.json_writer(result.data))])
 
 
 def summary_lines(result):

@@ -9,13 +9,21 @@ import json
 import math
 from pathlib import Path
 
-from sched import layout
+from sched import files, layout
 from sched.evaluate.errors import ReportError
 from sched.evaluate.per_scenario import check_complete, read_per_scenario
 from sched.evaluate.policies import is_ppo, ppo_seed
 from sched.evaluate.seeds import train_seeds
-from sched.evaluate.summary import SELECTION_KEY, SELECTION_KEYS, SUMMARY_COLUMNS, UNIT, WINNER_KEYS
+from sched.evaluate.summary import (
+    EARLIER_WINNER_KEYS,
+    SELECTION_KEY,
+    SELECTION_KEYS,
+    SUMMARY_COLUMNS,
+    UNIT,
+    WINNER_KEYS,
+)
 from sched.files import read_csv
+from sched.limits import MAX_VERDICT_BYTES
 
 #: The columns of train_log.csv the report reads (sched.learn.train_log.LOG_COLUMNS has them).
 TRAIN_LOG_COLUMNS = (
@@ -34,11 +42,13 @@ TRAIN_LOG_COLUMNS = (
 
 
 def read_json(path):
+    """A verdict file (winner.json, tuned.json): a regular file of at most MAX_VERDICT_BYTES."""
+    text = files.read_text(path, ReportError, MAX_VERDICT_BYTES)
     try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ReportError(f"{path}: file not found") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        return json.loads(text)
+    except RecursionError:
+        raise ReportError(f"{path}: not valid JSON: nested too deeply") from None
+    except ValueError as exc:
         raise ReportError(f"{path}: not valid JSON: {exc}") from None
 
 
@@ -54,9 +64,11 @@ def read_summary(path):
 
 def read_winner(path):
     """The winner record (``winner.json``), with exactly its keys (``selection`` last, when the
-    winner was chosen on validation scenarios; files without it are read too)."""
+    winner was chosen on validation scenarios; files without it are read too, and so are those of
+    earlier versions, without policy_sha256)."""
     w = read_json(path)
-    if not isinstance(w, dict) or tuple(w) not in (WINNER_KEYS, (*WINNER_KEYS, SELECTION_KEY)):
+    shapes = [(*keys, *sel) for keys in (WINNER_KEYS, EARLIER_WINNER_KEYS) for sel in ((), (SELECTION_KEY,))]
+    if not isinstance(w, dict) or tuple(w) not in shapes:
         got = ", ".join(w) if isinstance(w, dict) else type(w).__name__
         raise ReportError(
             f"{path}: keys {got}; expected exactly {', '.join(WINNER_KEYS)} (then {SELECTION_KEY})"

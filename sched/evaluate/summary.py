@@ -17,6 +17,7 @@ from sched.evaluate.errors import BenchmarkError
 from sched.evaluate.per_scenario import check_complete, matrix
 from sched.evaluate.policies import is_heuristic, is_ppo, is_warm, policy_key, same_rule
 from sched.evaluate.statistics import bootstrap_counts, interval, paired_difference, win_tie_loss
+from sched.limits import MAX_POLICY_BYTES
 
 SUMMARY_COLUMNS = (
     "policy",
@@ -47,6 +48,7 @@ WINNER_KEYS = (
     "rule",
     "atc_k",
     "policy_file",
+    "policy_sha256",  # the SHA-256 of policy_file's bytes (null for a rule); rank() checks it
     "significant",
     "runner_up",
     "mean_difference_pct",
@@ -54,6 +56,8 @@ WINNER_KEYS = (
     "reason",
     "setting",  # sched.setting.of_config: the farm and load the verdict was measured on
 )
+#: The keys of a winner.json of earlier versions (no policy_sha256): still read.
+EARLIER_WINNER_KEYS = tuple(k for k in WINNER_KEYS if k != "policy_sha256")
 #: The last key of a winner chosen on validation scenarios (absent from one chosen on the test
 #: scenarios, as the robustness settings and the replay still do, and from earlier files).
 SELECTION_KEY = "selection"
@@ -226,6 +230,7 @@ def choose_winner(twt, specs, counts, level, bh=None, confirm=None):
         "rule": spec.get("rule") if is_heuristic(winner) else None,
         "atc_k": spec.get("atc_k") if spec.get("rule") == "atc" else None,
         "policy_file": spec.get("policy_file") if is_ppo(winner) else None,
+        "policy_sha256": None,  # write_outputs hashes the policy file
         "significant": significant,
         "runner_up": runner_up,
         "mean_difference_pct": d,
@@ -256,28 +261,37 @@ def _reason(best, runner, bh, significant, diff, level, on_selection):
     )
 
 
-def write_outputs(out_dir, frame, cfg, specs, full, subset_summary=False, selection=None):
+def write_outputs(out_dir, frame, cfg, specs, full, subset_summary=False, selection=None, extra=()):
     """per_scenario.csv, and for a full run resume.csv and winner.json, into ``out_dir``.
 
     ``subset_summary``: a run on part of the test seeds writes resume.csv too (every
     policy over that same subset; no winner.json: the winner is chosen on them all).
     ``selection``: the selection table the winner is chosen on (see :func:`summarise`).
-    Everything is computed before anything is written.
+    ``extra``: more (file name, frame) to write in the same set (the replay's windows.csv).
+    Everything is computed before anything is written, and the files are written as one
+    set (:func:`sched.files.write_set`): winner.json (else resume.csv) renamed last,
+    after its old version was removed, so a kill never leaves new tables beside an old
+    winner. A learned winner's policy file is hashed into ``policy_sha256``.
     """
     out_dir = Path(out_dir)
     if full or subset_summary:
         summary, winner = summarise(frame, cfg, specs, selection if full else None)
         chosen = winner.pop(SELECTION_KEY, None)
+        if winner["policy_file"] is not None:  # winner.json binds the file it names (rank() checks it)
+            try:
+                winner["policy_sha256"] = files.sha256_file(
+                    winner["policy_file"], BenchmarkError, MAX_POLICY_BYTES
+                )
+            except BenchmarkError as exc:
+                raise BenchmarkError(f"the winner {winner['policy']}'s policy file {exc}") from None
         winner["setting"] = setting.of_config(cfg)  # the farm rank() matches a call against
         if chosen is not None:
             winner[SELECTION_KEY] = chosen
-    files.write_csv(out_dir / layout.PER_SCENARIO, frame)
-    written = [out_dir / layout.PER_SCENARIO]
-    if subset_summary and not full:
-        files.write_csv(out_dir / layout.SUMMARY, summary)
-        written.append(out_dir / layout.SUMMARY)
+    items = [(out_dir / layout.PER_SCENARIO, files.csv_writer(frame))]
+    items += [(out_dir / name, files.csv_writer(table)) for name, table in extra]
+    if full or subset_summary:
+        items.append((out_dir / layout.SUMMARY, files.csv_writer(summary)))
     if full:
-        files.write_csv(out_dir / layout.SUMMARY, summary)
-        files.write_json(out_dir / layout.WINNER, winner)
-        written += [out_dir / layout.SUMMARY, out_dir / layout.WINNER]
-    return written
+        items.append((out_dir / layout.WINNER, files.json_writer(winner)))
+    files.write_set(items)
+    return [path for path, _ in items]

@@ -205,7 +205,7 @@ def _plan(policy, policy_file, st, farm):
         if policy_file is None:
             raise RankInputError("policy ppo: needs policy_file (a trained policy file)")
         return ppo_plan(name, policy_file, "policy_file", asked)
-    if name.startswith("ppo-") and name[4:].isdigit():
+    if name.startswith("ppo-") and name[4:].isascii() and name[4:].isdecimal():
         from sched.config import under_root
 
         pfile = policy_file

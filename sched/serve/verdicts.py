@@ -5,23 +5,33 @@ on (:mod:`sched.setting`); a call follows the winner measured on its own GPUs
 (count and speeds), the closest load first, else ATC with the k tuned for
 those GPUs, else ATC with config ``rules.atc_k``. The files are read once and
 again only when they change; a malformed one is a ``RankInputError`` naming
-the file and field.
+the file and field. They are read as every other input is (``sched.files.read_bytes``):
+a regular file of at most ``MAX_VERDICT_BYTES``, so a pipe does not hang a call and
+a link to a device does not fill the memory.
+
+A learned winner's ``policy_sha256`` binds its policy file: a file whose bytes do not
+match is not run (the call falls back to ATC with the tuned k, else config
+``rules.atc_k``, and ``why`` says so); a winner.json of an earlier version, without
+the field, is followed with a note in ``why`` that its policy file is not checked.
 """
 
+import hashlib
 import json
 import logging
 import math
 import os
+import re
 import threading
 from collections import namedtuple
 from pathlib import Path
 
-from sched import layout, setting
+from sched import files, layout, setting
+from sched.limits import MAX_POLICY_BYTES, MAX_VERDICT_BYTES
 from sched.serve.tasks import RankInputError
 from sched.sim import rules
 
 # rule: rule id, or None for PPO; why: the reason it runs, in words (explain's column)
-Plan = namedtuple("Plan", "name rule k policy_file why", defaults=("",))
+Plan = namedtuple("Plan", "name rule k policy_file why sha256", defaults=("", None))
 
 #: A benchmark's verdict on one setting: where from, the setting, its winner (a Plan or
 #: None) and its tuned ATC k (or None).
@@ -45,10 +55,10 @@ def _json_file(path, check, root="."):
     hit = _json_cache.get(path)
     if hit is not None and hit[0] == key:
         return hit[1]
+    text = files.read_text(path, RankInputError, MAX_VERDICT_BYTES)
     try:
-        with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        data = json.loads(text)
+    except ValueError as exc:
         raise RankInputError(f"{path}: not a readable JSON file: {exc}") from None
     except RecursionError:
         raise RankInputError(f"{path}: not a readable JSON file: nested too deeply") from None
@@ -101,6 +111,11 @@ def _check_winner(data, path, root="."):
         )
     if not isinstance(pfile, str):
         raise RankInputError(f"{path}: field policy_file: expected a path, got {pfile!r}")
+    sha = data.get("policy_sha256")
+    if sha is not None and not (isinstance(sha, str) and _SHA256.fullmatch(sha)):
+        raise RankInputError(
+            f"{path}: field policy_sha256: expected 64 hexadecimal digits (or null), got {sha!r:.60}"
+        )
     # The pipeline writes paths relative to the project root (the folder of the
     # config's relative paths, ``root``: the working directory when "."); a
     # copied results folder is found relative to winner.json.
@@ -111,7 +126,30 @@ def _check_winner(data, path, root="."):
             beside = Path(path).parent / pfile
             if beside.exists():
                 p = beside
-    return Plan(name, None, None, p), where
+    return Plan(name, None, None, p, "", sha), where
+
+
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+_sha_cache = {}
+
+
+def _file_sha256(path):
+    """The SHA-256 of a policy file's bytes, cached while the file is unchanged (None: not a
+    readable regular file; ppo_plan then names it)."""
+    try:
+        s = os.stat(path)
+    except OSError:
+        return None
+    key = (os.path.abspath(path), s.st_mtime_ns, s.st_size, s.st_ino)
+    if key not in _sha_cache:
+        try:
+            digest = hashlib.sha256(files.read_bytes(path, RankInputError, MAX_POLICY_BYTES)).hexdigest()
+        except RankInputError:
+            return None
+        if len(_sha_cache) > 64:
+            _sha_cache.clear()
+        _sha_cache[key] = digest
+    return _sha_cache[key]
 
 
 def _check_selection(sel, path):
@@ -201,28 +239,53 @@ def auto_plan(st, farm):
     gpus = setting.describe({**farm, "load": None})
     found = _matching(st, farm)
     won = [v for v in found if v.winner is not None]
+    refused = ""
     if won:
         v = _closest(won, st)
         plan = v.winner
         if plan.rule is not None and plan.k is None:
             plan = plan._replace(k=st.atc_k)
+        note = ""
         if plan.rule is None:
-            plan = ppo_plan(plan.name, plan.policy_file, st.winner)
-        more = " (of several, the one whose load is closest to config scenario.load)" if len(won) > 1 else ""
-        return plan._replace(
-            why=f"auto: the winner of {v.source}, measured on {setting.describe(v.setting)}: "
-            f"the call's {gpus}{more}"
-        )
+            wfile = _winner_file(st, v)
+            plan = ppo_plan(plan.name, plan.policy_file, wfile)._replace(sha256=plan.sha256)
+            if plan.sha256 is None:
+                note = (
+                    f"; note: {wfile} records no policy_sha256 (written by an earlier version): "
+                    f"its policy file is not checked"
+                )
+            elif _file_sha256(plan.policy_file) != plan.sha256:
+                refused = (
+                    f"; the winner of {v.source}, {plan.name}, is not run: its policy file "
+                    f"{plan.policy_file} does not match {wfile}'s policy_sha256"
+                )
+        if not refused:
+            more = (
+                " (of several, the one whose load is closest to config scenario.load)" if len(won) > 1 else ""
+            )
+            return plan._replace(
+                why=f"auto: the winner of {v.source}, measured on {setting.describe(v.setting)}: "
+                f"the call's {gpus}{more}{note}"
+            )
     tuned = [v for v in found if v.tuned_k is not None]
     missing = _missing(st)
     if tuned:
         v = _closest(tuned, st)
-        why = f"auto: no benchmark winner for {gpus}{missing}; ATC with the k tuned for them in {v.source}"
-        _warn(why)
+        lead = "auto" if refused else f"auto: no benchmark winner for {gpus}{missing}"
+        why = f"{lead}{refused}; ATC with the k tuned for them in {v.source}"
+        _warn(why, force=bool(refused))
         return Plan("atc-tuned", rules.ATC, v.tuned_k, None, why)
-    why = f"auto: no benchmark or tuning for {gpus}{missing}; ATC with config rules.atc_k"
-    _warn(why)
+    lead = "auto" if refused else f"auto: no benchmark or tuning for {gpus}{missing}"
+    why = f"{lead}{refused}; ATC with config rules.atc_k"
+    _warn(why, force=bool(refused))
     return Plan("atc", rules.ATC, st.atc_k, None, why)
+
+
+def _winner_file(st, v):
+    """The winner.json a verdict was read from (the main benchmark's or a setting's)."""
+    if v.source == "the main benchmark":
+        return st.winner
+    return os.path.join(st.others, v.source.removeprefix("setting "), layout.WINNER)
 
 
 def _missing(st):
@@ -235,10 +298,11 @@ def _missing(st):
     return f" ({', '.join(gone)})" if gone else ""
 
 
-def _warn(why):
-    """A warning on the ``sched.rank`` logger when a verdict file is missing, once per message
-    (a daemon calling rank() for every decision does not repeat it)."""
-    if "not found" not in why or why in _warned:
+def _warn(why, force=False):
+    """A warning on the ``sched.rank`` logger when a verdict file is missing (or, ``force``, a
+    winner's policy file does not match), once per message (a daemon calling rank() for every
+    decision does not repeat it)."""
+    if not (force or "not found" in why) or why in _warned:
         return
     with _warned_lock:  # once, even when threads meet the same missing file together
         if why in _warned:
