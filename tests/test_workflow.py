@@ -572,11 +572,12 @@ def test_robustness_settings_are_benchmarked_and_reported(built, tmp_path):
     (ws / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
     plan = planned_jobs(ws)
     assert plan == {
-        "robust_config": 6,
+        "robust_config": 8,  # tune, select, gather per setting; teach, train for machines-2
         "step_config": 1,
         "robust_tune": 2,
         "robust_teach": 1,
         "robust_train_warm": 2,
+        "robust_select": 2,  # each setting's winner is chosen on its own selection seeds
         "robust_benchmark": 2,
         "report": 1,
         "all": 1,
@@ -585,7 +586,7 @@ def test_robustness_settings_are_benchmarked_and_reported(built, tmp_path):
     assert r.returncode == 0, r.output[-4000:]
     # every job but robust_config measured its usage beside its log
     logs = [p for p in (ws / "results/logs/robustness").glob("*/*.log") if not p.name.startswith("config-")]
-    assert len(logs) == 7  # tune and benchmark per setting, one teach, train per seed
+    assert len(logs) == 9  # tune, select and benchmark per setting, one teach, train per seed
     for log in logs:
         usage = log.with_suffix(".usage.tsv").read_text().splitlines()
         assert usage[0].split("\t")[:3] == ["s", "h:m:s", "max_rss"] and len(usage) == 2, log
@@ -597,6 +598,9 @@ def test_robustness_settings_are_benchmarked_and_reported(built, tmp_path):
         warm = {"ppo-1-warm", "ppo-2-warm"} if name == "machines-2" else set()
         assert set(resume["policy"]) & {"ppo-1-warm", "ppo-2-warm"} == warm
         assert (d / "winner.json").exists() and (d / "tuned.json").exists()
+        # chosen on the setting's own selection (validation) scenarios, confirmed on test
+        sel = json.loads((d / "winner.json").read_text())["selection"]
+        assert sel["on"] == "validation" and (d / "selection/per_scenario.csv").exists()
     # each verdict records the setting it holds for (rank(policy="auto") matches calls to it)
     assert json.loads((ws / "results/robustness/machines-2/winner.json").read_text())["setting"] == {
         "machines": 2,
@@ -626,9 +630,10 @@ def test_robustness_settings_are_benchmarked_and_reported(built, tmp_path):
     cfg["robustness"]["settings"][0]["load"] = 0.75
     (ws / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
     assert planned_jobs(ws) == {
-        "robust_config": 2,
+        "robust_config": 3,  # its tune, select and gather configs
         "step_config": 1,
         "robust_tune": 1,
+        "robust_select": 1,
         "robust_benchmark": 1,
         "report": 1,
         "all": 1,

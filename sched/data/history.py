@@ -167,6 +167,8 @@ def _parse(frame, lines, priorities, kinds, window=None):
     ``window``: None, or (first, last, why): a record submitted before ``first`` or after
     ``last`` is malformed, for ``why`` (the fit's records far outside the bulk of the span).
     """
+    # size: one vectorised check per documented field, in the order the contract lists them;
+    # split, each part would pass the same dozen arrays around
     n = len(frame)
     reason = np.full(n, None, dtype=object)
 

@@ -12,8 +12,7 @@ Fits (docs/workload.md):
   counted at that hour / hours of the history's span at that hour), smoothed
   by a 3-tap kernel [w, 1 - 2w, w] within each day, whose w is chosen by
   Stein's unbiased risk estimate under Poisson noise: w = 2·Σ var / Σ
-  (second difference)², clipped to [0, 1/4]. With much data w tends to 0 (the raw
-  rates are already precise); with little, the kernel averages neighbours.
+  (second difference)², clipped to [0, 1/4] (near 0 with much data).
 * priorities: the share of each class, and the share by hour of day, kept
   when a chi-square test of independence rejects a constant mix
   (p < ``MIX_P``); each hour's shares are shrunk toward the overall mix by

@@ -221,9 +221,11 @@ STEP_SETTINGS = {
     "benchmark": {**SCENARIO, "benchmark": BENCHMARK_COUNTS},
     # the selection run checks its seeds after those that chose the training checkpoints
     "select": {**SCENARIO, "benchmark": [*BENCHMARK_COUNTS, *SELECTION], "train": ["validation_scenarios"]},
+    # gather checks the selection table's seeds as the selection run does
     "gather": {**SCENARIO,
                "benchmark": [*BENCHMARK_COUNTS, *SELECTION, "bootstrap_resamples", "bootstrap_seed", "ci_level",
-                             "tie_relative", "tie_absolute_s"]},
+                             "tie_relative", "tie_absolute_s"],
+               "train": ["validation_scenarios"]},
     # the whole clairvoyant section (its scenarios count included)
     "clairvoyant": {**SCENARIO,
                     "benchmark": ["scenarios", "validation_scenarios", "shards", "atc_k_grid", "clairvoyant"]},
