@@ -43,7 +43,11 @@ import numpy as np
 from sched.learn import features as F
 from sched.sim import core as S
 from sched.sim import rules
+from sched.sim.state import core_jit
 
+#: The decision's functions allocate nothing (the caller's :class:`Work`) and return no array, so
+#: they are compiled without numba's reference counting (``core_jit``), as the simulator's step
+#: functions are; a function that returns arrays (:func:`with_load`) keeps it.
 N_TASK = F.N_TASK
 N_GLOBAL = F.N_GLOBAL
 N_CTX = 2 * N_TASK + N_GLOBAL
@@ -136,7 +140,7 @@ def workspace(max_queue, net):
     )
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True)  # with reference counting: it returns arrays, which its caller then owns
 def with_load(net, load):
     """``net`` with the ``load`` feature of another scenario model (a curriculum of loads)."""
     if load == net.load:
@@ -165,7 +169,7 @@ def no_net(top_k=1, atc_k=rules.ATC_K_DEFAULT, p_ref=1.0, load=1.0):
     )
 
 
-@nb.njit(cache=True)
+@core_jit
 def _select(s, b, K, k, pbar_v, v, ws):
     """Candidates (ws.cand, ws.atc: the K highest ATC indices, best first, ties in queue
     order) and the queue's aggregates: (m, tasks already late, min WMDD ratio, max log(w / p))."""
@@ -208,7 +212,7 @@ def _select(s, b, K, k, pbar_v, v, ws):
     return m, late, rmin, smax
 
 
-@nb.njit(cache=True)
+@core_jit
 def observe(s, b, net, ws):
     """Write the observation of slot b's decision into ``ws`` (candidates, features, context);
     returns the number of candidates m (>= 1: a task waits)."""
@@ -267,7 +271,7 @@ _EXP_TAYLOR = np.array([1.0 / math.factorial(i) for i in range(10)])
 _SUMS = {"reassoc", "contract"}
 
 
-@nb.njit(cache=True, fastmath=_SUMS)
+@nb.njit(cache=True, fastmath=_SUMS, _nrt=False)
 def _tanh(h, n):
     """tanh of h[:n], in place: (1 - e) / (1 + e), e = exp(-2|x|) from a Taylor polynomial of
     exp(-|x| / 32) squared six times (no libm call: the loop vectorises). Within 4e-15 of
@@ -290,7 +294,7 @@ def _tanh(h, n):
         h[i] = math.copysign((1.0 - e) / (1.0 + e), x)
 
 
-@nb.njit(cache=True, fastmath=_SUMS)
+@nb.njit(cache=True, fastmath=_SUMS, _nrt=False)
 def score(net, ws, m):
     """ws.v[:m] := the scores of the m candidates of ``ws`` (after :func:`observe`)."""
     W0, W1 = net.W0, net.W1
@@ -322,7 +326,7 @@ def score(net, ws, m):
         ws.v[q] = val
 
 
-@nb.njit(cache=True)
+@core_jit
 def scored(s, b, net, ws):
     """:func:`observe` then :func:`score` slot b's decision; returns the candidate count m."""
     m = observe(s, b, net, ws)
@@ -330,7 +334,7 @@ def scored(s, b, net, ws):
     return m
 
 
-@nb.njit(cache=True)
+@core_jit
 def argmax(v, m):
     """The first index of the highest of v[:m]; 0 when none is a number (a diverged network:
     candidate 0 is ATC's choice)."""
@@ -343,14 +347,14 @@ def argmax(v, m):
     return best
 
 
-@nb.njit(cache=True)
+@core_jit
 def greedy(s, b, net, ws):
     """Queue position the greedy policy starts now in slot b: the first highest score."""
     m = scored(s, b, net, ws)
     return ws.cand[argmax(ws.v, m)]
 
 
-@nb.njit(cache=True)
+@core_jit
 def sample(s, b, net, ws, u):
     """(candidate index, its log-probability, m) of a draw from the softmax of the scores,
     by the Gumbel-max trick on the uniforms ``u`` (at least m of them, in (0, 1))."""
@@ -370,7 +374,7 @@ def sample(s, b, net, ws, u):
     return best, ws.v[best] - top - math.log(total), m
 
 
-@nb.njit(cache=True)
+@core_jit
 def greedy_rollout(s, b, net, ws):
     """Take every remaining decision of slot b with the greedy policy (ATC's static parts set)."""
     S.set_rule(s, b, rules.ATC)
@@ -378,7 +382,7 @@ def greedy_rollout(s, b, net, ws):
         S._start(s, b, greedy(s, b, net, ws), s.pending[b])
 
 
-@nb.njit(cache=True)
+@core_jit
 def greedy_batch(s, net, ws):
     """:func:`greedy_rollout` of every slot of ``s`` from its start."""
     for b in range(s.n.shape[0]):

@@ -37,6 +37,7 @@ import numpy as np
 from sched.learn import kernel
 from sched.sim import core as S
 from sched.sim import rules
+from sched.sim.state import core_jit
 
 #: ``Lookahead.rule`` (and a base policy's rule id) of a learned policy: its compiled decision.
 LEARNED = -1
@@ -98,7 +99,7 @@ def known_free(s):
     return out
 
 
-@nb.njit(cache=True)
+@core_jit
 def sampled(s, dst, fut, f, la, zseed, mfree):
     """Slot 0 of ``dst`` := slot 0 of ``s``'s waiting tasks (queue order kept, so the tie rule
     is unchanged) and GPUs, plus future ``f`` of the pool, as ``la`` reads them."""
@@ -142,7 +143,7 @@ def sampled(s, dst, fut, f, la, zseed, mfree):
     dst.wt_started[0] = 0.0
 
 
-@nb.njit(cache=True)
+@core_jit
 def act(s, rule, k, net, ws):
     """Queue position a policy starts now in slot 0: a rule's pick (its static parts set),
     or the learned policy's (``rule`` LEARNED, ATC's static parts set)."""
@@ -156,7 +157,7 @@ def sample_costs(s, scratch, cands, r0, r1, costs, fut, la, net, ws, f0, zseed0)
     """costs[c, r] := weighted tardiness of starting ``cands[c]`` now in slot 0 of ``s``, then
     following ``la``'s continuation (``net``, ``ws``: the learned one's), on sampled future r,
     for r in [r0, r1): the same futures for every c."""
-    sample_costs_upto(s, scratch, cands, r0, r1, costs, fut, la, net, ws, f0, zseed0, -1)
+    _sample(s, scratch, cands, r0, r1, costs, fut, la, net, ws, (f0, zseed0), known_free(s), -1)
 
 
 @nb.njit(cache=True)
@@ -167,8 +168,16 @@ def sample_costs_upto(s, scratch, cands, r0, r1, costs, fut, la, net, ws, f0, zs
     scans its queue (a decision on q waiting tasks: q + 1 units), so that a rollout over a
     long queue is interrupted within it. The costs of the samples it completes are
     :func:`sample_costs`'s, whatever ``max_work``."""
+    return _sample(s, scratch, cands, r0, r1, costs, fut, la, net, ws, (f0, zseed0), known_free(s), max_work)
+
+
+@core_jit
+def _sample(s, scratch, cands, r0, r1, costs, fut, la, net, ws, seeds, mfree, max_work):
+    """The rollouts of :func:`sample_costs_upto` (``seeds``: (f0, zseed0); ``mfree``: the GPUs'
+    known free times), compiled without numba's reference counting: it allocates nothing,
+    and counting the references of a State's arrays would cost more than the rollouts."""
     nf = fut.arr.shape[0]
-    mfree = known_free(s)
+    f0, zseed0 = seeds
     work = 0
     for r in range(r0, r1):
         f = (f0 + r) % nf
@@ -179,10 +188,13 @@ def sample_costs_upto(s, scratch, cands, r0, r1, costs, fut, la, net, ws, f0, zs
                 return r, work
             sampled(s, scratch, fut, f, la, zseed, mfree)
             S._start(scratch, 0, cands[c], scratch.pending[0])
+            rule, k = la.rule, la.k
             while S._advance(scratch, 0, True):
                 work += scratch.qlen[0] + 1
                 if 0 <= max_work < work:
                     return r, work
-                S._start(scratch, 0, act(scratch, la.rule, la.k, net, ws), scratch.pending[0])
+                # act(), inlined: the learned policy's arguments are passed only where it acts
+                q = S.pick(scratch, 0, rule, k) if rule >= 0 else kernel.greedy(scratch, 0, net, ws)
+                S._start(scratch, 0, q, scratch.pending[0])
             costs[c, r] = scratch.wt_started[0]
     return r1, work
