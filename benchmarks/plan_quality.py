@@ -24,9 +24,9 @@ import time
 import pandas as pd
 
 from sched import layout
-from sched.config import ConfigError, load_config, seed_range
+from sched.config import ConfigError, load_config
 from sched.data.scenario import draw, scenario_model
-from sched.evaluate.seeds import check_selection, range_text
+from sched.evaluate.seeds import UnconfirmedTestSeeds, chooser_seeds, free_validation_offset, range_text  # noqa: F401
 from sched.evaluate.statistics import bootstrap_counts, paired_difference, win_tie_loss
 from sched.learn.planner import Planner, learned_base, rule_base
 from sched.sim.objective import tardiness
@@ -34,44 +34,17 @@ from sched.sim.objective import tardiness
 SCRIPT = "plan_quality.py"
 
 
-def free_validation_offset(cfg):
-    """Where the validation seeds no workflow step uses begin, as an offset in seeds.validation: after
-    the winner's selection (benchmark.selection_offset + selection_scenarios), which lies after ATC's
-    k tuning (benchmark.validation_scenarios) and every checkpoint selection (train.validation_scenarios
-    and each robustness setting's own; :func:`sched.evaluate.seeds.check_selection` checks it)."""
-    check_selection(cfg)
-    b = cfg["benchmark"]
-    used = [b["selection_offset"] + b["selection_scenarios"], b["validation_scenarios"]]
-    used.append((cfg.get("train") or {}).get("validation_scenarios") or 0)
-    for st in (cfg.get("robustness") or {}).get("settings") or []:
-        used.append((st.get("train") or {}).get("validation_scenarios") or 0)
-    return max(used)
-
-
 def pick_seeds(cfg, split, count, skip=0, confirm=False):
-    """The seeds this script runs on (see the module docstring). ``split`` "test" without ``confirm``
-    exits 2 with a one-line message; with it, a one-line warning goes to stderr."""
-    if split == "test" and not confirm:
-        print(
-            f"{SCRIPT}: --split test needs --confirm: a test seed used to choose a setting can no longer "
-            f"confirm it; choose on the default --split validation",
-            file=sys.stderr,
-        )
-        raise SystemExit(2)
-    seeds = seed_range(cfg, split)
-    start = (free_validation_offset(cfg) if split == "validation" else 0) + skip
-    if count < 1 or skip < 0:
-        raise ConfigError(f"{SCRIPT}: --scenarios must be at least 1 and --skip at least 0")
-    if start + count > len(seeds):
-        raise ConfigError(
-            f"{SCRIPT}: {count} {split} seeds from offset {start} end past the {len(seeds)} seeds "
-            f"of seeds.{split}"
-        )
-    chosen = seeds[start : start + count]
+    """The seeds this script runs on (``sched.evaluate.seeds.chooser_seeds``): test seeds without
+    ``confirm`` exit 2 with one line; with it, a one-line warning goes to stderr."""
+    try:
+        chosen = chooser_seeds(cfg, split, count, skip, confirm, SCRIPT)
+    except UnconfirmedTestSeeds as exc:
+        print(exc, file=sys.stderr)
+        raise SystemExit(2) from None
     if split == "test":
         print(
-            f"{SCRIPT}: warning: test seeds {range_text(chosen)}: a test seed used to choose something "
-            f"can no longer confirm it",
+            f"{SCRIPT}: warning: test seeds {range_text(chosen)} can no longer confirm what they choose",
             file=sys.stderr,
         )
     return chosen

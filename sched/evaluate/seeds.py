@@ -138,6 +138,46 @@ def clairvoyant_seeds(cfg):
     return benchmark_seeds(cfg)[: cfg["benchmark"]["clairvoyant"]["scenarios"]]
 
 
+class UnconfirmedTestSeeds(ConfigError):
+    """A setting-choosing run asked for test seeds without confirming it."""
+
+
+def free_validation_offset(cfg):
+    """Where the validation seeds no workflow step uses begin, as an offset in seeds.validation: after
+    the winner's selection (benchmark.selection_offset + selection_scenarios), which lies after ATC's
+    k tuning (benchmark.validation_scenarios) and every checkpoint selection (train.validation_scenarios
+    and each robustness setting's own; :func:`check_selection` checks it)."""
+    check_selection(cfg)
+    b = cfg["benchmark"]
+    used = [b["selection_offset"] + b["selection_scenarios"], b["validation_scenarios"]]
+    used.append((cfg.get("train") or {}).get("validation_scenarios") or 0)
+    for st in (cfg.get("robustness") or {}).get("settings") or []:
+        used.append((st.get("train") or {}).get("validation_scenarios") or 0)
+    return max(used)
+
+
+def chooser_seeds(cfg, split, count, skip=0, confirm=False, who="seeds"):
+    """The seeds a setting-choosing script (``benchmarks/plan_quality.py``, ``farm_tardiness.py``)
+    runs on: ``count`` validation seeds from :func:`free_validation_offset` + ``skip``, or, ``split``
+    "test" with ``confirm``, test seeds from ``skip`` (a test seed used to choose something can no
+    longer confirm it: :class:`UnconfirmedTestSeeds` without ``confirm``)."""
+    if split == "test" and not confirm:
+        raise UnconfirmedTestSeeds(
+            f"{who}: --split test needs --confirm: a test seed used to choose a setting can no longer "
+            f"confirm it; choose on the default --split validation"
+        )
+    seeds = seed_range(cfg, split)
+    start = (free_validation_offset(cfg) if split == "validation" else 0) + skip
+    if count < 1 or skip < 0:
+        raise ConfigError(f"{who}: --scenarios must be at least 1 and --skip at least 0")
+    if start + count > len(seeds):
+        raise ConfigError(
+            f"{who}: {count} {split} seeds from offset {start} end past the {len(seeds)} seeds "
+            f"of seeds.{split}"
+        )
+    return seeds[start : start + count]
+
+
 def train_seeds(cfg):
     """Training seeds whose PPO policies are benchmarked (config ``train.seeds``)."""
     return list((cfg.get("train") or {}).get("seeds", DEFAULT_TRAIN_SEEDS))

@@ -21,6 +21,7 @@ from typing import NamedTuple
 
 import numba as nb
 import numpy as np
+from numba.extending import register_jitable
 
 from sched.errors import SchedError
 from sched.sim import rules
@@ -62,6 +63,21 @@ assert TASK_FEATURES.index("wspt") == 9 and TASK_FEATURES.index("atc_rank") == 1
 ATC_FLOOR = -30.0
 
 
+@register_jitable
+def own_features(row, p, w, d, t, arrival, pbar):
+    """The features of a task that read only the task and the queue's mean estimate ``pbar``
+    (est_rel, log_est_rel, log_weight, slack_rel, slack_pos, due_rel, waited_rel, late), into
+    ``row``; their one definition (the relative ones, atc, wmdd, wspt, atc_rank, need the queue)."""
+    row[0] = p / pbar
+    row[1] = math.log(p / pbar)
+    row[2] = math.log(w)
+    row[3] = math.asinh((d - t - p) / pbar)
+    row[4] = min(max(d - t - p, 0.0) / pbar, -ATC_FLOOR)
+    row[5] = math.asinh((d - t) / pbar)
+    row[6] = math.asinh((t - arrival) / pbar)
+    row[10] = 1.0 if d < t + p else 0.0
+
+
 @nb.njit(cache=True)
 def _encode_slot(s, b, k, p_ref, load, x, g):
     # ``load``: the load of the scenario model slot b was drawn from
@@ -91,21 +107,12 @@ def _encode_slot(s, b, k, p_ref, load, x, g):
         wspt_max = max(wspt_max, log_wp)
         key = math.log(max(p, d - t) / w)
         wmdd_min = min(wmdd_min, key)
-        x[q, 0] = p / pbar
-        x[q, 1] = math.log(p / pbar)
-        x[q, 2] = math.log(w)
-        x[q, 3] = math.asinh((d - t - p) / pbar)
-        x[q, 4] = min(max(d - t - p, 0.0) / pbar, -ATC_FLOOR)
-        x[q, 5] = math.asinh((d - t) / pbar)
-        x[q, 6] = math.asinh((t - s.arr[b, j]) / pbar)
+        own_features(x[q], p, w, d, t, s.arr[b, j], pbar)
         x[q, 7] = a
         x[q, 8] = key
         x[q, 9] = log_wp
         if d < t + p:
-            x[q, 10] = 1.0
             late += 1
-        else:
-            x[q, 10] = 0.0
     order = np.argsort(-atc, kind="mergesort")  # stable: ties in queue order, as the rules
     for r in range(ql):
         q = order[r]
@@ -115,24 +122,6 @@ def _encode_slot(s, b, k, p_ref, load, x, g):
         x[q, 11] = r / ql
     global_features(s.mfree[b], s.speed[b], m, t, ql, work, pbar, p_ref, late, load, g)
     return order
-
-
-@nb.njit(cache=True)
-def pool_context(xb, ql, gb, out):
-    """The scorer's queue context, its one definition: the mean then the max of each per-task
-    feature over ``xb[:ql]``, then the global features ``gb``, into ``out`` (2 N_TASK + N_GLOBAL)."""
-    for f in range(N_TASK):
-        m = 0.0
-        mx = -np.inf
-        for q in range(ql):
-            v = xb[q, f]
-            m += v
-            if v > mx:
-                mx = v
-        out[f] = m / ql
-        out[N_TASK + f] = mx
-    for f in range(N_GLOBAL):
-        out[2 * N_TASK + f] = gb[f]
 
 
 @nb.njit(cache=True)

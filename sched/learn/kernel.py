@@ -234,17 +234,10 @@ def observe(s, b, net, ws):
         j = s.queue[b, ws.cand[i]]
         p = s.est[b, j] / v
         w, d = s.w[b, j], s.due[b, j]
-        X[i, 0] = p / pbar
-        X[i, 1] = math.log(p / pbar)
-        X[i, 2] = math.log(w)
-        X[i, 3] = math.asinh((d - t - p) / pbar)
-        X[i, 4] = min(max(d - t - p, 0.0) / pbar, -FLOOR)
-        X[i, 5] = math.asinh((d - t) / pbar)
-        X[i, 6] = math.asinh((t - s.arr[b, j]) / pbar)
+        F.own_features(X[i], p, w, d, t, s.arr[b, j], pbar)
         X[i, 7] = max(ws.atc[i] - amax, FLOOR)
         X[i, 8] = max(-(math.log(max(p, d - t) / w) - lkmin), FLOOR)
         X[i, 9] = max(s.static[b, j] - smax, FLOOR)
-        X[i, 10] = 1.0 if d < t + p else 0.0
         X[i, 11] = i / ql
     c = ws.ctx
     for f in range(N_TASK):
