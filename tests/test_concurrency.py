@@ -18,9 +18,10 @@ import pytest
 import torch
 
 from sched import rank
-from sched.learn import features as F
 from sched.learn import networks as N
 from sched.learn import policy_file as PF
+
+from .test_policy_file import small_meta
 
 QUEUES = 16
 TASKS = 40
@@ -30,15 +31,8 @@ PLAN = dict(candidates=3, samples=6, horizon=12, z=1.0, seed=3, futures=40, budg
 
 def _policy(path, seed):
     """A policy file of random weights (a scorer whose choices are not ATC's)."""
-    meta = {
-        "arch": {"name": "scorer", "hidden": 8, "atc_prior": True, "prior_scale": 3.0, "top_k": 8},
-        "atc_k": 2.0,
-        "p_ref": 80.0,
-        "load": 0.85,
-        "task_features": list(F.TASK_FEATURES),
-        "global_features": list(F.GLOBAL_FEATURES),
-        "config_hash": "0123456789abcdef",
-    }
+    meta = small_meta(hidden=8)
+    meta["arch"]["top_k"] = 8
     torch.manual_seed(seed)
     net = N.build(meta["arch"])
     with torch.no_grad():
