@@ -29,7 +29,7 @@ def test_defaults_are_filled_without_touching_the_schema():
     [
         ({"scenario": {"load": -1}}, r"scenario.load: -1 is less than or equal to the minimum of 0"),
         ({"scenario": {"machines": 0}}, r"scenario.machines: 0 is less than the minimum of 1"),
-        ({"scenario": {"tasks": "many"}}, r"scenario.tasks: 'many' is not of type 'integer'"),
+        ({"scenario": {"tasks": "many"}}, r"scenario.tasks: 'many' does not match '\^day\$'"),
         ({"scenario": {"lod": 0.8}}, r"scenario: Additional properties are not allowed \('lod'"),
         (
             {"scenario": {"kinds": {"image": {"share": 1.0, "distribution": "lognormal"}}}},

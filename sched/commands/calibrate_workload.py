@@ -72,6 +72,9 @@ def run(args):
                 f"skipped: {st.bad_summary()}",
                 file=sys.stderr,
             )
+    note = (result.data.get("split") or {}).get("note")
+    if note:
+        print(f"sched calibrate-workload: note: {note}", file=sys.stderr)
     write_workload(result, out, figure)
     for line in summary_lines(result):
         print(line)

@@ -93,6 +93,14 @@ class HistoryChunk:
     def __len__(self):
         return len(self.line)
 
+    def rows(self, mask):
+        """The records where ``mask`` is true, as a chunk."""
+        return HistoryChunk(
+            *(getattr(self, f)[mask] for f in ("line", "id", "kind", "submitted", "weight", "due", "started",
+                                                "finished")),
+            features={k: v[mask] for k, v in self.features.items()},
+        )
+
 
 def history_format(path):
     """'csv' or 'jsonl' from the file name (a trailing .gz allowed), or HistoryError."""

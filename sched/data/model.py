@@ -65,7 +65,10 @@ class ScenarioModel:
     ``classes`` / ``class_weights`` / ``class_probs`` (the priority classes of
     ``scenario.priorities``, lightest first), ``flow_factor`` and ``slack_s``
     (the deadline rule's ranges), ``workload`` (the workload file's content,
-    read-only, or None) and ``workload_scale``, ``tasks``, ``load``,
+    read-only, or None) and ``workload_scale``, ``duration_scale`` (the factor
+    on drawn durations and estimates: 1, or with a workload the history's mean
+    measured duration over the calibration's, so that generated scenarios
+    offer the history's load; ``mean_duration`` is then the scaled mean), ``tasks``, ``load``,
     ``machines`` (the config's value) and ``speeds`` (one per GPU), and
     ``calibration`` / ``workload_file`` (the files' paths, for reports).
     """
@@ -82,6 +85,7 @@ class ScenarioModel:
     slack_s: tuple
     workload: MappingProxyType | None
     workload_scale: float
+    duration_scale: float
     tasks: int
     load: float
     machines: object
@@ -125,6 +129,36 @@ def _load(value):
     return float(value)
 
 
+#: ``scenario.tasks: day`` (with a workload): as many tasks as the busiest 24 hours of the
+#: fitted week are expected to bring, and DAY_MARGIN more, so that a scenario spans a whole
+#: day wherever in the week it starts.
+DAY = "day"
+DAY_MARGIN = 1.1
+
+
+def day_tasks(workload, scale=1.0):
+    """The task count of ``scenario.tasks: day``: DAY_MARGIN x the most arrivals any 24 hours
+    of the workload's week are expected to bring (its hourly rates x ``scale``), rounded up."""
+    if workload is None:
+        raise ModelError("scenario.tasks: 'day' needs a workload (scenario.workload is null)")
+    rate = np.asarray(workload["arrivals"]["rate_per_hour"], dtype=np.float64) * scale
+    busiest = max(float(np.roll(rate, -h)[:24].sum()) for h in range(len(rate)))
+    return max(1, int(np.ceil(DAY_MARGIN * busiest)))
+
+
+def duration_scale(workload, mean):
+    """The factor on generated durations that gives a workload's scenarios the history's load:
+    the history's mean measured duration (else its mean estimate) over the durations' mean
+    ``mean`` (from the calibration or scenario.kinds); 1 without a workload or either mean."""
+    if workload is None:
+        return 1.0
+    load = workload.get("load") or {}
+    target = load.get("mean_measured_duration_s") or load.get("mean_estimate_s")
+    if not target or not np.isfinite(mean) or mean <= 0:
+        return 1.0
+    return float(target) / float(mean)
+
+
 def scenario_model(cfg):
     """The :class:`ScenarioModel` of a validated config (``sched.config.load_config``).
 
@@ -151,22 +185,28 @@ def scenario_model(cfg):
     classes = tuple(sorted(sc["priorities"], key=lambda c: sc["priorities"][c]["weight"]))
     probs = np.array([sc["priorities"][c]["prob"] for c in classes], dtype=np.float64)
     workload_file = sc.get("workload") or None
+    workload = load_workload(workload_file) if workload_file else None
     with np.errstate(over="ignore"):  # a huge sigma: an infinite mean, refused by draw() in one line
         mean = np.float64(mean_duration(specs))  # numpy: an infinite mean divides without raising
+    scale = duration_scale(workload, mean)
+    tasks = sc["tasks"]
+    if tasks == DAY:
+        tasks = day_tasks(workload, float(sc.get("workload_scale", 1.0)))
     return ScenarioModel(
         specs=_frozen(specs),
         kinds=kinds,
         shares=_readonly(shares),
-        mean_duration=mean,
+        mean_duration=mean * scale,
         sigma=float(sigma) if sigma is not None else 0.0,
         classes=classes,
         class_weights=_readonly([sc["priorities"][c]["weight"] for c in classes]),
         class_probs=_readonly(probs / probs.sum()),
         flow_factor=tuple(float(x) for x in sc["due"]["flow_factor"]),
         slack_s=tuple(float(x) for x in sc["due"]["slack_s"]),
-        workload=_frozen(load_workload(workload_file)) if workload_file else None,
+        workload=_frozen(workload) if workload is not None else None,
         workload_scale=float(sc.get("workload_scale", 1.0)),
-        tasks=_tasks(sc["tasks"]),
+        duration_scale=scale,
+        tasks=_tasks(tasks),
         load=_load(sc["load"]),
         machines=sc["machines"],
         speeds=_readonly(parse_speeds(sc["machines"], "scenario.machines")),

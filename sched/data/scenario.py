@@ -299,6 +299,7 @@ def _draw(model, seed, n, rho, capacity):
         draws = sample_durations(specs[k], np.random.default_rng(r_duration.integers(2**63)), n)
         duration[kind_idx == i] = draws[kind_idx == i]
 
+    duration *= model.duration_scale  # with a workload: the history's load (sched.data.model)
     sigma = model.sigma
     z = r_noise.standard_normal(n)
     estimate = duration * np.exp(sigma * z) if sigma > 0 else duration.copy()

@@ -131,6 +131,17 @@ def check_workload(data, source="workload"):
         arr = _numbers(by_hour, (24, len(classes)), fail, "priorities.by_hour_of_day")
         if np.any(arr.sum(axis=1) <= 0):
             fail("priorities.by_hour_of_day", "an hour's shares sum to 0")
+    load = data.get("load")
+    if load is not None:
+        if not isinstance(load, dict):
+            fail("load", f"expected an object, got {type(load).__name__}")
+        for key in ("mean_measured_duration_s", "mean_estimate_s"):
+            v = load.get(key)
+            if v is not None and not (_is_number(v) and 0 < v <= 1e9):
+                fail(f"load.{key}", f"expected a number in (0, 1e9] or null, got {str(v)[:40]}")
+    split = data.get("split")
+    if split is not None:
+        check_split(split, fail)
     d = data["deadlines"]
     s = d.get("share_without")
     if not (_is_number(s) and 0 <= s <= 1):
@@ -148,6 +159,38 @@ def check_workload(data, source="workload"):
         arr = _numbers(q, (len(edges) + 1, len(q[0])), fail, "deadlines.allowance.ratio_quantiles")
         if arr.shape[1] < 2 or np.any(np.diff(arr, axis=1) < 0):
             fail("deadlines.allowance.ratio_quantiles", "expected increasing quantiles, at least 2 a bin")
+
+
+def _is_day(text):
+    import datetime as dt
+
+    if not isinstance(text, str) or len(text) != 10:
+        return False
+    try:
+        dt.date.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
+
+
+def check_split(split, fail):
+    """The ``split`` record (the fitted and held-out days, ``sched.data.workload_fit.held_out_split``)."""
+    if not isinstance(split, dict):
+        fail("split", f"expected an object, got {type(split).__name__}")
+    for key in ("fitted", "held_out"):
+        v = split.get(key)
+        if key == "held_out" and v is None:
+            continue
+        if not (isinstance(v, list) and len(v) == 2 and all(_is_day(x) for x in v) and v[0] <= v[1]):
+            fail(f"split.{key}", f"expected [FIRST_DAY, LAST_DAY] as ISO dates, got {str(v)[:60]}")
+    if split.get("held_out") is not None and not split["fitted"][1] < split["held_out"][0]:
+        fail("split.held_out", "expected days after the fitted ones")
+
+
+def held_out_days(workload):
+    """[FIRST_DAY, LAST_DAY] (ISO dates) of the days the fit held out, or None."""
+    split = workload.get("split") or {}
+    return list(split["held_out"]) if split.get("held_out") else None
 
 
 # --------------------------------------------------------------------------- drawing

@@ -145,7 +145,13 @@ class WorkloadAccumulator:
     def __post_init__(self):
         self.rng = np.random.default_rng(self.seed)
 
+    before: float = np.inf  # records submitted at or after it are held out (not fitted, not malformed)
+
     def add(self, chunk):
+        if np.isfinite(self.before):
+            chunk = chunk.rows(chunk.submitted < self.before)
+            if not len(chunk):
+                return
         n = len(chunk)
         sub = chunk.submitted
         self.n += n
@@ -333,6 +339,59 @@ def _duration(seconds):
     return f"{seconds / 86400:.1f} days"
 
 
+DAY_S = 86400.0
+#: Fewest days of history that hold days out: with fewer, the fit reads them all and the
+#: studio setting (held-out days) is skipped.
+MIN_SPLIT_DAYS = 14
+
+
+def _day(t):
+    """The UTC calendar day of a time, as an ISO date."""
+    return datetime.fromtimestamp(float(t), UTC).date().isoformat()
+
+
+def held_out_split(t0, t1, test_days):
+    """The split of a history spanning [t0, t1] (s since 1970, UTC) in time: the last
+    ``test_days`` UTC calendar days are held out (``workload.test_days``).
+
+    Returns ``(cut, split)``: ``cut`` the first held-out second (UTC midnight; inf when
+    nothing is held out) and ``split`` the workload file's ``split`` record (the fitted
+    and held-out first and last days, the history's days, and a ``note`` when it is too
+    short to hold out). Raises HistoryError naming ``workload.test_days`` when it is
+    longer than the history or leaves less than a week to fit.
+    """
+    first, last = int(np.floor(t0 / DAY_S)), int(np.floor(t1 / DAY_S))
+    days = last - first + 1
+    span = [_day(first * DAY_S), _day(last * DAY_S)]
+    if test_days >= days:
+        raise HistoryError(
+            f"workload.test_days: {test_days} days held out, but the history spans {days} days "
+            f"({span[0]} to {span[1]}): nothing would be left to fit"
+        )
+    if days < MIN_SPLIT_DAYS:
+        note = (
+            f"the history spans {days} days ({span[0]} to {span[1]}), fewer than {MIN_SPLIT_DAYS}: "
+            "no days held out (workload.test_days), the fit reads them all and the studio setting is skipped"
+        )
+        return np.inf, {"history_days": days, "test_days": test_days, "fitted": span, "held_out": None,
+                        "note": note}
+    cut_day = last - test_days + 1
+    if (cut_day - first) * DAY_S < MIN_HISTORY_SPAN_S:
+        raise HistoryError(
+            f"workload.test_days: {test_days} of the history's {days} days held out leaves "
+            f"{cut_day - first} days to fit, less than a week"
+        )
+    split = {
+        "history_days": days,
+        "test_days": test_days,
+        "fitted": [span[0], _day((cut_day - 1) * DAY_S)],
+        "held_out": [_day(cut_day * DAY_S), span[1]],
+        "held_out_start": _iso(cut_day * DAY_S),
+        "note": None,
+    }
+    return cut_day * DAY_S, split
+
+
 def calibrate_workload(paths, cfg, calibration_path, seed=0, chunk_size=None):
     """Stream the history files and fit the workload; returns a :class:`WorkloadResult`.
 
@@ -348,8 +407,8 @@ def calibrate_workload(paths, cfg, calibration_path, seed=0, chunk_size=None):
     calibration = load_calibration(calibration_path)
     opts = cfg["workload"]
 
-    def read(window):
-        acc = WorkloadAccumulator(calibration, seed)
+    def read(window, before=np.inf):
+        acc = WorkloadAccumulator(calibration, seed, before=before)
         stats = []
         for p in paths:
             st = HistoryStats(Path(p), history_format(p))
@@ -372,6 +431,12 @@ def calibrate_workload(paths, cfg, calibration_path, seed=0, chunk_size=None):
     if window is not None:
         acc, stats = read(window)
         acc.times = []
+    split = None
+    if acc.n:
+        cut, split = held_out_split(acc.t0, acc.t1, int(opts.get("test_days", 7)))
+        if np.isfinite(cut):  # the fit reads the days before the held-out ones only
+            acc, stats = read(window, cut)
+            acc.times = []
     names = ", ".join(map(str, paths))
     if acc.n < opts["min_tasks"]:
         raise HistoryError(
@@ -396,5 +461,6 @@ def calibrate_workload(paths, cfg, calibration_path, seed=0, chunk_size=None):
         for s in stats
     ]
     data["calibration"] = str(calibration_path)
+    data["split"] = split
     check_workload(data, "fitted workload")
     return WorkloadResult(data, arrays, stats)

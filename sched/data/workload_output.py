@@ -124,4 +124,10 @@ def summary_lines(result):
         )
         + f"; {ld['peak_hour_load']:.2f} at the busiest hour",
     ]
+    split = d.get("split")
+    if split and split.get("held_out"):
+        lines.append(
+            f"fitted on {split['fitted'][0]} to {split['fitted'][1]}; held out (not fitted): "
+            f"{split['held_out'][0]} to {split['held_out'][1]} ({split['test_days']} of {split['history_days']} days)"
+        )
     return lines

@@ -104,7 +104,7 @@ class RenderQueueEnv(gym.Env):
             }
         )
         self.action_space = spaces.Discrete(self.max_queue)
-        self.state = core.empty_state(1, sc["tasks"], sc["machines"])
+        self.state = core.empty_state(1, self.model.tasks, sc["machines"])
         self._rows = np.zeros(0, dtype=np.int64)  # queue position of each visible row
         self._before_first = 0.0
 

@@ -139,7 +139,7 @@ def make_labels(cfg, seeds, horizon, samples, top_k, futures=FUTURES, progress=F
     model = scenario_model(cfg)
     seeds = list(seeds)
     pool = L.Futures(*future_pool(cfg, seeds, horizon, futures))
-    n = int(cfg["train"].get("tasks") or cfg["scenario"]["tasks"])
+    n = int(cfg["train"].get("tasks") or model.tasks)
     obs = kernel.no_net(top_k, k, p_ref_of(model), float(cfg["scenario"]["load"]))
     la = L.Lookahead(int(horizon), 0.0, False, rules.ATC, k)  # true durations, ATC continues
     it = seeds

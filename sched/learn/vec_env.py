@@ -83,7 +83,7 @@ class VecQueue:
         self.B = int(num_envs)
         self.rng = rng
         self.seeds = seeds
-        self.tasks = int(tasks or cfg["scenario"]["tasks"])
+        self.tasks = int(tasks or self.model.tasks)
         #: the GPUs' speeds (any form of sched.data.machines: a count, a spec)
         self.speeds = speeds(machines if machines is not None else cfg["scenario"]["machines"])
         self.M = len(self.speeds)
