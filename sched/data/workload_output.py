@@ -128,6 +128,7 @@ def summary_lines(result):
     if split and split.get("held_out"):
         lines.append(
             f"fitted on {split['fitted'][0]} to {split['fitted'][1]}; held out (not fitted): "
-            f"{split['held_out'][0]} to {split['held_out'][1]} ({split['test_days']} of {split['history_days']} days)"
+            f"{split['held_out'][0]} to {split['held_out'][1]} "
+            f"({split['test_days']} of {split['history_days']} days)"
         )
     return lines
