@@ -31,6 +31,8 @@ from sched.data.scenario import Scenario, validate_frame
 from sched.data.workload import EPOCH_WEEK_OFFSET_S, NO_DEADLINE_S
 from sched.data.workload_fit import estimates
 
+DAY_S = 86400.0
+
 
 @dataclass
 class Replay:
@@ -43,12 +45,11 @@ class Replay:
     notes: list = field(default_factory=list)
 
 
-def replay_scenarios(paths, cfg, calibration_path, window_hours=24.0, min_tasks=10):
-    """The history files ``paths`` cut into windows of ``window_hours``: a :class:`Replay`."""
+def read_tasks(paths, cfg, calibration_path):
+    """The history's valid tasks as one table (id, kind, submitted, weight, due, duration_s,
+    estimate_s; NaN duration when unmeasured) and the files' HistoryStats."""
     if not paths:
         raise HistoryError("no history file given (config workload.history is empty)")
-    if not (0 < window_hours <= 24 * 7 * 52):
-        raise HistoryError(f"window_hours: must be in (0, 8736], got {window_hours!r}")
     calibration = load_calibration(calibration_path)
     parts, stats = [], []
     for p in paths:
@@ -70,7 +71,32 @@ def replay_scenarios(paths, cfg, calibration_path, window_hours=24.0, min_tasks=
                 )
             )
         stats.append(st)
-    tasks = pd.concat(parts, ignore_index=True)
+    return pd.concat(parts, ignore_index=True), stats
+
+
+def _frame(g, start):
+    """A scenario table of history tasks ``g``, times from ``start`` (s since 1970)."""
+    arrival = g["submitted"].to_numpy() - start
+    due = g["due"].to_numpy() - start
+    due = np.where(np.isfinite(due), due, arrival + NO_DEADLINE_S)
+    return pd.DataFrame(
+        {
+            "id": g["id"].to_numpy(),
+            "kind": g["kind"].to_numpy(),
+            "arrival_s": arrival,
+            "duration_s": g["duration_s"].to_numpy(),
+            "weight": g["weight"].to_numpy(),
+            "due_s": due,
+            "estimate_s": g["estimate_s"].to_numpy(),
+        }
+    )
+
+
+def replay_scenarios(paths, cfg, calibration_path, window_hours=24.0, min_tasks=10):
+    """The history files ``paths`` cut into windows of ``window_hours``: a :class:`Replay`."""
+    if not (0 < window_hours <= 24 * 7 * 52):
+        raise HistoryError(f"window_hours: must be in (0, 8736], got {window_hours!r}")
+    tasks, stats = read_tasks(paths, cfg, calibration_path)
     measured = np.isfinite(tasks["duration_s"].to_numpy())
     out = Replay([], stats, unmeasured=int((~measured).sum()))
     tasks = tasks[measured]
@@ -90,20 +116,7 @@ def replay_scenarios(paths, cfg, calibration_path, window_hours=24.0, min_tasks=
             out.small_windows += 1
             continue
         start = origin + w * width
-        arrival = g["submitted"].to_numpy() - start
-        due = g["due"].to_numpy() - start
-        due = np.where(np.isfinite(due), due, arrival + NO_DEADLINE_S)
-        frame = pd.DataFrame(
-            {
-                "id": g["id"].to_numpy(),
-                "kind": g["kind"].to_numpy(),
-                "arrival_s": arrival,
-                "duration_s": g["duration_s"].to_numpy(),
-                "weight": g["weight"].to_numpy(),
-                "due_s": due,
-                "estimate_s": g["estimate_s"].to_numpy(),
-            }
-        )
+        frame = _frame(g, start)
         stamp = datetime.fromtimestamp(start, UTC)
         name = "replay-" + stamp.strftime("%Y-%m-%d" if window_hours % 24 == 0 else "%Y-%m-%dT%H%M")
         out.scenarios.append(Scenario(name, validate_frame(frame, f"history window {name}")))
@@ -116,3 +129,52 @@ def replay_scenarios(paths, cfg, calibration_path, window_hours=24.0, min_tasks=
     if out.small_windows:
         out.notes.append(f"{out.small_windows} windows with fewer than {min_tasks} tasks were left out")
     return out
+
+
+@dataclass
+class Stream:
+    """The held-out days replayed as one continuous stream: ``scenario`` holds the tasks
+    submitted from ``warm_up_days`` before the first held-out day to the end of the last
+    (times from the stream's start), ``day`` the held-out day index of each task (-1 for
+    the warm-up's, counted toward no day), ``days`` the held-out days (ISO dates)."""
+
+    scenario: Scenario
+    day: np.ndarray
+    days: list
+    stats: list
+    unmeasured: int = 0
+
+
+def held_out_stream(paths, cfg, calibration_path, held_out, warm_up_days=1):
+    """The held-out days ``held_out`` ([FIRST_DAY, LAST_DAY], ISO dates: the workload file's
+    ``split.held_out``) of the history as one :class:`Stream`.
+
+    Unlike :func:`replay_scenarios`, the queue is not emptied at midnight: a backlog carried
+    over stays in the queue, and the stream starts ``warm_up_days`` earlier (the last fitted
+    days) so that the first held-out day starts with the queue the history had, not an empty
+    one. Each task's weighted tardiness counts toward the day it was submitted.
+    """
+    from datetime import date
+
+    first, last = (datetime.combine(date.fromisoformat(d), datetime.min.time(), UTC).timestamp()
+                   for d in held_out)
+    if last < first:
+        raise HistoryError(f"held-out days: {held_out[0]} is after {held_out[1]}")
+    tasks, stats = read_tasks(paths, cfg, calibration_path)
+    measured = np.isfinite(tasks["duration_s"].to_numpy())
+    start, end = first - warm_up_days * DAY_S, last + DAY_S
+    sub = tasks["submitted"].to_numpy()
+    inside = (sub >= start) & (sub < end)
+    unmeasured = int((inside & ~measured).sum())
+    g = tasks[inside & measured].sort_values(["submitted", "id"], kind="stable")
+    days = [datetime.fromtimestamp(first + i * DAY_S, UTC).date().isoformat()
+            for i in range(int(round((last - first) / DAY_S)) + 1)]
+    day = np.floor((g["submitted"].to_numpy() - first) / DAY_S).astype(np.int64)
+    day[day < 0] = -1
+    counts = np.bincount(day[day >= 0], minlength=len(days))
+    if len(counts) > len(days) or not np.all(counts > 0):
+        empty = days[int(np.argmin(counts))] if len(counts) == len(days) else held_out[1]
+        raise HistoryError(f"held-out day {empty}: no task with a measured duration in the history")
+    name = f"held-out-{days[0]}-to-{days[-1]}"
+    scenario = Scenario(name, validate_frame(_frame(g, start), f"held-out stream {name}"))
+    return Stream(scenario, day, days, stats, unmeasured)

@@ -121,3 +121,22 @@ def run_on_scenarios(cfg, keys, scenarios, specs, progress=False, timings=None):
         for seed, arr, (start, end, _mach) in zip(seeds, arrays, results):
             rows.append({"scenario_seed": seed, "policy": name, **schedule_metrics(arr, start, end)})
     return sort_frame(pd.DataFrame(rows, columns=list(PER_SCENARIO_COLUMNS)))
+
+
+def run_on_stream(cfg, scenario, day, days, specs, progress=False):
+    """Per-day table of every policy in ``specs`` on one continuous ``scenario`` (a replayed
+    stream, ``sched.data.replay.held_out_stream``): each policy schedules the whole stream
+    once, and each task's metrics count toward its ``day`` (0 .. days-1; -1: toward none).
+    ``scenario_seed`` is the day's index, so the days pair across policies."""
+    machines = cfg["scenario"]["machines"]
+    arrays = scenario.arrays
+    if any(s["kind"] == "rule" for s in specs.values()):
+        warm_up(machines)
+    masks = [np.asarray(day) == d for d in range(days)]
+    rows = []
+    for name in bar(sorted(specs, key=policy_key), "policies", progress):
+        ((start, end, _mach),) = schedule_policy(specs[name], [scenario], [arrays], machines, cfg)
+        for d, m in enumerate(masks):
+            sub = tuple(a[m] for a in arrays)
+            rows.append({"scenario_seed": d, "policy": name, **schedule_metrics(sub, start[m], end[m])})
+    return sort_frame(pd.DataFrame(rows, columns=list(PER_SCENARIO_COLUMNS)))
