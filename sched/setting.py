@@ -8,7 +8,12 @@ one GPU never runs a four-GPU queue by default. Matching and fallbacks:
 ``sched.serve.ranker`` and docs/rank.md ("Which policy auto runs").
 
 Record: ``{"machines": M, "speeds": [v, ...] or null, "load": rho}``;
-``speeds`` null means M identical GPUs of speed 1.
+``speeds`` null means M identical GPUs of speed 1. A setting measured on a
+fitted workload (``scenario.workload``: the studio setting) adds
+``"workload": {"sha256", "history", "fitted": [FIRST_DAY, LAST_DAY],
+"held_out": [FIRST_DAY, LAST_DAY] or null}`` (the workload file's hash, the
+history files' names, the days fitted and held out), and its ``load`` is the
+fitted history's (measured durations).
 """
 
 import math
@@ -42,7 +47,54 @@ def canonical_speeds(speeds):
 def of_config(cfg):
     """The setting record of a benchmark run with config ``cfg``."""
     sp = speeds_of_config(cfg)
-    return {"machines": len(sp), "speeds": canonical_speeds(sp), "load": float(cfg["scenario"]["load"])}
+    out = {"machines": len(sp), "speeds": canonical_speeds(sp), "load": float(cfg["scenario"]["load"])}
+    path = cfg["scenario"].get("workload")
+    if path:
+        out.update(of_workload(path, float(cfg["scenario"].get("workload_scale", 1.0))))
+    return out
+
+
+def of_workload(path, scale=1.0):
+    """``{"load", "workload"}`` of a setting measured on the workload file ``path``."""
+    from pathlib import Path
+
+    from sched import files
+    from sched.data.workload import WorkloadFileError, load_workload
+    from sched.limits import MAX_CALIBRATION_BYTES
+
+    data = load_workload(path)
+    split = data.get("split") or {}
+    load = (data.get("load") or {}).get("implied_load_measured") or (data.get("load") or {}).get("implied_load")
+    history = sorted({Path(str(src.get("path", ""))).name.split(".")[0] for src in data.get("sources") or []})
+    record = {
+        "sha256": files.sha256_file(path, WorkloadFileError, MAX_CALIBRATION_BYTES),
+        "history": [h for h in history if h],
+        "fitted": list(split["fitted"]) if split.get("fitted") else [data["span"]["start"][:10],
+                                                                      data["span"]["end"][:10]],
+        "held_out": list(split["held_out"]) if split.get("held_out") else None,
+    }
+    return {"load": float(load) * scale if load else 1.0, "workload": record}
+
+
+def _check_workload(w, where):
+    import re
+
+    if not isinstance(w, dict):
+        raise SettingError(f"{where}.workload: expected an object, got {w!r:.40}")
+    if not (isinstance(w.get("sha256"), str) and re.fullmatch(r"[0-9a-f]{64}", w["sha256"])):
+        raise SettingError(f"{where}.workload.sha256: expected 64 hex digits, got {w.get('sha256')!r:.40}")
+    hist = w.get("history", [])
+    if not (isinstance(hist, list) and all(isinstance(h, str) and len(h) <= 200 for h in hist)):
+        raise SettingError(f"{where}.workload.history: expected a list of names, got {hist!r:.40}")
+    for key in ("fitted", "held_out"):
+        v = w.get(key)
+        if key == "held_out" and v is None:
+            continue
+        if not (isinstance(v, list) and len(v) == 2 and all(isinstance(x, str) and re.fullmatch(
+                r"\d{4}-\d{2}-\d{2}", x) for x in v)):
+            raise SettingError(f"{where}.workload.{key}: expected [FIRST_DAY, LAST_DAY], got {v!r:.60}")
+    return {"sha256": w["sha256"], "history": list(hist), "fitted": list(w["fitted"]),
+            "held_out": list(w["held_out"]) if w.get("held_out") else None}
 
 
 def read(data, where):
@@ -64,7 +116,10 @@ def read(data, where):
         for v in speeds:
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not (math.isfinite(v) and v > 0):
                 raise SettingError(f"{where}.speeds: expected numbers > 0, got {v!r:.40}")
-    return {"machines": m, "speeds": canonical_speeds(speeds), "load": float(load)}
+    out = {"machines": m, "speeds": canonical_speeds(speeds), "load": float(load)}
+    if data.get("workload") is not None:
+        out["workload"] = _check_workload(data["workload"], where)
+    return out
 
 
 def same_farm(a, b):

@@ -39,6 +39,12 @@ def register(sub):
         "per_scenario.csv, or its shards) and confirm it on the test seeds "
         "(default: chosen on the test seeds)",
     )
+    s.add_argument(
+        "--held-out",
+        metavar="CSV",
+        help="a full test run: gate winner.json on the held-out days (`sched replay --held-out`'s "
+        "per_scenario.csv): a winner significantly worse than the best rule there is replaced by it",
+    )
     add_policy_inputs(
         s,
         "`sched tune` output giving atc-tuned's k",
@@ -107,9 +113,18 @@ def run(args):
         selection = gather(
             [Path(p) for p in args.selection], check_selection(cfg), "selection", "selection tables"
         )
+    held_out = None
+    if args.held_out:
+        if not full:
+            raise BenchmarkError("--held-out: the winner is written by a full test run only (drop --seeds)")
+        from sched.evaluate.per_scenario import read_per_scenario
+
+        held_out = read_per_scenario(args.held_out)
     timings = {}
     frame = run_policies(cfg, seeds, specs, progress=True, timings=timings)
-    written = write_outputs(out, frame, cfg, specs, full, subset_summary=args.summary, selection=selection)
+    written = write_outputs(
+        out, frame, cfg, specs, full, subset_summary=args.summary, selection=selection, held_out=held_out
+    )
     means = frame.groupby("policy")["total_weighted_tardiness_s"].mean()
     kind = " (selection seeds)" if selecting else "" if full else " (shard)"
     print(f"{len(seeds)} scenarios ({range_text(seeds)}), {len(specs)} policies{kind}")

@@ -27,6 +27,10 @@ HEURISTICS = ("fifo", "spt", "edd", "wspt", "atc", "wmdd", "atc-tuned")
 
 _PPO = re.compile(r"^ppo-(\d+)$")
 _WARM = re.compile(r"^ppo-(\d+)-warm$")
+_MAIN = re.compile(r"^main-ppo-(\d+)$")
+#: The prefix of the main setting's policies benchmarked under another setting (the studio's
+#: ``main-ppo-<S>``, results/train/seed-S/): benchmarked beside its own ``ppo-<S>``, never the winner.
+MAIN_PREFIX = "main-"
 #: The planner's name (docs/plan.md).
 PLAN = "plan"
 #: The suffix of a warm start's name: ``ppo-<S>-warm``.
@@ -43,9 +47,20 @@ def is_warm(name):
     return bool(_WARM.match(name))
 
 
+def is_main(name):
+    """The main setting's policy under another setting, ``main-ppo-<S>``."""
+    return bool(_MAIN.match(name))
+
+
 def is_learned(name):
-    """A policy run from a policy file: ``ppo-<S>`` or ``ppo-<S>-warm``."""
-    return is_ppo(name) or is_warm(name)
+    """A policy run from a policy file: ``ppo-<S>``, ``ppo-<S>-warm`` or ``main-ppo-<S>``."""
+    return is_ppo(name) or is_warm(name) or is_main(name)
+
+
+def competes(name):
+    """Whether a policy may be a winner.json's: not a warm start, not the main setting's policy
+    under another setting (both are benchmarked to measure, not to deploy)."""
+    return not (is_warm(name) or is_main(name))
 
 
 def warm_name(seed):
@@ -59,7 +74,7 @@ def is_heuristic(name):
 
 def ppo_seed(name):
     """The training seed of a learned policy's name (``ppo-<S>`` or ``ppo-<S>-warm``)."""
-    return int((_PPO.match(name) or _WARM.match(name)).group(1))
+    return int((_PPO.match(name) or _WARM.match(name) or _MAIN.match(name)).group(1))
 
 
 def policy_key(name):
@@ -73,7 +88,10 @@ def policy_key(name):
     m = _WARM.match(name)
     if m:
         return (1, int(m.group(1)), WARM_SUFFIX)
-    return (2, 0, name)
+    m = _MAIN.match(name)
+    if m:
+        return (2, int(m.group(1)), "")
+    return (3, 0, name)
 
 
 def default_policies(cfg):
@@ -104,7 +122,7 @@ def parse_policies(text, cfg, default=default_policies):
         if not (is_heuristic(n) or is_learned(n) or n == PLAN):
             raise BenchmarkError(
                 f"--policies: unknown policy {n!r}; expected {', '.join(HEURISTICS)}, "
-                f"ppo-<training seed>, ppo-<training seed>-warm or {PLAN}"
+                f"ppo-<training seed>, ppo-<training seed>-warm, main-ppo-<training seed> or {PLAN}"
             )
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
@@ -120,7 +138,8 @@ def parse_policy_files(items):
         name = name.strip()
         if not sep or not path.strip() or not is_learned(name):
             raise BenchmarkError(
-                f"--policy-file: expected ppo-<seed>=PATH or ppo-<seed>-warm=PATH, got {item!r}"
+                f"--policy-file: expected ppo-<seed>=PATH, ppo-<seed>-warm=PATH or main-ppo-<seed>=PATH, "
+                f"got {item!r}"
             )
         if name in out:
             raise BenchmarkError(f"--policy-file: {name} given twice")

@@ -15,7 +15,7 @@ import pandas as pd
 from sched import files, layout, setting
 from sched.evaluate.errors import BenchmarkError
 from sched.evaluate.per_scenario import check_complete, matrix
-from sched.evaluate.policies import is_heuristic, is_ppo, is_warm, policy_key, same_rule
+from sched.evaluate.policies import competes, is_heuristic, is_ppo, policy_key, same_rule
 from sched.evaluate.statistics import bootstrap_counts, interval, paired_difference, win_tie_loss
 from sched.limits import MAX_POLICY_BYTES
 
@@ -122,8 +122,8 @@ def choose_on_selection(selection, twt, specs, counts, b):
     """
     check_complete(selection, "selection table")
     sel_seeds, sel = matrix(selection)
-    sel = {p: v for p, v in sel.items() if not is_warm(p)}
-    competing = [p for p in twt if not is_warm(p)]
+    sel = {p: v for p, v in sel.items() if competes(p)}
+    competing = [p for p in twt if competes(p)]
     missing = [p for p in competing if p not in sel]
     extra = [p for p in sel if p not in twt]
     if missing:
@@ -202,7 +202,7 @@ def choose_winner(twt, specs, counts, level, bh=None, confirm=None):
     """
     bh = bh or best_heuristic(twt)
     means = {p: v.mean() for p, v in twt.items()}
-    order = sorted((p for p in twt if not is_warm(p)), key=lambda p: (means[p], policy_key(p)))
+    order = sorted((p for p in twt if competes(p)), key=lambda p: (means[p], policy_key(p)))
     best = order[0]
     others = [
         p
@@ -261,13 +261,17 @@ def _reason(best, runner, bh, significant, diff, level, on_selection):
     )
 
 
-def write_outputs(out_dir, frame, cfg, specs, full, subset_summary=False, selection=None, extra=()):
+def write_outputs(
+    out_dir, frame, cfg, specs, full, subset_summary=False, selection=None, extra=(), held_out=None
+):
     """per_scenario.csv, and for a full run resume.csv and winner.json, into ``out_dir``.
 
     ``subset_summary``: a run on part of the test seeds writes resume.csv too (every
     policy over that same subset; no winner.json: the winner is chosen on them all).
     ``selection``: the selection table the winner is chosen on (see :func:`summarise`).
     ``extra``: more (file name, frame) to write in the same set (the replay's windows.csv).
+    ``held_out``: the held-out days' per-scenario table the winner is gated on
+    (:func:`sched.evaluate.gate.held_out_gate`; the studio setting).
     Everything is computed before anything is written, and the files are written as one
     set (:func:`sched.files.write_set`): winner.json (else resume.csv) renamed last,
     after its old version was removed, so a kill never leaves new tables beside an old
@@ -277,6 +281,10 @@ def write_outputs(out_dir, frame, cfg, specs, full, subset_summary=False, select
     if full or subset_summary:
         summary, winner = summarise(frame, cfg, specs, selection if full else None)
         chosen = winner.pop(SELECTION_KEY, None)
+        if held_out is not None and full:
+            from sched.evaluate.gate import held_out_gate
+
+            held_out_gate(winner, held_out, specs, cfg["benchmark"])
         if winner["policy_file"] is not None:  # winner.json binds the file it names (rank() checks it)
             try:
                 winner["policy_sha256"] = files.sha256_file(

@@ -38,7 +38,19 @@ HISTORY = config["workload"]["history"]   # the queue history: [] turns calibrat
 # benchmark (and, with `train`, the teacher and the training) with
 # scenario.load / scenario.machines overridden, from its own config files under
 # results/robustness/<name>/config/: the same commands, the same contracts.
-ROBUST = {s["name"]: s for s in config["robustness"]["settings"]}
+# Settings marked `profile: full` are built by the longer run only (config profile: full).
+ROBUST = {s["name"]: s for s in config["robustness"]["settings"]
+          if config.get("profile", "default") == "full" or s.get("profile", "default") == "default"}
+# The studio setting (docs/workload.md): the queue's own fitted workload, when the config
+# names a history. Its policies train on scenarios drawn from results/workload.json; it is
+# judged on test scenarios from the fit and on the days the fit held out.
+STUDIO = "studio"
+if HISTORY:
+    if STUDIO in ROBUST:
+        raise WorkflowError(f"config robustness.settings: the name {STUDIO!r} is the studio setting's")
+    _studio = config.get("studio") or {}
+    ROBUST[STUDIO] = {"name": STUDIO, "workload": layout.WORKLOAD, "tasks": _studio.get("tasks", "day"),
+                      "train": dict(_studio.get("train") or {"atc_k": "tuned"})}
 
 
 def results_root(setting=None):
@@ -46,10 +58,18 @@ def results_root(setting=None):
     return layout.RESULTS if setting is None else layout.robust_root(setting)
 
 
-def calibration_input():
+def calibration_input(setting=None):
     """The files scenarios are drawn from: the calibration (none when scenario.calibration is
-    null) and the workload file (when scenario.workload names one, results/workload.json say)."""
-    return ([CALIBRATION] if CALIBRATION else []) + ([WORKLOAD_FILE] if WORKLOAD_FILE else [])
+    null) and the workload file (when scenario.workload names one, results/workload.json say;
+    the studio setting's is always the fit, results/workload.json)."""
+    workload = ROBUST[setting].get("workload") if setting in ROBUST else None
+    workload = workload or WORKLOAD_FILE
+    return ([CALIBRATION] if CALIBRATION else []) + ([workload] if workload else [])
+
+
+def setting_calibration(wildcards):
+    """calibration_input of the robustness setting named by the rule's wildcard."""
+    return calibration_input(wildcards.setting)
 
 
 def replay_outputs():
@@ -81,6 +101,8 @@ def learned_policies(setting=None, warm=True):
         out.append((f"ppo-{s}", layout.policy_file(s, root)))
         if warm and has_teacher(setting):
             out.append((warm_name(s), layout.warm_policy_file(s, root)))
+        if warm and setting == STUDIO:  # the main setting's policies, benchmarked on the studio's queue
+            out.append((f"main-ppo-{s}", layout.policy_file(s)))
     return out
 
 
@@ -265,7 +287,7 @@ def _select(section, keys):
 
 
 # The scenario settings a robustness setting may override (the schema's robustness.settings).
-SETTING_SCENARIO_KEYS = ("load", "machines", "tasks")
+SETTING_SCENARIO_KEYS = ("load", "machines", "tasks", "workload")
 
 
 def step_settings(step, setting=None):
@@ -279,6 +301,8 @@ def step_settings(step, setting=None):
     for key in SETTING_SCENARIO_KEYS:
         if key in overrides and "scenario" in chosen:
             chosen["scenario"][key] = overrides[key]
+    if setting == STUDIO and "selection_scenarios" in chosen.get("benchmark", {}):
+        chosen["benchmark"]["selection_scenarios"] = int((config.get("studio") or {}).get("selection_scenarios", 300))
     if "train" in chosen and overrides.get("train"):
         # atc_k: the setting's own k is passed on the command line (atc_k_arg), as
         # `tuned` is only known once its tuned.json is written
@@ -308,6 +332,19 @@ def step_config_text(step, setting=None):
 def step_config(step, setting=None):
     """The path of that config file (``setting`` may be the wildcard "{setting}")."""
     return layout.step_config(step, results_root(setting))
+
+
+def setting_selection_seeds(setting=None):
+    """The `--seeds` of a setting's selection run (the studio's: studio.selection_scenarios)."""
+    return range_text(selection_seeds(step_settings("select", setting)))
+
+
+def studio_held_out():
+    """The studio's held-out replay files (results/robustness/studio/replay/), when it is built."""
+    if STUDIO not in ROBUST:
+        return []
+    names = (layout.PER_SCENARIO, layout.SUMMARY, layout.REPLAY_WINDOWS)
+    return [f"{layout.robust_root(STUDIO)}/replay/{name}" for name in names]
 
 
 def plan_seeds():

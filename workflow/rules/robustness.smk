@@ -17,7 +17,7 @@ use rule step_config as robust_config with:
         layout.log("robustness/{setting}/config-{step}"),
     wildcard_constraints:
         setting="|".join(ROBUST) or "^$",
-        step="tune|teach|train|select|gather",
+        step="tune|teach|train|select|gather|replay",
 
 
 use rule tune as robust_tune with:
@@ -25,7 +25,7 @@ use rule tune as robust_tune with:
     Runs `sched tune` (sched/commands/tune.py -> sched.evaluate.tuning.tune_atc_k)."""
     input:
         config=step_config("tune", "{setting}"),
-        calibration=calibration_input(),
+        calibration=setting_calibration,
     output:
         f"{ROBUST_ROOT}/{layout.TUNED}",
     log:
@@ -39,7 +39,7 @@ use rule teach as robust_teach with:
     Runs `sched teach` (sched/commands/teach.py -> sched.learn.teacher.make_labels)."""
     input:
         config=step_config("teach", "{setting}"),
-        calibration=calibration_input(),
+        calibration=setting_calibration,
         tuned=f"{ROBUST_ROOT}/{layout.TUNED}",
     output:
         layout.teacher_labels("{seeds}", ROBUST_ROOT),
@@ -57,7 +57,7 @@ use rule train as robust_train with:
     Runs `sched train` (sched/commands/train.py -> sched.learn.ppo.train)."""
     input:
         config=step_config("train", "{setting}"),
-        calibration=calibration_input(),
+        calibration=setting_calibration,
         tuned=f"{ROBUST_ROOT}/{layout.TUNED}",
     output:
         policy=layout.policy_file("{seed}", ROBUST_ROOT),
@@ -83,7 +83,7 @@ use rule train as robust_train_warm with:
     Runs `sched train` (sched/commands/train.py -> sched.learn.ppo.train)."""
     input:
         config=step_config("train", "{setting}"),
-        calibration=calibration_input(),
+        calibration=setting_calibration,
         tuned=f"{ROBUST_ROOT}/{layout.TUNED}",
         teacher=lambda wildcards: teacher_files(wildcards.setting),
     output:
@@ -108,14 +108,14 @@ use rule select as robust_select with:
     Runs `sched benchmark` (sched/commands/benchmark.py -> sched.evaluate.runs.run_policies)."""
     input:
         config=step_config("select", "{setting}"),
-        calibration=calibration_input(),
+        calibration=setting_calibration,
         tuned=f"{ROBUST_ROOT}/{layout.TUNED}",
         policies=lambda wildcards: policy_files(wildcards.setting, warm=False),
     output:
         layout.robust_selection_table("{setting}"),
     params:
         policies=lambda wildcards: select_policies(wildcards.setting),
-        seeds=SELECTION_SEEDS,
+        seeds=lambda wildcards: setting_selection_seeds(wildcards.setting),
         policy_files=lambda wildcards: policy_file_args(wildcards.setting, warm=False),
         out=lambda wildcards, output: os.path.dirname(output[0]),
     log:
@@ -133,7 +133,7 @@ use rule benchmark as robust_benchmark with:
     input:
         # gather's settings: a full run also writes the summary
         config=step_config("gather", "{setting}"),
-        calibration=calibration_input(),
+        calibration=setting_calibration,
         tuned=f"{ROBUST_ROOT}/{layout.TUNED}",
         policies=lambda wildcards: policy_files(wildcards.setting),
         selection=layout.robust_selection_table("{setting}"),
@@ -150,5 +150,68 @@ use rule benchmark as robust_benchmark with:
         layout.log("robustness/{setting}/benchmark"),
     benchmark:
         layout.usage("robustness/{setting}/benchmark")
-    wildcard_constraints:   # not a selection table under the setting's folder
-        setting="|".join(ROBUST) or "^$",
+    wildcard_constraints:   # not a selection table under the setting's folder; the studio's below
+        setting="|".join(n for n in ROBUST if n != STUDIO) or "^$",
+
+
+if STUDIO in ROBUST:
+    STUDIO_ROOT = layout.robust_root(STUDIO)
+
+    rule studio_replay:
+        """Run every policy of the studio setting (the rules, atc-tuned, its ppo-<S> and their warm
+        starts, the main setting's policies as main-ppo-<S>) on the days the fit held out, replayed as
+        one continuous stream; a row per day.
+        Runs `sched replay --held-out` (sched/commands/replay.py -> sched.data.replay.held_out_stream,
+        sched.evaluate.runs.run_on_stream)."""
+        input:
+            config=step_config("replay", STUDIO),
+            calibration=[CALIBRATION] if CALIBRATION else [],
+            history=HISTORY,
+            workload=layout.WORKLOAD,
+            tuned=f"{STUDIO_ROOT}/{layout.TUNED}",
+            policies=policy_files(STUDIO),
+        output:
+            studio_held_out(),
+        params:
+            policies=bench_policies(STUDIO),
+            policy_files=policy_file_args(STUDIO),
+            out=lambda wildcards, output: os.path.dirname(output[0]),
+        log:
+            layout.log("robustness/studio/replay"),
+        benchmark:
+            layout.usage("robustness/studio/replay")
+        threads: cores(1)
+        shadow:
+            "minimal"
+        shell:
+            "python -m sched --config {input.config:q} replay {input.history:q} --held-out {input.workload:q}"
+            " --policies {params.policies} --tuned {input.tuned:q} {params.policy_files} --out {params.out:q}"
+            " --threads {threads} > {log:q} 2>&1"
+
+
+    use rule benchmark as studio_benchmark with:
+        """Run every policy of the studio setting on its test scenarios (drawn from the fit): the
+        winner is chosen on its selection table, confirmed on these, and gated on the held-out days
+        (not significantly worse than the best rule there, else that rule).
+        Runs `sched benchmark --selection ... --held-out ...` (sched/commands/benchmark.py ->
+        sched.evaluate.runs.run_policies, sched.evaluate.gate.held_out_gate)."""
+        input:
+            config=step_config("gather", STUDIO),
+            calibration=calibration_input(STUDIO),
+            tuned=f"{STUDIO_ROOT}/{layout.TUNED}",
+            policies=policy_files(STUDIO),
+            selection=layout.robust_selection_table(STUDIO),
+            held_out=studio_held_out()[0],
+        output:
+            per_scenario=f"{STUDIO_ROOT}/{layout.PER_SCENARIO}",
+            summary=f"{STUDIO_ROOT}/{layout.SUMMARY}",
+            winner=f"{STUDIO_ROOT}/{layout.WINNER}",
+        params:
+            policies=bench_policies(STUDIO),
+            seeds=TEST_SEEDS,
+            policy_files=policy_file_args(STUDIO),
+            selection=lambda wildcards, input: f"--selection {input.selection} --held-out {input.held_out}",
+        log:
+            layout.log("robustness/studio/benchmark"),
+        benchmark:
+            layout.usage("robustness/studio/benchmark")
