@@ -77,4 +77,4 @@ rule all:
         rules.clairvoyant.output,
         rules.demo.output,
         rules.report.output,
-        robust_summaries(),
+        robust_summaries,

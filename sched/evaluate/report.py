@@ -22,6 +22,7 @@ from sched.evaluate.errors import ReportError
 from sched.evaluate.report_conclusion import conclusion_section, robustness_section
 from sched.evaluate.report_inputs import load, read_robustness
 from sched.evaluate.report_plan import plan_section, read_plan
+from sched.evaluate.report_studio import read_studio, studio_readme_line, studio_section
 from sched.evaluate.report_sections import (
     FIGURES,
     clairvoyant_section,
@@ -95,6 +96,7 @@ def render(cfg, d, made, notes, paths):
         conclusion_section(cfg, d),
         robustness_section(cfg, d.get("robust")) + ppo_alone_lines(cfg, d.get("robust") or [], d["summary"]),
         replay_section(cfg, d.get("replay"), d.get("workload_fit")),
+        studio_section(cfg, d.get("studio"), d.get("workload_fit")),
         plan_section(cfg, d.get("plan"), d["winner"]),
         figures_section(made, notes, report_dir),
         reproduce_section(cfg, d, paths),
@@ -107,6 +109,9 @@ def readme_block(cfg, d):
     lines = []
     for section in (results_section(cfg, d)[2:], robustness_section(cfg, d.get("robust"))):
         lines += ["#" + x if x.startswith("## ") else x for x in section] + [""]
+    studio = studio_readme_line(d.get("studio"))
+    if studio:
+        lines += [*studio, ""]
     return [README_BEGIN, "", *lines, README_END]
 
 
@@ -142,6 +147,7 @@ def build(
     """Write the figures and rapport.md (and the results block of ``readme``); returns the paths written."""
     d = load(bench_dir, train_dir, demo_dir, cfg)
     d["robust"] = read_robustness(cfg, robust_dir)
+    d["studio"] = read_studio(robust_dir)
     d["replay"] = read_replay(replay_dir)
     d["workload_fit"] = read_fit(workload)
     d["plan"] = read_plan(plan_dir)

@@ -228,6 +228,8 @@ def _robustness_row(sc, setting, summary):
     if train.get("teacher_scenarios") == 0:
         trained += ", by PPO alone (no teacher)"
     if summary is None:
+        if setting.get("profile") == "full":
+            return f"| {desc} | {trained} | in the longer run only (`--config profile=full`) | | |"
         return f"| {desc} | {trained} | not run | | |"
     r = summary.set_index("policy")
     bh = r["best_heuristic"].iloc[0]

@@ -37,6 +37,8 @@ Plan = namedtuple("Plan", "name rule k policy_file why sha256", defaults=("", No
 #: None) and its tuned ATC k (or None).
 Verdict = namedtuple("Verdict", "source setting winner tuned_k")
 
+#: The studio setting's folder under config rank.settings (issue 24, docs/rank.md).
+STUDIO = "studio"
 _json_cache = {}
 #: rank()'s warnings (a verdict file not found): the ``sched`` logger's child
 log = logging.getLogger("sched.rank")
@@ -96,6 +98,7 @@ def _check_winner(data, path, root="."):
         raise RankInputError(f"{path}: field policy: expected a policy name, got {name!r}")
     where = _setting_field(data, path, None)
     _check_selection(data.get("selection"), path)
+    gate = _held_out_note(data.get("held_out"), path)
     rule, k, pfile = data.get("rule"), data.get("atc_k"), data.get("policy_file")
     if rule is not None:
         if rule not in rules.RULES:
@@ -104,7 +107,7 @@ def _check_winner(data, path, root="."):
             )
         if k is not None:
             k = _positive_field(k, path, "atc_k")
-        return Plan(name, rules.rule_id(rule), k, None), where
+        return Plan(name, rules.rule_id(rule), k, None, gate), where
     if pfile is None:
         raise RankInputError(
             f"{path}: fields rule and policy_file are both null: nothing says how to run the winner"
@@ -126,7 +129,25 @@ def _check_winner(data, path, root="."):
             beside = Path(path).parent / pfile
             if beside.exists():
                 p = beside
-    return Plan(name, None, None, p, "", sha), where
+    return Plan(name, None, None, p, gate, sha), where
+
+
+def _held_out_note(held, path):
+    """The words ``why`` adds for a verdict gated on held-out days (winner.json ``held_out``,
+    ``sched.evaluate.gate``); "" without one."""
+    if held is None:
+        return ""
+    if not isinstance(held, dict):
+        raise RankInputError(f"{path}: field held_out: expected an object or null, got {held!r:.40}")
+    days, chosen, best, deployed = (held.get(k) for k in ("days", "chosen", "best_rule", "deployed"))
+    if isinstance(days, bool) or not isinstance(days, int) or days < 1 or not isinstance(deployed, bool):
+        raise RankInputError(f"{path}: field held_out: expected days >= 1 and deployed true/false")
+    if not (isinstance(chosen, str) and isinstance(best, str) and len(chosen) + len(best) < 200):
+        raise RankInputError(f"{path}: field held_out: expected the chosen and best_rule policy names")
+    if deployed:
+        return f"; not significantly worse than {best} on the {days} held-out days"
+    return (f"; {chosen}, chosen on validation, is significantly worse than {best} on the {days} "
+            f"held-out days: {best} runs")
 
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -240,6 +261,9 @@ def auto_plan(st, farm):
     found = _matching(st, farm)
     won = [v for v in found if v.winner is not None]
     refused = ""
+    studio = _studio(st, won)
+    if studio is not None:
+        won = [studio]
     if won:
         v = _closest(won, st)
         plan = v.winner
@@ -263,6 +287,15 @@ def auto_plan(st, farm):
             more = (
                 " (of several, the one whose load is closest to config scenario.load)" if len(won) > 1 else ""
             )
+            if v is studio:
+                w = v.setting["workload"]
+                names = ", ".join(w["history"]) or "the history"
+                days = _days(w["held_out"])
+                return plan._replace(
+                    why=f"auto: the winner of {v.source}, measured on the fitted workload of {names} "
+                    f"({days} held-out days), {setting.describe({**v.setting, 'load': None})}: the call's "
+                    f"{gpus}{v.winner.why}{note}"
+                )
             return plan._replace(
                 why=f"auto: the winner of {v.source}, measured on {setting.describe(v.setting)}: "
                 f"the call's {gpus}{more}{note}"
@@ -279,6 +312,26 @@ def auto_plan(st, farm):
     why = f"{lead}{refused}; ATC with config rules.atc_k"
     _warn(why, force=bool(refused))
     return Plan("atc", rules.ATC, st.atc_k, None, why)
+
+
+def _studio(st, won):
+    """The studio's verdict among ``won`` (the call's farm), followed first when the config
+    names a history (workload.history): the verdict of setting ``studio`` measured on a fitted
+    workload with held-out days. None otherwise (today's order: the closest load)."""
+    if not (st.config or {}).get("workload", {}).get("history"):
+        return None
+    for v in won:
+        w = v.setting.get("workload")
+        if v.source == f"setting {STUDIO}" and w is not None and w.get("held_out"):
+            return v
+    return None
+
+
+def _days(span):
+    from datetime import date
+
+    first, last = (date.fromisoformat(d) for d in span)
+    return (last - first).days + 1
 
 
 def _winner_file(st, v):

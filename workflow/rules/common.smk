@@ -189,9 +189,21 @@ def atc_k_arg(setting, tuned_path):
     return f"--atc-k {float(wanted)!r}"
 
 
-def robust_summaries():
-    """resume.csv (the summary) of every robustness setting."""
-    return [f"{layout.robust_root(name)}/{layout.SUMMARY}" for name in ROBUST]
+def studio_built():
+    """Whether the studio setting is built: the config names a history and its fit held days out
+    (results/workload.json's split.held_out; a history shorter than 14 days holds none, and
+    `sched calibrate-workload` says so). Known once the calibrate_workload checkpoint has run."""
+    if STUDIO not in ROBUST:
+        return False
+    from sched.data.workload import held_out_days, load_workload
+
+    return held_out_days(load_workload(checkpoints.calibrate_workload.get().output.json)) is not None
+
+
+def robust_summaries(wildcards=None):
+    """resume.csv (the summary) of every robustness setting (the studio's when it is built)."""
+    return [f"{layout.robust_root(name)}/{layout.SUMMARY}" for name in ROBUST
+            if name != STUDIO or studio_built()]
 
 
 # ---------------------------------------------------------------- per-step configs
@@ -254,7 +266,7 @@ STEP_SETTINGS = {
     "demo": {**SCENARIO, "benchmark": [*BENCHMARK_COUNTS, "demo_seed"],
              "report": ["figure_dpi", "gantt_hours"]},
     "report": {**SCENARIO, "benchmark": ALL, "train": ["seeds"], "report": ALL, "robustness": ALL,
-               "plan": ALL},
+               "plan": ALL, "workload": ALL, "studio": ALL, "profile": ALL},
     # the workload from the queue history (workflow/rules/workload.smk)
     "calibrate_workload": {"scenario": ["calibration", "machines", "priorities"], "workload": ALL},
     "replay": {**SCENARIO, "workload": ALL,
@@ -339,9 +351,10 @@ def setting_selection_seeds(setting=None):
     return range_text(selection_seeds(step_settings("select", setting)))
 
 
-def studio_held_out():
-    """The studio's held-out replay files (results/robustness/studio/replay/), when it is built."""
-    if STUDIO not in ROBUST:
+def studio_held_out(wildcards=None):
+    """The studio's held-out replay files (results/robustness/studio/replay/); none when the studio
+    is not built (an input function: pass it, not its value, where the checkpoint decides)."""
+    if STUDIO not in ROBUST or (wildcards is not None and not studio_built()):
         return []
     names = (layout.PER_SCENARIO, layout.SUMMARY, layout.REPLAY_WINDOWS)
     return [f"{layout.robust_root(STUDIO)}/replay/{name}" for name in names]

@@ -51,9 +51,9 @@ rule report:
         demo=f"{layout.DEMO_DIR}/{layout.DEMO_TABLE}",
         gantt=f"{FIGURES}/{layout.DEMO_GANTT}",
         train_logs=[layout.train_log(s) for s in TRAIN_SEEDS],
-        robustness=robust_summaries(),
+        robustness=robust_summaries,
         replay=replay_outputs(),
-        studio=studio_held_out(),
+        studio=studio_held_out,
         workload=[layout.WORKLOAD] if HISTORY else [],
         plan=[f"{layout.PLAN_BENCH_DIR}/{name}" for name in (layout.PER_SCENARIO, layout.SUMMARY)],
     output:

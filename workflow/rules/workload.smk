@@ -7,8 +7,10 @@
 
 if HISTORY:
 
-    rule calibrate_workload:
-        """Fit the weekly arrival profile, priority mix and deadline allowances to the queue history.
+    # A checkpoint: whether the studio setting is built depends on its output (the days it held out).
+    checkpoint calibrate_workload:
+        """Fit the weekly arrival profile, priority mix and deadline allowances to the queue history,
+        holding its last workload.test_days days out.
         Runs `sched calibrate-workload` (sched/commands/calibrate_workload.py ->
         sched.data.workload_fit.calibrate_workload)."""
         input:

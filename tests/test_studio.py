@@ -1,0 +1,230 @@
+"""The studio setting (issue 24): the held-out split of the history, the generated load and
+span, the held-out days replayed as one stream, the held-out gate and the setting record."""
+
+import copy
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sched import files, setting
+from sched.config import ConfigError, validate_config
+from sched.data.history import HistoryError
+from sched.data.model import DAY_MARGIN, ModelError, day_tasks
+from sched.data.replay import held_out_stream
+from sched.data.scenario import draw, scenario_model
+from sched.data.workload_fit import calibrate_workload, held_out_split
+from sched.evaluate.gate import held_out_gate
+from sched.evaluate.policies import competes, parse_policies, policy_key
+from sched.evaluate.runs import run_on_stream, schedule_policy
+from sched.evaluate.policies import rule_spec
+from sched.sim.objective import weighted_tardiness
+from tests.conftest import ROOT
+
+DAY = 86400.0
+MONDAY = 1717372800.0  # 2024-06-03T00:00:00Z
+HISTORY = [ROOT / "resources/history/example_history.csv", ROOT / "resources/history/example_history.jsonl"]
+
+
+@pytest.fixture(scope="module")
+def wcfg(cfg, calibrated):
+    c = copy.deepcopy(cfg)
+    c["scenario"]["calibration"] = str(calibrated.calibration)
+    return c
+
+
+def _history(path, days, per_day=40, seed=0, start_day=0):
+    rng = np.random.default_rng(seed)
+    rows = []
+    for d in range(start_day, start_day + days):
+        sub = np.sort(MONDAY + d * DAY + rng.uniform(0, DAY, per_day))
+        for i, t in enumerate(sub):
+            dur = float(rng.integers(60, 4000))
+            rows.append({"id": f"d{d}-{i}", "kind": "image" if i % 4 else "video", "submitted_at": t,
+                         "priority": ["low", "normal", "high", "urgent"][i % 4],
+                         "due": "" if i % 5 == 0 else t + 600 + 10 * i, "started_at": t + 1,
+                         "finished_at": t + 1 + dur, "width": 1024, "height": 1024,
+                         "frames": 1 if i % 4 else 49, "steps": 30})
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return path
+
+
+# ------------------------------------------------------------------ the split
+
+
+def test_split_holds_out_the_last_days():
+    cut, split = held_out_split(MONDAY + 100, MONDAY + 27 * DAY + 5000, 7)
+    assert cut == MONDAY + 21 * DAY
+    assert split["fitted"] == ["2024-06-03", "2024-06-23"] and split["held_out"] == ["2024-06-24", "2024-06-30"]
+    assert split["history_days"] == 28 and split["note"] is None
+
+
+def test_short_history_is_fitted_whole_and_says_so_in_one_line():
+    cut, split = held_out_split(MONDAY, MONDAY + 9 * DAY + 10, 7)
+    assert math.isinf(cut) and split["held_out"] is None
+    assert "10 days" in split["note"] and "fewer than 14" in split["note"] and "\n" not in split["note"]
+
+
+@pytest.mark.parametrize("days, test_days, match", [(20, 20, "nothing would be left"), (20, 25, "spans 20 days"),
+                                                    (15, 10, "less than a week")])
+def test_bad_test_days_refused_naming_the_field(days, test_days, match):
+    with pytest.raises(HistoryError, match=match) as exc:
+        held_out_split(MONDAY, MONDAY + (days - 1) * DAY + 10, test_days)
+    assert str(exc.value).startswith("workload.test_days:") and "\n" not in str(exc.value)
+
+
+def test_test_days_must_be_positive(cfg):
+    with pytest.raises(ConfigError, match="workload.test_days"):
+        validate_config({"workload": {"test_days": 0}}, "test")
+
+
+def test_fit_reads_only_the_days_before_the_held_out_ones(tmp_path, wcfg, calibrated):
+    # 15 days, 7 held out: the same fit as the first 8 days alone (too short to hold any out)
+    full = _history(tmp_path / "full.csv", 15, seed=3)
+    frame = pd.read_csv(full)
+    frame[frame["submitted_at"] < MONDAY + 8 * DAY].to_csv(tmp_path / "first8.csv", index=False)
+    a = calibrate_workload([full], wcfg, calibrated.calibration)
+    b = calibrate_workload([tmp_path / "first8.csv"], wcfg, calibrated.calibration)
+    assert a.data["split"]["held_out"] == ["2024-06-11", "2024-06-17"]
+    assert b.data["split"]["held_out"] is None and "fewer than 14" in b.data["split"]["note"]
+    assert a.data["tasks"] == b.data["tasks"] == 8 * 40
+    for section in ("arrivals", "priorities", "deadlines"):
+        assert a.data[section] == b.data[section]
+    assert a.stats[0].bad_count == 0  # held-out records are not malformed
+
+
+# ------------------------------------------------------------------ generated scenarios
+
+
+@pytest.fixture(scope="module")
+def studio_cfg(wcfg, calibrated, tmp_path_factory):
+    fitted = calibrate_workload(HISTORY, wcfg, calibrated.calibration)
+    path = tmp_path_factory.mktemp("studio") / "workload.json"
+    files.write_json(path, fitted.data)
+    c = copy.deepcopy(wcfg)
+    c["scenario"]["workload"] = str(path)
+    c["scenario"]["tasks"] = "day"
+    return validate_config(c, "test"), fitted.data
+
+
+def test_generated_load_matches_the_history(studio_cfg):
+    cfg, w = studio_cfg
+    model = scenario_model(cfg)
+    d = draw(model, 1, tasks=20000)
+    ld = w["load"]
+    # durations scaled to the history's mean measured duration (not the bench calibration's)
+    assert d["duration"].mean() == pytest.approx(ld["mean_measured_duration_s"], rel=0.04)
+    assert model.mean_duration == pytest.approx(ld["mean_measured_duration_s"], rel=1e-9)
+    unscaled = scenario_model({**cfg, "scenario": {**cfg["scenario"], "workload": None, "tasks": 400}})
+    assert abs(unscaled.mean_duration / ld["mean_measured_duration_s"] - 1) > 0.05  # the calibration differs
+    # generated load (work per hour over the capacity) against the history's, over about 5 weeks
+    hours = d["arrival"][-1] / 3600.0
+    assert d["duration"].sum() / 3600.0 / hours / model.capacity == pytest.approx(
+        ld["implied_load_measured"], rel=0.06)
+
+
+def test_day_scenarios_span_a_whole_day(studio_cfg):
+    cfg, w = studio_cfg
+    model = scenario_model(cfg)
+    rate = np.array(w["arrivals"]["rate_per_hour"])
+    busiest = max(np.roll(rate, -h)[:24].sum() for h in range(168))
+    assert model.tasks == math.ceil(DAY_MARGIN * busiest) > 400
+    spans = [draw(model, s)["arrival"][-1] for s in range(40)]
+    assert min(spans) >= DAY
+    with pytest.raises(ModelError, match="scenario.tasks"):
+        day_tasks(None)
+
+
+# ------------------------------------------------------------------ the held-out stream
+
+
+def test_stream_keeps_the_backlog_over_midnight_and_counts_each_task_on_its_day(tmp_path, wcfg, calibrated):
+    path = _history(tmp_path / "h.csv", 15, per_day=60, seed=5)
+    stream = held_out_stream([path], wcfg, calibrated.calibration, ["2024-06-11", "2024-06-17"])
+    sub = pd.read_csv(path)["submitted_at"].to_numpy()
+    assert stream.days[0] == "2024-06-11" and len(stream.days) == 7
+    counts = np.bincount(stream.day[stream.day >= 0], minlength=7)
+    assert counts.tolist() == [60] * 7
+    assert (stream.day == -1).sum() == ((sub >= MONDAY + 7 * DAY) & (sub < MONDAY + 8 * DAY)).sum()
+    arr = stream.scenario.arrays
+    assert arr[0][0] >= 0 and arr[0][-1] < 8 * DAY  # times from the warm-up day's midnight
+    specs = {"fifo": rule_spec("fifo"), "atc": rule_spec("atc", 2.0)}
+    frame = run_on_stream(wcfg, stream.scenario, stream.day, 7, specs)
+    ((start, end, _),) = schedule_policy(specs["fifo"], [stream.scenario], [arr], 1, wcfg)
+    # one schedule of the whole stream: a backlog at midnight is still queued after it
+    assert np.any((stream.day[:-1] < stream.day[1:]) & (end[:-1] > arr[0][1:]))
+    fifo = frame[frame.policy == "fifo"].sort_values("scenario_seed")
+    for d in range(7):
+        m = stream.day == d
+        assert fifo.total_weighted_tardiness_s.iloc[d] == pytest.approx(
+            weighted_tardiness(end[m], arr[4][m], arr[3][m]), rel=1e-12)
+    assert fifo.tasks.tolist() == [60] * 7
+
+
+# ------------------------------------------------------------------ the gate
+
+
+def _held(days, ppo_factor, seed=0):
+    rng = np.random.default_rng(seed)
+    base = rng.uniform(100, 200, days) * 1000
+    rows = []
+    for name, f in (("fifo", 3.0), ("atc", 1.1), ("wmdd", 1.0), ("ppo-1", ppo_factor)):
+        for d in range(days):
+            rows.append({"scenario_seed": d, "policy": name, "total_weighted_tardiness_s": base[d] * f,
+                         "mean_tardiness_s": 1.0, "p90_tardiness_s": 1.0, "max_tardiness_s": 1.0,
+                         "tardy_fraction": 0.5, "mean_flow_time_s": 1.0, "tasks": 100})
+    return pd.DataFrame(rows)
+
+
+BENCH = {"bootstrap_resamples": 2000, "bootstrap_seed": 1, "ci_level": 0.95}
+SPECS = {"wmdd": rule_spec("wmdd"), "atc": rule_spec("atc", 2.0), "fifo": rule_spec("fifo"),
+         "ppo-1": {"kind": "ppo", "rule": None, "atc_k": None, "policy_file": "p.pt"}}
+
+
+def _winner():
+    return {"policy": "ppo-1", "rule": None, "atc_k": None, "policy_file": "p.pt", "policy_sha256": None,
+            "significant": True, "runner_up": "wmdd", "mean_difference_pct": -5.0, "ci95_pct": [-7, -3],
+            "reason": "chosen."}
+
+
+def test_gate_replaces_a_winner_significantly_worse_on_the_held_out_days():
+    w = held_out_gate(_winner(), _held(7, 1.2), SPECS, BENCH)
+    assert w["policy"] == "wmdd" and w["rule"] == "wmdd" and w["policy_file"] is None
+    assert w["held_out"]["deployed"] is False and w["held_out"]["best_rule"] == "wmdd"
+    assert w["held_out"]["mean_difference_pct"] == pytest.approx(20.0)
+    assert "significantly worse" in w["reason"] and w["runner_up"] == "ppo-1"
+
+
+def test_gate_keeps_a_winner_not_significantly_worse():
+    held = _held(7, 1.0)
+    held.loc[(held.policy == "ppo-1") & (held.scenario_seed == 0), "total_weighted_tardiness_s"] *= 1.5
+    held.loc[(held.policy == "ppo-1") & (held.scenario_seed == 1), "total_weighted_tardiness_s"] *= 0.6
+    w = held_out_gate(_winner(), held, SPECS, BENCH)
+    assert w["policy"] == "ppo-1" and w["held_out"]["deployed"] is True
+    lo, hi = w["held_out"]["ci95_pct"]
+    assert lo <= 0 <= hi
+
+
+# ------------------------------------------------------------------ names and the setting record
+
+
+def test_main_policies_are_benchmarked_never_winners(cfg):
+    names = parse_policies("atc,main-ppo-2,ppo-2,fifo", cfg)
+    assert names == ["fifo", "atc", "ppo-2", "main-ppo-2"]
+    assert not competes("main-ppo-2") and competes("ppo-2") and not competes("ppo-2-warm")
+    assert policy_key("main-ppo-1") < policy_key("plan")
+
+
+def test_setting_record_names_the_workload_and_round_trips(studio_cfg):
+    cfg, w = studio_cfg
+    rec = setting.of_config(cfg)
+    assert rec["workload"]["fitted"] == ["2024-06-03", "2024-06-23"]
+    assert rec["workload"]["held_out"] == ["2024-06-24", "2024-06-30"]
+    assert rec["workload"]["history"] == ["example_history"]
+    assert rec["load"] == pytest.approx(w["load"]["implied_load_measured"])
+    assert setting.read(rec, "winner.json setting") == rec
+    bad = copy.deepcopy(rec)
+    bad["workload"]["sha256"] = "x" * 64
+    with pytest.raises(setting.SettingError, match="workload.sha256"):
+        setting.read(bad, "winner.json setting")
