@@ -64,13 +64,16 @@ def of_workload(path, scale=1.0):
 
     data = load_workload(path)
     split = data.get("split") or {}
-    load = (data.get("load") or {}).get("implied_load_measured") or (data.get("load") or {}).get("implied_load")
+    load = (data.get("load") or {}).get("implied_load_measured") or (data.get("load") or {}).get(
+        "implied_load"
+    )
     history = sorted({Path(str(src.get("path", ""))).name.split(".")[0] for src in data.get("sources") or []})
     record = {
         "sha256": files.sha256_file(path, WorkloadFileError, MAX_CALIBRATION_BYTES),
         "history": [h for h in history if h],
-        "fitted": list(split["fitted"]) if split.get("fitted") else [data["span"]["start"][:10],
-                                                                      data["span"]["end"][:10]],
+        "fitted": list(split["fitted"])
+        if split.get("fitted")
+        else [data["span"]["start"][:10], data["span"]["end"][:10]],
         "held_out": list(split["held_out"]) if split.get("held_out") else None,
     }
     return {"load": float(load) * scale if load else 1.0, "workload": record}
@@ -90,11 +93,18 @@ def _check_workload(w, where):
         v = w.get(key)
         if key == "held_out" and v is None:
             continue
-        if not (isinstance(v, list) and len(v) == 2 and all(isinstance(x, str) and re.fullmatch(
-                r"\d{4}-\d{2}-\d{2}", x) for x in v)):
+        if not (
+            isinstance(v, list)
+            and len(v) == 2
+            and all(isinstance(x, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", x) for x in v)
+        ):
             raise SettingError(f"{where}.workload.{key}: expected [FIRST_DAY, LAST_DAY], got {v!r:.60}")
-    return {"sha256": w["sha256"], "history": list(hist), "fitted": list(w["fitted"]),
-            "held_out": list(w["held_out"]) if w.get("held_out") else None}
+    return {
+        "sha256": w["sha256"],
+        "history": list(hist),
+        "fitted": list(w["fitted"]),
+        "held_out": list(w["held_out"]) if w.get("held_out") else None,
+    }
 
 
 def read(data, where):

@@ -131,8 +131,12 @@ def test_an_explicit_policy_trained_for_other_gpus_says_so(tmp_path, tiny_policy
     assert "trained for 1 GPU" in four.why.iloc[0] and "4 GPUs" in four.why.iloc[0]
 
 
-STUDIO_WORKLOAD = {"sha256": "ab" * 32, "history": ["example_history"], "fitted": ["2024-06-03", "2024-06-23"],
-                   "held_out": ["2024-06-24", "2024-06-30"]}
+STUDIO_WORKLOAD = {
+    "sha256": "ab" * 32,
+    "history": ["example_history"],
+    "fitted": ["2024-06-03", "2024-06-23"],
+    "held_out": ["2024-06-24", "2024-06-30"],
+}
 
 
 def studio_verdict(tmp_path, policy, rule, held_out=None):
@@ -149,15 +153,19 @@ def studio_verdict(tmp_path, policy, rule, held_out=None):
 def test_with_a_history_auto_follows_the_studio_verdict(tmp_path, queue):
     # the main benchmark's winner is measured at the config's load; the studio's on the fitted workload
     verdict(tmp_path, None, "wmdd", "wmdd", where=setting(1))
-    studio_verdict(tmp_path, "edd", "edd", held_out={"days": 7, "chosen": "ppo-2", "best_rule": "edd",
-                                                     "deployed": False})
+    studio_verdict(
+        tmp_path, "edd", "edd", held_out={"days": 7, "chosen": "ppo-2", "best_rule": "edd", "deployed": False}
+    )
     by = orders(queue, conf(tmp_path), 1)
     # without a history: today's behaviour, the verdict at the closest load (the main one)
     assert rank(queue, now=NOW, config=conf(tmp_path)) == by["wmdd"]
     c = {**conf(tmp_path), "workload": {"history": ["h.csv"]}}
     assert rank(queue, now=NOW, config=c) == by["edd"]
     why = rank(queue, now=NOW, explain=True, config=c).why.iloc[0]
-    assert "the winner of setting studio, measured on the fitted workload of example_history (7 held-out days)" in why
+    assert (
+        "the winner of setting studio, measured on the fitted workload of example_history (7 held-out days)"
+        in why
+    )
     assert "ppo-2, chosen on validation, is significantly worse than edd on the 7 held-out days" in why
     # 4 GPUs: the studio's verdict is for 1 GPU; not followed
     assert "studio" not in rank(queue, now=NOW, machines=4, explain=True, config=c).why.iloc[0]
@@ -165,7 +173,12 @@ def test_with_a_history_auto_follows_the_studio_verdict(tmp_path, queue):
 
 def test_a_studio_verdict_without_held_out_days_is_not_preferred(tmp_path, queue):
     verdict(tmp_path, None, "wmdd", "wmdd", where=setting(1))
-    verdict(tmp_path, "studio", "edd", "edd",
-            where={**setting(1, load=0.57), "workload": {**STUDIO_WORKLOAD, "held_out": None}})
+    verdict(
+        tmp_path,
+        "studio",
+        "edd",
+        "edd",
+        where={**setting(1, load=0.57), "workload": {**STUDIO_WORKLOAD, "held_out": None}},
+    )
     c = {**conf(tmp_path), "workload": {"history": ["h.csv"]}}
     assert "main benchmark" in rank(queue, now=NOW, explain=True, config=c).why.iloc[0]

@@ -16,9 +16,8 @@ from sched.data.replay import held_out_stream
 from sched.data.scenario import draw, scenario_model
 from sched.data.workload_fit import calibrate_workload, held_out_split
 from sched.evaluate.gate import held_out_gate
-from sched.evaluate.policies import competes, parse_policies, policy_key
+from sched.evaluate.policies import competes, parse_policies, policy_key, rule_spec
 from sched.evaluate.runs import run_on_stream, schedule_policy
-from sched.evaluate.policies import rule_spec
 from sched.sim.objective import weighted_tardiness
 from tests.conftest import ROOT
 
@@ -41,11 +40,21 @@ def _history(path, days, per_day=40, seed=0, start_day=0):
         sub = np.sort(MONDAY + d * DAY + rng.uniform(0, DAY, per_day))
         for i, t in enumerate(sub):
             dur = float(rng.integers(60, 4000))
-            rows.append({"id": f"d{d}-{i}", "kind": "image" if i % 4 else "video", "submitted_at": t,
-                         "priority": ["low", "normal", "high", "urgent"][i % 4],
-                         "due": "" if i % 5 == 0 else t + 600 + 10 * i, "started_at": t + 1,
-                         "finished_at": t + 1 + dur, "width": 1024, "height": 1024,
-                         "frames": 1 if i % 4 else 49, "steps": 30})
+            rows.append(
+                {
+                    "id": f"d{d}-{i}",
+                    "kind": "image" if i % 4 else "video",
+                    "submitted_at": t,
+                    "priority": ["low", "normal", "high", "urgent"][i % 4],
+                    "due": "" if i % 5 == 0 else t + 600 + 10 * i,
+                    "started_at": t + 1,
+                    "finished_at": t + 1 + dur,
+                    "width": 1024,
+                    "height": 1024,
+                    "frames": 1 if i % 4 else 49,
+                    "steps": 30,
+                }
+            )
     pd.DataFrame(rows).to_csv(path, index=False)
     return path
 
@@ -56,7 +65,10 @@ def _history(path, days, per_day=40, seed=0, start_day=0):
 def test_split_holds_out_the_last_days():
     cut, split = held_out_split(MONDAY + 100, MONDAY + 27 * DAY + 5000, 7)
     assert cut == MONDAY + 21 * DAY
-    assert split["fitted"] == ["2024-06-03", "2024-06-23"] and split["held_out"] == ["2024-06-24", "2024-06-30"]
+    assert split["fitted"] == ["2024-06-03", "2024-06-23"] and split["held_out"] == [
+        "2024-06-24",
+        "2024-06-30",
+    ]
     assert split["history_days"] == 28 and split["note"] is None
 
 
@@ -66,8 +78,10 @@ def test_short_history_is_fitted_whole_and_says_so_in_one_line():
     assert "10 days" in split["note"] and "fewer than 14" in split["note"] and "\n" not in split["note"]
 
 
-@pytest.mark.parametrize("days, test_days, match", [(20, 20, "nothing would be left"), (20, 25, "spans 20 days"),
-                                                    (15, 10, "less than a week")])
+@pytest.mark.parametrize(
+    "days, test_days, match",
+    [(20, 20, "nothing would be left"), (20, 25, "spans 20 days"), (15, 10, "less than a week")],
+)
 def test_bad_test_days_refused_naming_the_field(days, test_days, match):
     with pytest.raises(HistoryError, match=match) as exc:
         held_out_split(MONDAY, MONDAY + (days - 1) * DAY + 10, test_days)
@@ -121,7 +135,8 @@ def test_generated_load_matches_the_history(studio_cfg):
     # generated load (work per hour over the capacity) against the history's, over about 5 weeks
     hours = d["arrival"][-1] / 3600.0
     assert d["duration"].sum() / 3600.0 / hours / model.capacity == pytest.approx(
-        ld["implied_load_measured"], rel=0.06)
+        ld["implied_load_measured"], rel=0.06
+    )
 
 
 def test_day_scenarios_span_a_whole_day(studio_cfg):
@@ -158,7 +173,8 @@ def test_stream_keeps_the_backlog_over_midnight_and_counts_each_task_on_its_day(
     for d in range(7):
         m = stream.day == d
         assert fifo.total_weighted_tardiness_s.iloc[d] == pytest.approx(
-            weighted_tardiness(end[m], arr[4][m], arr[3][m]), rel=1e-12)
+            weighted_tardiness(end[m], arr[4][m], arr[3][m]), rel=1e-12
+        )
     assert fifo.tasks.tolist() == [60] * 7
 
 
@@ -171,21 +187,44 @@ def _held(days, ppo_factor, seed=0):
     rows = []
     for name, f in (("fifo", 3.0), ("atc", 1.1), ("wmdd", 1.0), ("ppo-1", ppo_factor)):
         for d in range(days):
-            rows.append({"scenario_seed": d, "policy": name, "total_weighted_tardiness_s": base[d] * f,
-                         "mean_tardiness_s": 1.0, "p90_tardiness_s": 1.0, "max_tardiness_s": 1.0,
-                         "tardy_fraction": 0.5, "mean_flow_time_s": 1.0, "tasks": 100})
+            rows.append(
+                {
+                    "scenario_seed": d,
+                    "policy": name,
+                    "total_weighted_tardiness_s": base[d] * f,
+                    "mean_tardiness_s": 1.0,
+                    "p90_tardiness_s": 1.0,
+                    "max_tardiness_s": 1.0,
+                    "tardy_fraction": 0.5,
+                    "mean_flow_time_s": 1.0,
+                    "tasks": 100,
+                }
+            )
     return pd.DataFrame(rows)
 
 
 BENCH = {"bootstrap_resamples": 2000, "bootstrap_seed": 1, "ci_level": 0.95}
-SPECS = {"wmdd": rule_spec("wmdd"), "atc": rule_spec("atc", 2.0), "fifo": rule_spec("fifo"),
-         "ppo-1": {"kind": "ppo", "rule": None, "atc_k": None, "policy_file": "p.pt"}}
+SPECS = {
+    "wmdd": rule_spec("wmdd"),
+    "atc": rule_spec("atc", 2.0),
+    "fifo": rule_spec("fifo"),
+    "ppo-1": {"kind": "ppo", "rule": None, "atc_k": None, "policy_file": "p.pt"},
+}
 
 
 def _winner():
-    return {"policy": "ppo-1", "rule": None, "atc_k": None, "policy_file": "p.pt", "policy_sha256": None,
-            "significant": True, "runner_up": "wmdd", "mean_difference_pct": -5.0, "ci95_pct": [-7, -3],
-            "reason": "chosen."}
+    return {
+        "policy": "ppo-1",
+        "rule": None,
+        "atc_k": None,
+        "policy_file": "p.pt",
+        "policy_sha256": None,
+        "significant": True,
+        "runner_up": "wmdd",
+        "mean_difference_pct": -5.0,
+        "ci95_pct": [-7, -3],
+        "reason": "chosen.",
+    }
 
 
 def test_gate_replaces_a_winner_significantly_worse_on_the_held_out_days():

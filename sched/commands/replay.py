@@ -143,7 +143,12 @@ def run_held_out(args, cfg, calibration):
     from sched.data.replay import held_out_stream
     from sched.data.workload import held_out_days, load_workload
     from sched.errors import UsageError
-    from sched.evaluate.policies import benchmark_policies, parse_policies, parse_policy_files, resolve_policies
+    from sched.evaluate.policies import (
+        benchmark_policies,
+        parse_policies,
+        parse_policy_files,
+        resolve_policies,
+    )
     from sched.evaluate.runs import run_on_stream
     from sched.evaluate.summary import UNIT, write_outputs
 
@@ -156,20 +161,32 @@ def run_held_out(args, cfg, calibration):
         )
     stream = held_out_stream(args.history or cfg["workload"]["history"], cfg, calibration, days)
     if stream.unmeasured:
-        print(f"sched replay: note: {stream.unmeasured} tasks without a measured duration were left out",
-              file=sys.stderr)
+        print(
+            f"sched replay: note: {stream.unmeasured} tasks without a measured duration were left out",
+            file=sys.stderr,
+        )
     names = parse_policies(args.policies, cfg, default=benchmark_policies)
-    specs, _ = resolve_policies(cfg, names, tuned=args.tuned, policy_files=parse_policy_files(args.policy_file))
+    specs, _ = resolve_policies(
+        cfg, names, tuned=args.tuned, policy_files=parse_policy_files(args.policy_file)
+    )
     frame = run_on_stream(cfg, stream.scenario, stream.day, len(stream.days), specs, progress=True)
     counts = np.bincount(stream.day[stream.day >= 0], minlength=len(stream.days))
     windows = pd.DataFrame(
-        {"scenario_seed": range(len(stream.days)), "window": stream.days, "tasks": counts, "window_hours": 24.0}
+        {
+            "scenario_seed": range(len(stream.days)),
+            "window": stream.days,
+            "tasks": counts,
+            "window_hours": 24.0,
+        }
     )
     out = Path(args.out)
-    written = write_outputs(out, frame, cfg, specs, full=False, subset_summary=True,
-                            extra=[(layout.REPLAY_WINDOWS, windows)])
-    print(f"{len(stream.days)} held-out days replayed as one stream ({len(stream.scenario)} tasks, "
-          f"{int((stream.day < 0).sum())} of them the day before's), {len(specs)} policies")
+    written = write_outputs(
+        out, frame, cfg, specs, full=False, subset_summary=True, extra=[(layout.REPLAY_WINDOWS, windows)]
+    )
+    print(
+        f"{len(stream.days)} held-out days replayed as one stream ({len(stream.scenario)} tasks, "
+        f"{int((stream.day < 0).sum())} of them the day before's), {len(specs)} policies"
+    )
     means = frame.groupby("policy")["total_weighted_tardiness_s"].mean()
     for name, m in means.sort_values().items():
         print(f"{name:12} {m / UNIT:12.3f} k w.s a day")

@@ -156,8 +156,9 @@ def held_out_stream(paths, cfg, calibration_path, held_out, warm_up_days=1):
     """
     from datetime import date
 
-    first, last = (datetime.combine(date.fromisoformat(d), datetime.min.time(), UTC).timestamp()
-                   for d in held_out)
+    first, last = (
+        datetime.combine(date.fromisoformat(d), datetime.min.time(), UTC).timestamp() for d in held_out
+    )
     if last < first:
         raise HistoryError(f"held-out days: {held_out[0]} is after {held_out[1]}")
     tasks, stats = read_tasks(paths, cfg, calibration_path)
@@ -167,8 +168,10 @@ def held_out_stream(paths, cfg, calibration_path, held_out, warm_up_days=1):
     inside = (sub >= start) & (sub < end)
     unmeasured = int((inside & ~measured).sum())
     g = tasks[inside & measured].sort_values(["submitted", "id"], kind="stable")
-    days = [datetime.fromtimestamp(first + i * DAY_S, UTC).date().isoformat()
-            for i in range(int(round((last - first) / DAY_S)) + 1)]
+    days = [
+        datetime.fromtimestamp(first + i * DAY_S, UTC).date().isoformat()
+        for i in range(int(round((last - first) / DAY_S)) + 1)
+    ]
     day = np.floor((g["submitted"].to_numpy() - first) / DAY_S).astype(np.int64)
     day[day < 0] = -1
     counts = np.bincount(day[day >= 0], minlength=len(days))

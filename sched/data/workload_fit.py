@@ -373,8 +373,13 @@ def held_out_split(t0, t1, test_days):
             f"the history spans {days} days ({span[0]} to {span[1]}), fewer than {MIN_SPLIT_DAYS}: "
             "no days held out (workload.test_days), the fit reads them all and the studio setting is skipped"
         )
-        return np.inf, {"history_days": days, "test_days": test_days, "fitted": span, "held_out": None,
-                        "note": note}
+        return np.inf, {
+            "history_days": days,
+            "test_days": test_days,
+            "fitted": span,
+            "held_out": None,
+            "note": note,
+        }
     cut_day = last - test_days + 1
     if (cut_day - first) * DAY_S < MIN_HISTORY_SPAN_S:
         raise HistoryError(

@@ -22,7 +22,6 @@ from sched.evaluate.errors import ReportError
 from sched.evaluate.report_conclusion import conclusion_section, robustness_section
 from sched.evaluate.report_inputs import load, read_robustness
 from sched.evaluate.report_plan import plan_section, read_plan
-from sched.evaluate.report_studio import read_studio, studio_readme_line, studio_section
 from sched.evaluate.report_sections import (
     FIGURES,
     clairvoyant_section,
@@ -32,6 +31,7 @@ from sched.evaluate.report_sections import (
     results_section,
     setup_section,
 )
+from sched.evaluate.report_studio import read_studio, studio_readme_line, studio_section
 from sched.evaluate.report_training import TARGETS, ppo_alone_lines, training_section
 from sched.evaluate.report_workload import read_fit, read_replay, replay_section
 

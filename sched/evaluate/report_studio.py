@@ -63,7 +63,7 @@ def studio_section(cfg, studio, fit):
     lines = [
         "## Studio",
         "",
-        f"The studio's own queue (docs/workload.md, \"The studio setting\"): the workload fitted on "
+        f'The studio\'s own queue (docs/workload.md, "The studio setting"): the workload fitted on '
         f"**{_span(split, 'fitted')}** of its history; **{_span(split, 'held_out')}** held out "
         f"(config `workload.test_days`), never read by the fit. Policies `ppo-<S>` trained for it on "
         f"scenarios drawn from the fit (arrivals by hour of the week, priorities by hour, deadline "
@@ -102,8 +102,12 @@ def _per_day(per, windows, best):
         key=policy_key,
     )
     pivot = per.pivot(index="scenario_seed", columns="policy", values="total_weighted_tardiness_s")
-    lines = ["Per held-out day (k w·s):", "", "| day | " + " | ".join(names) + " |",
-             "|---|" + "---:|" * len(names)]
+    lines = [
+        "Per held-out day (k w·s):",
+        "",
+        "| day | " + " | ".join(names) + " |",
+        "|---|" + "---:|" * len(names),
+    ]
     for row in windows.itertuples():
         vals = [k(pivot.loc[row.scenario_seed, p] / 1000.0) for p in names]
         lines.append(f"| {row.window} | " + " | ".join(vals) + " |")
@@ -120,13 +124,17 @@ def _verdict_lines(winner):
             f" On the {held['days']} held-out days, {held['chosen']} against the best rule there, "
             f"{held['best_rule']}: {pct(held['mean_difference_pct'])} "
             f"[{pct(held['ci95_pct'][0])}, {pct(held['ci95_pct'][1])}]: "
-            + ("not significantly worse, deployed." if held["deployed"] else
-               f"significantly worse, so the verdict is {held['best_rule']}.")
+            + (
+                "not significantly worse, deployed."
+                if held["deployed"]
+                else f"significantly worse, so the verdict is {held['best_rule']}."
+            )
         )
     kind = "a rule" if is_heuristic(winner["policy"]) else "a learned policy"
     return [
-        f"**Verdict: {winner['policy']}** ({kind}), chosen on the validation scenarios drawn from the fit.{gate} "
-        f"With a history in the config (`workload.history`), `rank(policy=\"auto\")` and `sched rank` "
+        f"**Verdict: {winner['policy']}** ({kind}), chosen on the validation scenarios drawn from "
+        f"the fit.{gate} "
+        f'With a history in the config (`workload.history`), `rank(policy="auto")` and `sched rank` '
         f"follow this verdict for calls on the studio's GPUs (docs/rank.md).",
     ]
 
@@ -140,11 +148,14 @@ def studio_readme_line(studio):
     s = studio["summary"].set_index("policy")
     ppo = [p for p in s.index if is_ppo(p)]
     test = ", ".join(f"{p} {pct(s.loc[p, 'diff_vs_best_heuristic_pct'])}" for p in ppo)
-    line = (f"**Studio** (the example history's fitted workload, {held.get('days', '?')} held-out days): "
-            f"rank() runs **{w['policy']}**. On test scenarios from the fit vs "
-            f"{s['best_heuristic'].iloc[0]}: {test or 'no learned policy'}")
+    line = (
+        f"**Studio** (the example history's fitted workload, {held.get('days', '?')} held-out days): "
+        f"rank() runs **{w['policy']}**. On test scenarios from the fit vs "
+        f"{s['best_heuristic'].iloc[0]}: {test or 'no learned policy'}"
+    )
     if studio.get("held_summary") is not None:
         h = studio["held_summary"].set_index("policy")
-        line += (f"; on the held-out days vs {h['best_heuristic'].iloc[0]}: " + ", ".join(
-            f"{p} {pct(h.loc[p, 'diff_vs_best_heuristic_pct'])}" for p in h.index if is_ppo(p)))
-    return [line + " (the report's \"Studio\" section)."]
+        line += f"; on the held-out days vs {h['best_heuristic'].iloc[0]}: " + ", ".join(
+            f"{p} {pct(h.loc[p, 'diff_vs_best_heuristic_pct'])}" for p in h.index if is_ppo(p)
+        )
+    return [line + ' (the report\'s "Studio" section).']

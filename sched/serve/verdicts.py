@@ -146,8 +146,10 @@ def _held_out_note(held, path):
         raise RankInputError(f"{path}: field held_out: expected the chosen and best_rule policy names")
     if deployed:
         return f"; not significantly worse than {best} on the {days} held-out days"
-    return (f"; {chosen}, chosen on validation, is significantly worse than {best} on the {days} "
-            f"held-out days: {best} runs")
+    return (
+        f"; {chosen}, chosen on validation, is significantly worse than {best} on the {days} "
+        f"held-out days: {best} runs"
+    )
 
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
