@@ -19,7 +19,7 @@ import torch
 from sched.config import validate_config
 from sched.learn import features as F
 from sched.learn import kernel as K
-from sched.learn.networks import Policy, build
+from sched.learn.networks import ArchitectureError, Policy, build
 from sched.learn.policy_file import arch_of, policy_meta
 from sched.learn.ppo import Args
 from sched.sim import core as S
@@ -260,3 +260,34 @@ def test_a_diverged_network_falls_back_to_atcs_choice():
     (start, _, _) = K.run_one(policy, sc)
     ((atc, _, _),) = S.simulate_batch([sc], "atc", k=policy.meta["atc_k"])
     assert np.array_equal(start, atc)
+
+
+def test_the_untrained_wmdd_prior_is_wmdd(tiny_cfg):
+    """prior_rule wmdd with a zero correction network and every waiting task a candidate: the
+    greedy policy is WMDD (the same starts as the compiled rule), on one GPU and on several."""
+    from sched.data.scenario import generate, scenario_model
+
+    arch = {
+        "name": "scorer",
+        "hidden": 16,
+        "atc_prior": True,
+        "prior_scale": 1.0,
+        "top_k": 0,
+        "prior_rule": "wmdd",
+    }
+    net = build(arch)
+    torch.nn.init.zeros_(net.actor[-1].weight)
+    torch.nn.init.zeros_(net.actor[-1].bias)
+    pol = Policy(net, {"arch": {"name": "scorer"}, "atc_k": 2.0, "p_ref": 80.0, "load": 0.85})
+    differs = 0
+    for machines in (1, 3):
+        scs = [generate(scenario_model(tiny_cfg), s, tasks=150, machines=machines).arrays for s in range(3)]
+        got = K.run(pol, scs, machines)
+        want = S.simulate_batch(scs, "wmdd", machines=machines)
+        atc = S.simulate_batch(scs, "atc", machines=machines, k=2.0)
+        for (s1, _, _), (s2, _, _), (s3, _, _) in zip(got, want, atc):
+            assert np.array_equal(s1, s2)
+            differs += not np.array_equal(s1, s3)
+    assert differs  # not ATC's schedules: the prior is another rule
+    with pytest.raises(ArchitectureError, match="prior_rule"):
+        build({**arch, "prior_rule": "edd"})

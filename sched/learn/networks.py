@@ -54,6 +54,11 @@ def evaluate_actions(net, batch, actions):
     return logp.gather(1, actions.view(-1, 1)).squeeze(1), entropy, value
 
 
+#: The feature the prior puts its weight on, per prior rule (``train.prior_rule``): the
+#: greedy untrained policy picks, among the candidates, the task that rule would pick.
+PRIOR_FEATURES = {"atc": F.ATC_INDEX, "wmdd": F.TASK_FEATURES.index("wmdd")}
+
+
 class TaskScorer(nn.Module):
     """Size-free actor-critic over per-task feature rows.
 
@@ -67,7 +72,14 @@ class TaskScorer(nn.Module):
     """
 
     def __init__(
-        self, n_task=F.N_TASK, n_global=F.N_GLOBAL, hidden=64, atc_prior=True, prior_scale=3.0, top_k=16
+        self,
+        n_task=F.N_TASK,
+        n_global=F.N_GLOBAL,
+        hidden=64,
+        atc_prior=True,
+        prior_scale=3.0,
+        top_k=16,
+        prior_rule="atc",
     ):
         super().__init__()
         self.top_k = int(top_k)
@@ -85,14 +97,20 @@ class TaskScorer(nn.Module):
         # A linear score over the task's own features, beside the nonlinear
         # correction: the classic rules and their mixtures live in this
         # low-dimensional space, where policy gradients move fast. With the
-        # ATC prior it starts as prior_scale x the ATC feature: the policy
-        # starts as ATC.
+        # prior it starts as prior_scale x the prior rule's feature (``prior_rule``: ATC's, or
+        # WMDD's, the best rule of bursty queues): the untrained policy is that rule among
+        # the candidates.
         self.linear = nn.Linear(n_task, 1, bias=False)
         nn.init.zeros_(self.linear.weight)
         self.atc_prior = bool(atc_prior)
+        if prior_rule not in PRIOR_FEATURES:
+            raise ArchitectureError(
+                f"prior_rule: expected one of {', '.join(PRIOR_FEATURES)}, got {prior_rule!r}"
+            )
+        self.prior_rule = prior_rule
         if self.atc_prior:
             with torch.no_grad():
-                self.linear.weight[0, F.ATC_INDEX] = prior_scale
+                self.linear.weight[0, PRIOR_FEATURES[prior_rule]] = prior_scale
 
     def forward_compact(self, x, ctx, mask):
         """The same function on a compact batch (what the compiled sampler writes): ``x`` (N, K,
@@ -123,6 +141,7 @@ def build(arch):
         atc_prior=bool(arch["atc_prior"]),
         prior_scale=float(arch["prior_scale"]),
         top_k=int(arch.get("top_k", 0)),
+        prior_rule=str(arch.get("prior_rule", "atc")),
     )
 
 

@@ -55,6 +55,7 @@ def arch_of(args):
         "atc_prior": args.atc_prior,
         "prior_scale": args.prior_scale,
         "top_k": args.top_k,
+        "prior_rule": args.prior_rule,
     }
 
 
@@ -193,6 +194,8 @@ def _check_arch(path, arch):
     if not isinstance(arch.get("atc_prior"), bool):
         raise _bad(path, "meta.arch.atc_prior", "expected true or false", arch.get("atc_prior"))
     _positive(path, "meta.arch.prior_scale", arch.get("prior_scale"))
+    if arch.get("prior_rule", "atc") not in ("atc", "wmdd"):
+        raise _bad(path, "meta.arch.prior_rule", "expected atc or wmdd", arch.get("prior_rule"))
     top_k = arch.get("top_k", 0)
     if not _is_whole(top_k) or not 0 <= top_k < 2**31:
         raise _bad(path, "meta.arch.top_k", "expected a whole number >= 0", top_k)

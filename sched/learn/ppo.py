@@ -111,7 +111,9 @@ class Args:
     atc_prior: bool = True
     """Start the logits at prior_scale x the ATC feature, so that the untrained policy is ATC."""
     prior_scale: float = 1.0
-    """Initial weight of the ATC feature in the logits (with atc_prior)."""
+    """Initial weight of the prior rule's feature in the logits (with atc_prior)."""
+    prior_rule: str = "atc"
+    """The rule the untrained policy is (with atc_prior): "atc" (its ATC feature) or "wmdd"."""
     top_k: int = 16
     """When > 0, only the top_k waiting tasks by ATC index are candidates."""
     atc_k: float | None = None

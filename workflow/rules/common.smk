@@ -239,7 +239,7 @@ TRAIN = [
     "iterations", "num_envs", "num_steps", "learning_rate", "linear_lr_mult", "anneal_lr", "gamma",
     "gae_lambda", "num_minibatches", "update_epochs", "norm_adv", "clip_coef", "clip_vloss", "ent_coef",
     "vf_coef", "max_grad_norm", "target_kl", "reward_scale", "architecture", "hidden", "atc_prior",
-    "prior_scale", "top_k", "atc_k", "teacher_scenarios", "teacher_shards", "teacher_samples",
+    "prior_scale", "prior_rule", "top_k", "atc_k", "teacher_scenarios", "teacher_shards", "teacher_samples",
     "teacher_horizon", "distill_epochs", "distill_lr", "distill_batch", "distill_scale",
     "privileged_critic", "tasks", "loads", "eval_every", "validation_scenarios", "checkpoint_every",
 ]
