@@ -160,8 +160,8 @@ if STUDIO in ROBUST:
     rule studio_replay:
         """Run every policy of the studio setting (the rules, atc-tuned, its ppo-<S> and their warm
         starts, the main setting's policies as main-ppo-<S>) on the days the fit held out, replayed as
-        one continuous stream; a row per day.
-        Runs `sched replay --held-out` (sched/commands/replay.py -> sched.data.replay.held_out_stream,
+        one continuous stream (--held-out); a row per day.
+        Runs `sched replay` (sched/commands/replay.py -> sched.data.replay.held_out_stream,
         sched.evaluate.runs.run_on_stream)."""
         input:
             config=step_config("replay", STUDIO),
@@ -192,9 +192,9 @@ if STUDIO in ROBUST:
     use rule benchmark as studio_benchmark with:
         """Run every policy of the studio setting on its test scenarios (drawn from the fit): the
         winner is chosen on its selection table, confirmed on these, and gated on the held-out days
-        (not significantly worse than the best rule there, else that rule).
-        Runs `sched benchmark --selection ... --held-out ...` (sched/commands/benchmark.py ->
-        sched.evaluate.runs.run_policies, sched.evaluate.gate.held_out_gate)."""
+        (--held-out: not significantly worse than the best rule there, else that rule).
+        Runs `sched benchmark` (sched/commands/benchmark.py -> sched.evaluate.runs.run_policies,
+        sched.evaluate.gate.held_out_gate)."""
         input:
             config=step_config("gather", STUDIO),
             calibration=calibration_input(STUDIO),
