@@ -106,7 +106,8 @@ def replay_scenarios(paths, cfg, calibration_path, window_hours=24.0, min_tasks=
         )
         stamp = datetime.fromtimestamp(start, UTC)
         name = "replay-" + stamp.strftime("%Y-%m-%d" if window_hours % 24 == 0 else "%Y-%m-%dT%H%M")
-        out.scenarios.append(Scenario(name, validate_frame(frame, f"history window {name}")))
+        week_start = float((start + EPOCH_WEEK_OFFSET_S) % (7 * 86400.0))  # the window's time of week
+        out.scenarios.append(Scenario(name, validate_frame(frame, f"history window {name}"), week_start))
     if not out.scenarios:
         raise HistoryError(
             f"no window of {window_hours:g} h holds {min_tasks} measured tasks: nothing to replay"
