@@ -260,5 +260,6 @@ def test_a_version_2_policy_file_is_refused_naming_the_version(tmp_path, good):
     meta.pop("profile")
     meta["load"] = 0.85
     torch.save(dict(blob, version=2, meta=meta), tmp_path / "v2.pt")
-    with pytest.raises(PF.PolicyFileError, match=r"policy file version 2, expected 3 \(made before the time-of-week"):
+    refused = r"policy file version 2, expected 3 \(made before the time-of-week features: retrain it"
+    with pytest.raises(PF.PolicyFileError, match=refused):
         PF.load(tmp_path / "v2.pt")

@@ -82,17 +82,19 @@ def time_of_week(week_start_s, t):
 def ahead(profile, tow, hours):
     """The mean of the hourly ``profile`` (168 values, Monday 00:00 UTC first) over the
     ``hours`` from time of week ``tow`` (seconds), each hour weighted by its share of the
-    window (partial hours included), wrapping from Sunday to Monday."""
+    window (partial hours included), wrapping from Sunday to Monday. Summed as differences
+    from the first hour's value, so that a constant profile gives that constant exactly."""
     left = hours * HOUR_S
     x = tow
+    first = profile[int(math.floor(x / HOUR_S)) % 168]
     acc = 0.0
     while left > 0.0:
         h = math.floor(x / HOUR_S)
         seg = min((h + 1.0) * HOUR_S - x, left)
-        acc += profile[int(h) % 168] * seg
+        acc += (profile[int(h) % 168] - first) * seg
         x += seg
         left -= seg
-    return acc / (hours * HOUR_S)
+    return first + acc / (hours * HOUR_S)
 
 
 @register_jitable
