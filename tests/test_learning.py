@@ -127,7 +127,7 @@ def test_ppo_raises_the_probability_of_the_better_task(tmp_path, cfg, monkeypatc
 
     def the_example(model, seed, tasks=None, load=None, machines=None):
         keys = ("arrival", "duration", "estimate", "weight", "due")
-        return {key: np.array(a) for key, a in zip(keys, sc)}
+        return {**{key: np.array(a) for key, a in zip(keys, sc)}, "week_start_s": 0.0}
 
     monkeypatch.setattr(vec_env, "draw", the_example)  # the training scenarios: only the example
     args = Args(

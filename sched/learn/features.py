@@ -14,6 +14,14 @@ features do not depend on the time unit or the duration scale, and the
 classic rules are representable exactly: the ``atc`` feature is the ATC log
 index relative to the queue's best (argmax = ATC), ``wmdd`` and ``wspt``
 likewise (argmax = WMDD, WSPT), ``due_rel`` gives EDD and ``est_rel`` SPT.
+
+The time of week, which no rule reads: ``ahead_1h`` and ``ahead_4h`` are the
+scenario model's load profile (``ScenarioModel.load_profile``: the expected
+offered load of each hour of the week, Monday 00:00 UTC first; the constant
+load without a workload) averaged over the next 1 and 4 hours (:func:`ahead`),
+``week_sin`` and ``week_cos`` the time of week on the unit circle (0 with a
+flat profile). A decision at time t of a scenario that starts ``week_start_s``
+into the week is at time of week (week_start_s + t) mod one week.
 """
 
 import math
@@ -63,6 +71,7 @@ N_GLOBAL = len(GLOBAL_FEATURES)
 ATC_INDEX = TASK_FEATURES.index("atc")
 ATC_RANK_INDEX = TASK_FEATURES.index("atc_rank")
 assert TASK_FEATURES.index("wspt") == 9 and TASK_FEATURES.index("atc_rank") == 11
+assert GLOBAL_FEATURES.index("ahead_1h") == 6 and GLOBAL_FEATURES.index("speed_rel") == 10
 ATC_FLOOR = -30.0
 #: Seconds in a week, and in an hour of the profile (168 hours, Monday 00:00 UTC first).
 WEEK_S = 7 * 86400.0
