@@ -62,9 +62,52 @@ def make_queue(rng, n, kind):
 KINDS = ("now", "epoch", "earlier", "later", "duplicates", "extreme")
 
 
-def reference_observation(s, b, top_k, atc_k, p_ref, load):
+WEEK = 7 * 86400.0
+
+
+def reference_ahead(profile, tow, hours):
+    """The mean of the hourly profile over [tow, tow + hours h), in plain Python: each hour of
+    the week (and of the next, for the wrap) weighted by its overlap with the window."""
+    lo, hi = tow, tow + hours * 3600.0
+    total = 0.0
+    for h in range(2 * 168):
+        overlap = min(hi, (h + 1) * 3600.0) - max(lo, h * 3600.0)
+        if overlap > 0:
+            total += profile[h % 168] * overlap
+    return total / (hours * 3600.0)
+
+
+def reference_globals(s, b, t, ql, work, pbar, p_ref, late, net):
+    """The N_GLOBAL features of slot b's decision, in plain Python from their definitions."""
+    mfree = [float(x) for x in s.mfree[b]]
+    speed = [float(x) for x in s.speed[b]]
+    M = len(mfree)
+    busy = sum(f - t for f in mfree if f > t)
+    tow = (net.week_start_s + t) % WEEK
+    weekly = max(net.profile) > min(net.profile)
+    angle = 2 * math.pi * tow / WEEK
+    return np.array(
+        [
+            math.log1p(ql),
+            math.log1p(work / p_ref),
+            math.log(pbar / p_ref),
+            math.asinh(busy / M / p_ref),
+            sum(1 for f in mfree if f <= t) / M,
+            late / ql,
+            reference_ahead(net.profile, tow, 1.0),
+            reference_ahead(net.profile, tow, 4.0),
+            math.sin(angle) if weekly else 0.0,
+            math.cos(angle) if weekly else 0.0,
+            speed[int(s.pending[b])] * M / sum(speed),
+        ]
+    )
+
+
+def reference_observation(s, b, net):
     """(candidates' queue positions, features (m, N_TASK), context) of slot b's decision,
-    in plain Python from the definitions (sched.learn.kernel's docstring)."""
+    in plain Python from the definitions (sched.learn.kernel's docstring); ``net``: the
+    settings (top_k, atc_k, p_ref, the load profile and week start)."""
+    top_k, atc_k, p_ref = net.top_k, net.atc_k, net.p_ref
     ql, t, mach = int(s.qlen[b]), float(s.t[b]), int(s.pending[b])
     v = float(s.speed[b, mach])
     js = [int(s.queue[b, q]) for q in range(ql)]
@@ -97,8 +140,7 @@ def reference_observation(s, b, top_k, atc_k, p_ref, load):
             1.0 if d[i] < t + p[i] else 0.0,
             r / ql,
         ]
-    g = np.empty(F.N_GLOBAL)
-    F.global_features.py_func(s.mfree[b], s.speed[b], mach, t, ql, work, pbar, p_ref, late, load, g)
+    g = reference_globals(s, b, t, ql, work, pbar, p_ref, late, net)
     ctx = np.concatenate([X.mean(0), X.max(0), g])
     return np.array(cand), X, ctx
 
@@ -115,16 +157,17 @@ def reference_scores(policy, X, ctx):
         policy.net.float()
 
 
-def decisions(policy, sc, machines=1, free=None, limit=60):
+def decisions(policy, sc, machines=1, free=None, limit=60, net=None):
     """Walk a greedy rollout of the kernel; at each of the first ``limit`` decisions yield
-    (kernel's ws after the decision's observation and scores, m, reference observation)."""
-    net = K.of_policy(policy)
+    (kernel's ws after the decision's observation and scores, m, reference observation).
+    ``net``: the policy's compiled settings (default: ``K.of_policy(policy)``)."""
+    net = K.of_policy(policy) if net is None else net
     state, _ = S.pack([sc], machines, free)
     S.set_rule(state, 0, rules.ATC)
     ws = K.workspace(state.queue.shape[1], net)
     n = 0
     while S._advance(state, 0, True) and n < limit:
-        ref = reference_observation(state, 0, net.top_k, net.atc_k, net.p_ref, net.load)
+        ref = reference_observation(state, 0, net)
         m = K.scored(state, 0, net, ws)
         yield ws, m, ref
         S._start(state, 0, ws.cand[K.argmax(ws.v, m)], state.pending[0])
@@ -176,7 +219,7 @@ def reference_rollout(policy, sc, machines=1, free=None):
     state, (order,) = S.pack([sc], machines, free)
     S.set_rule(state, 0, rules.ATC)
     while S._advance(state, 0, True):
-        cand, X, ctx = reference_observation(state, 0, net.top_k, net.atc_k, net.p_ref, net.load)
+        cand, X, ctx = reference_observation(state, 0, net)
         S._start(state, 0, int(cand[int(np.argmax(reference_scores(policy, X, ctx)))]), state.pending[0])
     return S._unpack(state, [order])[0][0]
 
@@ -231,7 +274,7 @@ def test_the_untrained_prior_is_atc_exactly(tiny_cfg):
     net = build({"name": "scorer", "hidden": 16, "atc_prior": True, "prior_scale": 3.0, "top_k": 16})
     torch.nn.init.zeros_(net.actor[-1].weight)
     torch.nn.init.zeros_(net.actor[-1].bias)
-    pol = Policy(net, {"arch": {"name": "scorer"}, "atc_k": 2.0, "p_ref": 80.0, "load": 0.85})
+    pol = Policy(net, {"arch": {"name": "scorer"}, "atc_k": 2.0, "p_ref": 80.0, "profile": [0.85] * 168})
     for machines in (1, 3):
         scs = [generate(scenario_model(tiny_cfg), s, tasks=150, machines=machines).arrays for s in range(3)]
         got = K.run(pol, scs, machines)

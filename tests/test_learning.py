@@ -127,7 +127,7 @@ def test_ppo_raises_the_probability_of_the_better_task(tmp_path, cfg, monkeypatc
 
     def the_example(model, seed, tasks=None, load=None, machines=None):
         keys = ("arrival", "duration", "estimate", "weight", "due")
-        return {key: np.array(a) for key, a in zip(keys, sc)}
+        return {**{key: np.array(a) for key, a in zip(keys, sc)}, "week_start_s": 0.0}
 
     monkeypatch.setattr(vec_env, "draw", the_example)  # the training scenarios: only the example
     args = Args(
@@ -146,7 +146,7 @@ def test_ppo_raises_the_probability_of_the_better_task(tmp_path, cfg, monkeypatc
     meta = PF.policy_meta(cfg, args)
     torch.manual_seed(args.seed)  # train()'s initialisation
     untrained = P.build(meta["arch"])
-    before = probability_of(sc, K.of_network(untrained, meta["atc_k"], meta["p_ref"], meta["load"]), B)
+    before = probability_of(sc, K.of_network(untrained, meta["atc_k"], meta["p_ref"], meta["profile"]), B)
     assert before < 0.4  # the ATC prior: 0.31
 
     train(cfg, args, tmp_path / "politique.pt", progress=False, resume=False, log=lambda *a: None)
@@ -175,7 +175,7 @@ def decisions_with_labels(meta, n_each=8, seed=0):
     choice costs at least 50 weighted seconds more than the other candidate and ``n_each``
     where it costs at least 50 less; labelled as the teacher labels them (each candidate's
     cost minus ATC's choice's, here exact). Returns (labels dict, cheaper candidate per row)."""
-    obs = K.no_net(2, meta["atc_k"], meta["p_ref"], meta["load"])
+    obs = K.no_net(2, meta["atc_k"], meta["p_ref"], meta["profile"])
     rng = np.random.default_rng(seed)
     x, ctx, label, cheaper = [], [], [], []
     want = {0: n_each, 1: n_each}
@@ -264,7 +264,7 @@ def test_the_teachers_label_prefers_the_task_whose_rollouts_cost_less(cfg):
     meta = PF.policy_meta(cfg, Args())
     k, horizon, samples = meta["atc_k"], 6, 8
     pool = L.Futures(*T.future_pool(cfg, [cfg["seeds"]["train"]["start"]], horizon, futures=samples))
-    obs = K.no_net(3, k, meta["p_ref"], meta["load"])
+    obs = K.no_net(3, k, meta["p_ref"], meta["profile"])
     rows = candidate_rows(THREE, obs)
     assert rows == [0, 1, 2]  # ATC ranks A, B, C
 

@@ -28,7 +28,7 @@ def small_meta(name="scorer", hidden=8):
         "arch": {"name": name, "hidden": hidden, "atc_prior": True, "prior_scale": 3.0, "top_k": 16},
         "atc_k": 2.0,
         "p_ref": 80.0,
-        "load": 0.85,
+        "profile": [0.85] * 168,
         "task_features": list(F.TASK_FEATURES),
         "global_features": list(F.GLOBAL_FEATURES),
         "config_hash": "0123456789abcdef",
@@ -121,7 +121,12 @@ CRAFTED = [
     (meta_set("atc_k", float("inf")), "meta.atc_k", "inf"),
     (meta_set("atc_k", "2"), "meta.atc_k", "'2'"),
     (meta_set("p_ref", 0.0), "meta.p_ref", "0.0"),
-    (meta_set("load", float("nan")), "meta.load", "nan"),
+    (meta_set("profile", 0.85), "meta.profile", "168 hourly loads"),
+    (meta_set("profile", [0.85] * 167), "meta.profile", "168 hourly loads"),
+    (meta_set("profile", [0.85] * 167 + [float("nan")]), "meta.profile", "nan"),
+    (meta_set("profile", [0.85] * 167 + [-0.1]), "meta.profile", "-0.1"),
+    (meta_set("profile", [0.85] * 167 + [True]), "meta.profile", "True"),
+    (meta_set("profile", [0.85] * 167 + ["1"]), "meta.profile", "'1'"),
     (meta_set("task_features", 5), "meta.task_features", "5"),
     (meta_set("global_features", "log_qlen"), "meta.global_features", "log_qlen"),
     (meta_set("config_hash", None), "meta.config_hash", "None"),
@@ -246,3 +251,15 @@ def test_a_flat_policy_file_is_refused_naming_the_field(tmp_path, good):
         PF.PolicyFileError, match="field meta.arch.name: unknown architecture; expected one of scorer"
     ):
         PF.load(path)
+
+
+def test_a_version_2_policy_file_is_refused_naming_the_version(tmp_path, good):
+    """Version 2 had the constant ``load`` feature, not the time of week: retrain it."""
+    blob = torch.load(good, weights_only=True)
+    meta = dict(blob["meta"])
+    meta.pop("profile")
+    meta["load"] = 0.85
+    torch.save(dict(blob, version=2, meta=meta), tmp_path / "v2.pt")
+    refused = r"policy file version 2, expected 3 \(made before the time-of-week features: retrain it"
+    with pytest.raises(PF.PolicyFileError, match=refused):
+        PF.load(tmp_path / "v2.pt")

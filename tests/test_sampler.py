@@ -56,7 +56,7 @@ def test_the_sampler_observes_what_the_greedy_decision_observes(cfg):
         for b in range(env.B):
             if env.state.pending[b] < 0:
                 continue
-            m = kernel.scored(env.state, b, kernel.with_load(knet, env.slot_load[b]), ws)
+            m = kernel.scored(env.state, b, kernel.at(knet, env.slot_profile[b], env.slot_week[b]), ws)
             assert count[b] == m == min(net.top_k, env.state.qlen[b])
             assert np.allclose(X[b, :m], ws.X[:m], atol=1e-6) and np.allclose(C[b], ws.ctx, atol=1e-6)
             assert np.allclose(clog[b, :m].numpy(), ws.v[:m], atol=1e-4)

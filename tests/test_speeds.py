@@ -266,7 +266,7 @@ def test_policy_files_of_an_earlier_version_are_refused_naming_it(tmp_path):
     path = tmp_path / "old.pt"
     blob = {"format": PF.FORMAT, "version": 1, "meta": policy.meta, "state_dict": policy.net.state_dict()}
     torch.save(blob, path)
-    with pytest.raises(PF.PolicyFileError, match="field version: policy file version 1, expected 2.*retrain"):
+    with pytest.raises(PF.PolicyFileError, match="field version: policy file version 1, expected 3.*retrain"):
         PF.load(path)
     meta_bad = dict(policy.meta, global_features=["log_qlen"])
     torch.save(dict(blob, version=PF.VERSION, meta=meta_bad), path)

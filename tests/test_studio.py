@@ -267,3 +267,12 @@ def test_setting_record_names_the_workload_and_round_trips(studio_cfg):
     bad["workload"]["sha256"] = "x" * 64
     with pytest.raises(setting.SettingError, match="workload.sha256"):
         setting.read(bad, "winner.json setting")
+
+
+def test_stream_starts_at_its_time_of_week(tmp_path, wcfg, calibrated):
+    # the stream starts at the warm-up day's midnight: a Monday (2024-06-10) here
+    path = _history(tmp_path / "h.csv", 15, per_day=20, seed=6)
+    stream = held_out_stream([path], wcfg, calibrated.calibration, ["2024-06-11", "2024-06-17"])
+    assert stream.scenario.week_start_s == 0.0
+    stream = held_out_stream([path], wcfg, calibrated.calibration, ["2024-06-12", "2024-06-14"])
+    assert stream.scenario.week_start_s == DAY  # Tuesday 00:00

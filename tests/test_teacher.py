@@ -31,7 +31,7 @@ def test_teacher_labels_compare_candidates_with_atc_choice(tiny_cfg):
     # candidate 0 is ATC's choice (the policy's candidate of ATC rank 0), its label is 0 by
     # definition; candidates past the count are padding (0, zero rows)
     assert np.all(lab["label"][:, 0] == 0.0)
-    assert lab["x"].shape == (len(lab["count"]), 4, 12) and lab["ctx"].shape == (len(lab["count"]), 32)
+    assert lab["x"].shape == (len(lab["count"]), 4, 12) and lab["ctx"].shape == (len(lab["count"]), 35)
     assert np.all(lab["x"][:, 0, 11] == 0.0)  # the atc_rank feature of candidate 0
     assert np.all((lab["count"] >= 2) & (lab["count"] <= 4))  # forced decisions are not labelled
     pad = np.arange(4)[None, :] >= lab["count"][:, None]

@@ -75,6 +75,7 @@ def test_windows_are_days_with_real_tasks(tmp_path, wcfg, calibrated):
     rep = replay_scenarios([path], wcfg, calibrated.calibration)
     assert [s.name for s in rep.scenarios] == ["replay-2024-06-03", "replay-2024-06-04", "replay-2024-06-05"]
     assert rep.unmeasured == 3 and len(rep.scenarios[0]) == 29
+    assert [s.week_start_s for s in rep.scenarios] == [0.0, DAY, 2 * DAY]  # Monday, Tuesday, ...
     f = rep.scenarios[1].frame.set_index("id")
     src = {r["id"]: r for r in rows}
     for tid, row in f.iterrows():
@@ -87,6 +88,7 @@ def test_windows_are_days_with_real_tasks(tmp_path, wcfg, calibrated):
     # windows of 12 hours: twice as many, none empty
     half = replay_scenarios([path], wcfg, calibrated.calibration, window_hours=12, min_tasks=1)
     assert len(half.scenarios) == 6 and sum(map(len, half.scenarios)) == 87
+    assert [s.week_start_s for s in half.scenarios] == [h * 3600.0 for h in range(0, 72, 12)]
 
 
 def test_replay_command_and_report_section(tmp_path, cfg, calibrated):

@@ -98,6 +98,15 @@ class ScenarioModel:
         """The farm's capacity in speed-1 GPUs: the sum of the speeds (M for identical GPUs)."""
         return float(self.speeds.sum())
 
+    def load_profile(self):
+        """The expected offered load of each hour of the week, (168,) float64, Monday 00:00 UTC
+        first: with a workload, workload_scale x its hourly arrival rate x mean_duration / the
+        capacity; without one, the constant ``load`` (the learned policy's ``ahead_*`` features)."""
+        if self.workload is None:
+            return np.full(168, self.load)
+        rate = np.asarray(self.workload["arrivals"]["rate_per_hour"], dtype=np.float64) / 3600.0
+        return self.workload_scale * rate * float(self.mean_duration) / self.capacity
+
     def kind_specs(self):
         """{kind: spec} as plain, mutable dicts (a fresh copy)."""
         return thawed(self.specs)

@@ -119,7 +119,8 @@ def replay_scenarios(paths, cfg, calibration_path, window_hours=24.0, min_tasks=
         frame = _frame(g, start)
         stamp = datetime.fromtimestamp(start, UTC)
         name = "replay-" + stamp.strftime("%Y-%m-%d" if window_hours % 24 == 0 else "%Y-%m-%dT%H%M")
-        out.scenarios.append(Scenario(name, validate_frame(frame, f"history window {name}")))
+        week_start = float((start + EPOCH_WEEK_OFFSET_S) % (7 * 86400.0))  # the window's time of week
+        out.scenarios.append(Scenario(name, validate_frame(frame, f"history window {name}"), week_start))
     if not out.scenarios:
         raise HistoryError(
             f"no window of {window_hours:g} h holds {min_tasks} measured tasks: nothing to replay"
@@ -179,5 +180,6 @@ def held_out_stream(paths, cfg, calibration_path, held_out, warm_up_days=1):
         empty = days[int(np.argmin(counts))] if len(counts) == len(days) else held_out[1]
         raise HistoryError(f"held-out day {empty}: no task with a measured duration in the history")
     name = f"held-out-{days[0]}-to-{days[-1]}"
-    scenario = Scenario(name, validate_frame(_frame(g, start), f"held-out stream {name}"))
+    week_start = float((start + EPOCH_WEEK_OFFSET_S) % (7 * DAY_S))  # the stream's time of week
+    scenario = Scenario(name, validate_frame(_frame(g, start), f"held-out stream {name}"), week_start)
     return Stream(scenario, day, days, stats, unmeasured)

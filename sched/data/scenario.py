@@ -59,10 +59,13 @@ class SizeError(SchedError):
 
 @dataclass
 class Scenario:
-    """One scenario: a name (file stem or ``seed-N``) and its task table."""
+    """One scenario: a name (file stem or ``seed-N``) and its task table; ``week_start_s``: its
+    time 0 in seconds since Monday 00:00 UTC (drawn from a workload, a replayed window's start;
+    0 otherwise), the learned policy's time of week."""
 
     name: str
     frame: pd.DataFrame
+    week_start_s: float = 0.0
 
     def __len__(self):
         return len(self.frame)
@@ -257,7 +260,8 @@ def draw(model, seed, tasks=None, load=None, machines=None):
     :mod:`sched.data.machines`; an array of speeds reads no file). Reads no file.
 
     Keys: arrival, duration, estimate, weight, due (float64), kind and
-    priority (int indices into ``kinds`` and ``classes``, also returned).
+    priority (int indices into ``kinds`` and ``classes``, also returned), and
+    week_start_s (the time of week of time 0 in seconds; 0.0 without a workload).
     Training draws thousands of scenarios through this, so it avoids pandas.
     """
     model = _model(model)
@@ -286,11 +290,12 @@ def _draw(model, seed, n, rho, capacity):
     workload = model.workload
     if workload is not None:
         # the queue history's weekly profile (scenario.workload), from a seeded time of the week
-        arrival, how, _ = draw_arrivals(workload, r_arrival, n, model.workload_scale)
+        arrival, how, start_hour = draw_arrivals(workload, r_arrival, n, model.workload_scale)
     else:
         # Poisson arrivals: rate lambda such that rho = lambda * E[p] / (sum of the speeds)
         rate = rho * capacity / model.mean_duration
         arrival = np.cumsum(r_arrival.exponential(1.0 / rate, n))
+        start_hour = 0.0
 
     kind_idx = r_kind.choice(len(kinds), size=n, p=model.shares)
     duration = np.empty(n)
@@ -329,6 +334,7 @@ def _draw(model, seed, n, rho, capacity):
         "priority": cls_idx,
         "kinds": kinds,
         "classes": classes,
+        "week_start_s": float(start_hour) * 3600.0,
     }
 
 
@@ -347,4 +353,4 @@ def generate(model, seed, tasks=None, load=None, machines=None):
             "priority": np.array(d["classes"], dtype=object)[d["priority"]],
         }
     )
-    return Scenario(f"seed-{int(seed)}", frame)
+    return Scenario(f"seed-{int(seed)}", frame, d["week_start_s"])

@@ -37,7 +37,8 @@ def schedule_scenarios(
         from sched.learn import kernel
         from sched.learn.policy_file import load
 
-        return kernel.run(load(policy_file), [s.arrays for s in scenarios], machines, machine_free)
+        weeks = [s.week_start_s for s in scenarios]  # the time of week the policy reads
+        return kernel.run(load(policy_file), [s.arrays for s in scenarios], machines, machine_free, weeks)
     raise UsageError(f"unknown policy {policy!r}; expected one of {', '.join(rules.RULES)} or ppo")
 
 
@@ -54,7 +55,7 @@ def schedule_policy(spec, scenarios, arrays, machines, cfg=None):
     (``plan``: one scenario after the other; it needs ``cfg``, the scenario model)."""
     if spec["kind"] == "plan":
         planner = make_planner(cfg, spec)
-        return [planner.schedule(a, machines) for a in arrays]
+        return [planner.schedule(a, machines, week_start_s=s.week_start_s) for s, a in zip(scenarios, arrays)]
     if spec["kind"] == "rule":
         from sched.sim.core import simulate_batch
 

@@ -14,6 +14,14 @@ features do not depend on the time unit or the duration scale, and the
 classic rules are representable exactly: the ``atc`` feature is the ATC log
 index relative to the queue's best (argmax = ATC), ``wmdd`` and ``wspt``
 likewise (argmax = WMDD, WSPT), ``due_rel`` gives EDD and ``est_rel`` SPT.
+
+The time of week, which no rule reads: ``ahead_1h`` and ``ahead_4h`` are the
+scenario model's load profile (``ScenarioModel.load_profile``: the expected
+offered load of each hour of the week, Monday 00:00 UTC first; the constant
+load without a workload) averaged over the next 1 and 4 hours (:func:`ahead`),
+``week_sin`` and ``week_cos`` the time of week on the unit circle (0 with a
+flat profile). A decision at time t of a scenario that starts ``week_start_s``
+into the week is at time of week (week_start_s + t) mod one week.
 """
 
 import math
@@ -52,7 +60,10 @@ GLOBAL_FEATURES = (
     "busy",  # asinh(mean remaining busy time of the machines / p_ref)
     "free_frac",  # share of machines free now
     "late_frac",  # share of waiting tasks already doomed to be late
-    "load",  # the scenario model's load
+    "ahead_1h",  # the expected offered load over the next hour (the profile, :func:`ahead`)
+    "ahead_4h",  # ... over the next 4 hours
+    "week_sin",  # sin(2 pi time of week / week): 0 with a flat profile (no workload)
+    "week_cos",  # cos(2 pi time of week / week): 0 with a flat profile
     "speed_rel",  # the deciding GPU's speed / the farm's mean speed (1 on identical GPUs)
 )
 N_TASK = len(TASK_FEATURES)
@@ -60,7 +71,39 @@ N_GLOBAL = len(GLOBAL_FEATURES)
 ATC_INDEX = TASK_FEATURES.index("atc")
 ATC_RANK_INDEX = TASK_FEATURES.index("atc_rank")
 assert TASK_FEATURES.index("wspt") == 9 and TASK_FEATURES.index("atc_rank") == 11
+assert GLOBAL_FEATURES.index("ahead_1h") == 6 and GLOBAL_FEATURES.index("speed_rel") == 10
 ATC_FLOOR = -30.0
+#: Seconds in a week, and in an hour of the profile (168 hours, Monday 00:00 UTC first).
+WEEK_S = 7 * 86400.0
+HOUR_S = 3600.0
+
+
+@register_jitable
+def time_of_week(week_start_s, t):
+    """Seconds since Monday 00:00 UTC, in [0, WEEK_S), of simulation time ``t`` in a scenario
+    whose time 0 is ``week_start_s`` into the week."""
+    x = week_start_s + t
+    x -= math.floor(x / WEEK_S) * WEEK_S
+    return x if x < WEEK_S else 0.0
+
+
+@register_jitable
+def ahead(profile, tow, hours):
+    """The mean of the hourly ``profile`` (168 values, Monday 00:00 UTC first) over the
+    ``hours`` from time of week ``tow`` (seconds), each hour weighted by its share of the
+    window (partial hours included), wrapping from Sunday to Monday. Summed as differences
+    from the first hour's value, so that a constant profile gives that constant exactly."""
+    left = hours * HOUR_S
+    x = tow
+    first = profile[int(math.floor(x / HOUR_S)) % 168]
+    acc = 0.0
+    while left > 0.0:
+        h = math.floor(x / HOUR_S)
+        seg = min((h + 1.0) * HOUR_S - x, left)
+        acc += (profile[int(h) % 168] - first) * seg
+        x += seg
+        left -= seg
+    return first + acc / (hours * HOUR_S)
 
 
 @register_jitable
@@ -79,8 +122,7 @@ def own_features(row, p, w, d, t, arrival, pbar):
 
 
 @nb.njit(cache=True)
-def _encode_slot(s, b, k, p_ref, load, x, g):
-    # ``load``: the load of the scenario model slot b was drawn from
+def _encode_slot(s, b, k, p_ref, profile, weekly, week_start_s, x, g):
     """Fill x[:qlen] (per-task rows, queue order) and g for slot b; returns the ATC order."""
     ql = s.qlen[b]
     t = s.t[b]
@@ -120,19 +162,24 @@ def _encode_slot(s, b, k, p_ref, load, x, g):
         x[q, 8] = max(-(x[q, 8] - wmdd_min), ATC_FLOOR)
         x[q, 9] = max(x[q, 9] - wspt_max, ATC_FLOOR)
         x[q, 11] = r / ql
-    global_features(s.mfree[b], s.speed[b], m, t, ql, work, pbar, p_ref, late, load, g)
+    global_features(
+        s.mfree[b], s.speed[b], m, t, ql, work, pbar, p_ref, late, profile, weekly, week_start_s, g
+    )
     return order
 
 
 @nb.njit(cache=True)
-def global_features(mfree, speed, deciding, t, ql, work, pbar, p_ref, late, load, g):
+def global_features(mfree, speed, deciding, t, ql, work, pbar, p_ref, late, profile, weekly, week_start_s, g):
     """Write the N_GLOBAL features of a decision into ``g``: the one definition.
 
     ``mfree``: the machines' free times, ``speed`` their speeds, ``deciding``
     the machine the decision is for; ``t``: now; ``ql``: waiting tasks;
     ``work``: their total estimate on the deciding machine and ``pbar`` its
-    mean; ``late``: how many would finish late if started now; ``load``: the
-    scenario model's load.
+    mean; ``late``: how many would finish late if started now; ``profile``:
+    the scenario model's expected offered load per hour of the week (168,
+    ``ScenarioModel.load_profile``: constant, the load, without a workload);
+    ``weekly``: whether the profile varies (False: week_sin, week_cos are 0);
+    ``week_start_s``: the scenario's time 0 in seconds since Monday 00:00 UTC.
     """
     M = mfree.shape[0]
     busy = 0.0
@@ -150,15 +197,21 @@ def global_features(mfree, speed, deciding, t, ql, work, pbar, p_ref, late, load
     g[3] = math.asinh(busy / M / p_ref)
     g[4] = free / M
     g[5] = late / ql
-    g[6] = load
-    g[7] = speed[deciding] * M / total_speed
+    tow = time_of_week(week_start_s, t)
+    g[6] = ahead(profile, tow, 1.0)
+    g[7] = ahead(profile, tow, 4.0)
+    angle = 2.0 * math.pi * tow / WEEK_S
+    g[8] = math.sin(angle) if weekly else 0.0
+    g[9] = math.cos(angle) if weekly else 0.0
+    g[10] = speed[deciding] * M / total_speed
 
 
 @nb.njit(cache=True)
-def encode_tasks(s, k, p_ref, loads, x, mask, g):
+def encode_tasks(s, k, p_ref, profiles, weekly, weeks, x, mask, g):
     """Per-task encoding of every slot with a pending decision.
 
-    ``loads``: (B,) the load of each slot's scenario model.
+    ``profiles``: (B, 168) the load profile of each slot's scenario model,
+    ``weekly`` whether they vary, ``weeks``: (B,) each slot's week start (s).
     ``x``: (B, Q, N_TASK) float32 with Q >= the longest queue, ``mask``: (B, Q)
     bool, ``g``: (B, N_GLOBAL) float32. Row q of slot b is the task at queue
     position q, so an action is a queue position. Slots without a pending
@@ -173,7 +226,7 @@ def encode_tasks(s, k, p_ref, loads, x, mask, g):
         if s.pending[b] < 0:
             continue
         ql = s.qlen[b]
-        _encode_slot(s, b, k, p_ref, loads[b], xb, gb)
+        _encode_slot(s, b, k, p_ref, profiles[b], weekly, weeks[b], xb, gb)
         for q in range(ql):
             mask[b, q] = True
             for f in range(N_TASK):
@@ -206,25 +259,44 @@ class Encoder:
 
     ``kind`` is "tasks" (per-task rows, the one encoding left). ``k`` is the
     ATC look-ahead used by the ``atc`` feature, ``p_ref`` the mean duration of
-    the scenario model (seconds), ``load`` its load (a number, or one per slot
-    when slots come from models of different loads).
+    the scenario model (seconds), ``profile`` its load profile (168 loads, or a
+    number: a constant load; :func:`load_profile`).
     """
 
-    def __init__(self, kind, k, p_ref, load):
+    def __init__(self, kind, k, p_ref, profile):
         if kind != "tasks":
             raise FeatureError(f"encoding: expected 'tasks', got {kind!r}")
-        self.kind, self.k, self.p_ref, self.load = kind, float(k), float(p_ref), load
+        self.kind, self.k, self.p_ref = kind, float(k), float(p_ref)
+        self.profile = load_profile(profile)
+        self.weekly = is_weekly(self.profile)
 
-    def __call__(self, state, loads=None):
-        """The :class:`Observation` of every slot of ``state`` (``loads``: one per slot)."""
+    def __call__(self, state, profiles=None, weeks=None):
+        """The :class:`Observation` of every slot of ``state`` (``profiles``: (B, 168), one
+        profile per slot, default this encoder's; ``weeks``: each slot's week start, default 0)."""
         B = state.n.shape[0]
-        if loads is None:
-            loads = np.broadcast_to(np.asarray(self.load, dtype=np.float64), (B,))
-        loads = np.ascontiguousarray(loads, dtype=np.float64)
+        if profiles is None:
+            profiles = np.broadcast_to(self.profile, (B, 168))
+        profiles = np.ascontiguousarray(profiles, dtype=np.float64)
+        weeks = np.ascontiguousarray(np.broadcast_to(0.0 if weeks is None else weeks, (B,)), dtype=np.float64)
         pend = state.pending >= 0
         Q = max(int(state.qlen[pend].max()) if pend.any() else 1, 1)
         x = np.empty((B, Q, N_TASK), dtype=np.float32)
         mask = np.empty((B, Q), dtype=np.bool_)
         g = np.empty((B, N_GLOBAL), dtype=np.float32)
-        encode_tasks(state, self.k, self.p_ref, loads, x, mask, g)
+        encode_tasks(state, self.k, self.p_ref, profiles, self.weekly, weeks, x, mask, g)
         return Observation(x, mask, g, None)
+
+
+def load_profile(profile):
+    """``profile`` as a contiguous (168,) float64 array: 168 loads, or one number (constant)."""
+    arr = np.asarray(profile, dtype=np.float64)
+    if arr.ndim == 0:
+        arr = np.full(168, float(arr))
+    if arr.shape != (168,):
+        raise FeatureError(f"load profile: expected 168 hourly loads, got shape {arr.shape}")
+    return np.ascontiguousarray(arr)
+
+
+def is_weekly(profile):
+    """Whether a load profile varies over the week (the week_sin, week_cos features are 0 if not)."""
+    return bool(np.ptp(profile) > 0)

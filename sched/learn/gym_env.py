@@ -95,7 +95,10 @@ class RenderQueueEnv(gym.Env):
         self.seeds = seed_range(self.cfg, "train")
         sc = self.cfg["scenario"]
         self.model = scenario_model(self.cfg)  # built once: reset() reads no file
-        self.encoder = F.Encoder("tasks", self.cfg["rules"]["atc_k"], p_ref_of(self.model), sc["load"])
+        self.encoder = F.Encoder(
+            "tasks", self.cfg["rules"]["atc_k"], p_ref_of(self.model), self.model.load_profile()
+        )
+        self.week_start_s = 0.0  # the scenario's (draw()'s week_start_s): the week features
         self.observation_space = spaces.Dict(
             {
                 "tasks": spaces.Box(-1e4, 1e4, (self.max_queue, F.N_TASK), np.float32),
@@ -113,7 +116,7 @@ class RenderQueueEnv(gym.Env):
         return np.arange(self.max_queue) < len(self._rows)
 
     def _obs(self):
-        obs = self.encoder(self.state)
+        obs = self.encoder(self.state, weeks=self.week_start_s)
         ql = int(self.state.qlen[0]) if self.state.pending[0] >= 0 else 0
         if ql > self.max_queue:
             rows = np.argsort(obs.x[0, :ql, F.ATC_RANK_INDEX], kind="stable")[: self.max_queue]
@@ -134,6 +137,7 @@ class RenderQueueEnv(gym.Env):
         else:
             self.scenario_seed = int(self.np_random.integers(self.seeds.start, self.seeds.stop))
         d = draw(self.model, self.scenario_seed)
+        self.week_start_s = d["week_start_s"]
         core.load_slot(self.state, 0, d["arrival"], d["duration"], d["estimate"], d["weight"], d["due"])
         core.advance_slot(self.state, 0, False)
         self._before_first = float(self.state.accrued[0])

@@ -47,7 +47,7 @@ from sched.sim.state import core_jit
 
 #: The decision's functions allocate nothing (the caller's :class:`Work`) and return no array, so
 #: they are compiled without numba's reference counting (``core_jit``), as the simulator's step
-#: functions are; a function that returns arrays (:func:`with_load`) keeps it.
+#: functions are; a function that returns arrays (:func:`at`) keeps it.
 N_TASK = F.N_TASK
 N_GLOBAL = F.N_GLOBAL
 N_CTX = 2 * N_TASK + N_GLOBAL
@@ -67,7 +67,9 @@ class Net(NamedTuple):
     top_k: int  #: candidates (0: every waiting task)
     atc_k: float  #: ATC's look-ahead in the candidates and the ``atc`` feature
     p_ref: float  #: the scenario model's mean duration (global features)
-    load: float  #: the scenario model's load (global feature ``load``)
+    profile: np.ndarray  #: (168,) expected offered load per hour of week (``ahead_1h``, ``ahead_4h``)
+    weekly: bool  #: whether ``profile`` varies (False: ``week_sin``, ``week_cos`` are 0)
+    week_start_s: float  #: the scenario's time 0, in seconds since Monday 00:00 UTC
 
 
 class Work(NamedTuple):
@@ -83,8 +85,9 @@ class Work(NamedTuple):
     h1: np.ndarray  #: (H,)
 
 
-def net_of(state_dict, top_k, atc_k, p_ref, load):
-    """A :class:`Net` from a ``TaskScorer``'s state dict (tensors or arrays)."""
+def net_of(state_dict, top_k, atc_k, p_ref, profile, week_start_s=0.0):
+    """A :class:`Net` from a ``TaskScorer``'s state dict (tensors or arrays); ``profile``: the
+    load profile (168 loads, or one number: constant), ``week_start_s``: the scenario's start."""
 
     def a(name):
         v = state_dict[name]
@@ -92,23 +95,22 @@ def net_of(state_dict, top_k, atc_k, p_ref, load):
         return np.ascontiguousarray(v, dtype=np.float64)
 
     return Net(
-        a("actor.0.weight"),
-        a("actor.0.bias"),
-        a("actor.2.weight"),
-        a("actor.2.bias"),
-        np.ascontiguousarray(a("actor.4.weight")[0]),
-        float(a("actor.4.bias")[0]),
+        a("actor.0.weight"), a("actor.0.bias"), a("actor.2.weight"), a("actor.2.bias"),
+        np.ascontiguousarray(a("actor.4.weight")[0]), float(a("actor.4.bias")[0]),
         np.ascontiguousarray(a("linear.weight")[0]),
-        int(top_k),
-        float(atc_k),
-        float(p_ref),
-        float(load),
-    )
+        int(top_k), float(atc_k), float(p_ref), *_profile_fields(profile, week_start_s),
+    )  # fmt: skip
 
 
-def of_network(net, atc_k, p_ref, load):
+def _profile_fields(profile, week_start_s):
+    """(profile, weekly, week_start_s) of a :class:`Net`."""
+    profile = F.load_profile(profile)
+    return profile, F.is_weekly(profile), float(week_start_s)
+
+
+def of_network(net, atc_k, p_ref, profile, week_start_s=0.0):
     """A :class:`Net` of a ``TaskScorer``'s current weights (training: weights change)."""
-    return net_of(net.state_dict(), net.top_k, atc_k, p_ref, load)
+    return net_of(net.state_dict(), net.top_k, atc_k, p_ref, profile, week_start_s)
 
 
 _NET_LOCK = threading.Lock()
@@ -120,7 +122,7 @@ def of_policy(policy):
     with _NET_LOCK:
         if getattr(policy, "_kernel_net", None) is None:
             m = policy.meta
-            policy._kernel_net = of_network(policy.net, m["atc_k"], m["p_ref"], m["load"])
+            policy._kernel_net = of_network(policy.net, m["atc_k"], m["p_ref"], m["profile"])
         return policy._kernel_net
 
 
@@ -129,44 +131,36 @@ def workspace(max_queue, net):
     K = net.top_k if net.top_k > 0 else max(int(max_queue), 1)
     H = net.b0.shape[0]
     return Work(
-        np.empty(K, np.int64),
-        np.empty(K),
-        np.empty((K, N_TASK)),
-        np.empty(N_CTX),
-        np.empty(K),
-        np.empty(H),
-        np.empty(H),
-        np.empty(H),
-    )
+        np.empty(K, np.int64), np.empty(K), np.empty((K, N_TASK)), np.empty(N_CTX), np.empty(K),
+        np.empty(H), np.empty(H), np.empty(H),
+    )  # fmt: skip
 
 
 @nb.njit(cache=True)  # with reference counting: it returns arrays, which its caller then owns
-def with_load(net, load):
-    """``net`` with the ``load`` feature of another scenario model (a curriculum of loads)."""
-    if load == net.load:
-        return net
-    return Net(net.W0, net.b0, net.W1, net.b1, net.w2, net.b2, net.lin, net.top_k, net.atc_k, net.p_ref, load)
+def at(net, profile, week_start_s):
+    """``net`` for another scenario: its load ``profile`` (another model's: a curriculum of
+    loads) and its week start (``week_start_s``); ``weekly`` stays ``net``'s."""
+    return Net(
+        net.W0, net.b0, net.W1, net.b1, net.w2, net.b2, net.lin, net.top_k, net.atc_k, net.p_ref,
+        profile, net.weekly, week_start_s,
+    )  # fmt: skip
 
 
-def no_net(top_k=1, atc_k=rules.ATC_K_DEFAULT, p_ref=1.0, load=1.0):
+def at_week(net, week_start_s):
+    """``net`` for a scenario whose time 0 is ``week_start_s`` seconds after Monday 00:00 UTC."""
+    return net._replace(week_start_s=float(week_start_s))
+
+
+def no_net(top_k=1, atc_k=rules.ATC_K_DEFAULT, p_ref=1.0, profile=1.0, week_start_s=0.0):
     """A :class:`Net` without weights (every score 0): the settings :func:`observe` reads (the
     teacher's observations), or a stand-in where compiled code takes a rule or a learned policy
     and a rule acts."""
     z = np.zeros(1)
     W0 = np.zeros((1, N_TASK + N_CTX))
     return Net(
-        W0,
-        z,
-        np.zeros((1, 1)),
-        z,
-        z,
-        0.0,
-        np.zeros(N_TASK),
-        int(top_k),
-        float(atc_k),
-        float(p_ref),
-        float(load),
-    )
+        W0, z, np.zeros((1, 1)), z, z, 0.0, np.zeros(N_TASK),
+        int(top_k), float(atc_k), float(p_ref), *_profile_fields(profile, week_start_s),
+    )  # fmt: skip
 
 
 @core_jit
@@ -251,8 +245,9 @@ def observe(s, b, net, ws):
         c[f] = tot / m
         c[N_TASK + f] = mx
     F.global_features(
-        s.mfree[b], s.speed[b], mach, t, ql, work, pbar, net.p_ref, late, net.load, c[2 * N_TASK :]
-    )
+        s.mfree[b], s.speed[b], mach, t, ql, work, pbar, net.p_ref, late, net.profile, net.weekly,
+        net.week_start_s, c[2 * N_TASK :],
+    )  # fmt: skip
     return m
 
 
@@ -375,23 +370,27 @@ def greedy_rollout(s, b, net, ws):
         S._start(s, b, greedy(s, b, net, ws), s.pending[b])
 
 
-@core_jit
-def greedy_batch(s, net, ws):
-    """:func:`greedy_rollout` of every slot of ``s`` from its start."""
+@nb.njit(cache=True)  # with reference counting (:func:`at`); the rollouts inside are core_jit
+def greedy_batch(s, net, ws, weeks):
+    """:func:`greedy_rollout` of every slot of ``s`` from its start; ``weeks``: (B,) each
+    slot's week start (seconds since Monday 00:00 UTC at its time 0)."""
     for b in range(s.n.shape[0]):
         S.reset_slot(s, b)
-        greedy_rollout(s, b, net, ws)
+        greedy_rollout(s, b, at(net, net.profile, weeks[b]), ws)
 
 
-def run(policy, scenarios, machines=1, machine_free=None):
+def run(policy, scenarios, machines=1, machine_free=None, week_start_s=0.0):
     """(start, end, machine) arrays, row order, of each scenario (5 task arrays) under the
-    greedy ``policy`` (a loaded policy, or a :class:`Net`)."""
+    greedy ``policy`` (a loaded policy, or a :class:`Net`); ``week_start_s``: each scenario's
+    week start (a sequence, one per scenario, or one number for all; ``Scenario.week_start_s``)."""
     net = policy if isinstance(policy, Net) else of_policy(policy)
-    state, orders = S.pack(list(scenarios), machines, machine_free)
-    greedy_batch(state, net, workspace(state.queue.shape[1], net))
+    scenarios = list(scenarios)
+    state, orders = S.pack(scenarios, machines, machine_free)
+    weeks = np.ascontiguousarray(np.broadcast_to(np.asarray(week_start_s, np.float64), (len(scenarios),)))
+    greedy_batch(state, net, workspace(state.queue.shape[1], net), weeks)
     return S._unpack(state, orders)
 
 
-def run_one(policy, scenario, machines=1, machine_free=None):
+def run_one(policy, scenario, machines=1, machine_free=None, week_start_s=0.0):
     """:func:`run` of a single scenario."""
-    return run(policy, [scenario], machines, machine_free)[0]
+    return run(policy, [scenario], machines, machine_free, [week_start_s])[0]

@@ -129,10 +129,11 @@ class Planner:
         rule, k = (b.base, b.k) if r is None else (r.base, r.k)
         return L.Lookahead(st["horizon"], self.sigma, True, rule, k)
 
-    def schedule(self, scenario, machines=1, machine_free=None, stats=None):
+    def schedule(self, scenario, machines=1, machine_free=None, stats=None, week_start_s=0.0):
         """(start, end, machine) of one scenario (arrays in row order) under the planner;
         ``stats``, a dict, receives the planned decisions and those that left the base's
-        choice (``decisions``, ``deviations``): a Planner itself holds no state of a call."""
+        choice (``decisions``, ``deviations``): a Planner itself holds no state of a call.
+        ``week_start_s``: the scenario's week start (a learned base policy's time of week)."""
         st = self.settings
         sp = speeds(machines)
         if np.any(sp != 1.0):
@@ -143,16 +144,20 @@ class Planner:
         state, (order,) = S.pack([scenario], machines, machine_free)
         scratch = S.empty_state(1, state.arr.shape[1] + st["horizon"], machines)
         b = self.base
-        ws = kernel.workspace(scratch.queue.shape[1], b.net)
+        net = kernel.at_week(b.net, week_start_s)
+        ws = kernel.workspace(scratch.queue.shape[1], net)
         dec, moved = P.plan_rollout(
             state, scratch, st["candidates"], st["samples"], st["z"], self.pool, self._lookahead(),
-            st["seed"], b.base, b.k, b.net, ws,
+            st["seed"], b.base, b.k, net, ws,
         )  # fmt: skip
         if stats is not None:
             stats.update(decisions=int(dec), deviations=int(moved))
         return S._unpack(state, [order])[0]
 
-    def order(self, arrival, estimate, weight, due, machine_free, budget_ms=None, started=None, stats=None):
+    def order(
+        self, arrival, estimate, weight, due, machine_free, budget_ms=None, started=None, stats=None,
+        week_start_s=0.0,
+    ):  # fmt: skip
         """(start, end, machine) of the queue waiting now: the first start planned, the rest by
         the base policy (the tail). ``budget_ms`` (default: the settings'): a bound on the call,
         counted from ``started`` (a ``time.perf_counter()``; default: now): samples are added
@@ -161,7 +166,9 @@ class Planner:
         itself is not bounded (docs/plan.md). None: every one of ``samples`` (deterministic).
         ``stats``, a dict, receives ``samples`` (those the decision used), ``of`` (the
         setting), ``planned`` (False: the first start is the base policy's own, with fewer than
-        two candidates or two samples) and ``budget`` (True: the budget cut the samples short)."""
+        two candidates or two samples) and ``budget`` (True: the budget cut the samples short).
+        ``week_start_s``: the clock's time 0 in seconds since Monday 00:00 UTC (the week features
+        of a learned base policy; rank(): ``EPOCH_WEEK_OFFSET_S``, its times are epoch seconds)."""
         t0 = time.perf_counter() if started is None else started
         st = self.settings
         budget = check_budget(budget_ms if budget_ms is not None else st["budget_ms"])
@@ -169,23 +176,24 @@ class Planner:
         state, (order,) = S.pack([scen], len(machine_free), machine_free)
         scratch = S.empty_state(1, state.arr.shape[1] + st["horizon"], len(machine_free))
         b = self.base
+        net = kernel.at_week(b.net, week_start_s)
         S.set_rule(state, 0, b.base if b.base >= 0 else rules.ATC)
-        ws = kernel.workspace(scratch.queue.shape[1], b.net)
+        ws = kernel.workspace(scratch.queue.shape[1], net)
         n, cut, planned = 0, False, False
         if S._advance(state, 0, True):
-            cands = P.candidates(state, st["candidates"], b.base, b.k, b.net, ws)
+            cands = P.candidates(state, st["candidates"], b.base, b.k, net, ws)
             costs = np.empty((cands.shape[0], st["samples"]))
             if cands.shape[0] >= 2:
-                n, cut = self._sample(state, scratch, cands, costs, ws, budget, t0)
+                n, cut = self._sample(state, scratch, cands, costs, ws, budget, t0, net)
             planned = n >= 2
             c = P.choose(costs, n, st["z"]) if planned else 0
             S._start(state, 0, cands[c], state.pending[0])
-            P.continue_base(state, b.base, b.k, b.net, ws)
+            P.continue_base(state, b.base, b.k, net, ws)
         if stats is not None:
             stats.update(samples=int(n), of=st["samples"], planned=planned, budget=cut)
         return S._unpack(state, [order])[0]
 
-    def _sample(self, state, scratch, cands, costs, ws, budget, t0):
+    def _sample(self, state, scratch, cands, costs, ws, budget, t0, net):
         """Fill ``costs`` until ``samples`` or the budget; returns (samples filled, whether the
         budget cut them short). Every array it writes is the call's own: a Planner is shared
         between threads.
@@ -201,7 +209,7 @@ class Planner:
         la = self._lookahead()
         f0, z0 = P.futures_of(st["seed"], 0)
         if budget is None:
-            L.sample_costs(state, scratch, cands, 0, total, costs, self.pool, la, self.base.net, ws, f0, z0)
+            L.sample_costs(state, scratch, cands, 0, total, costs, self.pool, la, net, ws, f0, z0)
             return total, False
         tail = tail_units(int(state.qlen[0]) - 1)
         r, units, secs, cap = 0, 0, 0.0, PROBE
@@ -213,7 +221,7 @@ class Planner:
                     return r, True
             t = time.perf_counter()
             done, used = L.sample_costs_upto(
-                state, scratch, cands, r, total, costs, self.pool, la, self.base.net, ws, f0, z0, cap
+                state, scratch, cands, r, total, costs, self.pool, la, net, ws, f0, z0, cap
             )
             secs += time.perf_counter() - t
             probe, units, r = not units, units + used, done

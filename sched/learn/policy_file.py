@@ -8,8 +8,8 @@ loading never executes code, and checked before anything is built from it:
 the file's size (and its contents' once unpacked) against
 ``sched.limits.MAX_POLICY_BYTES``; every ``meta`` field's type and range
 (the architecture a known name with a hidden width of at most
-``MAX_POLICY_HIDDEN``; ``atc_k``, ``p_ref``, ``load`` finite and > 0; this
-version's features); then every tensor's name, shape and dtype against the
+``MAX_POLICY_HIDDEN``; ``atc_k``, ``p_ref`` finite and > 0; ``profile``
+168 finite numbers >= 0; this version's features); then every tensor's name, shape and dtype against the
 architecture's (computed on torch's ``meta`` device, which allocates
 nothing), and its values: finite, of magnitude at most ``MAX_POLICY_WEIGHT``.
 Anything else is a :class:`PolicyFileError` naming the file and the field
@@ -39,8 +39,15 @@ from sched.limits import MAX_POLICY_BYTES, MAX_POLICY_HIDDEN, MAX_POLICY_WEIGHT
 FORMAT = "render-queue-sched/policy"
 #: 2: the decision is the compiled kernel's (sched.learn.kernel), whose context pools the
 #: candidates; a version-1 file's network was trained on a context over the whole queue.
-VERSION = 2
-REQUIRED_META = ("arch", "atc_k", "p_ref", "load", "task_features", "global_features", "config_hash")
+#: 3: the time-of-week features: the meta holds the load ``profile`` (168 hourly loads, the
+#: scenario model's ``load_profile``) in place of the constant ``load``.
+VERSION = 3
+REQUIRED_META = ("arch", "atc_k", "p_ref", "profile", "task_features", "global_features", "config_hash")
+#: Why a file of an earlier version is refused.
+_OLDER = {
+    1: "made before the compiled decision",
+    2: "made before the time-of-week features",
+}
 
 
 class PolicyFileError(SchedError):
@@ -61,11 +68,12 @@ def arch_of(args):
 
 def policy_meta(cfg, args):
     """The ``meta`` of a policy trained with ``args`` on ``cfg`` (training adds the validation scores)."""
+    model = scenario_model(cfg)
     return {
         "arch": arch_of(args),
         "atc_k": float(args.atc_k if args.atc_k is not None else cfg["rules"]["atc_k"]),
-        "p_ref": p_ref_of(scenario_model(cfg)),
-        "load": float(cfg["scenario"]["load"]),
+        "p_ref": p_ref_of(model),
+        "profile": [float(x) for x in model.load_profile()],
         "task_features": list(F.TASK_FEATURES),
         "global_features": list(F.GLOBAL_FEATURES),
         "config_hash": config_hash(cfg, ["scenario", "rules", "seeds"]),
@@ -108,11 +116,8 @@ def load(path):
     if not isinstance(blob, dict) or blob.get("format") != FORMAT:
         raise PolicyFileError(f"{path}: not a render-queue-sched policy file (format field missing)")
     if blob.get("version") != VERSION:
-        hint = (
-            " (made before the compiled decision: retrain it with this version)"
-            if blob.get("version") == 1
-            else ""
-        )
+        why = _OLDER.get(blob.get("version")) if type(blob.get("version")) is int else None
+        hint = f" ({why}: retrain it with this version)" if why else ""
         raise PolicyFileError(
             f"{path}: field version: policy file version {shorten(blob.get('version'))}, "
             f"expected {VERSION}{hint}"
@@ -210,8 +215,9 @@ def _check_meta(path, meta):
     if missing:
         raise PolicyFileError(f"{path}: policy file lacks {', '.join(missing)}")
     _check_arch(path, meta["arch"])
-    for key in ("atc_k", "p_ref", "load"):
+    for key in ("atc_k", "p_ref"):
         _positive(path, f"meta.{key}", meta[key])
+    _check_profile(path, meta["profile"])
     if not isinstance(meta["config_hash"], str):
         raise _bad(path, "meta.config_hash", "expected text", meta["config_hash"])
     if meta.get("setting") is not None:  # absent from files of earlier versions
@@ -228,6 +234,17 @@ def _check_meta(path, meta):
                 f"{path}: policy was trained on other {key} ({shorten(list(got), 120)}, "
                 f"this version has {list(want)}); retrain it with this version"
             )
+
+
+def _check_profile(path, profile):
+    """PolicyFileError unless ``profile`` is a list of 168 finite numbers >= 0 (not bools)."""
+    ok = isinstance(profile, (list, tuple)) and len(profile) == 168
+    if ok:
+        for x in profile:
+            if isinstance(x, bool) or not isinstance(x, (int, float)) or not (math.isfinite(x) and x >= 0):
+                raise _bad(path, "meta.profile", "expected 168 finite numbers >= 0 (hourly loads)", x)
+        return
+    raise _bad(path, "meta.profile", "expected a list of 168 hourly loads", profile)
 
 
 def expected_tensors(arch):

@@ -72,7 +72,18 @@ class CompiledSampler:
             self.work = kernel.workspace(env.tasks, knet)
         env.action_rng.random(out=self.u)
         sampler.sample_batch(
-            env.state, knet, env.slot_load, self.work, self.u, X, C, count, choice, logp, self.qpos
+            env.state,
+            knet,
+            env.slot_profile,
+            env.slot_week,
+            self.work,
+            self.u,
+            X,
+            C,
+            count,
+            choice,
+            logp,
+            self.qpos,
         )
         return self.qpos
 

@@ -20,10 +20,12 @@ from sched.learn import kernel as K
 
 
 @nb.njit(cache=True)
-def sample_batch(s, net, loads, ws, u, X, C, count, choice, logp, qpos):
+def sample_batch(s, net, profiles, weeks, ws, u, X, C, count, choice, logp, qpos):
     """Sample one action for every slot of ``s`` with a pending decision.
 
-    ``loads``: (B,) the load of each slot's scenario model (the ``load`` feature).
+    ``profiles``: (B, 168) the load profile of each slot's scenario model (the ``ahead_1h``,
+    ``ahead_4h`` features), ``weeks``: (B,) each slot's week start (seconds since Monday
+    00:00 UTC at its time 0: ``week_sin``, ``week_cos``).
     ``u``: (B, K) uniforms in (0, 1), K = the candidate limit; writes, per
     slot b: ``X[b, :m]`` the m candidates' feature rows (ATC order),
     ``C[b]`` the context, ``count[b] = m``, ``choice[b]`` the sampled
@@ -37,7 +39,7 @@ def sample_batch(s, net, loads, ws, u, X, C, count, choice, logp, qpos):
             choice[b] = -1
             qpos[b] = -1
             continue
-        best, lp, m = K.sample(s, b, K.with_load(net, loads[b]), ws, u[b])
+        best, lp, m = K.sample(s, b, K.at(net, profiles[b], weeks[b]), ws, u[b])
         for i in range(m):
             for f in range(K.N_TASK):
                 X[b, i, f] = ws.X[i, f]

@@ -39,8 +39,9 @@ from sched.learn.vec_env import p_ref_of
 from sched.sim import core as S
 from sched.sim import rules
 
-#: /2: the policy's compact observation per decision (candidates' rows and context).
-LABEL_FORMAT = "render-queue-sched/teacher-labels/2"
+#: /2: the policy's compact observation per decision (candidates' rows and context);
+#: /3: its context holds the time-of-week features (ahead_1h, ahead_4h, week_sin, week_cos).
+LABEL_FORMAT = "render-queue-sched/teacher-labels/3"
 
 #: Sampled futures in the teacher's pool: the scenario model's first arrivals for
 #: that many seeds at the end of the training range (scenarios come from its start).
@@ -140,7 +141,7 @@ def make_labels(cfg, seeds, horizon, samples, top_k, futures=FUTURES, progress=F
     seeds = list(seeds)
     pool = L.Futures(*future_pool(cfg, seeds, horizon, futures))
     n = int(cfg["train"].get("tasks") or model.tasks)
-    obs = kernel.no_net(top_k, k, p_ref_of(model), float(cfg["scenario"]["load"]))
+    obs = kernel.no_net(top_k, k, p_ref_of(model), model.load_profile())
     la = L.Lookahead(int(horizon), 0.0, False, rules.ATC, k)  # true durations, ATC continues
     it = seeds
     if progress:
@@ -156,6 +157,7 @@ def make_labels(cfg, seeds, horizon, samples, top_k, futures=FUTURES, progress=F
 def _label_one(cfg, model, seed, n, scratch, pool, la, samples, obs, ws):
     """The labels of training scenario ``seed`` (``n`` tasks), as :func:`make_labels` returns them."""
     d = draw(model, seed, tasks=n)
+    obs = kernel.at_week(obs, d["week_start_s"])  # the scenario's time of week
     state, _ = S.pack(
         [(d["arrival"], d["duration"], d["estimate"], d["weight"], d["due"])], cfg["scenario"]["machines"]
     )

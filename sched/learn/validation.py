@@ -22,11 +22,12 @@ class Validator:
 
     def __init__(self, cfg, args):
         seeds = list(seed_range(cfg, "validation"))[: args.validation_scenarios]
-        self.scenarios = []
+        self.scenarios, self.weeks = [], []  # the task arrays, the week starts
         model = scenario_model(cfg)
         for s in seeds:
             d = draw(model, s, tasks=args.tasks)
             self.scenarios.append((d["arrival"], d["duration"], d["estimate"], d["weight"], d["due"]))
+            self.weeks.append(d["week_start_s"])
         self.M = cfg["scenario"]["machines"]
         atc = core.simulate_batch(self.scenarios, "atc", machines=self.M, k=cfg["rules"]["atc_k"])
         self.atc = self._mean_twt(atc)
@@ -37,5 +38,5 @@ class Validator:
 
     def __call__(self, net, meta):
         """Mean total weighted tardiness of ``net``'s greedy policy (the compiled decision)."""
-        knet = kernel.of_network(net, meta["atc_k"], meta["p_ref"], meta["load"])
-        return self._mean_twt(kernel.run(knet, self.scenarios, self.M))
+        knet = kernel.of_network(net, meta["atc_k"], meta["p_ref"], meta["profile"])
+        return self._mean_twt(kernel.run(knet, self.scenarios, self.M, week_start_s=self.weeks))

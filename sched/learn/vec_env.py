@@ -55,7 +55,10 @@ class VecQueue:
     Each slot plays whole scenarios; when one ends, the slot is reloaded with
     the next scenario, whose seed is drawn from ``seeds`` (a range, e.g. the
     config's training range) by ``rng``. ``loads`` lists the loads episodes
-    are drawn from (a curriculum when several).
+    are drawn from (a curriculum when several). Each slot keeps its
+    scenario's load profile (``slot_profile``, (B, 168): its model's
+    ``load_profile``) and week start (``slot_week``): the learned policy's
+    ``ahead_*`` and ``week_*`` features.
     """
 
     def __init__(
@@ -89,9 +92,15 @@ class VecQueue:
         self.M = len(self.speeds)
         self.loads = [float(x) for x in (loads or [cfg["scenario"]["load"]])]
         self.reward_scale = float(reward_scale)
-        self.encoder = F.Encoder(encoding, atc_k, p_ref_of(self.model), self.loads[0])
+        #: the load profile of each load, on these GPUs (the workload's, or constant)
+        self.profiles = {
+            x: self.model.replace(load=x, machines=self.speeds).load_profile() for x in self.loads
+        }
+        self.encoder = F.Encoder(encoding, atc_k, p_ref_of(self.model), self.profiles[self.loads[0]])
         self.state = core.empty_state(self.B, self.tasks, self.speeds)
         self.slot_load = np.zeros(self.B)
+        self.slot_profile = np.zeros((self.B, 168))
+        self.slot_week = np.zeros(self.B)
         self.slot_seed = np.zeros(self.B, dtype=np.int64)
         self.finished = []  # (seed, load, total weighted tardiness) of episodes that ended
         self.atc_k = float(atc_k)
@@ -110,10 +119,11 @@ class VecQueue:
 
     def kernel_net(self, net):
         """The compiled policy (``sched.learn.kernel.Net``) of ``net``'s current weights, with
-        this environment's ATC k, reference duration and (first) load."""
+        this environment's ATC k, reference duration and (first) load profile (the sampler sets
+        each slot's own)."""
         from sched.learn import kernel
 
-        return kernel.of_network(net, self.atc_k, self.encoder.p_ref, self.loads[0])
+        return kernel.of_network(net, self.atc_k, self.encoder.p_ref, self.encoder.profile)
 
     def value_hint(self):
         """Privileged value estimate of every slot, for the critic only: minus the
@@ -153,6 +163,7 @@ class VecQueue:
             self._hint_valid[b] = False
             self._hint_stale = True
             self.slot_load[b], self.slot_seed[b] = load, seed
+            self.slot_profile[b], self.slot_week[b] = self.profiles[load], d["week_start_s"]
             core.advance_slot(self.state, b, True)
             if not self.state.done[b]:
                 self._before_first[b] = self.state.accrued[b]
@@ -165,7 +176,7 @@ class VecQueue:
         return self.observe()
 
     def observe(self):
-        return self.encoder(self.state, self.slot_load)
+        return self.encoder(self.state, self.slot_profile, self.slot_week)
 
     def step(self, actions, observe=True):
         """Apply one action per slot; returns (obs, reward, done) (obs None without ``observe``)."""
@@ -188,6 +199,7 @@ class VecQueue:
             "arrays": {k: np.array(v) for k, v in self.state._asdict().items()},
             "slot_load": self.slot_load.copy(),
             "slot_seed": self.slot_seed.copy(),
+            "slot_week": self.slot_week.copy(),
             "before_first": self._before_first.copy(),
             "hint": np.array([self._ctg, self._hint_valid, self._taken, self._atc_choice]),
             "hint_stale": int(self._hint_stale),
@@ -200,6 +212,9 @@ class VecQueue:
             getattr(self.state, k)[...] = v
         self.slot_load[:] = st["slot_load"]
         self.slot_seed[:] = st["slot_seed"]
+        self.slot_week[:] = st["slot_week"]
+        for b, load in enumerate(self.slot_load):
+            self.slot_profile[b] = self.profiles[float(load)]
         self._before_first[:] = st["before_first"]
         self._ctg[:], self._hint_valid[:], self._taken[:], self._atc_choice[:] = st["hint"]
         self._hint_stale = bool(st["hint_stale"])

@@ -15,6 +15,7 @@ import threading
 import numpy as np
 
 from sched.serve.tasks import RankInputError
+from sched.serve.times import WEEK_START_S
 from sched.sim import rules
 
 #: Planners per (config, base, rollout). A Planner holds no state of a call (its base, settings,
@@ -69,7 +70,7 @@ def plan_order(q, cfg, resolve, budget_ms, started=None):
                     _planners[key] = planner
         stats = {}
         start, end, mach = planner.order(
-            q.arrival, q.estimate, q.weight, q.due, q.machine_free, budget_ms, started, stats
+            q.arrival, q.estimate, q.weight, q.due, q.machine_free, budget_ms, started, stats, WEEK_START_S
         )
     except RankInputError:
         raise

@@ -32,6 +32,7 @@ from sched import layout, setting
 from sched.errors import SchedError
 from sched.serve.explain import explain_frame
 from sched.serve.tasks import RankInputError, read_queue, task_records
+from sched.serve.times import WEEK_START_S
 from sched.serve.verdicts import Plan, auto_plan, ppo_plan, tuned_k
 from sched.sim import rules
 
@@ -240,6 +241,7 @@ def _ppo_rollout(plan, q):
         (q.arrival, q.estimate, q.estimate, q.weight, q.due),
         machines=q.speed,
         machine_free=q.machine_free,
+        week_start_s=WEEK_START_S,
     )
     start, end = np.asarray(start, np.float64), np.asarray(end, np.float64)
     mach = np.asarray(mach, np.int64)

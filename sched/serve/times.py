@@ -14,6 +14,11 @@ Without ``now``: the current time when datetimes are used (for naive ones,
 the current UTC time), else 0 (numbers are then seconds relative to the
 moment of the call).
 
+Time of week. Every time is then seconds since the Unix epoch on its clock
+(POSIX seconds, naive datetimes in UTC, bare numbers taken as epoch seconds:
+0, without ``now``, is Thursday 1970-01-01 00:00 UTC), so a learned policy's
+time of week at time ``t`` is ``(t + WEEK_START_S) mod one week``.
+
 A function here raises ``TimeValueError`` (a ``SchedError``) with the reason;
 :mod:`sched.serve.tasks` turns it into a ``RankInputError`` naming the task and the field.
 """
@@ -25,10 +30,14 @@ from datetime import datetime
 import numpy as np
 
 from sched.config import shorten
+from sched.data.workload import EPOCH_WEEK_OFFSET_S
 from sched.errors import SchedError
 from sched.limits import MAX_SECONDS
 
 NUMBER = (int, float, np.integer, np.floating)
+#: The week start a learned policy is given for rank()'s clock: the seconds from Monday 00:00 UTC
+#: to the epoch, a Thursday.
+WEEK_START_S = EPOCH_WEEK_OFFSET_S
 NAIVE_EPOCH = datetime(1970, 1, 1)
 
 
