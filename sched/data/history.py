@@ -96,8 +96,10 @@ class HistoryChunk:
     def rows(self, mask):
         """The records where ``mask`` is true, as a chunk."""
         return HistoryChunk(
-            *(getattr(self, f)[mask] for f in ("line", "id", "kind", "submitted", "weight", "due", "started",
-                                                "finished")),
+            *(
+                getattr(self, f)[mask]
+                for f in ("line", "id", "kind", "submitted", "weight", "due", "started", "finished")
+            ),
             features={k: v[mask] for k, v in self.features.items()},
         )
 
