@@ -64,19 +64,30 @@ def of_workload(path, scale=1.0):
 
     data = load_workload(path)
     split = data.get("split") or {}
-    load = (data.get("load") or {}).get("implied_load_measured") or (data.get("load") or {}).get(
-        "implied_load"
+    ld = data.get("load") or {}
+    load = next((v for v in (ld.get("implied_load_measured"), ld.get("implied_load")) if _positive(v)), None)
+    history = sorted(
+        {
+            Path(src["path"]).name.split(".")[0]
+            for src in data.get("sources") or []
+            if isinstance(src, dict) and isinstance(src.get("path"), str)
+        }
     )
-    history = sorted({Path(str(src.get("path", ""))).name.split(".")[0] for src in data.get("sources") or []})
+    span = data.get("span") if isinstance(data.get("span"), dict) else {}
+    fitted = split.get("fitted")
+    if fitted is None and isinstance(span.get("start"), str) and isinstance(span.get("end"), str):
+        fitted = [span["start"][:10], span["end"][:10]]
     record = {
         "sha256": files.sha256_file(path, WorkloadFileError, MAX_CALIBRATION_BYTES),
         "history": [h for h in history if h],
-        "fitted": list(split["fitted"])
-        if split.get("fitted")
-        else [data["span"]["start"][:10], data["span"]["end"][:10]],
+        "fitted": list(fitted) if fitted else None,
         "held_out": list(split["held_out"]) if split.get("held_out") else None,
     }
     return {"load": float(load) * scale if load else 1.0, "workload": record}
+
+
+def _positive(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
 
 
 def _check_workload(w, where):
@@ -91,7 +102,7 @@ def _check_workload(w, where):
         raise SettingError(f"{where}.workload.history: expected a list of names, got {hist!r:.40}")
     for key in ("fitted", "held_out"):
         v = w.get(key)
-        if key == "held_out" and v is None:
+        if v is None:
             continue
         if not (
             isinstance(v, list)
@@ -102,7 +113,7 @@ def _check_workload(w, where):
     return {
         "sha256": w["sha256"],
         "history": list(hist),
-        "fitted": list(w["fitted"]),
+        "fitted": list(w["fitted"]) if w.get("fitted") else None,
         "held_out": list(w["held_out"]) if w.get("held_out") else None,
     }
 
