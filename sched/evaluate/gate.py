@@ -14,15 +14,8 @@ deployed (docs/workload.md, "The studio setting").
 
 from sched.evaluate.errors import BenchmarkError
 from sched.evaluate.per_scenario import check_complete, matrix
-from sched.evaluate.policies import is_heuristic, is_ppo
+from sched.evaluate.policies import best_heuristic, is_heuristic, is_ppo
 from sched.evaluate.statistics import bootstrap_counts, paired_difference
-
-
-def best_rule(twt):
-    """The heuristic with the lowest mean total on the days (the first in table order on a tie)."""
-    from sched.evaluate.summary import best_heuristic
-
-    return best_heuristic(twt)
 
 
 def held_out_gate(winner, held, specs, bench):
@@ -40,7 +33,7 @@ def held_out_gate(winner, held, specs, bench):
             f"held-out table: no rows for {chosen}, the winner chosen on validation; run it on the "
             "held-out days too (`sched replay --held-out`)"
         )
-    best = best_rule(twt)
+    best = best_heuristic(twt)  # the best rule on the held-out days
     counts = bootstrap_counts(len(days), bench["bootstrap_resamples"], bench["bootstrap_seed"])
     level = bench["ci_level"]
     if chosen == best:

@@ -94,6 +94,14 @@ def policy_key(name):
     return (3, 0, name)
 
 
+def best_heuristic(twt):
+    """The heuristic with the lowest mean (first in table order on a tie)."""
+    cands = [p for p in twt if is_heuristic(p)]
+    if not cands:
+        raise BenchmarkError("no heuristic among the policies: the summary compares to heuristics")
+    return min(cands, key=lambda p: (twt[p].mean(), policy_key(p)))
+
+
 def default_policies(cfg):
     """Every heuristic, then ``ppo-<S>`` for each training seed of the config."""
     return list(HEURISTICS) + [f"ppo-{s}" for s in train_seeds(cfg)]

@@ -15,7 +15,7 @@ import pandas as pd
 from sched import files, layout, setting
 from sched.evaluate.errors import BenchmarkError
 from sched.evaluate.per_scenario import check_complete, matrix
-from sched.evaluate.policies import competes, is_heuristic, is_ppo, policy_key, same_rule
+from sched.evaluate.policies import best_heuristic, competes, is_heuristic, is_ppo, policy_key, same_rule
 from sched.evaluate.statistics import bootstrap_counts, interval, paired_difference, win_tie_loss
 from sched.limits import MAX_POLICY_BYTES
 
@@ -64,14 +64,6 @@ SELECTION_KEY = "selection"
 SELECTION_KEYS = ("on", "seeds", "means")
 #: Weighted seconds per reporting unit ("k" columns: thousands of weighted seconds).
 UNIT = 1000.0
-
-
-def best_heuristic(twt):
-    """The heuristic with the lowest mean (first in table order on a tie)."""
-    cands = [p for p in twt if is_heuristic(p)]
-    if not cands:
-        raise BenchmarkError("no heuristic among the policies: the summary compares to heuristics")
-    return min(cands, key=lambda p: (twt[p].mean(), policy_key(p)))
 
 
 def summarise(frame, cfg, specs, selection=None):
