@@ -321,7 +321,7 @@ def test_the_untrained_wmdd_prior_is_wmdd(tiny_cfg):
     net = build(arch)
     torch.nn.init.zeros_(net.actor[-1].weight)
     torch.nn.init.zeros_(net.actor[-1].bias)
-    pol = Policy(net, {"arch": {"name": "scorer"}, "atc_k": 2.0, "p_ref": 80.0, "load": 0.85})
+    pol = Policy(net, {"arch": {"name": "scorer"}, "atc_k": 2.0, "p_ref": 80.0, "profile": [0.85] * 168})
     differs = 0
     for machines in (1, 3):
         scs = [generate(scenario_model(tiny_cfg), s, tasks=150, machines=machines).arrays for s in range(3)]

@@ -14,7 +14,8 @@ from sched.data.history import HistoryError
 from sched.data.model import DAY_MARGIN, ModelError, day_tasks
 from sched.data.replay import held_out_stream
 from sched.data.scenario import draw, scenario_model
-from sched.data.workload_fit import calibrate_workload, held_out_split
+from sched.data.split import held_out_split
+from sched.data.workload_fit import calibrate_workload
 from sched.evaluate.gate import held_out_gate
 from sched.evaluate.policies import competes, parse_policies, policy_key, rule_spec
 from sched.evaluate.runs import run_on_stream, schedule_policy

@@ -479,7 +479,10 @@ def test_each_rule_docstring_names_the_code_it_runs():
         # robust_train_warm: robust_train for the settings whose training has a teacher;
         # benchmark_plan: the benchmark of policy plan on a subset; select: the benchmark of the
         # policies that may win on the selection seeds
-        name = rule.removeprefix("robust_").removesuffix("_warm").removesuffix("_plan")
+        # studio_*: the studio setting's replay of its held-out days and its benchmark
+        name = (
+            rule.removeprefix("robust_").removeprefix("studio_").removesuffix("_warm").removesuffix("_plan")
+        )
         assert {"select": "benchmark"}.get(name, name) == command == module, (rule, doc)
         source = (ROOT / "sched/commands" / f"{module}.py").read_text()
         for path in functions.split(", "):

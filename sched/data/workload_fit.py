@@ -38,6 +38,7 @@ import pandas as pd
 
 from sched.data.calibration import load_calibration, model_log_prediction
 from sched.data.history import HistoryError, HistoryStats, read_history
+from sched.data.split import bulk_window, duration_text, held_out_split
 from sched.data.workload import FORMAT, HOURS_PER_WEEK, check_workload, hour_of_week
 from sched.limits import MIN_HISTORY_SPAN_S
 
@@ -47,8 +48,6 @@ MIN_PER_BIN = 250
 QUANTILES = 101
 MIX_P = 0.001
 MIX_PRIOR = 20.0
-#: Share of the records trimmed at each end of the span to find its bulk (at least one record).
-BULK_TRIM = 0.001
 
 
 def estimates(calibration, kind, features):
@@ -307,96 +306,6 @@ class WorkloadResult:
     stats: list
 
 
-def bulk_window(times):
-    """(first, last, why) of the records kept by the fit, or None when every record is kept.
-
-    The bulk of the span runs from the (k+1)-th earliest to the (k+1)-th latest submission,
-    k = ``BULK_TRIM`` of the records (at least one); a record more than the bulk's own span
-    before or after it (a typo dated 2099, say) is malformed: it would stretch the span and
-    dilute every hourly rate.
-    """
-    n = len(times)
-    if n < 4:
-        return None
-    k = max(1, int(np.ceil(BULK_TRIM * n)))
-    part = np.partition(times, [k, n - 1 - k])
-    lo, hi = float(part[k]), float(part[n - 1 - k])
-    first, last = lo - (hi - lo), hi + (hi - lo)
-    if times.min() >= first and times.max() <= last:
-        return None
-    why = (
-        f"is far outside the bulk of the history's span ({_iso(lo)} to {_iso(hi)}): more than "
-        "the bulk's own span beyond it"
-    )
-    return first, last, why
-
-
-def _duration(seconds):
-    if seconds < 3600:
-        return f"{seconds:.0f} s"
-    if seconds < 86400:
-        return f"{seconds / 3600:.1f} hours"
-    return f"{seconds / 86400:.1f} days"
-
-
-DAY_S = 86400.0
-#: Fewest days of history that hold days out: with fewer, the fit reads them all and the
-#: studio setting (held-out days) is skipped.
-MIN_SPLIT_DAYS = 14
-
-
-def _day(t):
-    """The UTC calendar day of a time, as an ISO date."""
-    return datetime.fromtimestamp(float(t), UTC).date().isoformat()
-
-
-def held_out_split(t0, t1, test_days):
-    """The split of a history spanning [t0, t1] (s since 1970, UTC) in time: the last
-    ``test_days`` UTC calendar days are held out (``workload.test_days``).
-
-    Returns ``(cut, split)``: ``cut`` the first held-out second (UTC midnight; inf when
-    nothing is held out) and ``split`` the workload file's ``split`` record (the fitted
-    and held-out first and last days, the history's days, and a ``note`` when it is too
-    short to hold out). Raises HistoryError naming ``workload.test_days`` when it is
-    longer than the history or leaves less than a week to fit.
-    """
-    first, last = int(np.floor(t0 / DAY_S)), int(np.floor(t1 / DAY_S))
-    days = last - first + 1
-    span = [_day(first * DAY_S), _day(last * DAY_S)]
-    if test_days >= days:
-        raise HistoryError(
-            f"workload.test_days: {test_days} days held out, but the history spans {days} days "
-            f"({span[0]} to {span[1]}): nothing would be left to fit"
-        )
-    if days < MIN_SPLIT_DAYS:
-        note = (
-            f"the history spans {days} days ({span[0]} to {span[1]}), fewer than {MIN_SPLIT_DAYS}: "
-            "no days held out (workload.test_days), the fit reads them all and the studio setting is skipped"
-        )
-        return np.inf, {
-            "history_days": days,
-            "test_days": test_days,
-            "fitted": span,
-            "held_out": None,
-            "note": note,
-        }
-    cut_day = last - test_days + 1
-    if (cut_day - first) * DAY_S < MIN_HISTORY_SPAN_S:
-        raise HistoryError(
-            f"workload.test_days: {test_days} of the history's {days} days held out leaves "
-            f"{cut_day - first} days to fit, less than a week"
-        )
-    split = {
-        "history_days": days,
-        "test_days": test_days,
-        "fitted": [span[0], _day((cut_day - 1) * DAY_S)],
-        "held_out": [_day(cut_day * DAY_S), span[1]],
-        "held_out_start": _iso(cut_day * DAY_S),
-        "note": None,
-    }
-    return cut_day * DAY_S, split
-
-
 def calibrate_workload(paths, cfg, calibration_path, seed=0, chunk_size=None):
     """Stream the history files and fit the workload; returns a :class:`WorkloadResult`.
 
@@ -436,12 +345,6 @@ def calibrate_workload(paths, cfg, calibration_path, seed=0, chunk_size=None):
     if window is not None:
         acc, stats = read(window)
         acc.times = []
-    split = None
-    if acc.n:
-        cut, split = held_out_split(acc.t0, acc.t1, int(opts.get("test_days", 7)))
-        if np.isfinite(cut):  # the fit reads the days before the held-out ones only
-            acc, stats = read(window, cut)
-            acc.times = []
     names = ", ".join(map(str, paths))
     if acc.n < opts["min_tasks"]:
         raise HistoryError(
@@ -450,10 +353,19 @@ def calibrate_workload(paths, cfg, calibration_path, seed=0, chunk_size=None):
     span = acc.t1 - acc.t0
     if span < MIN_HISTORY_SPAN_S:
         raise HistoryError(
-            f"{names}: the history spans {_duration(span)} ({_iso(acc.t0)} to {_iso(acc.t1)}), less than "
+            f"{names}: the history spans {duration_text(span)} ({_iso(acc.t0)} to {_iso(acc.t1)}), less than "
             "a week (sched.limits.MIN_HISTORY_SPAN_S): every hour of the week must be observed to fit "
             "its rate"
         )
+    cut, split = held_out_split(acc.t0, acc.t1, int(opts.get("test_days", 7)))
+    if np.isfinite(cut):  # the fit reads the days before the held-out ones only
+        acc, stats = read(window, cut)
+        acc.times = []
+        if acc.n < opts["min_tasks"]:
+            raise HistoryError(
+                f"{names}: {acc.n} valid tasks before the held-out days ({split['held_out'][0]} on), fewer "
+                f"than workload.min_tasks ({opts['min_tasks']}); hold fewer days out (workload.test_days)"
+            )
     data, arrays = acc.fit(cfg["scenario"]["machines"], cfg["scenario"]["priorities"])
     data["sources"] = [
         {

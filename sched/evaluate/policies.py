@@ -146,7 +146,7 @@ def parse_policy_files(items):
         name = name.strip()
         if not sep or not path.strip() or not is_learned(name):
             raise BenchmarkError(
-                f"--policy-file: expected ppo-<seed>=PATH, ppo-<seed>-warm=PATH or main-ppo-<seed>=PATH, "
+                f"--policy-file: expected ppo-<seed>=PATH or ppo-<seed>-warm=PATH (or main-ppo-<seed>=PATH), "
                 f"got {item!r}"
             )
         if name in out:

@@ -194,7 +194,7 @@ if STUDIO in ROBUST:
         winner is chosen on its selection table, confirmed on these, and gated on the held-out days
         (--held-out: not significantly worse than the best rule there, else that rule).
         Runs `sched benchmark` (sched/commands/benchmark.py -> sched.evaluate.runs.run_policies,
-        sched.evaluate.gate.held_out_gate)."""
+        sched.evaluate.summary.write_outputs)."""
         input:
             config=step_config("gather", STUDIO),
             calibration=calibration_input(STUDIO),
