@@ -182,3 +182,15 @@ def test_a_studio_verdict_without_held_out_days_is_not_preferred(tmp_path, queue
     )
     c = {**conf(tmp_path), "workload": {"history": ["h.csv"]}}
     assert "main benchmark" in rank(queue, now=NOW, explain=True, config=c).why.iloc[0]
+
+
+def test_a_studio_rule_that_is_also_the_best_on_the_held_out_days_says_so(tmp_path, queue):
+    studio_verdict(
+        tmp_path,
+        "wmdd",
+        "wmdd",
+        held_out={"days": 7, "chosen": "wmdd", "best_rule": "wmdd", "deployed": True},
+    )
+    c = {**conf(tmp_path), "workload": {"history": ["h.csv"]}}
+    why = rank(queue, now=NOW, explain=True, config=c).why.iloc[0]
+    assert why.endswith("; also the best rule on the 7 held-out days") and "not significantly" not in why

@@ -144,6 +144,8 @@ def _held_out_note(held, path):
         raise RankInputError(f"{path}: field held_out: expected days >= 1 and deployed true/false")
     if not (isinstance(chosen, str) and isinstance(best, str) and len(chosen) + len(best) < 200):
         raise RankInputError(f"{path}: field held_out: expected the chosen and best_rule policy names")
+    if deployed and chosen == best:
+        return f"; also the best rule on the {days} held-out days"
     if deployed:
         return f"; not significantly worse than {best} on the {days} held-out days"
     return (
