@@ -360,6 +360,14 @@ def studio_held_out(wildcards=None):
     return [f"{layout.robust_root(STUDIO)}/replay/{name}" for name in names]
 
 
+def studio_report_inputs(wildcards):
+    """What the report reads of the studio setting: its held-out replay and its winner.json (the
+    summary comes with robust_summaries); none when the studio is not built."""
+    if not studio_built():
+        return []
+    return studio_held_out(wildcards) + [f"{layout.robust_root(STUDIO)}/{layout.WINNER}"]
+
+
 def plan_seeds():
     """The test seeds of the planner's benchmark, as ``A-B``: plan.scenarios from plan.test_offset
     on, after the test seeds that chose plan's settings (sched.evaluate.seeds.plan_test_seeds)."""

@@ -53,7 +53,7 @@ rule report:
         train_logs=[layout.train_log(s) for s in TRAIN_SEEDS],
         robustness=robust_summaries,
         replay=replay_outputs(),
-        studio=studio_held_out,
+        studio=studio_report_inputs,
         workload=[layout.WORKLOAD] if HISTORY else [],
         plan=[f"{layout.PLAN_BENCH_DIR}/{name}" for name in (layout.PER_SCENARIO, layout.SUMMARY)],
     output:
