@@ -118,24 +118,20 @@ def _verdict_lines(winner):
     if winner is None:
         return ["No studio verdict (winner.json) yet."]
     held = winner.get("held_out") or {}
+    kind = "a rule" if is_heuristic(winner["policy"]) else "a learned policy"
     gate = ""
-    if held:
+    if held and held["chosen"] == held["best_rule"]:
+        gate = f" It is also the best rule on the {held['days']} held-out days."
+    elif held and "held-out days" not in winner["reason"]:  # the gate's words are in the reason
         gate = (
             f" On the {held['days']} held-out days, {held['chosen']} against the best rule there, "
             f"{held['best_rule']}: {pct(held['mean_difference_pct'])} "
-            f"[{pct(held['ci95_pct'][0])}, {pct(held['ci95_pct'][1])}]: "
-            + (
-                "not significantly worse, deployed."
-                if held["deployed"]
-                else f"significantly worse, so the verdict is {held['best_rule']}."
-            )
+            f"[{pct(held['ci95_pct'][0])}, {pct(held['ci95_pct'][1])}]."
         )
-    kind = "a rule" if is_heuristic(winner["policy"]) else "a learned policy"
     return [
-        f"**Verdict: {winner['policy']}** ({kind}), chosen on the validation scenarios drawn from "
-        f"the fit.{gate} "
-        f'With a history in the config (`workload.history`), `rank(policy="auto")` and `sched rank` '
-        f"follow this verdict for calls on the studio's GPUs (docs/rank.md).",
+        f"**Verdict: {winner['policy']}** ({kind}). {winner['reason']}{gate} With a history in the "
+        f'config (`workload.history`), `rank(policy="auto")` and `sched rank` follow this verdict for '
+        f"calls on the studio's GPUs (docs/rank.md).",
     ]
 
 
