@@ -21,6 +21,7 @@ from sched.evaluate.policies import competes, parse_policies, policy_key, rule_s
 from sched.evaluate.runs import run_on_stream, schedule_policy
 from sched.sim.objective import weighted_tardiness
 from tests.conftest import ROOT
+from tests.test_workload_replay import _history as history_csv
 
 DAY = 86400.0
 MONDAY = 1717372800.0  # 2024-06-03T00:00:00Z
@@ -34,30 +35,9 @@ def wcfg(cfg, calibrated):
     return c
 
 
-def _history(path, days, per_day=40, seed=0, start_day=0):
-    rng = np.random.default_rng(seed)
-    rows = []
-    for d in range(start_day, start_day + days):
-        sub = np.sort(MONDAY + d * DAY + rng.uniform(0, DAY, per_day))
-        for i, t in enumerate(sub):
-            dur = float(rng.integers(60, 4000))
-            rows.append(
-                {
-                    "id": f"d{d}-{i}",
-                    "kind": "image" if i % 4 else "video",
-                    "submitted_at": t,
-                    "priority": ["low", "normal", "high", "urgent"][i % 4],
-                    "due": "" if i % 5 == 0 else t + 600 + 10 * i,
-                    "started_at": t + 1,
-                    "finished_at": t + 1 + dur,
-                    "width": 1024,
-                    "height": 1024,
-                    "frames": 1 if i % 4 else 49,
-                    "steps": 30,
-                }
-            )
-    pd.DataFrame(rows).to_csv(path, index=False)
-    return path
+def _history(path, days, per_day=40, seed=0):
+    """The replay tests' history (Monday 2024-06-03 on), every task measured, durations up to an hour."""
+    return history_csv(path, days, per_day, seed, durations=(60, 4000), unmeasured=False)[0]
 
 
 # ------------------------------------------------------------------ the split

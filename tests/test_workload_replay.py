@@ -25,13 +25,15 @@ def wcfg(cfg, calibrated):
     return c
 
 
-def _history(path, days=3, per_day=30, seed=0):
+def _history(path, days=3, per_day=30, seed=0, durations=(5, 300), unmeasured=True):
+    """A history CSV of ``days`` days from Monday 2024-06-03 (one task a day never measured when
+    ``unmeasured``); returns (path, rows)."""
     rng = np.random.default_rng(seed)
     rows = []
     for d in range(days):
         sub = np.sort(MONDAY + d * DAY + rng.uniform(0, DAY, per_day))
         for i, t in enumerate(sub):
-            dur = float(rng.integers(5, 300))
+            dur = float(rng.integers(*durations))
             rows.append(
                 {
                     "id": f"d{d}-{i}",
@@ -40,7 +42,9 @@ def _history(path, days=3, per_day=30, seed=0):
                     "priority": ["low", "normal", "high", "urgent"][i % 4],
                     "due": "" if i % 5 == 0 else t + 600 + 10 * i,
                     "started_at": t + 1,
-                    "finished_at": t + 1 + dur if i != 3 else "",  # one task a day never measured
+                    "finished_at": t + 1 + dur
+                    if i != 3 or not unmeasured
+                    else "",  # one a day never measured
                     "width": 1024,
                     "height": 1024,
                     "frames": 1 if i % 4 else 49,
