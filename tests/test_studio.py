@@ -257,3 +257,25 @@ def test_stream_starts_at_its_time_of_week(tmp_path, wcfg, calibrated):
     assert stream.scenario.week_start_s == 0.0
     stream = held_out_stream([path], wcfg, calibrated.calibration, ["2024-06-12", "2024-06-14"])
     assert stream.scenario.week_start_s == DAY  # Tuesday 00:00
+
+
+# ------------------------------------------------------------------ the workflow
+
+
+@pytest.mark.parametrize("days, built", [(10, False), (15, True)])
+def test_the_workflow_builds_the_studio_only_when_the_fit_holds_days_out(tmp_path, days, built):
+    from tests.test_workflow import SMALL, planned_jobs, snakemake, workspace
+
+    cfg = copy.deepcopy(SMALL)
+    cfg["workload"] = {"history": ["history.csv"], "min_tasks": 50}
+    ws = workspace(tmp_path / "w", cfg)
+    _history(ws / "history.csv", days, per_day=20)
+    r = snakemake(ws, "-j1", "results/workload.json")
+    assert r.returncode == 0, r.output[-3000:]
+    log = (ws / "results/logs/calibrate-workload.log").read_text()
+    notes = [line for line in log.splitlines() if "note:" in line]
+    # a short history: the step says so in one line, and no studio job is planned
+    assert len(notes) == (0 if built else 1) and (built or "studio setting is skipped" in notes[0])
+    plan = planned_jobs(ws)
+    assert ("studio_benchmark" in plan) == built and ("studio_replay" in plan) == built
+    assert plan.get("report") == 1
