@@ -279,3 +279,11 @@ def test_the_workflow_builds_the_studio_only_when_the_fit_holds_days_out(tmp_pat
     plan = planned_jobs(ws)
     assert ("studio_benchmark" in plan) == built and ("studio_replay" in plan) == built
     assert plan.get("report") == 1
+
+
+@pytest.mark.parametrize("days", [["2024-13-01", "2024-13-07"], ["2024-06-30", "2024-06-24"], "2024-06-24"])
+def test_a_setting_with_impossible_held_out_days_is_refused(studio_cfg, days):
+    rec = setting.of_config(studio_cfg[0])
+    rec["workload"]["held_out"] = days
+    with pytest.raises(setting.SettingError, match="workload.held_out"):
+        setting.read(rec, "winner.json setting")
