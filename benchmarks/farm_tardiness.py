@@ -17,14 +17,14 @@ warning: a test seed used to choose a setting can no longer confirm it.
 """
 
 import argparse
-import sys
 
 import numpy as np
 
+from sched.cli import chooser_seeds_or_exit
 from sched.config import ConfigError, load_config, validate_config
 from sched.data.scenario import generate, scenario_model
 from sched.evaluate.per_scenario import schedule_metrics
-from sched.evaluate.seeds import UnconfirmedTestSeeds, chooser_seeds, free_validation_offset, range_text  # noqa: F401
+from sched.evaluate.seeds import free_validation_offset, range_text  # noqa: F401  (free_validation_offset: the tests)
 from sched.sim.core import simulate_batch
 
 SCRIPT = "farm_tardiness.py"
@@ -34,19 +34,8 @@ RULES = (("fifo", None), ("edd", None), ("wmdd", None), ("atc", 0.5), ("atc", 1.
 
 
 def pick_seeds(cfg, split, count, skip=0, confirm=False):
-    """The seeds this script runs on (``sched.evaluate.seeds.chooser_seeds``): test seeds without
-    ``confirm`` exit 2 with one line; with it, a one-line warning goes to stderr."""
-    try:
-        chosen = chooser_seeds(cfg, split, count, skip, confirm, SCRIPT)
-    except UnconfirmedTestSeeds as exc:
-        print(exc, file=sys.stderr)
-        raise SystemExit(2) from None
-    if split == "test":
-        print(
-            f"{SCRIPT}: warning: test seeds {range_text(chosen)} can no longer confirm what they choose",
-            file=sys.stderr,
-        )
-    return chosen
+    """The seeds this script runs on (``sched.cli.chooser_seeds_or_exit``)."""
+    return chooser_seeds_or_exit(cfg, split, count, skip, confirm, SCRIPT)
 
 
 def parser():

@@ -18,15 +18,15 @@ the decisions that deviated, and the process (one-core CPU) time per planned dec
 
 import argparse
 import json
-import sys
 import time
 
 import pandas as pd
 
 from sched import layout
+from sched.cli import chooser_seeds_or_exit
 from sched.config import ConfigError, load_config
 from sched.data.scenario import draw, scenario_model
-from sched.evaluate.seeds import UnconfirmedTestSeeds, chooser_seeds, free_validation_offset, range_text  # noqa: F401
+from sched.evaluate.seeds import free_validation_offset, range_text  # noqa: F401  (free_validation_offset: the tests)
 from sched.evaluate.statistics import bootstrap_counts, paired_difference, win_tie_loss
 from sched.learn.planner import Planner, learned_base, rule_base
 from sched.sim.objective import tardiness
@@ -35,19 +35,8 @@ SCRIPT = "plan_quality.py"
 
 
 def pick_seeds(cfg, split, count, skip=0, confirm=False):
-    """The seeds this script runs on (``sched.evaluate.seeds.chooser_seeds``): test seeds without
-    ``confirm`` exit 2 with one line; with it, a one-line warning goes to stderr."""
-    try:
-        chosen = chooser_seeds(cfg, split, count, skip, confirm, SCRIPT)
-    except UnconfirmedTestSeeds as exc:
-        print(exc, file=sys.stderr)
-        raise SystemExit(2) from None
-    if split == "test":
-        print(
-            f"{SCRIPT}: warning: test seeds {range_text(chosen)} can no longer confirm what they choose",
-            file=sys.stderr,
-        )
-    return chosen
+    """The seeds this script runs on (``sched.cli.chooser_seeds_or_exit``)."""
+    return chooser_seeds_or_exit(cfg, split, count, skip, confirm, SCRIPT)
 
 
 def _twt(d, schedule):

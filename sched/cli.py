@@ -39,6 +39,24 @@ def load_cfg(args):
     return load_config(args.config)
 
 
+def chooser_seeds_or_exit(cfg, split, count, skip, confirm, script):
+    """``sched.evaluate.seeds.chooser_seeds`` for a setting-choosing script (benchmarks/): test
+    seeds without ``confirm`` exit 2 with one line; with it, a one-line warning goes to stderr."""
+    from sched.evaluate.seeds import UnconfirmedTestSeeds, chooser_seeds, range_text
+
+    try:
+        chosen = chooser_seeds(cfg, split, count, skip, confirm, script)
+    except UnconfirmedTestSeeds as exc:
+        print(exc, file=sys.stderr)
+        raise SystemExit(2) from None
+    if split == "test":
+        print(
+            f"{script}: warning: test seeds {range_text(chosen)} can no longer confirm what they choose",
+            file=sys.stderr,
+        )
+    return chosen
+
+
 def build_parser():
     p = argparse.ArgumentParser(
         prog="sched",

@@ -116,6 +116,15 @@ def robust_root(name):
     return f"{ROBUST_DIR}/{name}"
 
 
+#: The studio setting's name (docs/workload.md, "The studio setting"): its folder under ROBUST_DIR.
+STUDIO = "studio"
+
+
+def studio_replay_dir():
+    """The studio's held-out replay (`sched replay --held-out`): per_scenario.csv, resume.csv, windows.csv."""
+    return f"{robust_root(STUDIO)}/replay"
+
+
 def robust_selection_table(name):
     """One robustness setting's selection table (its winner.json is chosen on it)."""
     return f"{robust_root(name)}/selection/{PER_SCENARIO}"

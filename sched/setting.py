@@ -90,22 +90,10 @@ def _positive(v):
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
 
 
-def _is_day(x):
-    """An ISO date (YYYY-MM-DD) that exists."""
-    import datetime as dt
-    import re
-
-    if not (isinstance(x, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", x)):
-        return False
-    try:
-        dt.date.fromisoformat(x)
-    except ValueError:
-        return False
-    return True
-
-
 def _check_workload(w, where):
     import re
+
+    from sched.data.workload import is_day
 
     if not isinstance(w, dict):
         raise SettingError(f"{where}.workload: expected an object, got {w!r:.40}")
@@ -118,7 +106,7 @@ def _check_workload(w, where):
         v = w.get(key)
         if v is None:
             continue
-        if not (isinstance(v, list) and len(v) == 2 and all(_is_day(x) for x in v) and v[0] <= v[1]):
+        if not (isinstance(v, list) and len(v) == 2 and all(is_day(x) for x in v) and v[0] <= v[1]):
             raise SettingError(f"{where}.workload.{key}: expected [FIRST_DAY, LAST_DAY], got {v!r:.60}")
     return {
         "sha256": w["sha256"],

@@ -59,14 +59,8 @@ def run(args):
     from sched.data.replay import replay_scenarios
     from sched.data.scenario import write_scenario
     from sched.errors import UsageError
-    from sched.evaluate.policies import (
-        benchmark_policies,
-        parse_policies,
-        parse_policy_files,
-        resolve_policies,
-    )
     from sched.evaluate.runs import run_on_scenarios
-    from sched.evaluate.summary import UNIT, write_outputs
+    from sched.evaluate.summary import write_outputs
 
     cfg = load_cfg(args)
     threads.apply(args.threads)
@@ -84,10 +78,7 @@ def run(args):
     )
     for note in replay.notes:
         print(f"sched replay: note: {note}", file=sys.stderr)
-    names = parse_policies(args.policies, cfg, default=benchmark_policies)
-    specs, _ = resolve_policies(
-        cfg, names, tuned=args.tuned, policy_files=parse_policy_files(args.policy_file)
-    )
+    specs = _specs(args, cfg)
     keys = list(range(len(replay.scenarios)))
     frame = run_on_scenarios(cfg, keys, replay.scenarios, specs, progress=True)
     out = Path(args.out)
@@ -110,15 +101,38 @@ def run(args):
                 f"sched replay: removed {len(stale)} window file(s) of an earlier replay from {folder}",
                 file=sys.stderr,
             )
-    means = frame.groupby("policy")["total_weighted_tardiness_s"].mean()
     print(
         f"{len(keys)} windows of {args.window_hours:g} h ({int(np.sum(windows['tasks']))} tasks), "
         f"{len(specs)} policies"
     )
-    for name, m in means.sort_values().items():
-        print(f"{name:12} {m / UNIT:12.3f} k w.s")
+    _print_means(frame, "k w.s")
     for p in written:
         print(f"wrote {p}", file=sys.stderr)
+
+
+def _specs(args, cfg):
+    """The policies to replay (--policies, --tuned, --policy-file), as benchmark specs."""
+    from sched.evaluate.policies import (
+        benchmark_policies,
+        parse_policies,
+        parse_policy_files,
+        resolve_policies,
+    )
+
+    names = parse_policies(args.policies, cfg, default=benchmark_policies)
+    specs, _ = resolve_policies(
+        cfg, names, tuned=args.tuned, policy_files=parse_policy_files(args.policy_file)
+    )
+    return specs
+
+
+def _print_means(frame, unit):
+    """Each policy's mean total weighted tardiness, lowest first."""
+    from sched.evaluate.summary import UNIT
+
+    means = frame.groupby("policy")["total_weighted_tardiness_s"].mean()
+    for name, m in means.sort_values().items():
+        print(f"{name:12} {m / UNIT:12.3f} {unit}")
 
 
 def remove_old_windows(folder, kept):
@@ -143,14 +157,8 @@ def run_held_out(args, cfg, calibration):
     from sched.data.replay import held_out_stream
     from sched.data.workload import held_out_days, load_workload
     from sched.errors import UsageError
-    from sched.evaluate.policies import (
-        benchmark_policies,
-        parse_policies,
-        parse_policy_files,
-        resolve_policies,
-    )
     from sched.evaluate.runs import run_on_stream
-    from sched.evaluate.summary import UNIT, write_outputs
+    from sched.evaluate.summary import write_outputs
 
     path = args.held_out or cfg["scenario"]["workload"] or layout.WORKLOAD
     days = held_out_days(load_workload(path))
@@ -165,10 +173,7 @@ def run_held_out(args, cfg, calibration):
             f"sched replay: note: {stream.unmeasured} tasks without a measured duration were left out",
             file=sys.stderr,
         )
-    names = parse_policies(args.policies, cfg, default=benchmark_policies)
-    specs, _ = resolve_policies(
-        cfg, names, tuned=args.tuned, policy_files=parse_policy_files(args.policy_file)
-    )
+    specs = _specs(args, cfg)
     frame = run_on_stream(cfg, stream.scenario, stream.day, len(stream.days), specs, progress=True)
     counts = np.bincount(stream.day[stream.day >= 0], minlength=len(stream.days))
     windows = pd.DataFrame(
@@ -187,8 +192,6 @@ def run_held_out(args, cfg, calibration):
         f"{len(stream.days)} held-out days replayed as one stream ({len(stream.scenario)} tasks, "
         f"{int((stream.day < 0).sum())} of them the day before's), {len(specs)} policies"
     )
-    means = frame.groupby("policy")["total_weighted_tardiness_s"].mean()
-    for name, m in means.sort_values().items():
-        print(f"{name:12} {m / UNIT:12.3f} k w.s a day")
+    _print_means(frame, "k w.s a day")
     for p in written:
         print(f"wrote {p}", file=sys.stderr)

@@ -161,10 +161,12 @@ def check_workload(data, source="workload"):
             fail("deadlines.allowance.ratio_quantiles", "expected increasing quantiles, at least 2 a bin")
 
 
-def _is_day(text):
+def is_day(text):
+    """An ISO date (YYYY-MM-DD) that exists."""
     import datetime as dt
+    import re
 
-    if not isinstance(text, str) or len(text) != 10:
+    if not (isinstance(text, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", text)):
         return False
     try:
         dt.date.fromisoformat(text)
@@ -181,7 +183,7 @@ def check_split(split, fail):
         v = split.get(key)
         if key == "held_out" and v is None:
             continue
-        if not (isinstance(v, list) and len(v) == 2 and all(_is_day(x) for x in v) and v[0] <= v[1]):
+        if not (isinstance(v, list) and len(v) == 2 and all(is_day(x) for x in v) and v[0] <= v[1]):
             fail(f"split.{key}", f"expected [FIRST_DAY, LAST_DAY] as ISO dates, got {str(v)[:60]}")
     if split.get("held_out") is not None and not split["fitted"][1] < split["held_out"][0]:
         fail("split.held_out", "expected days after the fitted ones")

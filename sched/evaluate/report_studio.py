@@ -14,8 +14,6 @@ from sched.evaluate.policies import is_heuristic, is_ppo, policy_key
 from sched.evaluate.report_format import k, level_text, pct
 from sched.evaluate.report_workload import paired_table
 
-STUDIO = "studio"
-
 
 def read_studio(robust_dir):
     """The studio's files as a dict (summary, winner, held_summary, held_per, windows), or None
@@ -25,7 +23,7 @@ def read_studio(robust_dir):
     from sched.evaluate.report_inputs import read_summary
     from sched.files import read_csv, read_text
 
-    d = Path(robust_dir) / STUDIO
+    d = Path(robust_dir) / layout.STUDIO
     if not (d / layout.SUMMARY).exists():
         return None
     out = {"summary": read_summary(d / layout.SUMMARY), "winner": None, "held_summary": None}
@@ -34,7 +32,7 @@ def read_studio(robust_dir):
             out["winner"] = json.loads(read_text(d / layout.WINNER, ReportError))
         except json.JSONDecodeError as exc:
             raise ReportError(f"{d / layout.WINNER}: not valid JSON ({exc})") from None
-    r = d / "replay"
+    r = d / Path(layout.studio_replay_dir()).name
     if (r / layout.SUMMARY).exists():
         out["held_summary"] = read_summary(r / layout.SUMMARY)
         out["held_per"] = read_per_scenario(r / layout.PER_SCENARIO)

@@ -134,10 +134,10 @@ def run_on_stream(cfg, scenario, day, days, specs, progress=False):
     if any(s["kind"] == "rule" for s in specs.values()):
         warm_up(machines)
     masks = [np.asarray(day) == d for d in range(days)]
+    subsets = [tuple(a[m] for a in arrays) for m in masks]  # each day's tasks, the same for every policy
     rows = []
     for name in bar(sorted(specs, key=policy_key), "policies", progress):
         ((start, end, _mach),) = schedule_policy(specs[name], [scenario], [arrays], machines, cfg)
-        for d, m in enumerate(masks):
-            sub = tuple(a[m] for a in arrays)
+        for d, (m, sub) in enumerate(zip(masks, subsets)):
             rows.append({"scenario_seed": d, "policy": name, **schedule_metrics(sub, start[m], end[m])})
     return sort_frame(pd.DataFrame(rows, columns=list(PER_SCENARIO_COLUMNS)))

@@ -37,8 +37,6 @@ Plan = namedtuple("Plan", "name rule k policy_file why sha256", defaults=("", No
 #: None) and its tuned ATC k (or None).
 Verdict = namedtuple("Verdict", "source setting winner tuned_k")
 
-#: The studio setting's folder under config rank.settings (issue 24, docs/rank.md).
-STUDIO = "studio"
 _json_cache = {}
 #: rank()'s warnings (a verdict file not found): the ``sched`` logger's child
 log = logging.getLogger("sched.rank")
@@ -326,7 +324,7 @@ def _studio(st, won):
         return None
     for v in won:
         w = v.setting.get("workload")
-        if v.source == f"setting {STUDIO}" and w is not None and w.get("held_out"):
+        if v.source == f"setting {layout.STUDIO}" and w is not None and w.get("held_out"):
             return v
     return None
 

@@ -44,7 +44,7 @@ ROBUST = {s["name"]: s for s in config["robustness"]["settings"]
 # The studio setting (docs/workload.md): the queue's own fitted workload, when the config
 # names a history. Its policies train on scenarios drawn from results/workload.json; it is
 # judged on test scenarios from the fit and on the days the fit held out.
-STUDIO = "studio"
+STUDIO = layout.STUDIO
 if HISTORY:
     if STUDIO in ROBUST:
         raise WorkflowError(f"config robustness.settings: the name {STUDIO!r} is the studio setting's")
@@ -357,7 +357,7 @@ def studio_held_out(wildcards=None):
     if STUDIO not in ROBUST or (wildcards is not None and not studio_built()):
         return []
     names = (layout.PER_SCENARIO, layout.SUMMARY, layout.REPLAY_WINDOWS)
-    return [f"{layout.robust_root(STUDIO)}/replay/{name}" for name in names]
+    return [f"{layout.studio_replay_dir()}/{name}" for name in names]
 
 
 def studio_report_inputs(wildcards):
