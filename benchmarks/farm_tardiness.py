@@ -20,7 +20,7 @@ import argparse
 
 import numpy as np
 
-from sched.cli import chooser_seeds_or_exit
+from sched.cli import add_chooser_options, chooser_seeds_or_exit
 from sched.config import ConfigError, load_config, validate_config
 from sched.data.scenario import generate, scenario_model
 from sched.evaluate.per_scenario import schedule_metrics
@@ -45,14 +45,7 @@ def parser():
     ap.add_argument("--calibration", default="results/calibration.json")
     ap.add_argument("--load", type=float, default=0.95)
     ap.add_argument("--config", default="config.yaml", help="whose seed ranges and validation uses count")
-    ap.add_argument("--skip", type=int, default=0, help="start this many seeds later in the split")
-    ap.add_argument(
-        "--split",
-        choices=("validation", "test"),
-        default="validation",
-        help="validation (default): seeds no workflow step uses; test: needs --confirm",
-    )
-    ap.add_argument("--confirm", action="store_true", help="with --split test: run on test seeds anyway")
+    add_chooser_options(ap)
     return ap
 
 

@@ -23,7 +23,7 @@ import time
 import pandas as pd
 
 from sched import layout
-from sched.cli import chooser_seeds_or_exit
+from sched.cli import add_chooser_options, chooser_seeds_or_exit
 from sched.config import ConfigError, load_config
 from sched.data.scenario import draw, scenario_model
 from sched.evaluate.seeds import free_validation_offset, range_text  # noqa: F401  (free_validation_offset: the tests)
@@ -60,14 +60,7 @@ def parser():
     ap.add_argument("--atc-k", type=float)
     ap.add_argument("--rollout", help="a rule (or atc-tuned) continuing the rollouts (default: the base)")
     ap.add_argument("--scenarios", type=int, default=30)
-    ap.add_argument("--skip", type=int, default=0, help="start this many seeds later in the split")
-    ap.add_argument(
-        "--split",
-        choices=("validation", "test"),
-        default="validation",
-        help="validation (default): seeds no workflow step uses; test: needs --confirm",
-    )
-    ap.add_argument("--confirm", action="store_true", help="with --split test: run on test seeds anyway")
+    add_chooser_options(ap)
     ap.add_argument("--load", type=float)
     for key, typ in (("candidates", int), ("samples", int), ("horizon", int), ("z", float), ("seed", int)):
         ap.add_argument(f"--{key}", type=typ)

@@ -39,6 +39,19 @@ def load_cfg(args):
     return load_config(args.config)
 
 
+def add_chooser_options(ap):
+    """A setting-choosing script's seed options: --skip, --split (validation, or test with
+    --confirm) and --confirm (read by :func:`chooser_seeds_or_exit`)."""
+    ap.add_argument("--skip", type=int, default=0, help="start this many seeds later in the split")
+    ap.add_argument(
+        "--split",
+        choices=("validation", "test"),
+        default="validation",
+        help="validation (default): seeds no workflow step uses; test: needs --confirm",
+    )
+    ap.add_argument("--confirm", action="store_true", help="with --split test: run on test seeds anyway")
+
+
 def chooser_seeds_or_exit(cfg, split, count, skip, confirm, script):
     """``sched.evaluate.seeds.chooser_seeds`` for a setting-choosing script (benchmarks/): test
     seeds without ``confirm`` exit 2 with one line; with it, a one-line warning goes to stderr."""
