@@ -20,6 +20,7 @@ COMMANDS = (
     "scenario",
     "simulate",
     "teach",
+    "distill",
     "train",
     "tune",
     "benchmark",

@@ -83,6 +83,17 @@ def warm_policy_file(seed, root=RESULTS):
     return f"{seed_dir(seed, root)}/{WARM_POLICY_FILE}"
 
 
+def round_policy_file(seed, r, root=RESULTS):
+    """Training seed ``seed``'s policy after round ``r`` of expert iteration (``sched distill``);
+    benchmarked as ``ppo-<seed>-r<r>``."""
+    return f"{seed_dir(seed, root)}/round-{r}.pt"
+
+
+def round_labels(seed, r, root=RESULTS):
+    """The gated teacher's labels of round ``r`` of training seed ``seed`` (``sched teach --round``)."""
+    return f"{root}/teacher/seed-{seed}/round-{r}.npz"
+
+
 def train_log(seed, root=RESULTS):
     return f"{seed_dir(seed, root)}/{TRAIN_LOG}"
 

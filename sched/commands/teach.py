@@ -1,4 +1,5 @@
-"""`sched teach`: label training scenarios with the Monte Carlo rollout teacher."""
+"""`sched teach`: label training scenarios with the gated rollout teacher (the warm start's, or a
+round of expert iteration's with ``--round R --policy FILE``)."""
 
 import json
 import sys
@@ -11,9 +12,18 @@ from sched.errors import UsageError
 def register(sub):
     s = sub.add_parser(
         "teach",
-        help="label training scenarios with the rollout teacher "
-        "(the policy's warm start; sched/learn/teacher.py)",
+        help="label training scenarios with the gated rollout teacher "
+        "(the warm start, or a round of expert iteration; sched/learn/teacher.py)",
     )
+    s.add_argument(
+        "--round",
+        type=int,
+        dest="round_",
+        metavar="R",
+        help="label round R of expert iteration (its train.round_scenarios seeds) with --policy, "
+        "the policy of round R - 1, as the teacher's base and continuation",
+    )
+    s.add_argument("--policy", help="with --round: the policy file of round R - 1")
     s.add_argument(
         "--seeds",
         help="training seeds A-B or N (default: the first train.teacher_scenarios "
@@ -55,29 +65,49 @@ def teacher_seeds(cfg, args):
 
 
 def run(args):
-    from sched.learn.teacher import LABEL_FORMAT, label_settings, make_labels, save_labels
+    from sched.learn.distill import teacher_base
+    from sched.learn.teacher import LABEL_FORMAT, label_settings, make_labels, save_labels, settings_of
 
     cfg = load_cfg(args)
-    seeds, a = teacher_seeds(cfg, args)
-    labels = make_labels(
-        cfg,
-        seeds,
-        a.teacher_horizon,
-        a.teacher_samples,
-        a.top_k,
-        progress=not args.no_progress,
-        atc_k=a.atc_k,
-    )
-    meta = {"format": LABEL_FORMAT, **label_settings(cfg, a), "seeds": [seeds[0], seeds[-1]]}
+    if args.round_ is not None:
+        labels, stats, meta = _round(cfg, args)
+    else:
+        if args.policy:
+            raise UsageError("--policy: only with --round (the warm start's base is train.teacher_base)")
+        seeds, a = teacher_seeds(cfg, args)
+        labels, stats = make_labels(
+            cfg, seeds, settings_of(a), teacher_base(cfg, a), a.top_k, progress=not args.no_progress
+        )
+        meta = {"format": LABEL_FORMAT, **label_settings(cfg, a), "seeds": [seeds[0], seeds[-1]]}
     save_labels(args.out, labels, meta)
-    print(
-        json.dumps(
-            {
-                "out": args.out,
-                "scenarios": len(seeds),
-                "decisions": int(len(labels["count"])),
-                "teacher_differs_from_atc": float((labels["label"].min(1) < 0).mean()),
-            }
-        ),
-        file=sys.stdout,
-    )
+    print(json.dumps({"out": args.out, **stats}), file=sys.stdout)
+
+
+def _round(cfg, args):
+    """Round ``args.round_``'s labels with ``args.policy``: (labels, statistics, file meta)."""
+    from sched.config import config_hash
+    from sched.learn import policy_file
+    from sched.learn.iterate import round_labels, round_seeds
+    from sched.learn.ppo import Args
+    from sched.learn.teacher import LABEL_FORMAT, settings_of
+
+    if args.round_ < 1:
+        raise UsageError(f"--round: expected a round >= 1, got {args.round_}")
+    if not args.policy:
+        raise UsageError("--round: needs --policy, the policy file of the round before")
+    if args.seeds:
+        raise UsageError("--seeds: not with --round (a round labels its own train.round_scenarios seeds)")
+    a = Args.from_config(cfg, atc_k=args.atc_k)
+    policy = policy_file.load(args.policy)
+    labels, stats = round_labels(cfg, a, policy, args.round_, progress=not args.no_progress)
+    seeds = round_seeds(cfg, a, args.round_)
+    meta = {
+        "format": LABEL_FORMAT,
+        "config_hash": config_hash(cfg, ["scenario", "rules", "seeds"]),
+        "teacher": list(settings_of(a, round_=True)),
+        "base": f"round {args.round_ - 1}",
+        "top_k": int(policy.meta["arch"]["top_k"]),
+        "round": args.round_,
+        "seeds": [seeds[0], seeds[-1]],
+    }
+    return labels, stats, meta

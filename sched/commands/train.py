@@ -22,6 +22,11 @@ def register(sub):
         help="teacher label files from `sched teach` (default: label in this process)",
     )
     s.add_argument(
+        "--init",
+        metavar="POLICY",
+        help="start PPO from this policy file (the last round of expert iteration): no warm start here",
+    )
+    s.add_argument(
         "--atc-k",
         type=float,
         dest="atc_k",
@@ -45,6 +50,8 @@ def run(args):
         raise UsageError(f"--atc-k: must be > 0, got {a.atc_k}")
     out = Path(args.out)
     labels = None
+    if args.teacher and args.init:
+        raise UsageError("--teacher: not with --init (PPO starts from the --init policy, not a warm start)")
     if args.teacher:
         labels = _checked_labels(cfg, a, args.teacher)
     summary = train(
@@ -55,6 +62,7 @@ def run(args):
         resume=not args.fresh,
         log=lambda m: print(m, file=sys.stderr),
         labels=labels,
+        init=args.init,
     )
     png = out.with_name("learning_curve.png")
     plot_learning_curve(summary["log"], png, title=f"PPO learning curve, training seed {seed}")

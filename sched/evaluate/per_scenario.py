@@ -12,7 +12,7 @@ import pandas as pd
 
 from sched import files
 from sched.evaluate.errors import BenchmarkError
-from sched.evaluate.policies import PLAN, is_heuristic, is_learned, policy_key
+from sched.evaluate.policies import PLANNERS, is_heuristic, is_learned, policy_key
 from sched.evaluate.seeds import range_text
 from sched.sim.objective import tardiness, weighted_tardiness
 
@@ -84,7 +84,7 @@ def read_per_scenario(path):
 
 
 def _check_policy_names(path, names):
-    bad = names.isna() | ~names.astype(str).map(lambda n: is_heuristic(n) or is_learned(n) or n == PLAN)
+    bad = names.isna() | ~names.astype(str).map(lambda n: is_heuristic(n) or is_learned(n) or n in PLANNERS)
     if bad.any():
         i = int(np.argmax(bad.to_numpy()))
         raise BenchmarkError(

@@ -27,12 +27,18 @@ HEURISTICS = ("fifo", "spt", "edd", "wspt", "atc", "wmdd", "atc-tuned")
 
 _PPO = re.compile(r"^ppo-(\d+)$")
 _WARM = re.compile(r"^ppo-(\d+)-warm$")
+_ROUND = re.compile(r"^ppo-(\d+)-r(\d+)$")
 _MAIN = re.compile(r"^main-ppo-(\d+)$")
 #: The prefix of the main setting's policies benchmarked under another setting (the studio's
 #: ``main-ppo-<S>``, results/train/seed-S/): benchmarked beside its own ``ppo-<S>``, never the winner.
 MAIN_PREFIX = "main-"
 #: The planner's name (docs/plan.md).
 PLAN = "plan"
+#: The gated teacher run as a policy (``sched.learn.teacher``: the planner with the teacher's
+#: settings, ``train.teacher_*``, on its base rule ``train.teacher_base``).
+TEACHER = "teacher"
+#: Policies that plan at each decision (run one scenario after the other).
+PLANNERS = (PLAN, TEACHER)
 #: The suffix of a warm start's name: ``ppo-<S>-warm``.
 WARM_SUFFIX = "-warm"
 
@@ -47,20 +53,37 @@ def is_warm(name):
     return bool(_WARM.match(name))
 
 
+def is_round(name):
+    """A round of expert iteration, ``ppo-<S>-r<R>``."""
+    return bool(_ROUND.match(name))
+
+
+def round_name(seed, r):
+    """The name of training seed ``seed``'s policy after round ``r`` of expert iteration."""
+    return f"ppo-{seed}-r{r}"
+
+
+def round_of(name):
+    """The round of a ``ppo-<S>-r<R>`` name."""
+    return int(_ROUND.match(name).group(2))
+
+
 def is_main(name):
     """The main setting's policy under another setting, ``main-ppo-<S>``."""
     return bool(_MAIN.match(name))
 
 
 def is_learned(name):
-    """A policy run from a policy file: ``ppo-<S>``, ``ppo-<S>-warm`` or ``main-ppo-<S>``."""
-    return is_ppo(name) or is_warm(name) or is_main(name)
+    """A policy run from a policy file: ``ppo-<S>``, ``ppo-<S>-warm``, ``ppo-<S>-r<R>`` or
+    ``main-ppo-<S>``."""
+    return is_ppo(name) or is_warm(name) or is_round(name) or is_main(name)
 
 
 def competes(name):
-    """Whether a policy may be a winner.json's: not a warm start, not the main setting's policy
-    under another setting (both are benchmarked to measure, not to deploy)."""
-    return not (is_warm(name) or is_main(name))
+    """Whether a policy may be a winner.json's: not a warm start or a round (the stages before
+    the final ``ppo-<S>``), not the main setting's policy under another setting, not the teacher
+    (each is benchmarked to measure, not to deploy)."""
+    return not (is_warm(name) or is_round(name) or is_main(name) or name == TEACHER)
 
 
 def warm_name(seed):
@@ -74,24 +97,27 @@ def is_heuristic(name):
 
 def ppo_seed(name):
     """The training seed of a learned policy's name (``ppo-<S>`` or ``ppo-<S>-warm``)."""
-    return int((_PPO.match(name) or _WARM.match(name) or _MAIN.match(name)).group(1))
+    return int((_PPO.match(name) or _WARM.match(name) or _ROUND.match(name) or _MAIN.match(name)).group(1))
 
 
 def policy_key(name):
-    """Sort key: heuristics in table order, then PPO by training seed, each warm start
-    after its PPO policy."""
+    """Sort key: heuristics in table order, then PPO by training seed, each followed by its
+    warm start and its rounds in order."""
     if name in HEURISTICS:
-        return (0, HEURISTICS.index(name), "")
+        return (0, HEURISTICS.index(name), 0, 0, "")
     m = _PPO.match(name)
     if m:
-        return (1, int(m.group(1)), "")
+        return (1, int(m.group(1)), 0, 0, "")
     m = _WARM.match(name)
     if m:
-        return (1, int(m.group(1)), WARM_SUFFIX)
+        return (1, int(m.group(1)), 1, 0, "")
+    m = _ROUND.match(name)
+    if m:
+        return (1, int(m.group(1)), 2, int(m.group(2)), "")
     m = _MAIN.match(name)
     if m:
-        return (2, int(m.group(1)), "")
-    return (3, 0, name)
+        return (2, int(m.group(1)), 0, 0, "")
+    return (3, 0, 0, 0, name)
 
 
 def best_heuristic(twt):
@@ -127,10 +153,11 @@ def parse_policies(text, cfg, default=default_policies):
     if not names:
         raise BenchmarkError("--policies: empty list")
     for n in names:
-        if not (is_heuristic(n) or is_learned(n) or n == PLAN):
+        if not (is_heuristic(n) or is_learned(n) or n in PLANNERS):
             raise BenchmarkError(
                 f"--policies: unknown policy {n!r}; expected {', '.join(HEURISTICS)}, "
-                f"ppo-<training seed>, ppo-<training seed>-warm, main-ppo-<training seed> or {PLAN}"
+                f"ppo-<training seed>, ppo-<training seed>-warm, ppo-<training seed>-r<round>, "
+                f"main-ppo-<training seed>, {PLAN} or {TEACHER}"
             )
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
@@ -146,8 +173,8 @@ def parse_policy_files(items):
         name = name.strip()
         if not sep or not path.strip() or not is_learned(name):
             raise BenchmarkError(
-                f"--policy-file: expected ppo-<seed>=PATH or ppo-<seed>-warm=PATH (or main-ppo-<seed>=PATH), "
-                f"got {item!r}"
+                f"--policy-file: expected ppo-<seed>=PATH, ppo-<seed>-warm=PATH, ppo-<seed>-r<round>=PATH "
+                f"or main-ppo-<seed>=PATH, got {item!r}"
             )
         if name in out:
             raise BenchmarkError(f"--policy-file: {name} given twice")
@@ -192,6 +219,8 @@ def resolve_policies(cfg, names, tuned=None, policy_files=None, missing_ok=False
     for name in names:
         if name == PLAN:
             specs[name] = plan_spec(cfg, tuned, policy_files.get(PLAN))
+        elif name == TEACHER:
+            specs[name] = teacher_spec(cfg, tuned)
         elif name == "atc-tuned":
             path = Path(tuned or layout.TUNED_PATH)
             if missing_ok and not path.exists():
@@ -201,8 +230,11 @@ def resolve_policies(cfg, names, tuned=None, policy_files=None, missing_ok=False
         elif is_heuristic(name):
             specs[name] = rule_spec(name, float(cfg["rules"]["atc_k"]) if name == "atc" else None)
         else:
-            default = layout.warm_policy_file if is_warm(name) else layout.policy_file
-            path = policy_files.get(name, Path(default(ppo_seed(name))))
+            if is_round(name):
+                default = layout.round_policy_file(ppo_seed(name), round_of(name))
+            else:
+                default = (layout.warm_policy_file if is_warm(name) else layout.policy_file)(ppo_seed(name))
+            path = policy_files.get(name, Path(default))
             if not Path(path).is_file():
                 if missing_ok and name not in policy_files:
                     skipped.append(f"{name} ({path} not found)")
@@ -230,6 +262,37 @@ def same_rule(a, b):
         and a["rule"] == b["rule"]
         and a.get("atc_k") == b.get("atc_k")
     )
+
+
+def teacher_spec(cfg, tuned=None):
+    """The spec of ``teacher``: the planner on the rule ``train.teacher_base`` (ATC with the
+    training's k: ``train.atc_k``, the tuned k when it is ``tuned``, else ``rules.atc_k``), the
+    base continuing its rollouts, with the teacher's settings (``settings``, ``chunk``)."""
+    t = cfg["train"]
+    k = t.get("atc_k")
+    if k == "tuned":
+        k = float(read_tuned(Path(tuned or layout.TUNED_PATH))["atc_k"])
+    k = float(k if k is not None else cfg["rules"]["atc_k"])
+    rule = t.get("teacher_base", "atc")
+    settings = dict(
+        cfg["plan"],
+        candidates=t.get("teacher_candidates", 4),
+        samples=t.get("teacher_samples", 64),
+        horizon=t.get("teacher_horizon", 50),
+        z=t.get("teacher_z", 2.0),
+        budget_ms=None,
+    )
+    return {
+        "kind": PLAN,
+        "rule": None,
+        "atc_k": None,
+        "policy_file": None,
+        "base": rule,
+        "base_spec": rule_spec(rule, k if rule == "atc" else None),
+        "rollout_spec": None,
+        "settings": settings,
+        "chunk": int(t.get("teacher_chunk", 16)),
+    }
 
 
 def plan_spec(cfg, tuned=None, policy_file=None):

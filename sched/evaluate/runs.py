@@ -79,7 +79,8 @@ def make_planner(cfg, spec):
 
         b = learned_base(load(base["policy_file"]), spec["base"])
     roll = spec.get("rollout_spec")
-    return Planner(cfg, b, cfg["plan"], rule_of(roll) if roll else None)
+    settings = spec.get("settings") or cfg["plan"]  # the teacher's own (policies.teacher_spec)
+    return Planner(cfg, b, settings, rule_of(roll) if roll else None, chunk=spec.get("chunk", 0))
 
 
 def warm_up(machines):

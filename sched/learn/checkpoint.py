@@ -90,8 +90,9 @@ def path_for(policy_path):
 
 
 def fingerprint(meta, args):
-    """What must match for a checkpoint to be resumed: the config hash and the training arguments."""
-    return {"config": meta["config_hash"], "args": dataclasses.asdict(args)}
+    """What must match for a checkpoint to be resumed: the config hash, the training arguments and
+    the policy file PPO started from (its sha256; None without one)."""
+    return {"config": meta["config_hash"], "args": dataclasses.asdict(args), "init": meta.get("init_sha256")}
 
 
 def save(path, fingerprint, progress, net, optimizer, gen, env):

@@ -1,23 +1,26 @@
-"""The warm start: the rollout teacher's labels (``sched.learn.teacher``), imitated before PPO."""
+"""The warm start and expert iteration: the gated teacher's labels (``sched.learn.teacher``), imitated."""
 
 import torch
 
 from sched.config import seed_range
-from sched.learn.teacher import make_labels
+from sched.learn.teacher import make_labels, settings_of
+
+
+def teacher_base(cfg, args):
+    """The warm start teacher's base policy (``train.teacher_base``; ATC with the training's k)."""
+    from sched.learn.planner import rule_base
+
+    k = float(args.atc_k if args.atc_k is not None else cfg["rules"]["atc_k"])
+    return rule_base(args.teacher_base, k)
 
 
 def teacher_labels(cfg, args, progress=False):
-    """The teacher's labels on the first ``args.teacher_scenarios`` training seeds."""
+    """The gated teacher's labels on the first ``args.teacher_scenarios`` training seeds."""
     seeds = list(seed_range(cfg, "train"))[: args.teacher_scenarios]
-    return make_labels(
-        cfg,
-        seeds,
-        args.teacher_horizon,
-        args.teacher_samples,
-        args.top_k,
-        progress=progress,
-        atc_k=args.atc_k,
+    labels, _ = make_labels(
+        cfg, seeds, settings_of(args), teacher_base(cfg, args), args.top_k, progress=progress
     )
+    return labels
 
 
 def distill(net, labels, args, gen, progress=False):

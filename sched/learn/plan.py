@@ -69,15 +69,15 @@ def candidates(s, K, base, k, net, ws):
 
 
 @nb.njit(cache=True)
-def choose(costs, n, z):
-    """Index of the candidate to start given ``costs[:, :n]`` (row 0: the base's choice):
-    the one whose paired difference with row 0 has the lowest ``mean + z * se``, when that
-    bound is below zero; else 0. With one sample there is no standard error: row 0."""
-    if n < 2:
-        return 0
-    best = 0
-    best_bound = 0.0
+def bounds(costs, n, z, out):
+    """out[c] := the pessimistic bound of candidate c against row 0 (the base's choice) on
+    ``costs[:, :n]``: the mean paired difference ``costs[c] - costs[0]`` plus ``z`` standard
+    errors; out[0] = 0. With one sample there is no standard error: +inf for every c > 0."""
+    out[0] = 0.0
     for c in range(1, costs.shape[0]):
+        if n < 2:
+            out[c] = np.inf
+            continue
         m = 0.0
         for r in range(n):
             m += costs[c, r] - costs[0, r]
@@ -86,11 +86,54 @@ def choose(costs, n, z):
         for r in range(n):
             d = costs[c, r] - costs[0, r] - m
             v += d * d
-        bound = m + z * math.sqrt(v / (n - 1) / n)
-        if bound < best_bound:
-            best_bound = bound
+        out[c] = m + z * math.sqrt(v / (n - 1) / n)
+
+
+@nb.njit(cache=True)
+def choose(costs, n, z):
+    """Index of the candidate to start given ``costs[:, :n]`` (row 0: the base's choice):
+    the one with the lowest :func:`bounds`, when that bound is below zero; else 0."""
+    b = np.empty(costs.shape[0])
+    bounds(costs, n, z, b)
+    best = 0
+    for c in range(1, costs.shape[0]):
+        if b[c] < b[best]:
             best = c
     return best
+
+
+@nb.njit(cache=True)
+def settled(costs, n, z):
+    """The paired stopping rule: whether every candidate's interval ``mean +/- z * se`` of its
+    paired difference with row 0 excludes zero on ``costs[:, :n]`` (each is clearly better or
+    clearly worse than the base's choice: more samples would not change the decision)."""
+    if n < 2:
+        return False
+    hi = np.empty(costs.shape[0])
+    bounds(costs, n, z, hi)
+    lo = np.empty(costs.shape[0])
+    bounds(costs, n, -z, lo)
+    for c in range(1, costs.shape[0]):
+        if lo[c] <= 0.0 <= hi[c]:
+            return False
+    return True
+
+
+@nb.njit(cache=True)
+def sample_gated(s, scratch, cands, samples, chunk, z, costs, fut, la, net, ws, f0, z0):
+    """Fill ``costs[:, :n]`` ``chunk`` samples at a time until :func:`settled` or ``samples``;
+    returns n. ``chunk`` >= ``samples``: every sample (plan's fixed count). The samples are
+    those :func:`lookahead.sample_costs` draws from (f0, z0): stopping early only drops the
+    last ones."""
+    n = 0
+    step = max(2, chunk)
+    while n < samples:
+        r1 = min(samples, n + step)
+        L.sample_costs(s, scratch, cands, n, r1, costs, fut, la, net, ws, f0, z0)
+        n = r1
+        if n < samples and settled(costs[:, :n], n, z):
+            break
+    return n
 
 
 @nb.njit(cache=True)
@@ -100,11 +143,12 @@ def futures_of(seed, dec):
 
 
 @nb.njit(cache=True)
-def plan_rollout(s, scratch, K, samples, z, fut, la, seed, base, k, net, ws):
+def plan_rollout(s, scratch, K, samples, z, fut, la, seed, base, k, net, ws, chunk=0):
     """Schedule slot 0 of ``s`` with the planner from its start; returns (planned
-    decisions, decisions that deviated from the base policy). ``la``: the rollouts
-    (``lookahead.Lookahead``; its rule the continuation, LEARNED: ``net``); ``ws``: a
-    ``kernel.workspace`` for ``scratch``'s queues."""
+    decisions, decisions that deviated from the base policy, samples drawn). ``la``: the
+    rollouts (``lookahead.Lookahead``; its rule the continuation, LEARNED: ``net``); ``ws``: a
+    ``kernel.workspace`` for ``scratch``'s queues; ``chunk`` > 0: the paired stopping rule
+    (:func:`sample_gated`; the teacher's), else every sample."""
     if base >= 0:
         S.set_rule(s, 0, base)
     else:
@@ -112,18 +156,21 @@ def plan_rollout(s, scratch, K, samples, z, fut, la, seed, base, k, net, ws):
     costs = np.empty((K, max(samples, 1)))
     dec = 0
     moved = 0
+    drawn = 0
     while S._advance(s, 0, True):
         cands = candidates(s, K, base, k, net, ws)
         c = 0
         if cands.shape[0] >= 2 and samples >= 2:
             f0, z0 = futures_of(seed, dec)
-            L.sample_costs(s, scratch, cands, 0, samples, costs, fut, la, net, ws, f0, z0)
-            c = choose(costs[: cands.shape[0]], samples, z)
+            n = sample_gated(s, scratch, cands, samples, chunk if chunk > 0 else samples, z,
+                             costs, fut, la, net, ws, f0, z0)  # fmt: skip
+            drawn += n
+            c = choose(costs[: cands.shape[0]], n, z)
         if c != 0:
             moved += 1
         S._start(s, 0, cands[c], s.pending[0])
         dec += 1
-    return dec, moved
+    return dec, moved, drawn
 
 
 @nb.njit(cache=True)

@@ -113,10 +113,13 @@ class Planner:
     """The planner with its base policy ``base`` (:func:`rule_base`, :func:`learned_base`)
     and settings ``settings`` (config ``plan``, checked by :func:`check_settings`)."""
 
-    def __init__(self, cfg, base, settings, rollout=None):
+    def __init__(self, cfg, base, settings, rollout=None, chunk=0):
         from sched.data.model import scenario_model
 
         self.base = base
+        #: > 0: the paired stopping rule of :func:`plan.sample_gated` in :meth:`schedule` (the
+        #: teacher's); 0: every sample (plan's)
+        self.chunk = int(chunk)
         self.rollout = rollout  # a rule_base continuing the rollouts; None: the base policy
         self.settings = st = check_settings(settings)
         self.sigma = float(scenario_model(cfg).sigma)
@@ -131,8 +134,9 @@ class Planner:
 
     def schedule(self, scenario, machines=1, machine_free=None, stats=None, week_start_s=0.0):
         """(start, end, machine) of one scenario (arrays in row order) under the planner;
-        ``stats``, a dict, receives the planned decisions and those that left the base's
-        choice (``decisions``, ``deviations``): a Planner itself holds no state of a call.
+        ``stats``, a dict, receives the planned decisions, those that left the base's
+        choice and the samples drawn (``decisions``, ``deviations``, ``samples``): a Planner
+        itself holds no state of a call.
         ``week_start_s``: the scenario's week start (a learned base policy's time of week)."""
         st = self.settings
         sp = speeds(machines)
@@ -146,12 +150,12 @@ class Planner:
         b = self.base
         net = kernel.at_week(b.net, week_start_s)
         ws = kernel.workspace(scratch.queue.shape[1], net)
-        dec, moved = P.plan_rollout(
+        dec, moved, drawn = P.plan_rollout(
             state, scratch, st["candidates"], st["samples"], st["z"], self.pool, self._lookahead(),
-            st["seed"], b.base, b.k, net, ws,
+            st["seed"], b.base, b.k, net, ws, self.chunk,
         )  # fmt: skip
         if stats is not None:
-            stats.update(decisions=int(dec), deviations=int(moved))
+            stats.update(decisions=int(dec), deviations=int(moved), samples=int(drawn))
         return S._unpack(state, [order])[0]
 
     def order(

@@ -46,6 +46,7 @@ from sched.learn import checkpoint, policy_file, train_log
 from sched.learn import networks as P
 from sched.learn.checkpoint import RunProgress
 from sched.learn.distill import distill, teacher_labels
+from sched.learn.grouped import GroupedQueue, collect_groups
 from sched.learn.rollout import CompiledSampler, collect_compiled
 from sched.learn.update import compute_gae, ppo_update
 from sched.learn.validation import Validator
@@ -121,11 +122,36 @@ class Args:
     privileged_critic: bool = True
     """Add to the critic a hindsight hint, ATC's cost-to-go with the true future arrivals (training only)."""
     teacher_scenarios: int = 400
-    """Warm start: training scenarios labelled by the rollout teacher (0: no warm start)."""
-    teacher_samples: int = 16
-    """Sampled futures per candidate in the teacher's rollouts."""
-    teacher_horizon: int = 100
+    """Warm start: training scenarios labelled by the gated teacher (0: no warm start)."""
+    teacher_base: str = "atc"
+    """The warm start teacher's base policy, which continues its rollouts: "atc" (with atc_k) or "wmdd"."""
+    teacher_candidates: int = 4
+    """Candidates the teacher compares: its base's best tasks, the base's own choice first."""
+    teacher_samples: int = 64
+    """At most this many sampled futures per decision (common to all candidates)."""
+    teacher_chunk: int = 16
+    """Samples between two checks of the paired stopping rule (>= teacher_samples: every sample)."""
+    teacher_horizon: int = 50
     """Future arrivals per sampled future."""
+    teacher_z: float = 2.0
+    """The teacher deviates from its base when the paired difference's mean + z se is below zero."""
+    rounds: int = 0
+    """Rounds of expert iteration after the warm start: round r labels the states policy r - 1 visits
+    with the gated teacher on that policy (base and continuation); policy r is distilled from r - 1."""
+    round_scenarios: int = 8
+    """Training scenarios labelled per round (seeds after the teacher's, different each round)."""
+    round_teacher_share: float = 0.25
+    """Share of a round's scenarios on the teacher's own states (the rest: the policy's)."""
+    round_samples: int = 16
+    """At most this many sampled futures per decision in a round (the policy's rollouts are costly)."""
+    round_chunk: int = 8
+    """Samples between two checks of the paired stopping rule in a round."""
+    round_horizon: int = 30
+    """Future arrivals per sampled future in a round."""
+    group_size: int = 0
+    """PPO: >= 2 runs each training scenario this many times per iteration (the same arrivals, durations
+    and estimates; its own action samples) and takes each decision's advantage against the others of its
+    group at the same time (leave-one-out); 0: GAE on the critic."""
     distill_epochs: int = 6
     """Passes over the teacher's labels."""
     distill_lr: float = 1e-3
@@ -186,8 +212,13 @@ def anneal_lr(optimizer, args, iteration):
 
 
 def make_env(cfg, args, atc_k):
-    """The training scenarios, stepped in lockstep, drawn from the config's training seeds."""
-    return VecQueue(
+    """The training scenarios, stepped in lockstep, drawn from the config's training seeds (in
+    groups of ``group_size`` runs of one scenario with ``group_size`` >= 2: no privileged hint,
+    the group is the baseline)."""
+    grouped = args.group_size >= 2
+    kind = GroupedQueue if grouped else VecQueue
+    extra = {"group_size": args.group_size} if grouped else {}
+    return kind(
         cfg,
         args.num_envs,
         np.random.default_rng([args.seed, SCENARIO_STREAM]),
@@ -197,8 +228,9 @@ def make_env(cfg, args, atc_k):
         tasks=args.tasks,
         loads=args.loads,
         reward_scale=args.reward_scale,
-        privileged=args.privileged_critic,
+        privileged=args.privileged_critic and not grouped,
         action_rng=np.random.default_rng([args.seed, ACTION_STREAM]),
+        **extra,
     )
 
 
@@ -213,6 +245,10 @@ def check_args(args):
             f"train.architecture: expected scorer, got {args.architecture!r} (the card's flat MLP is "
             f"retired: a learned policy's decision has one, compiled definition)"
         )
+    if args.group_size >= 2 and args.num_envs % args.group_size:
+        raise TrainSettingsError(
+            f"train.group_size: {args.group_size} does not divide train.num_envs ({args.num_envs})"
+        )
     if args.teacher_scenarios > 0 and args.top_k <= 0:
         raise TrainSettingsError(
             f"train.teacher_scenarios: the teacher warm start labels the top_k "
@@ -221,12 +257,15 @@ def check_args(args):
         )
 
 
-def train(cfg, args, out, progress=True, resume=True, log=print, labels=None):
+def train(cfg, args, out, progress=True, resume=True, log=print, labels=None, init=None):
     """Train a policy; write ``out`` (policy file) and ``train_log.csv`` beside it; return a summary dict.
 
     With ``resume``, continues from ``<out>.ckpt`` when it exists and was made
     with the same config and arguments. ``labels``: the teacher's labels for
     the warm start (default: labelled here when ``args.teacher_scenarios`` > 0).
+    ``init``: a policy file PPO starts from instead (the last round of expert
+    iteration, ``sched.learn.iterate``): no warm start here, and its weights are
+    iteration 0 of the model selection.
     """
     check_args(args)
     out = Path(out)
@@ -238,6 +277,8 @@ def train(cfg, args, out, progress=True, resume=True, log=print, labels=None):
     gen = torch.Generator().manual_seed(args.seed)  # actions, minibatch shuffles, distillation
     meta = policy_file.policy_meta(cfg, args)
     net = P.build(meta["arch"])
+    if init is not None:
+        meta["init_sha256"] = _load_init(net, meta, init)
     optimizer = make_optimizer(net, args)
     env = make_env(cfg, args, meta["atc_k"])
     validator = Validator(cfg, args) if args.eval_every > 0 else None
@@ -247,27 +288,24 @@ def train(cfg, args, out, progress=True, resume=True, log=print, labels=None):
         log(f"resuming {out} from iteration {run.iteration}")
     else:
         env.reset()
-        run = start(cfg, args, net, meta, validator, gen, labels, progress, out)
+        run = start(cfg, args, net, meta, validator, gen, labels, progress, out, warm=init is None)
     draw = CompiledSampler(env, net)
     bar = train_log.ProgressBar(args, run.iteration) if progress else None
     clock = train_log.Stopwatch(already=run.wall)
     for iteration in range(run.iteration + 1, args.iterations + 1):
         lr = anneal_lr(optimizer, args, iteration)
         t_iter = time.perf_counter()
-        rollout = collect_compiled(env, net, args.num_steps, draw)
+        rollout, advantages, returns, ev_base = collect(env, net, args, draw)
         t_collected = time.perf_counter()
-        run.count(rollout.episodes, args.batch_size)
-        advantages, returns = compute_gae(
-            rollout.rewards, rollout.values, rollout.dones, rollout.next_value, args.gamma, args.gae_lambda
-        )
-        stats = ppo_update(net, optimizer, rollout, advantages, returns, args, gen)
+        run.count(rollout.episodes, len(rollout.actions))
+        stats = ppo_update(net, optimizer, rollout, advantages, returns, args, gen, ev_base)
         t_updated = time.perf_counter()
         val = val_atc = math.nan
         if validator is not None and (iteration % args.eval_every == 0 or iteration == args.iterations):
             val, val_atc = validator(net, meta), validator.atc
             run.keep_if_best(val, iteration, net)
         run.iteration, run.wall = iteration, clock()
-        timing = (args.batch_size, t_collected - t_iter, t_updated - t_collected)
+        timing = (len(rollout.actions), t_collected - t_iter, t_updated - t_collected)
         run.rows.append(train_log.iteration_row(iteration, run, stats, timing, lr, val, val_atc))
         if bar is not None:
             bar.show(run.rows[-1])
@@ -283,7 +321,38 @@ def train(cfg, args, out, progress=True, resume=True, log=print, labels=None):
     return finish(out, log_path, ckpt_path, net, meta, run, validator, args)
 
 
-def start(cfg, args, net, meta, validator, gen, labels, progress, out):
+def collect(env, net, args, draw):
+    """One iteration's rollout and its (advantages, returns, baseline's explained variance): GAE on
+    the critic, or with ``group_size`` >= 2 the grouped leave-one-out baseline (``sched.learn.grouped``)."""
+    if args.group_size >= 2:
+        return collect_groups(env, net, draw, GROUP_MAX_STEPS)
+    rollout = collect_compiled(env, net, args.num_steps, draw)
+    advantages, returns = compute_gae(
+        rollout.rewards, rollout.values, rollout.dones, rollout.next_value, args.gamma, args.gae_lambda
+    )
+    return rollout, advantages, returns, math.nan
+
+
+#: A grouped rollout's bound on its steps (every scenario of the group ends well before).
+GROUP_MAX_STEPS = 100_000
+
+
+def _load_init(net, meta, path):
+    """Load the policy file ``path`` into ``net``, refused unless it has this run's architecture
+    and ATC k; returns the file's sha256 (it joins the checkpoint's fingerprint)."""
+    import hashlib
+
+    pol = policy_file.load(path)
+    if pol.meta["arch"] != meta["arch"] or float(pol.meta["atc_k"]) != meta["atc_k"]:
+        raise TrainSettingsError(
+            f"--init: {path}: its architecture or ATC k ({pol.meta['arch']}, {pol.meta['atc_k']}) is not "
+            f"this training's ({meta['arch']}, {meta['atc_k']})"
+        )
+    net.load_state_dict(pol.net.state_dict())
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def start(cfg, args, net, meta, validator, gen, labels, progress, out, warm=True):
     """A new run's starting points, validated: its first log rows; returns its RunProgress.
 
     Model selection covers where training starts too: the untrained network
@@ -302,7 +371,7 @@ def start(cfg, args, net, meta, validator, gen, labels, progress, out):
             run.keep_if_best(val, iteration, net)
         run.rows.append(train_log.start_row(iteration, loss, lr, clock(), val, val_atc))
 
-    if args.teacher_scenarios > 0:
+    if warm and args.teacher_scenarios > 0:
         add_row(-1, math.nan, math.nan)  # the untrained network: ATC prior
         if labels is None:
             labels = teacher_labels(cfg, args, progress=progress)

@@ -1,30 +1,42 @@
-"""A Monte Carlo rollout teacher, to warm-start the policy before PPO.
+"""The gated rollout teacher: ``plan`` run on training states, labelling them for the student.
 
-At each decision of a training scenario the teacher compares the policy's
-``top_k`` candidates (the highest ATC indices, ``sched.learn.kernel``): for
-each, it starts that task now, then lets ATC take every later decision, on
-``samples`` futures drawn from the scenario model (the same futures for
-every candidate: common random numbers), up to ``horizon`` future arrivals:
-the candidate evaluator ``sched.learn.lookahead``, which ``plan`` shares.
-The mean weighted tardiness of each candidate, minus that of ATC's own
-choice, is the label (negative = better than ATC).
-The teacher then starts its best candidate and moves on, so the labelled
-states are those a better-than-ATC policy visits.
+One teacher, one definition (``sched.learn.plan``, issue 25). At each decision
+of a training scenario it takes its base policy's ``teacher_candidates`` best
+tasks (the base's own choice first), starts each on sampled futures and lets
+the base policy take every later decision (``sched.learn.lookahead``,
+estimates only: the waiting tasks' durations are drawn around their
+estimates, as ``plan`` draws them; the teacher never reads a true duration).
+It deviates from the base's choice only on the paired test of ``plan``
+(:func:`sched.learn.plan.choose`: mean + z standard errors of the paired
+difference below zero), and it stops sampling a decision once every
+candidate is clearly better or clearly worse than the base's choice
+(:func:`sched.learn.plan.sample_gated`, the paired stopping rule): samples are
+spent where candidates are close.
 
-It is not clairvoyant: the futures are samples from the model, not the
-scenario's real arrivals. It does use the true durations of the tasks
-already in the queue, which a scheduler only knows as estimates: a teacher
-may know more than the student; the student (the policy) only ever sees the
-features of its own observation, which the labels store with them. It is about a thousand times slower than a
-policy (several rollouts per candidate per decision), which is why it only
-labels training data.
+Its base is a setting: a rule (``train.teacher_base``: atc, with the
+training's k, or wmdd) for the warm start, or a policy file for a round of
+expert iteration (round r: the policy of round r - 1, which then also
+continues the rollouts). Run as a policy (``sched.evaluate.policies``:
+``teacher``), it is the :class:`sched.learn.planner.Planner` with these
+settings, the same compiled decision.
 
-The student learns by minimising the expected label of its own softmax over
-the candidates (``sched.learn.distill.distill``): a cost-sensitive imitation that
-weighs each mistake by what it costs, not a plain classification.
+A label row is one decision as the student sees it (``sched.learn.kernel.observe``:
+its ``top_k`` candidates' features and the context): each candidate's label is
+the teacher's pessimistic bound against the base's choice (mean + z se of the
+paired cost difference, weighted seconds; 0 for the base's choice), and a
+candidate the teacher did not evaluate gets the worst evaluated bound (no
+evidence that it is better than anything). A decision whose base choice is
+not among the student's candidates is not labelled. The student learns by
+minimising the expected regret of its softmax over these labels
+(``sched.learn.distill``).
+
+Whose states: in ``follow`` "teacher" scenarios the teacher starts its own
+choice (the states a better policy visits), in "base" ones the base's
+(the states the current policy visits: expert iteration, as in DAgger).
 """
 
 import json
+from typing import NamedTuple
 
 import numba as nb
 import numpy as np
@@ -35,13 +47,15 @@ from sched.errors import SchedError
 from sched.files import atomic_path
 from sched.learn import kernel
 from sched.learn import lookahead as L
+from sched.learn import plan as P
 from sched.learn.vec_env import p_ref_of
 from sched.sim import core as S
 from sched.sim import rules
 
 #: /2: the policy's compact observation per decision (candidates' rows and context);
-#: /3: its context holds the time-of-week features (ahead_1h, ahead_4h, week_sin, week_cos).
-LABEL_FORMAT = "render-queue-sched/teacher-labels/3"
+#: /3: its context holds the time-of-week features (ahead_1h, ahead_4h, week_sin, week_cos);
+#: /4: the gated teacher's labels (pessimistic bounds against its base's choice).
+LABEL_FORMAT = "render-queue-sched/teacher-labels/4"
 
 #: Sampled futures in the teacher's pool: the scenario model's first arrivals for
 #: that many seeds at the end of the training range (scenarios come from its start).
@@ -56,45 +70,77 @@ class TeacherLabelError(SchedError):
 
 
 @nb.njit(cache=True)
-def label_scenario(s, scratch, fut, la, samples, first, obs, ws, X, C, M, Q):
-    """Run the teacher on slot 0 of ``s`` from its start, writing one row per decision;
-    returns the number of decisions.
+def label_gated(
+    s, scratch, fut, la, K, samples, chunk, z, f_first, obs, base, k, bnet, ws, follow, X, C, M, Q
+):
+    """Run the gated teacher on slot 0 of ``s`` from its start, writing one row per labelled
+    decision (module doc); returns (rows, decisions, deviations, samples drawn).
 
-    The candidates are the policy's (``kernel.observe`` with ``obs``'s settings: the
-    ``top_k`` highest ATC indices), each evaluated by ``lookahead.sample_costs`` on
-    ``samples`` futures continued by ATC (``la``), the futures of decision ``dec`` from
-    pool index ``first + dec * samples``. Row i: ``X[i, :m]`` the candidates' features,
-    ``C[i]`` the context (the observation PPO's update reads), ``M[i] = m``, ``Q[i, c]``
-    candidate c's mean cost minus candidate 0's (ATC's choice). The teacher then starts the
-    cheapest candidate.
+    ``K``: the teacher's candidates (``plan.candidates`` of ``base``, ``k``, ``bnet``: a rule
+    id and its k, or ``plan.LEARNED`` and its compiled net), evaluated by
+    ``plan.sample_gated`` (at most ``samples``, ``chunk`` at a time, ``z``) on futures from
+    pool index ``f_first + dec * samples`` continued by ``la``. ``obs``: the student's
+    observation settings. ``follow``: True starts the teacher's choice, False the base's.
+    Row i: ``X[i, :m]`` the student's candidates' features, ``C[i]`` the context, ``M[i] = m``,
+    ``Q[i, c]`` candidate c's label.
     """
     S.reset_slot(s, 0)
-    S.set_rule(s, 0, rules.ATC)
-    K = X.shape[1]
-    costs = np.empty((K, samples))
-    cands = np.empty(K, dtype=np.int64)
+    S.set_rule(s, 0, base if base >= 0 else rules.ATC)  # the learned policy reads ATC's static parts
+    costs = np.empty((K, max(samples, 2)))
+    bnd = np.empty(K)
+    row = 0
     dec = 0
+    moved = 0
+    drawn = 0
     while S._advance(s, 0, True):
-        m = kernel.observe(s, 0, obs, ws)
-        for i in range(m):
-            cands[i] = ws.cand[i]
-            for f in range(kernel.N_TASK):
-                X[dec, i, f] = ws.X[i, f]
-        for f in range(kernel.N_CTX):
-            C[dec, f] = ws.ctx[f]
-        M[dec] = m
-        L.sample_costs(s, scratch, cands[:m], 0, samples, costs, fut, la, obs, ws, first + dec * samples, 0)
-        best = 0
-        c0 = costs[0].sum()
-        for i in range(K):
-            Q[dec, i] = 0.0
-        for i in range(m):
-            Q[dec, i] = (costs[i].sum() - c0) / samples
-            if costs[i].sum() < costs[best].sum() - 1e-9:
-                best = i
-        S._start(s, 0, cands[best], s.pending[0])
+        cands = P.candidates(s, K, base, k, bnet, ws)
+        mt = cands.shape[0]
+        c = 0
+        if mt >= 2:
+            f0 = f_first + dec * samples
+            n = P.sample_gated(
+                s, scratch, cands, samples, chunk, z, costs[:mt], fut, la, bnet, ws, f0, f0 + 1
+            )
+            drawn += n
+            P.bounds(costs[:mt], n, z, bnd[:mt])
+            c = P.choose(costs[:mt], n, z)
+            if _label_row(s, cands, bnd[:mt], obs, ws, X[row], C[row], M[row:], Q[row]):
+                row += 1
+        if c != 0:
+            moved += 1
+        S._start(s, 0, cands[c] if follow else cands[0], s.pending[0])
         dec += 1
-    return dec
+    return row, dec, moved, drawn
+
+
+@nb.njit(cache=True)
+def _label_row(s, cands, bnd, obs, ws, X, C, M, Q):
+    """Write the student's observation of slot 0 and the labels ``bnd`` of the teacher's
+    candidates ``cands`` into one row; False (nothing written) when the base's choice
+    ``cands[0]`` is not among the student's candidates."""
+    m = kernel.observe(s, 0, obs, ws)
+    found = False
+    for i in range(m):
+        if ws.cand[i] == cands[0]:
+            found = True
+    if not found:
+        return False
+    worst = 0.0
+    for j in range(cands.shape[0]):
+        worst = max(worst, bnd[j])
+    for i in range(Q.shape[0]):
+        Q[i] = 0.0
+    for i in range(m):
+        Q[i] = worst
+        for j in range(cands.shape[0]):
+            if ws.cand[i] == cands[j]:
+                Q[i] = bnd[j]
+        for f in range(kernel.N_TASK):
+            X[i, f] = ws.X[i, f]
+    for f in range(kernel.N_CTX):
+        C[f] = ws.ctx[f]
+    M[0] = m
+    return True
 
 
 def first_future(seed, train_start):
@@ -130,34 +176,81 @@ def future_pool(cfg, seeds, horizon, futures=FUTURES):
     )
 
 
-def make_labels(cfg, seeds, horizon, samples, top_k, futures=FUTURES, progress=False, atc_k=None):
-    """Teacher labels for the training scenarios ``seeds`` (dict of arrays).
+class TeacherSettings(NamedTuple):
+    """How the teacher decides (``train.teacher_*``, or a round's ``train.round_*``)."""
 
-    ``atc_k``: ATC's k for the candidates, the continuation and the features
-    (default: the config's rules.atc_k).
+    candidates: int  #: the base policy's best tasks it compares (its own choice first)
+    samples: int  #: at most this many sampled futures per decision
+    chunk: int  #: samples drawn between two checks of the paired stopping rule
+    horizon: int  #: future arrivals per sampled future
+    z: float  #: deviate when the mean paired difference + z standard errors < 0
+
+
+def settings_of(args, round_=False):
+    """The teacher's settings of a training run's ``args`` (``sched.learn.ppo.Args``): the warm
+    start's (``teacher_*``), or with ``round_`` those of expert iteration (``round_*``)."""
+    if round_:
+        return TeacherSettings(
+            args.teacher_candidates, args.round_samples, args.round_chunk, args.round_horizon, args.teacher_z
+        )
+    return TeacherSettings(
+        args.teacher_candidates,
+        args.teacher_samples,
+        args.teacher_chunk,
+        args.teacher_horizon,
+        args.teacher_z,
+    )
+
+
+def make_labels(cfg, seeds, settings, base, top_k, follow=True, futures=FUTURES, progress=False):
+    """The gated teacher's labels on the training scenarios ``seeds`` (dict of arrays) and its
+    statistics (decisions, labelled rows, deviations from the base, mean samples a decision).
+
+    ``settings``: :class:`TeacherSettings`; ``base``: the teacher's base policy
+    (``sched.learn.planner.rule_base`` or ``learned_base``), which continues its rollouts;
+    ``top_k``: the student's candidates (a learned base's own when it has one); ``follow``:
+    True (the teacher's states), False (the base's), or one of these per seed.
     """
-    k = float(atc_k if atc_k is not None else cfg["rules"]["atc_k"])
     model = scenario_model(cfg)
     seeds = list(seeds)
-    pool = L.Futures(*future_pool(cfg, seeds, horizon, futures))
+    follows = list(follow) if isinstance(follow, (list, tuple)) else [bool(follow)] * len(seeds)
+    pool = L.Futures(*future_pool(cfg, seeds, settings.horizon, futures))
     n = int(cfg["train"].get("tasks") or model.tasks)
-    obs = kernel.no_net(top_k, k, p_ref_of(model), model.load_profile())
-    la = L.Lookahead(int(horizon), 0.0, False, rules.ATC, k)  # true durations, ATC continues
-    it = seeds
+    if base.base == P.LEARNED:
+        obs = base.net
+    else:
+        obs = kernel.no_net(top_k, base.k, p_ref_of(model), model.load_profile())
+    la = L.Lookahead(int(settings.horizon), float(model.sigma), True, base.base, base.k)
+    it = zip(seeds, follows)
     if progress:
         from tqdm import tqdm
 
-        it = tqdm(seeds, desc="teacher", unit="scenario", dynamic_ncols=True)
-    scratch = S.empty_state(1, n + horizon, cfg["scenario"]["machines"])  # queue + future
-    ws = kernel.workspace(n + horizon, obs)
-    parts = [_label_one(cfg, model, seed, n, scratch, pool, la, samples, obs, ws) for seed in it]
-    return {key: np.concatenate([p[key] for p in parts]) for key in parts[0]}
+        it = tqdm(list(it), desc="teacher", unit="scenario", dynamic_ncols=True)
+    scratch = S.empty_state(1, n + settings.horizon, cfg["scenario"]["machines"])  # queue + future
+    ws = kernel.workspace(n + settings.horizon, obs)
+    parts, tot = [], np.zeros(3)
+    for seed, fol in it:
+        part, st = _label_one(cfg, model, seed, n, scratch, pool, la, settings, base, obs, ws, fol)
+        parts.append(part)
+        tot += st
+    labels = {key: np.concatenate([p[key] for p in parts]) for key in parts[0]}
+    rows = int(len(labels["count"]))
+    stats = {
+        "scenarios": len(seeds),
+        "decisions": int(tot[0]),
+        "labelled": rows,
+        "teacher_differs_from_base": float(tot[1] / max(tot[0], 1)),
+        "samples_per_decision": float(tot[2] / max(tot[0], 1)),
+    }
+    return labels, stats
 
 
-def _label_one(cfg, model, seed, n, scratch, pool, la, samples, obs, ws):
-    """The labels of training scenario ``seed`` (``n`` tasks), as :func:`make_labels` returns them."""
+def _label_one(cfg, model, seed, n, scratch, pool, la, st, base, obs, ws, follow):
+    """The labels of training scenario ``seed`` (``n`` tasks), as :func:`make_labels` returns
+    them, and (decisions, deviations, samples drawn)."""
     d = draw(model, seed, tasks=n)
     obs = kernel.at_week(obs, d["week_start_s"])  # the scenario's time of week
+    bnet = kernel.at_week(base.net, d["week_start_s"])
     state, _ = S.pack(
         [(d["arrival"], d["duration"], d["estimate"], d["weight"], d["due"])], cfg["scenario"]["machines"]
     )
@@ -167,22 +260,26 @@ def _label_one(cfg, model, seed, n, scratch, pool, la, samples, obs, ws):
     m = np.zeros(n, dtype=np.int64)
     q = np.zeros((n, K))
     first = first_future(seed, cfg["seeds"]["train"]["start"])
-    nd = label_scenario(state, scratch, pool, la, samples, first, obs, ws, x, c, m, q)
-    return {
-        "x": x[:nd].astype(np.float32),
-        "ctx": c[:nd].astype(np.float32),
-        "count": m[:nd],
-        "label": q[:nd].astype(np.float32),
-        "scenario_seed": np.full(nd, seed, dtype=np.int64),
+    rows, dec, moved, drawn = label_gated(
+        state, scratch, pool, la, st.candidates, st.samples, st.chunk, st.z, first, obs,
+        base.base, base.k, bnet, ws, bool(follow), x, c, m, q,
+    )  # fmt: skip
+    part = {
+        "x": x[:rows].astype(np.float32),
+        "ctx": c[:rows].astype(np.float32),
+        "count": m[:rows],
+        "label": q[:rows].astype(np.float32),
+        "scenario_seed": np.full(rows, seed, dtype=np.int64),
     }
+    return part, np.array([dec, moved, drawn], dtype=np.float64)
 
 
 def label_settings(cfg, args):
     """The settings a label file was made with, which a training run must share to use it."""
     return {
         "config_hash": config_hash(cfg, ["scenario", "rules", "seeds"]),
-        "samples": args.teacher_samples,
-        "horizon": args.teacher_horizon,
+        "teacher": list(settings_of(args)),
+        "base": args.teacher_base,
         "top_k": args.top_k,
         "tasks": args.tasks,
         "atc_k": args.atc_k,

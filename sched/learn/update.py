@@ -52,6 +52,8 @@ class UpdateStats(NamedTuple):
     approx_kl: float  # estimate of KL(old policy || new policy), last minibatch
     clip_fraction: float  # share of decisions whose ratio was clipped, over every minibatch
     explained_variance: float  # of the returns by the rollout's values
+    explained_variance_learned: float  # of the returns less the hint, by the values less the hint
+    explained_variance_baseline: float  # of the returns by the grouped baseline (NaN: GAE on the critic)
 
 
 class _Minibatch(NamedTuple):
@@ -65,10 +67,11 @@ class _Minibatch(NamedTuple):
     hints: torch.Tensor
 
 
-def ppo_update(net, optimizer, rollout, advantages, returns, args, gen):
+def ppo_update(net, optimizer, rollout, advantages, returns, args, gen, ev_baseline=float("nan")):
     """``update_epochs`` passes of shuffled minibatches over ``rollout``; returns :class:`UpdateStats`.
 
-    ``args``: ``sched.learn.ppo.Args``; ``gen`` shuffles the minibatches.
+    ``args``: ``sched.learn.ppo.Args``; ``gen`` shuffles the minibatches; ``ev_baseline``: the
+    grouped baseline's explained variance, reported as is (``sched.learn.grouped``).
     """
     flat = _Minibatch(
         rollout.actions,
@@ -79,10 +82,12 @@ def ppo_update(net, optimizer, rollout, advantages, returns, args, gen):
         torch.from_numpy(rollout.hints.reshape(-1)),
     )
     clipfracs, approx_kl = [], torch.tensor(0.0)
+    n = int(flat.actions.shape[0])  # num_envs x num_steps, or a grouped rollout's decisions
+    size = max(1, n // args.num_minibatches)
     for _epoch in range(args.update_epochs):
-        perm = torch.randperm(args.batch_size, generator=gen)
-        for lo in range(0, args.batch_size, args.minibatch_size):
-            mb = perm[lo : lo + args.minibatch_size]
+        perm = torch.randperm(n, generator=gen)
+        for lo in range(0, n - size + 1, size):
+            mb = perm[lo : lo + size]
             pg_loss, v_loss, entropy_loss, approx_kl, clipfrac = losses(net, rollout.store, flat, mb, args)
             clipfracs.append(clipfrac)
             loss = pg_loss - args.ent_coef * entropy_loss + args.vf_coef * v_loss
@@ -99,6 +104,8 @@ def ppo_update(net, optimizer, rollout, advantages, returns, args, gen):
         float(approx_kl),
         float(np.mean(clipfracs)),
         explained_variance(rollout.values, returns),
+        explained_variance(rollout.values - rollout.hints, returns - rollout.hints),
+        float(ev_baseline),
     )
 
 

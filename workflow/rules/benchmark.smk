@@ -137,8 +137,8 @@ rule clairvoyant:
 
 
 rule benchmark_plan:
-    """The planner (policy plan, on config plan.base: the winner by default) and every other
-    policy on plan.scenarios test seeds from plan.test_offset on (after those that chose plan's
+    """The planner (policy plan, on config plan.base: the winner by default), the gated teacher run
+    as a policy (teacher, when training has one) and every other policy on plan.scenarios test seeds from plan.test_offset on (after those that chose plan's
     settings), with their summary over that same subset (paired intervals; no winner.json:
     plan does not compete for it, its base is the winner).
     With --summary. Runs `sched benchmark` (sched/commands/benchmark.py -> sched.evaluate.runs.run_policies)."""
@@ -152,7 +152,7 @@ rule benchmark_plan:
         per_scenario=f"{layout.PLAN_BENCH_DIR}/{layout.PER_SCENARIO}",
         summary=f"{layout.PLAN_BENCH_DIR}/{layout.SUMMARY}",
     params:
-        policies=lambda wildcards: bench_policies() + ",plan",
+        policies=lambda wildcards: bench_policies() + ",plan" + (",teacher" if has_teacher() else ""),
         seeds=plan_seeds(),
         policy_files=policy_file_args(),
         out=lambda wildcards, output: os.path.dirname(output.per_scenario),

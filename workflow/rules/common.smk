@@ -15,7 +15,7 @@ from snakemake.exceptions import WorkflowError
 
 from sched import layout
 from sched.threads import usable_cpus
-from sched.evaluate.policies import HEURISTICS, default_policies, policy_key, warm_name
+from sched.evaluate.policies import HEURISTICS, default_policies, policy_key, round_name, warm_name
 from sched.evaluate.seeds import benchmark_seeds, plan_test_seeds, range_text, selection_seeds, shard_ranges
 
 # Jobs run `python -m sched`: the interpreter running Snakemake (the project's
@@ -91,16 +91,35 @@ def has_teacher(setting=None):
     return step_settings("train", setting)["train"]["teacher_scenarios"] > 0
 
 
+def train_rounds(setting=None):
+    """The rounds of expert iteration of the main run (train.rounds when it has a teacher; the
+    robustness settings have none: their warm start runs inside `sched train --teacher`)."""
+    return int(config["train"].get("rounds", 0)) if setting is None and has_teacher() else 0
+
+
+def stage_policy(seed, r):
+    """Training seed ``seed``'s policy after round ``r`` (0: the warm start)."""
+    return layout.warm_policy_file(seed) if int(r) == 0 else layout.round_policy_file(seed, int(r))
+
+
+def round_label_files(seed, r):
+    """The label files of rounds 1..r of training seed ``seed`` (aggregated, as in DAgger)."""
+    return [layout.round_labels(seed, i) for i in range(1, int(r) + 1)]
+
+
 def learned_policies(setting=None, warm=True):
     """[(name, policy file)]: ppo-<S> per training seed (the setting's own when it retrains,
-    else the main ones), each followed by its warm start ppo-<S>-warm (warm_start.pt) when
-    ``warm`` and the training that made it had a teacher."""
+    else the main ones), each followed, with ``warm``, by its warm start ppo-<S>-warm
+    (warm_start.pt) when the training that made it had a teacher and by its rounds of expert
+    iteration ppo-<S>-r<R> (round-R.pt)."""
     root = results_root(setting) if retrains(setting) else layout.RESULTS
     out = []
     for s in TRAIN_SEEDS:
         out.append((f"ppo-{s}", layout.policy_file(s, root)))
         if warm and has_teacher(setting):
             out.append((warm_name(s), layout.warm_policy_file(s, root)))
+        if warm and (setting is None or not retrains(setting)):
+            out.extend((round_name(s, r), layout.round_policy_file(s, r)) for r in range(1, train_rounds() + 1))
         if warm and setting == STUDIO:  # the main setting's policies, benchmarked on the studio's queue
             out.append((f"main-ppo-{s}", layout.policy_file(s)))
     return out
@@ -129,12 +148,6 @@ def select_policies(setting=None):
     ppo-<S> per training seed (no warm start: they are benchmarked, they do not compete)."""
     names = [*HEURISTICS, *(name for name, _ in learned_policies(setting, warm=False))]
     return ",".join(sorted(names, key=policy_key))
-
-
-def warm_start_output():
-    """The main train rule's output of the warm start, warm_start.pt (written by `sched train`
-    beside the policy file when it has a teacher): {"warm": pattern}, or {} without a teacher."""
-    return {"warm": layout.warm_policy_file("{seed}")} if has_teacher() else {}
 
 
 def cores(n=1):
@@ -233,15 +246,26 @@ BENCHMARK_COUNTS = ["scenarios", "validation_scenarios", "shards", {"clairvoyant
 # The winner's selection seeds (sched.evaluate.seeds.selection_seeds): the selection run and
 # gather, which checks the selection table against them.
 SELECTION = ["selection_scenarios", "selection_offset"]
+# What the gated teacher and a round's labels depend on (`sched teach`, and `sched train --teacher`
+# checks labels against them).
+TEACHER = ["teacher_scenarios", "teacher_base", "teacher_candidates", "teacher_samples", "teacher_chunk",
+           "teacher_horizon", "teacher_z", "round_scenarios", "round_teacher_share", "round_samples",
+           "round_chunk", "round_horizon", "top_k", "tasks", "atc_k"]
+# What a distillation (`sched distill`) reads: the student's architecture, the imitation, the
+# validation that keeps it or its start.
+DISTILL = ["architecture", "hidden", "atc_prior", "prior_scale", "prior_rule", "top_k", "atc_k", "tasks",
+           "teacher_scenarios", "distill_epochs", "distill_lr", "distill_batch", "distill_scale",
+           "max_grad_norm", "validation_scenarios"]
 # Every train setting but `seeds` (each training job's --seed) and `threads`
 # (its --threads, the rule's threads): checked against the schema below.
 TRAIN = [
     "iterations", "num_envs", "num_steps", "learning_rate", "linear_lr_mult", "anneal_lr", "gamma",
     "gae_lambda", "num_minibatches", "update_epochs", "norm_adv", "clip_coef", "clip_vloss", "ent_coef",
     "vf_coef", "max_grad_norm", "target_kl", "reward_scale", "architecture", "hidden", "atc_prior",
-    "prior_scale", "prior_rule", "top_k", "atc_k", "teacher_scenarios", "teacher_shards", "teacher_samples",
-    "teacher_horizon", "distill_epochs", "distill_lr", "distill_batch", "distill_scale",
-    "privileged_critic", "tasks", "loads", "eval_every", "validation_scenarios", "checkpoint_every",
+    "prior_scale", "prior_rule", "top_k", "atc_k", "teacher_scenarios", "teacher_shards", "teacher_base",
+    "teacher_candidates", "teacher_samples", "teacher_chunk", "teacher_horizon", "teacher_z", "rounds",
+    "round_scenarios", "round_teacher_share", "round_samples", "round_chunk", "round_horizon", "distill_epochs", "distill_lr", "distill_batch", "distill_scale",
+    "privileged_critic", "tasks", "loads", "eval_every", "validation_scenarios", "checkpoint_every", "group_size",
 ]
 TRAIN_NOT_READ = ["seeds", "threads"]
 
@@ -249,8 +273,8 @@ STEP_SETTINGS = {
     "calibrate": {"calibration": ALL},
     "train": {**SCENARIO, "train": TRAIN},
     # what `sched teach` reads, and what `sched train --teacher` checks the labels against
-    "teach": {**SCENARIO,
-              "train": ["teacher_scenarios", "teacher_samples", "teacher_horizon", "top_k", "tasks", "atc_k"]},
+    "teach": {**SCENARIO, "train": TEACHER},
+    "distill": {**SCENARIO, "train": DISTILL},
     "tune": {**SCENARIO, "benchmark": [*BENCHMARK_COUNTS, "atc_k_grid"]},
     "benchmark": {**SCENARIO, "benchmark": BENCHMARK_COUNTS},
     # the selection run checks its seeds after those that chose the training checkpoints
@@ -276,6 +300,7 @@ STEP_SETTINGS = {
     "plan": {**SCENARIO,
              "benchmark": [*BENCHMARK_COUNTS, "bootstrap_resamples", "bootstrap_seed", "ci_level",
                            "tie_relative", "tie_absolute_s"],
+             "train": TEACHER,   # the policy teacher: the planner with the teacher's settings
              "plan": ALL},   # plan.base auto: the winner.json the rule declares (rank.winner's default)
 }
 # A new train setting must be listed above (or be one training does not read).

@@ -67,6 +67,7 @@ use rule train as robust_train with:
         atc_k=lambda wildcards, input: atc_k_arg(wildcards.setting, input.tuned),
         progress="--no-progress",
         teacher="",
+        init="",
     log:
         layout.log("robustness/{setting}/train-seed-{seed}"),
     benchmark:
@@ -92,6 +93,8 @@ use rule train as robust_train_warm with:
         curve=layout.learning_curve("{seed}", ROBUST_ROOT),
         warm=layout.warm_policy_file("{seed}", ROBUST_ROOT),
     params:
+        teacher=lambda wildcards, input: "--teacher " + " ".join(shlex.quote(p) for p in input.teacher),
+        init="",
         atc_k=lambda wildcards, input: atc_k_arg(wildcards.setting, input.tuned),
         progress="--no-progress",
     log:

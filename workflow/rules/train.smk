@@ -1,10 +1,12 @@
-# The policies: the rollout teacher's labels (the warm start), then one PPO
-# training job per training seed. The robustness settings that retrain reuse
-# these rules (workflow/rules/robustness.smk).
+# The policies: the gated teacher's labels and their student (the warm start), the rounds of
+# expert iteration (train.rounds), then one PPO training job per training seed from the last
+# round. The robustness settings that retrain reuse teach and train
+# (workflow/rules/robustness.smk; their warm start runs inside `sched train --teacher`).
 
 
 rule teach:
-    """Label one shard of the first train.teacher_scenarios training seeds with the rollout teacher.
+    """Label one shard of the first train.teacher_scenarios training seeds with the gated teacher
+    on its base rule (train.teacher_base).
     Runs `sched teach` (sched/commands/teach.py -> sched.learn.teacher.make_labels)."""
     input:
         config=step_config("teach"),
@@ -25,22 +27,89 @@ rule teach:
         " --out {output:q} --no-progress > {log:q} 2>&1"
 
 
+rule warm_start:
+    """Distil the gated teacher's labels into training seed S's warm start (round 0), from the prior.
+    Runs `sched distill` (sched/commands/distill.py -> sched.learn.iterate.distill_stage)."""
+    input:
+        config=step_config("distill"),
+        calibration=calibration_input(),
+        labels=teacher_files(),
+    output:
+        layout.warm_policy_file("{seed}"),
+    log:
+        layout.log("train/warm-{seed}"),
+    benchmark:
+        layout.usage("train/warm-{seed}")
+    threads: cores(1)
+    shadow:
+        "minimal"
+    shell:
+        "python -m sched --config {input.config:q} distill --labels {input.labels:q} --seed {wildcards.seed}"
+        " --stage warm --out {output:q} --threads {threads} --no-progress > {log:q} 2>&1"
+
+
+rule teach_round:
+    """Label round R of training seed S: the states its policy of round R - 1 visits (and a share of
+    the teacher's own), by the gated teacher on that policy (base and rollout continuation).
+    Runs `sched teach` (sched/commands/teach.py -> sched.learn.iterate.round_labels)."""
+    input:
+        config=step_config("teach"),
+        calibration=calibration_input(),
+        policy=lambda wildcards: stage_policy(wildcards.seed, int(wildcards.round) - 1),
+    output:
+        layout.round_labels("{seed}", "{round}"),
+    log:
+        layout.log("teach/seed-{seed}-round-{round}"),
+    benchmark:
+        layout.usage("teach/seed-{seed}-round-{round}")
+    threads: cores(1)
+    shadow:
+        "minimal"
+    shell:
+        "NUMBA_NUM_THREADS=1 python -m sched --config {input.config:q} teach --round {wildcards.round}"
+        " --policy {input.policy:q} --out {output:q} --no-progress > {log:q} 2>&1"
+
+
+rule distill_round:
+    """Distil the labels of the warm start and rounds 1..R into training seed S's policy of round R,
+    from its policy of round R - 1, kept only when better on the validation scenarios.
+    Runs `sched distill` (sched/commands/distill.py -> sched.learn.iterate.distill_stage)."""
+    input:
+        config=step_config("distill"),
+        calibration=calibration_input(),
+        labels=lambda wildcards: teacher_files() + round_label_files(wildcards.seed, int(wildcards.round)),
+        start=lambda wildcards: stage_policy(wildcards.seed, int(wildcards.round) - 1),
+    output:
+        layout.round_policy_file("{seed}", "{round}"),
+    log:
+        layout.log("train/seed-{seed}-round-{round}"),
+    benchmark:
+        layout.usage("train/seed-{seed}-round-{round}")
+    threads: cores(1)
+    shadow:
+        "minimal"
+    shell:
+        "python -m sched --config {input.config:q} distill --labels {input.labels:q} --start {input.start:q}"
+        " --seed {wildcards.seed} --stage round-{wildcards.round} --out {output:q} --threads {threads}"
+        " --no-progress > {log:q} 2>&1"
+
+
 rule train:
-    """Train one PPO policy per training seed (train.seeds), warm-started from the teacher's labels
-    (the warm start is an output too, warm_start.pt) when train.teacher_scenarios > 0.
+    """Train one PPO policy per training seed (train.seeds), from its last round of expert iteration
+    (or its warm start) when train.teacher_scenarios > 0, else from the prior.
     Runs `sched train` (sched/commands/train.py -> sched.learn.ppo.train)."""
     input:
         config=step_config("train"),
         calibration=calibration_input(),
-        teacher=teacher_files(),
+        init=lambda wildcards: [stage_policy(wildcards.seed, train_rounds())] if has_teacher() else [],
     output:
         policy=layout.policy_file("{seed}"),
         log_csv=layout.train_log("{seed}"),
         curve=report(layout.learning_curve("{seed}"), caption="../report/learning_curve.rst",
                      category="2. Training", subcategory="seed {seed}"),
-        **warm_start_output(),   # warm_start.pt (benchmarked as ppo-<S>-warm) when there is a teacher
     params:
-        teacher=lambda wildcards, input: ("--teacher " + " ".join(input.teacher)) if input.teacher else "",
+        teacher="",   # robust_train_warm: the setting's label files (the warm start inside the job)
+        init=lambda wildcards, input: f"--init {shlex.quote(input.init[0])}" if input.init else "",
         atc_k="",   # ATC's k of the prior and the rollouts: the config's (robust_train: the setting's)
         progress="",   # the log shows the progress bars (robust_train: --no-progress)
         threads=config["train"]["threads"],
@@ -54,5 +123,5 @@ rule train:
         "minimal"
     shell:
         "python -m sched --config {input.config:q} train --seed {wildcards.seed} {params.atc_k}"
-        " --out {output.policy:q} {params.teacher} --threads {params.threads} --fresh {params.progress}"
-        " > {log:q} 2>&1"
+        " --out {output.policy:q} {params.teacher} {params.init} --threads {params.threads} --fresh"
+        " {params.progress} > {log:q} 2>&1"
