@@ -256,31 +256,72 @@ def rollout_cost(sc, pool, f, first, k):
     return float(s.wt_started[0])
 
 
-def test_the_teachers_label_prefers_the_task_whose_rollouts_cost_less(cfg):
-    """The teacher (``teacher.label_scenario``, true durations, ATC continuing, 8 futures of
-    6 arrivals from the scenario model) on THREE: its first label is each candidate's mean
-    rollout cost minus that of ATC's choice, computed here by simulating each written-out
-    future; B's is negative and the lowest, and the teacher starts B."""
+def _gated_labels(cfg, samples, z, follow=True):
+    """The gated teacher (``teacher.label_gated``) on THREE with ATC as its base: estimates only
+    (THREE's estimates are its durations, and with sigma 0 the drawn durations are too), 3
+    candidates, ``samples`` futures of 6 arrivals; returns (Q, M, rows, start, costs, decisions)."""
     meta = PF.policy_meta(cfg, Args())
-    k, horizon, samples = meta["atc_k"], 6, 8
+    k, horizon = meta["atc_k"], 6
     pool = L.Futures(*T.future_pool(cfg, [cfg["seeds"]["train"]["start"]], horizon, futures=samples))
     obs = K.no_net(3, k, meta["p_ref"], meta["profile"])
-    rows = candidate_rows(THREE, obs)
-    assert rows == [0, 1, 2]  # ATC ranks A, B, C
-
-    costs = np.array([[rollout_cost(THREE, pool, f, c, k) for f in range(samples)] for c in rows])
-    want = costs.mean(1) - costs[0].mean()
-    assert want[B] < -5.0 and want[B] == want.min()  # B's rollouts cost clearly less
-
+    assert candidate_rows(THREE, obs) == [0, 1, 2]  # ATC ranks A, B, C
+    costs = np.array([[rollout_cost(THREE, pool, f, c, k) for f in range(samples)] for c in range(3)])
     state, (order,) = S.pack([THREE], 1)
     n = len(order)
     X, C = np.zeros((n, 3, K.N_TASK)), np.zeros((n, K.N_CTX))
-    M, Q = np.zeros(n, dtype=np.int64), np.zeros((n, 3))
+    M, Q, QM = np.zeros(n, dtype=np.int64), np.zeros((n, 3)), np.zeros((n, 3))
     scratch, ws = S.empty_state(1, n + horizon, 1), K.workspace(n + horizon, obs)
-    la = L.Lookahead(horizon, 0.0, False, rules.ATC, k)
-    decisions = T.label_scenario(state, scratch, pool, la, samples, 0, obs, ws, X, C, M, Q)
-    assert decisions >= 1 and M[0] == 3
-    np.testing.assert_allclose(Q[0], want, rtol=1e-9, atol=1e-9)
-    assert Q[0, B] < 0.0 and int(np.argmin(Q[0])) == B
+    la = L.Lookahead(horizon, 0.0, True, rules.ATC, k)
+    rows, decisions, moved, drawn = T.label_gated(
+        state,
+        scratch,
+        pool,
+        la,
+        3,
+        samples,
+        samples,
+        z,
+        0,
+        obs,
+        rules.ATC,
+        k,
+        K.no_net(),
+        ws,
+        follow,
+        X,
+        C,
+        M,
+        Q,
+        QM,
+    )
+    np.testing.assert_allclose(QM[0], costs.mean(1) - costs[0].mean(), rtol=1e-9, atol=1e-9)
     start, _, _ = S._unpack(state, [order])[0]
+    return Q, M, rows, start, costs, decisions, drawn
+
+
+def test_the_gated_teachers_label_is_the_pessimistic_bound_against_its_base(cfg):
+    """The gated teacher on THREE: each candidate's label is the mean paired difference of its
+    rollout cost with ATC's choice (computed here by simulating each written-out future) plus
+    z standard errors, 0 for ATC's choice; with z = 0 it is the plain mean difference. B's
+    rollouts cost clearly less, so the teacher starts B, and it drew every sample."""
+    samples = 8
+    Q, M, rows, start, costs, decisions, drawn = _gated_labels(cfg, samples, 0.0)
+    want = costs.mean(1) - costs[0].mean()
+    assert want[B] < -5.0 and want[B] == want.min()
+    assert rows >= 1 and decisions >= rows and M[0] == 3
+    np.testing.assert_allclose(Q[0], want, rtol=1e-9, atol=1e-9)
     assert start[B] == 0.0  # the teacher started the cheaper task
+    z = 2.0
+    Q2, _, _, _, _, _, _ = _gated_labels(cfg, samples, z)
+    d = costs - costs[0]
+    se = d.std(1, ddof=1) / np.sqrt(samples)
+    np.testing.assert_allclose(Q2[0], want + z * se, rtol=1e-9, atol=1e-9)
+
+
+def test_following_the_base_starts_the_bases_choice_and_labels_the_same_first_state(cfg):
+    """With ``follow`` False (a round's policy states) the teacher still labels, but starts its
+    base's choice (ATC's: A); the first decision's labels are the same either way."""
+    Qt, _, _, _, _, _, _ = _gated_labels(cfg, 8, 0.0, follow=True)
+    Qb, _, _, start, _, _, _ = _gated_labels(cfg, 8, 0.0, follow=False)
+    np.testing.assert_array_equal(Qt[0], Qb[0])
+    assert start[0] == 0.0 and start[B] > 0.0  # A (ATC's choice) first, not B

@@ -1,4 +1,5 @@
-"""The rollout teacher: labels that do not depend on how the work is split."""
+"""The gated rollout teacher: labels that do not depend on how the work is split, bounded against
+its base's choice, and its settings refused in one line."""
 
 import copy
 
@@ -9,10 +10,12 @@ import yaml
 from .conftest import run_cli
 
 
-def _labels(cfg, seeds):
-    from sched.learn.teacher import make_labels
+def _labels(cfg, seeds, follow=True):
+    from sched.learn.planner import rule_base
+    from sched.learn.teacher import TeacherSettings, make_labels
 
-    return make_labels(cfg, seeds, horizon=10, samples=3, top_k=4, futures=50)
+    st = TeacherSettings(candidates=3, samples=6, chunk=2, horizon=10, z=1.0)
+    return make_labels(cfg, seeds, st, rule_base("atc", cfg["rules"]["atc_k"]), 4, follow, futures=50)[0]
 
 
 def test_labels_of_a_scenario_do_not_depend_on_the_other_seeds_of_the_job(tiny_cfg):
@@ -29,8 +32,12 @@ def test_teacher_labels_compare_candidates_with_atc_choice(tiny_cfg):
     start = tiny_cfg["seeds"]["train"]["start"]
     lab = _labels(tiny_cfg, [start])
     # candidate 0 is ATC's choice (the policy's candidate of ATC rank 0), its label is 0 by
-    # definition; candidates past the count are padding (0, zero rows)
+    # definition; candidates past the count are padding (0, zero rows); the 4th candidate
+    # (the teacher compares 3) gets the worst evaluated bound
     assert np.all(lab["label"][:, 0] == 0.0)
+    four = lab["count"] == 4
+    assert four.any()
+    np.testing.assert_array_equal(lab["label"][four, 3], np.maximum(lab["label"][four, :3].max(1), 0.0))
     assert lab["x"].shape == (len(lab["count"]), 4, 12) and lab["ctx"].shape == (len(lab["count"]), 35)
     assert np.all(lab["x"][:, 0, 11] == 0.0)  # the atc_rank feature of candidate 0
     assert np.all((lab["count"] >= 2) & (lab["count"] <= 4))  # forced decisions are not labelled
@@ -40,13 +47,19 @@ def test_teacher_labels_compare_candidates_with_atc_choice(tiny_cfg):
 
 
 def test_futures_must_not_overlap_the_labelled_scenarios(tiny_cfg):
-    from sched.learn.teacher import make_labels
-
     c = copy.deepcopy(tiny_cfg)
     c["seeds"]["train"]["count"] = 60
     start = c["seeds"]["train"]["start"]
     with pytest.raises(ValueError, match=r"seeds.train.count: 60 .*\(seed 100010 "):
-        make_labels(c, [start + 10], horizon=10, samples=2, top_k=4, futures=50)
+        _labels_with_futures(c, [start + 10])
+
+
+def _labels_with_futures(cfg, seeds):
+    from sched.learn.planner import rule_base
+    from sched.learn.teacher import TeacherSettings, make_labels
+
+    st = TeacherSettings(candidates=3, samples=2, chunk=2, horizon=10, z=1.0)
+    return make_labels(cfg, seeds, st, rule_base("atc", cfg["rules"]["atc_k"]), 4, futures=50)
 
 
 def _config_with(tmp_path, calibrated, **train):

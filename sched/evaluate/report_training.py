@@ -15,6 +15,7 @@ from sched import layout
 from sched.evaluate.per_scenario import matrix
 from sched.evaluate.policies import is_ppo, ppo_seed, warm_name
 from sched.evaluate.report_format import ci, k, level_text, pct
+from sched.evaluate.report_rounds import rounds_section
 from sched.evaluate.statistics import bootstrap_counts, paired_difference, win_tie_loss
 from sched.evaluate.summary import UNIT
 
@@ -165,7 +166,7 @@ def training_section(cfg, d):
         lines += [f"No training log (`{layout.train_log('<S>')}`, written by `sched train`) was found.", ""]
     else:
         lines += _vital_lines(logs) + [""] + _throughput_lines(logs) + [""]
-    return lines + _warm_gain_lines(cfg, d)
+    return lines + rounds_section(cfg, d["per"]) + _warm_gain_lines(cfg, d)
 
 
 def _vital_lines(logs):

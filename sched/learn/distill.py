@@ -23,6 +23,11 @@ def teacher_labels(cfg, args, progress=False):
     return labels
 
 
+#: The label a distillation imitates (``train.distill_target``): the teacher's pessimistic bound
+#: (its decision rule, biased towards its base) or the mean paired difference (unbiased, noisier).
+LABEL_KEYS = {"bound": "label", "mean": "mean"}
+
+
 def distill(net, labels, args, gen, progress=False):
     """Warm start: cost-sensitive imitation of the rollout teacher.
 
@@ -34,7 +39,7 @@ def distill(net, labels, args, gen, progress=False):
     Returns the mean loss of the last epoch.
     """
     x, ctx = torch.from_numpy(labels["x"]), torch.from_numpy(labels["ctx"])
-    lab = torch.from_numpy(labels["label"])
+    lab = torch.from_numpy(labels[LABEL_KEYS[args.distill_target]])
     K = x.shape[1]
     valid = torch.arange(K).unsqueeze(0) < torch.from_numpy(labels["count"]).unsqueeze(1)
     regret = regrets(lab, valid, args.distill_scale)

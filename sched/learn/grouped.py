@@ -22,7 +22,8 @@ import numpy as np
 import torch
 
 from sched.learn import kernel
-from sched.learn.rollout import CompactStore, Rollout
+from sched.learn.rollout import CompactStore, Rollout, collect_compiled
+from sched.learn.update import compute_gae
 from sched.learn.vec_env import VecQueue
 from sched.sim import core
 
@@ -158,3 +159,20 @@ def collect_groups(env, net, draw, max_steps):
     var = np.var(ret)
     ev_base = float("nan") if var == 0 else float(1 - np.var(adv) / var)
     return rollout, adv, ret, ev_base
+
+
+#: A grouped rollout's bound on its steps (every scenario of the group ends well before).
+GROUP_MAX_STEPS = 100_000
+
+
+def collect_iteration(env, net, args, draw):
+    """One PPO iteration's rollout and its (advantages, returns, baseline's explained variance):
+    with ``args.group_size`` >= 2 the grouped leave-one-out baseline (:func:`collect_groups`),
+    else ``num_steps`` lockstep steps and GAE on the critic (NaN: no grouped baseline)."""
+    if args.group_size >= 2:
+        return collect_groups(env, net, draw, GROUP_MAX_STEPS)
+    rollout = collect_compiled(env, net, args.num_steps, draw)
+    advantages, returns = compute_gae(
+        rollout.rewards, rollout.values, rollout.dones, rollout.next_value, args.gamma, args.gae_lambda
+    )
+    return rollout, advantages, returns, float("nan")

@@ -46,9 +46,9 @@ from sched.learn import checkpoint, policy_file, train_log
 from sched.learn import networks as P
 from sched.learn.checkpoint import RunProgress
 from sched.learn.distill import distill, teacher_labels
-from sched.learn.grouped import GroupedQueue, collect_groups
-from sched.learn.rollout import CompiledSampler, collect_compiled
-from sched.learn.update import compute_gae, ppo_update
+from sched.learn.grouped import GroupedQueue, collect_iteration
+from sched.learn.rollout import CompiledSampler
+from sched.learn.update import ppo_update
 from sched.learn.validation import Validator
 from sched.learn.vec_env import VecQueue
 
@@ -152,6 +152,9 @@ class Args:
     """PPO: >= 2 runs each training scenario this many times per iteration (the same arrivals, durations
     and estimates; its own action samples) and takes each decision's advantage against the others of its
     group at the same time (leave-one-out); 0: GAE on the critic."""
+    distill_target: str = "bound"
+    """What the student imitates: "bound" (the teacher's pessimistic bounds) or "mean" (its mean
+    paired differences)."""
     distill_epochs: int = 6
     """Passes over the teacher's labels."""
     distill_lr: float = 1e-3
@@ -295,7 +298,7 @@ def train(cfg, args, out, progress=True, resume=True, log=print, labels=None, in
     for iteration in range(run.iteration + 1, args.iterations + 1):
         lr = anneal_lr(optimizer, args, iteration)
         t_iter = time.perf_counter()
-        rollout, advantages, returns, ev_base = collect(env, net, args, draw)
+        rollout, advantages, returns, ev_base = collect_iteration(env, net, args, draw)
         t_collected = time.perf_counter()
         run.count(rollout.episodes, len(rollout.actions))
         stats = ppo_update(net, optimizer, rollout, advantages, returns, args, gen, ev_base)
@@ -319,22 +322,6 @@ def train(cfg, args, out, progress=True, resume=True, log=print, labels=None, in
     if bar is not None:
         bar.close()
     return finish(out, log_path, ckpt_path, net, meta, run, validator, args)
-
-
-def collect(env, net, args, draw):
-    """One iteration's rollout and its (advantages, returns, baseline's explained variance): GAE on
-    the critic, or with ``group_size`` >= 2 the grouped leave-one-out baseline (``sched.learn.grouped``)."""
-    if args.group_size >= 2:
-        return collect_groups(env, net, draw, GROUP_MAX_STEPS)
-    rollout = collect_compiled(env, net, args.num_steps, draw)
-    advantages, returns = compute_gae(
-        rollout.rewards, rollout.values, rollout.dones, rollout.next_value, args.gamma, args.gae_lambda
-    )
-    return rollout, advantages, returns, math.nan
-
-
-#: A grouped rollout's bound on its steps (every scenario of the group ends well before).
-GROUP_MAX_STEPS = 100_000
 
 
 def _load_init(net, meta, path):

@@ -71,7 +71,7 @@ class TeacherLabelError(SchedError):
 
 @nb.njit(cache=True)
 def label_gated(
-    s, scratch, fut, la, K, samples, chunk, z, f_first, obs, base, k, bnet, ws, follow, X, C, M, Q
+    s, scratch, fut, la, K, samples, chunk, z, f_first, obs, base, k, bnet, ws, follow, X, C, M, Q, QM
 ):
     """Run the gated teacher on slot 0 of ``s`` from its start, writing one row per labelled
     decision (module doc); returns (rows, decisions, deviations, samples drawn).
@@ -82,12 +82,13 @@ def label_gated(
     pool index ``f_first + dec * samples`` continued by ``la``. ``obs``: the student's
     observation settings. ``follow``: True starts the teacher's choice, False the base's.
     Row i: ``X[i, :m]`` the student's candidates' features, ``C[i]`` the context, ``M[i] = m``,
-    ``Q[i, c]`` candidate c's label.
+    ``Q[i, c]`` candidate c's label, ``QM[i, c]`` its mean paired difference (the bound at z = 0).
     """
     S.reset_slot(s, 0)
     S.set_rule(s, 0, base if base >= 0 else rules.ATC)  # the learned policy reads ATC's static parts
     costs = np.empty((K, max(samples, 2)))
     bnd = np.empty(K)
+    mean = np.empty(K)
     row = 0
     dec = 0
     moved = 0
@@ -103,8 +104,9 @@ def label_gated(
             )
             drawn += n
             P.bounds(costs[:mt], n, z, bnd[:mt])
+            P.bounds(costs[:mt], n, 0.0, mean[:mt])
             c = P.choose(costs[:mt], n, z)
-            if _label_row(s, cands, bnd[:mt], obs, ws, X[row], C[row], M[row:], Q[row]):
+            if _label_row(s, cands, bnd[:mt], mean[:mt], obs, ws, X[row], C[row], M[row:], Q[row], QM[row]):
                 row += 1
         if c != 0:
             moved += 1
@@ -114,10 +116,10 @@ def label_gated(
 
 
 @nb.njit(cache=True)
-def _label_row(s, cands, bnd, obs, ws, X, C, M, Q):
-    """Write the student's observation of slot 0 and the labels ``bnd`` of the teacher's
-    candidates ``cands`` into one row; False (nothing written) when the base's choice
-    ``cands[0]`` is not among the student's candidates."""
+def _label_row(s, cands, bnd, mean, obs, ws, X, C, M, Q, QM):
+    """Write the student's observation of slot 0 and the labels ``bnd`` (and means ``mean``) of
+    the teacher's candidates ``cands`` into one row; False (nothing written) when the base's
+    choice ``cands[0]`` is not among the student's candidates."""
     m = kernel.observe(s, 0, obs, ws)
     found = False
     for i in range(m):
@@ -126,15 +128,20 @@ def _label_row(s, cands, bnd, obs, ws, X, C, M, Q):
     if not found:
         return False
     worst = 0.0
+    worst_mean = 0.0
     for j in range(cands.shape[0]):
         worst = max(worst, bnd[j])
+        worst_mean = max(worst_mean, mean[j])
     for i in range(Q.shape[0]):
         Q[i] = 0.0
+        QM[i] = 0.0
     for i in range(m):
         Q[i] = worst
+        QM[i] = worst_mean
         for j in range(cands.shape[0]):
             if ws.cand[i] == cands[j]:
                 Q[i] = bnd[j]
+                QM[i] = mean[j]
         for f in range(kernel.N_TASK):
             X[i, f] = ws.X[i, f]
     for f in range(kernel.N_CTX):
@@ -259,16 +266,18 @@ def _label_one(cfg, model, seed, n, scratch, pool, la, st, base, obs, ws, follow
     c = np.zeros((n, kernel.N_CTX))
     m = np.zeros(n, dtype=np.int64)
     q = np.zeros((n, K))
+    qm = np.zeros((n, K))
     first = first_future(seed, cfg["seeds"]["train"]["start"])
     rows, dec, moved, drawn = label_gated(
         state, scratch, pool, la, st.candidates, st.samples, st.chunk, st.z, first, obs,
-        base.base, base.k, bnet, ws, bool(follow), x, c, m, q,
+        base.base, base.k, bnet, ws, bool(follow), x, c, m, q, qm,
     )  # fmt: skip
     part = {
         "x": x[:rows].astype(np.float32),
         "ctx": c[:rows].astype(np.float32),
         "count": m[:rows],
         "label": q[:rows].astype(np.float32),
+        "mean": qm[:rows].astype(np.float32),
         "scenario_seed": np.full(rows, seed, dtype=np.int64),
     }
     return part, np.array([dec, moved, drawn], dtype=np.float64)

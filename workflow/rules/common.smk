@@ -254,7 +254,7 @@ TEACHER = ["teacher_scenarios", "teacher_base", "teacher_candidates", "teacher_s
 # What a distillation (`sched distill`) reads: the student's architecture, the imitation, the
 # validation that keeps it or its start.
 DISTILL = ["architecture", "hidden", "atc_prior", "prior_scale", "prior_rule", "top_k", "atc_k", "tasks",
-           "teacher_scenarios", "distill_epochs", "distill_lr", "distill_batch", "distill_scale",
+           "teacher_scenarios", "distill_target", "distill_epochs", "distill_lr", "distill_batch", "distill_scale",
            "max_grad_norm", "validation_scenarios"]
 # Every train setting but `seeds` (each training job's --seed) and `threads`
 # (its --threads, the rule's threads): checked against the schema below.
@@ -264,7 +264,8 @@ TRAIN = [
     "vf_coef", "max_grad_norm", "target_kl", "reward_scale", "architecture", "hidden", "atc_prior",
     "prior_scale", "prior_rule", "top_k", "atc_k", "teacher_scenarios", "teacher_shards", "teacher_base",
     "teacher_candidates", "teacher_samples", "teacher_chunk", "teacher_horizon", "teacher_z", "rounds",
-    "round_scenarios", "round_teacher_share", "round_samples", "round_chunk", "round_horizon", "distill_epochs", "distill_lr", "distill_batch", "distill_scale",
+    "round_scenarios", "round_teacher_share", "round_samples", "round_chunk", "round_horizon", "distill_target",
+    "distill_epochs", "distill_lr", "distill_batch", "distill_scale",
     "privileged_critic", "tasks", "loads", "eval_every", "validation_scenarios", "checkpoint_every", "group_size",
 ]
 TRAIN_NOT_READ = ["seeds", "threads"]
@@ -289,7 +290,7 @@ STEP_SETTINGS = {
                     "benchmark": ["scenarios", "validation_scenarios", "shards", "atc_k_grid", "clairvoyant"]},
     "demo": {**SCENARIO, "benchmark": [*BENCHMARK_COUNTS, "demo_seed"],
              "report": ["figure_dpi", "gantt_hours"]},
-    "report": {**SCENARIO, "benchmark": ALL, "train": ["seeds"], "report": ALL, "robustness": ALL,
+    "report": {**SCENARIO, "benchmark": ALL, "train": ["seeds", *TEACHER], "report": ALL, "robustness": ALL,
                "plan": ALL, "workload": ALL, "studio": ALL, "profile": ALL},
     # the workload from the queue history (workflow/rules/workload.smk)
     "calibrate_workload": {"scenario": ["calibration", "machines", "priorities"], "workload": ALL},

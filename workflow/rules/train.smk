@@ -71,13 +71,13 @@ rule teach_round:
 
 
 rule distill_round:
-    """Distil the labels of the warm start and rounds 1..R into training seed S's policy of round R,
-    from its policy of round R - 1, kept only when better on the validation scenarios.
+    """Distil the labels of rounds 1..R into training seed S's policy of round R, from its policy of
+    round R - 1, kept only when better on the validation scenarios.
     Runs `sched distill` (sched/commands/distill.py -> sched.learn.iterate.distill_stage)."""
     input:
         config=step_config("distill"),
         calibration=calibration_input(),
-        labels=lambda wildcards: teacher_files() + round_label_files(wildcards.seed, int(wildcards.round)),
+        labels=lambda wildcards: round_label_files(wildcards.seed, int(wildcards.round)),
         start=lambda wildcards: stage_policy(wildcards.seed, int(wildcards.round) - 1),
     output:
         layout.round_policy_file("{seed}", "{round}"),
