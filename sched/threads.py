@@ -33,14 +33,26 @@ def usable_cpus():
         return os.cpu_count() or 1
 
 
+#: The threads the last :func:`apply` allowed (1 before any): what Python-level workers use,
+#: such as the planner's scenarios run side by side (``sched.evaluate.runs``).
+_allowed = 1
+
+
+def allowed():
+    """The threads the command was given (``--threads``, at most the usable CPUs)."""
+    return _allowed
+
+
 def apply(threads, torch=False):
     """Limit numba (and torch when ``torch``) to ``threads`` threads, at most the usable CPUs
     (``snakemake -j4`` on a 2-core machine gives a job 4 threads it cannot use)."""
+    global _allowed
     if threads is None or threads < 1:
         raise UsageError(f"--threads: must be >= 1, got {threads}")
     import numba
 
     n = min(int(threads), usable_cpus())
+    _allowed = n
     numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
     if torch:
         import torch as _torch

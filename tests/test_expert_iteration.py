@@ -216,3 +216,28 @@ def test_grouped_ppo_runs_one_scenario_per_group_and_logs_its_baseline(tmp_path,
     ev = [float(r["explained_variance_baseline"]) for r in rows if int(r["iteration"]) > 0]
     assert len(ev) == 2 and all(np.isfinite(ev)) and all(e <= 1.0 for e in ev)
     assert all(r["explained_variance_learned"] != "" for r in rows)
+
+
+def test_plan_on_two_threads_gives_the_schedules_of_one(tiny_cfg):
+    """The benchmark runs plan's scenarios side by side (its compiled rollout releases the GIL):
+    the schedules are those of one thread, in the scenarios' order."""
+    from sched import threads
+    from sched.evaluate.policies import teacher_spec
+    from sched.evaluate.runs import generate_scenarios, schedule_policy
+
+    c = copy.deepcopy(tiny_cfg)
+    c["train"].update(teacher_samples=6, teacher_chunk=2, teacher_horizon=8)
+    c["plan"]["futures"] = 50
+    spec = teacher_spec(c)
+    sc = generate_scenarios(c, range(2000000, 2000004))
+    arrays = [s.arrays for s in sc]
+    try:
+        threads.apply(1)
+        one = schedule_policy(spec, sc, arrays, 1, c)
+        threads.apply(2)
+        two = schedule_policy(spec, sc, arrays, 1, c)
+    finally:
+        threads.apply(1)
+    for a, b in zip(one, two):
+        for x, y in zip(a, b):
+            np.testing.assert_array_equal(x, y)

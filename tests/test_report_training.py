@@ -44,7 +44,7 @@ def test_warm_starts_are_named_after_their_seed_and_sorted_after_their_policy(cf
             parse_policies(f"atc,{bad}", cfg)
     files = parse_policy_files(["ppo-1=a.pt", "ppo-1-warm=b.pt"])
     assert files == {"ppo-1": Path("a.pt"), "ppo-1-warm": Path("b.pt")}
-    with pytest.raises(SchedError, match="expected ppo-<seed>=PATH or ppo-<seed>-warm=PATH"):
+    with pytest.raises(SchedError, match="expected ppo-<seed>=PATH, ppo-<seed>-warm=PATH"):
         parse_policy_files(["ppo-1-tepid=b.pt"])
 
 

@@ -78,6 +78,7 @@ def test_skip_moves_later_in_the_free_validation_seeds(chooser, shipped):
 def test_free_offset_follows_the_config(chooser, shipped):
     cfg = copy.deepcopy(shipped)
     cfg["benchmark"].update(selection_offset=400, selection_scenarios=50)
+    cfg["train"]["validation_scenarios"] = 300
     cfg["robustness"]["settings"][2]["train"]["validation_scenarios"] = 350
     assert chooser.free_validation_offset(cfg) == 450
     seeds = chooser.pick_seeds(cfg, "validation", 4)
@@ -90,7 +91,7 @@ def test_a_selection_below_the_checkpoint_seeds_is_refused(chooser, shipped):
     from sched.config import ConfigError
 
     cfg = copy.deepcopy(shipped)
-    cfg["benchmark"]["selection_offset"] = 200  # below train.validation_scenarios (300)
+    cfg["benchmark"]["selection_offset"] = 200  # below train.validation_scenarios (1,000)
     with pytest.raises(ConfigError, match="selection_offset"):
         chooser.pick_seeds(cfg, "validation", 2)
 

@@ -48,7 +48,13 @@ SMALL = {
         "hidden": 16,
         "teacher_scenarios": 2,
         "teacher_samples": 2,
+        "teacher_chunk": 2,
         "teacher_horizon": 10,
+        "rounds": 1,  # one round of expert iteration: the chain warm_start -> teach_round -> distill_round
+        "round_scenarios": 1,
+        "round_samples": 2,
+        "round_chunk": 2,
+        "round_horizon": 5,
     },
     "benchmark": {
         "scenarios": 8,
@@ -66,6 +72,9 @@ SMALL = {
 CLUSTER_JOBS = {
     "calibrate": 1,
     "teach": 2,
+    "warm_start": 2,
+    "teach_round": 2,
+    "distill_round": 2,
     "train": 2,
     "tune": 1,
     "benchmark": 2,
@@ -281,7 +290,9 @@ def test_each_job_reads_only_the_settings_of_its_step(built):
     assert "seeds" not in train["train"] and train["train"]["iterations"] == 3
     assert "report" not in sections("gather") and "train" not in sections("benchmark")
     assert set(sections("demo")["report"]) == {"figure_dpi", "gantt_hours"}
-    assert sections("report")["train"] == {"seeds": [1, 2]}
+    report_train = sections("report")["train"]  # the seeds, and the teacher's settings (its policy)
+    assert report_train["seeds"] == [1, 2] and report_train["teacher_samples"] == 2
+    assert "iterations" not in report_train and "distill_epochs" not in report_train
 
 
 def edited(workdir, change):
@@ -314,6 +325,9 @@ def reorder(mapping):
 EVERYTHING = {
     "calibrate": 1,
     "teach": 2,
+    "warm_start": 2,
+    "teach_round": 2,
+    "distill_round": 2,
     "train": 2,
     "tune": 1,
     "benchmark": 2,
@@ -355,6 +369,9 @@ def unread_or_reordered(cfg):
             lambda c: c["train"].update(seeds=[1, 2, 3]),
             {
                 "step_config": 1,
+                "warm_start": 1,
+                "teach_round": 1,
+                "distill_round": 1,
                 "train": 1,
                 "benchmark": 2,
                 "select": 1,
@@ -483,7 +500,14 @@ def test_each_rule_docstring_names_the_code_it_runs():
         name = (
             rule.removeprefix("robust_").removeprefix("studio_").removesuffix("_warm").removesuffix("_plan")
         )
-        assert {"select": "benchmark"}.get(name, name) == command == module, (rule, doc)
+        # warm_start, distill_round: `sched distill`; teach_round: `sched teach --round`
+        aliases = {
+            "select": "benchmark",
+            "warm_start": "distill",
+            "distill_round": "distill",
+            "teach_round": "teach",
+        }
+        assert aliases.get(name, name) == command == module, (rule, doc)
         source = (ROOT / "sched/commands" / f"{module}.py").read_text()
         for path in functions.split(", "):
             where, _, name = path.rpartition(".")

@@ -52,21 +52,41 @@ def with_teacher(tmp_path_factory):
     return plan(tmp_path_factory.mktemp("dag"), cfg)
 
 
-def test_training_with_a_teacher_declares_the_warm_start(with_teacher):
+def test_training_with_a_teacher_chains_warm_start_rounds_then_ppo(with_teacher):
+    """The warm start is distilled from the teacher's shards, round 1 labels the warm start's
+    states and distils from it, and PPO starts from round 1 (SMALL: one round)."""
     for s in (1, 2):
+        d = f"results/train/seed-{s}"
+        (warm,) = jobs_of(with_teacher, "warm_start", seed=s)
+        assert warm["output"] == f"{d}/warm_start.pt" and " distill --labels " in warm["Shell command"]
+        assert "results/teacher/labels-100000-100000.npz" in warm["input"]
+        (teach,) = jobs_of(with_teacher, "teach_round", seed=s, round=1)
+        assert f"{d}/warm_start.pt" in teach["input"].split(", ")
+        assert teach["output"] == f"results/teacher/seed-{s}/round-1.npz"
+        assert "teach --round 1 --policy " in teach["Shell command"]
+        (dist,) = jobs_of(with_teacher, "distill_round", seed=s, round=1)
+        assert {f"{d}/warm_start.pt", f"results/teacher/seed-{s}/round-1.npz"} <= set(
+            dist["input"].split(", ")
+        )
+        assert dist["output"] == f"{d}/round-1.pt" and f"--start {d}/warm_start.pt" in dist["Shell command"]
         (train,) = jobs_of(with_teacher, "train", seed=s)
-        assert f"results/train/seed-{s}/warm_start.pt" in train["output"].split(", ")
-        assert "--teacher " in train["Shell command"]
+        assert f"{d}/round-1.pt" in train["input"].split(", ")
+        assert (
+            f"--init {d}/round-1.pt" in train["Shell command"] and "--teacher " not in train["Shell command"]
+        )
+        assert f"{d}/warm_start.pt" not in train["output"]
 
 
 def test_the_benchmark_runs_each_warm_start_next_to_its_policy(with_teacher):
     heuristics = ["fifo", "spt", "edd", "wspt", "atc", "wmdd", "atc-tuned"]
-    learned = ["ppo-1", "ppo-1-warm", "ppo-2", "ppo-2-warm"]
+    learned = ["ppo-1", "ppo-1-warm", "ppo-1-r1", "ppo-2", "ppo-2-warm", "ppo-2-r1"]
     files = {
         "ppo-1": "results/train/seed-1/politique.pt",
         "ppo-1-warm": "results/train/seed-1/warm_start.pt",
+        "ppo-1-r1": "results/train/seed-1/round-1.pt",
         "ppo-2": "results/train/seed-2/politique.pt",
         "ppo-2-warm": "results/train/seed-2/warm_start.pt",
+        "ppo-2-r1": "results/train/seed-2/round-1.pt",
     }
     shards = jobs_of(with_teacher, "benchmark")
     assert len(shards) == 2
@@ -141,7 +161,8 @@ def test_the_projects_config_has_the_ppo_only_setting():
     cfg = validate_config(yaml.safe_load((ROOT / "config.yaml").read_text()), "config.yaml")
     (ppo_only,) = [s for s in cfg["robustness"]["settings"] if s["name"] == "ppo-only"]
     # the main load and machines, its own policies trained by PPO alone
-    assert ppo_only == {"name": "ppo-only", "train": {"teacher_scenarios": 0}}
+    assert ppo_only["train"]["teacher_scenarios"] == 0 and set(ppo_only) == {"name", "train"}
+    assert ppo_only["train"]["group_size"] >= 4  # the grouped, input-dependent baseline (issue 25)
     assert cfg["train"]["teacher_scenarios"] > 0
 
 

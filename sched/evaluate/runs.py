@@ -52,10 +52,21 @@ def generate_scenarios(cfg, seeds, progress=False):
 
 def schedule_policy(spec, scenarios, arrays, machines, cfg=None):
     """(start, end, machine) per scenario under one policy spec, in one batched call
-    (``plan``: one scenario after the other; it needs ``cfg``, the scenario model)."""
+    (``plan``: one call a scenario, on ``sched.threads.allowed()`` threads side by side: its
+    compiled rollout releases the GIL and a Planner holds no state of a call; it needs
+    ``cfg``, the scenario model)."""
     if spec["kind"] == "plan":
+        from concurrent.futures import ThreadPoolExecutor
+
+        from sched.threads import allowed
+
         planner = make_planner(cfg, spec)
-        return [planner.schedule(a, machines, week_start_s=s.week_start_s) for s, a in zip(scenarios, arrays)]
+
+        def one(pair):
+            return planner.schedule(pair[1], machines, week_start_s=pair[0].week_start_s)
+
+        with ThreadPoolExecutor(max_workers=max(1, allowed())) as pool:
+            return list(pool.map(one, zip(scenarios, arrays)))
     if spec["kind"] == "rule":
         from sched.sim.core import simulate_batch
 

@@ -21,6 +21,7 @@ so the baseline adds no bias. The critic is still trained on the returns
 import numpy as np
 import torch
 
+from sched.config import ConfigError
 from sched.learn import kernel
 from sched.learn.rollout import CompactStore, Rollout, collect_compiled
 from sched.learn.update import compute_gae
@@ -36,7 +37,7 @@ class GroupedQueue(VecQueue):
         super().__init__(*args, **kwargs)
         self.K = int(group_size)
         if self.K < 2 or self.B % self.K:
-            raise ValueError(f"train.group_size: expected >= 2 dividing num_envs ({self.B}), got {self.K}")
+            raise ConfigError(f"train.group_size: expected >= 2 dividing num_envs ({self.B}), got {self.K}")
         self.G = self.B // self.K
 
     def reset(self):

@@ -142,7 +142,7 @@ def futures_of(seed, dec):
     return seed * 104729 + dec * DECISION_STRIDE, seed * 1000003 + dec * 7919 + 1
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)  # nogil: the benchmark runs scenarios on threads side by side
 def plan_rollout(s, scratch, K, samples, z, fut, la, seed, base, k, net, ws, chunk=0):
     """Schedule slot 0 of ``s`` with the planner from its start; returns (planned
     decisions, decisions that deviated from the base policy, samples drawn). ``la``: the

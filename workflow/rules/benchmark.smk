@@ -160,7 +160,7 @@ rule benchmark_plan:
         layout.log("benchmark/plan"),
     benchmark:
         layout.usage("benchmark/plan")
-    threads: cores(1)
+    threads: cores(2)   # plan's scenarios run on two threads (sched.evaluate.runs.schedule_policy)
     shadow:
         "minimal"
     shell:

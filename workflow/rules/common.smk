@@ -118,7 +118,7 @@ def learned_policies(setting=None, warm=True):
         out.append((f"ppo-{s}", layout.policy_file(s, root)))
         if warm and has_teacher(setting):
             out.append((warm_name(s), layout.warm_policy_file(s, root)))
-        if warm and (setting is None or not retrains(setting)):
+        if warm and setting is None:  # the main run's stages (a setting that does not retrain: its finals)
             out.extend((round_name(s, r), layout.round_policy_file(s, r)) for r in range(1, train_rounds() + 1))
         if warm and setting == STUDIO:  # the main setting's policies, benchmarked on the studio's queue
             out.append((f"main-ppo-{s}", layout.policy_file(s)))
