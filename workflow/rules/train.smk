@@ -19,6 +19,7 @@ rule teach:
         layout.log("teach/{seeds}"),
     benchmark:
         layout.usage("teach/{seeds}")
+    priority: 30   # the main chain first: the longest path of the workflow (docs/workflow.md)
     threads: cores(1)
     shadow:
         "minimal"
@@ -40,6 +41,7 @@ rule warm_start:
         layout.log("train/warm-{seed}"),
     benchmark:
         layout.usage("train/warm-{seed}")
+    priority: 30   # the main chain first: the longest path of the workflow (docs/workflow.md)
     threads: cores(1)
     shadow:
         "minimal"
@@ -62,6 +64,7 @@ rule teach_round:
         layout.log("teach/seed-{seed}-round-{round}"),
     benchmark:
         layout.usage("teach/seed-{seed}-round-{round}")
+    priority: 30   # the main chain first: the longest path of the workflow (docs/workflow.md)
     threads: cores(1)
     shadow:
         "minimal"
@@ -85,6 +88,7 @@ rule distill_round:
         layout.log("train/seed-{seed}-round-{round}"),
     benchmark:
         layout.usage("train/seed-{seed}-round-{round}")
+    priority: 30   # the main chain first: the longest path of the workflow (docs/workflow.md)
     threads: cores(1)
     shadow:
         "minimal"
@@ -117,6 +121,7 @@ rule train:
         layout.log("train/seed-{seed}"),
     benchmark:
         layout.usage("train/seed-{seed}")
+    priority: 20   # the main chain first: the longest path of the workflow (docs/workflow.md)
     threads: cores()   # reserved (common.smk); the job runs on train.threads: a second
     # thread barely speeds PPO's small matrix products
     shadow:
