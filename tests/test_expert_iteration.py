@@ -29,8 +29,8 @@ def test_settled_only_when_every_candidate_is_clearly_better_or_worse():
 
 def test_the_stopping_rule_draws_fewer_samples_and_chunk_zero_is_plans_fixed_count(tiny_cfg):
     """On one scenario the teacher's planner with a stopping rule draws at most its samples, fewer
-    when decisions settle; without (chunk 0) it draws every sample of every planned decision,
-    and its schedule is plan's."""
+    when decisions settle; without (chunk 0, plan's) it draws every sample of every planned
+    decision; both schedule every task."""
     from sched.data.scenario import draw, scenario_model
     from sched.learn.planner import Planner, rule_base
 

@@ -273,13 +273,13 @@ def teacher_spec(cfg, tuned=None):
     if k == "tuned":
         k = float(read_tuned(Path(tuned or layout.TUNED_PATH))["atc_k"])
     k = float(k if k is not None else cfg["rules"]["atc_k"])
-    rule = t.get("teacher_base", "atc")
+    rule = t["teacher_base"]  # the validated config: the schema's defaults filled in
     settings = dict(
         cfg["plan"],
-        candidates=t.get("teacher_candidates", 4),
-        samples=t.get("teacher_samples", 64),
-        horizon=t.get("teacher_horizon", 50),
-        z=t.get("teacher_z", 2.0),
+        candidates=t["teacher_candidates"],
+        samples=t["teacher_samples"],
+        horizon=t["teacher_horizon"],
+        z=t["teacher_z"],
         budget_ms=None,
     )
     return {
@@ -291,7 +291,7 @@ def teacher_spec(cfg, tuned=None):
         "base_spec": rule_spec(rule, k if rule == "atc" else None),
         "rollout_spec": None,
         "settings": settings,
-        "chunk": int(t.get("teacher_chunk", 16)),
+        "chunk": int(t["teacher_chunk"]),
     }
 
 

@@ -73,9 +73,9 @@ def plan_section(cfg, plan, winner):
         lines += [
             "",
             f"teacher is the gated teacher of training run as a policy: the planner on "
-            f"{t.get('teacher_base', 'atc')} continued by itself, {t.get('teacher_samples')} samples at most "
-            f"({t.get('teacher_chunk')} at a time, the paired stopping rule) of {t.get('teacher_horizon')} "
-            f"arrivals, z = {t.get('teacher_z')}. Against {bh}, the best tuned rule on these seeds: "
+            f"{t['teacher_base']} continued by itself, {t['teacher_samples']} samples at most "
+            f"({t['teacher_chunk']} at a time, the paired stopping rule) of {t['teacher_horizon']} "
+            f"arrivals, z = {t['teacher_z']}. Against {bh}, the best tuned rule on these seeds: "
             f"{pct(d)} {ci(lo, hi)}; the goal (issue 25: at most -3 % with the interval below zero) is "
             f"{'met' if d <= -3.0 and hi < 0 else 'not met'}.",
         ]

@@ -44,7 +44,7 @@ def rounds_section(cfg, per):
         "### Stages of learning: warm start, rounds of expert iteration, PPO",
         "",
         f"Each stage of each training seed on the {len(seeds)} test scenarios: the warm start "
-        f"(ppo-<S>-warm, the student of the gated teacher on {cfg['train'].get('teacher_base', 'atc')}), "
+        f"(ppo-<S>-warm, the student of the gated teacher on {cfg['train']['teacher_base']}), "
         f"each round of expert iteration (ppo-<S>-r<R>: the gated teacher on the policy of the round "
         f"before, its base and rollout continuation, distilled into the next policy; docs/learning.md) "
         f"and the final policy (ppo-<S>, PPO from the last round). Mean total weighted tardiness (k w·s), "

@@ -49,30 +49,11 @@ class GroupedQueue(VecQueue):
         first real decision; a scenario with no decision at all is drawn again."""
         for g in range(self.G):
             while True:
-                seed = int(self.rng.integers(self.seeds.start, self.seeds.stop))
-                load = (
-                    self.loads[int(self.rng.integers(len(self.loads)))]
-                    if len(self.loads) > 1
-                    else self.loads[0]
-                )
-                d = self._draw(seed, load)
-                for b in range(g * self.K, (g + 1) * self.K):
-                    core.load_slot(
-                        self.state, b, d["arrival"], d["duration"], d["estimate"], d["weight"], d["due"]
-                    )
-                    core.set_rule(self.state, b, core.rules.ATC)
-                    self.slot_load[b], self.slot_seed[b] = load, seed
-                    self.slot_profile[b], self.slot_week[b] = self.profiles[load], d["week_start_s"]
-                    core.advance_slot(self.state, b, True)
-                    self._before_first[b] = self.state.accrued[b]
-                if not self.state.done[g * self.K]:
+                seed, load, d = self._draw_next()
+                live = [self._put(b, seed, load, d) for b in range(g * self.K, (g + 1) * self.K)]
+                if live[0]:
                     break
                 self.finished.append((seed, load, float(self.state.wt_started[g * self.K])))
-
-    def _draw(self, seed, load):
-        from sched.data.scenario import draw
-
-        return draw(self.model, seed, tasks=self.tasks, load=load, machines=self.speeds)
 
     def step_group(self, actions):
         """Apply one action per pending slot; returns the rewards (B,) (0 where a slot has ended)."""

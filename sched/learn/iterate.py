@@ -86,11 +86,9 @@ def distill_stage(cfg, args, labels, out, start=None, progress=False, stage="war
         net = networks.build(meta["arch"])
     else:
         pol = policy_file.load(start)
-        if pol.meta["arch"] != meta["arch"] or float(pol.meta["atc_k"]) != meta["atc_k"]:
-            raise ConfigError(
-                f"{start}: its architecture or ATC k ({pol.meta['arch']}, {pol.meta['atc_k']}) is not this "
-                f"training's ({meta['arch']}, {meta['atc_k']})"
-            )
+        why = policy_file.mismatch(pol.meta, meta)
+        if why:
+            raise ConfigError(f"{start}: {why}")
         net = pol.net
     validator = Validator(cfg, args)
     before = validator(net, meta)

@@ -90,16 +90,22 @@ def bounds(costs, n, z, out):
 
 
 @nb.njit(cache=True)
+def best_of(b):
+    """Index of the lowest bound ``b`` (:func:`bounds`) when it is below zero (b[0] = 0), else 0."""
+    best = 0
+    for c in range(1, b.shape[0]):
+        if b[c] < b[best]:
+            best = c
+    return best
+
+
+@nb.njit(cache=True)
 def choose(costs, n, z):
     """Index of the candidate to start given ``costs[:, :n]`` (row 0: the base's choice):
     the one with the lowest :func:`bounds`, when that bound is below zero; else 0."""
     b = np.empty(costs.shape[0])
     bounds(costs, n, z, b)
-    best = 0
-    for c in range(1, costs.shape[0]):
-        if b[c] < b[best]:
-            best = c
-    return best
+    return best_of(b)
 
 
 @nb.njit(cache=True)

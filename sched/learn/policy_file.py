@@ -82,6 +82,17 @@ def policy_meta(cfg, args):
     }
 
 
+def mismatch(meta, want):
+    """Why a policy file's ``meta`` cannot continue a training whose meta is ``want`` (another
+    architecture or ATC k: its weights would mean something else), or None when it can."""
+    if meta["arch"] != want["arch"] or float(meta["atc_k"]) != float(want["atc_k"]):
+        return (
+            f"its architecture or ATC k ({meta['arch']}, {meta['atc_k']}) is not this training's "
+            f"({want['arch']}, {want['atc_k']})"
+        )
+    return None
+
+
 def save(path, net, meta):
     """Write a policy file atomically."""
     blob = {

@@ -330,11 +330,9 @@ def _load_init(net, meta, path):
     import hashlib
 
     pol = policy_file.load(path)
-    if pol.meta["arch"] != meta["arch"] or float(pol.meta["atc_k"]) != meta["atc_k"]:
-        raise TrainSettingsError(
-            f"--init: {path}: its architecture or ATC k ({pol.meta['arch']}, {pol.meta['atc_k']}) is not "
-            f"this training's ({meta['arch']}, {meta['atc_k']})"
-        )
+    why = policy_file.mismatch(pol.meta, meta)
+    if why:
+        raise TrainSettingsError(f"--init: {path}: {why}")
     net.load_state_dict(pol.net.state_dict())
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 

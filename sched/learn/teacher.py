@@ -23,12 +23,12 @@ settings, the same compiled decision.
 A label row is one decision as the student sees it (``sched.learn.kernel.observe``:
 its ``top_k`` candidates' features and the context): each candidate's label is
 the teacher's pessimistic bound against the base's choice (mean + z se of the
-paired cost difference, weighted seconds; 0 for the base's choice), and a
-candidate the teacher did not evaluate gets the worst evaluated bound (no
-evidence that it is better than anything). A decision whose base choice is
-not among the student's candidates is not labelled. The student learns by
-minimising the expected regret of its softmax over these labels
-(``sched.learn.distill``).
+paired cost difference, weighted seconds; 0 for the base's choice), with its
+mean paired difference beside it (``mean``); a candidate the teacher did not
+evaluate gets the worst evaluated value (no evidence that it is better than
+anything). A decision whose base choice is not among the student's candidates
+is not labelled. The student learns by minimising the expected regret of its
+softmax over one of the two (``train.distill_target``, ``sched.learn.distill``).
 
 Whose states: in ``follow`` "teacher" scenarios the teacher starts its own
 choice (the states a better policy visits), in "base" ones the base's
@@ -105,7 +105,7 @@ def label_gated(
             drawn += n
             P.bounds(costs[:mt], n, z, bnd[:mt])
             P.bounds(costs[:mt], n, 0.0, mean[:mt])
-            c = P.choose(costs[:mt], n, z)
+            c = P.best_of(bnd[:mt])  # plan.choose on the bounds just computed
             if _label_row(s, cands, bnd[:mt], mean[:mt], obs, ws, X[row], C[row], M[row:], Q[row], QM[row]):
                 row += 1
         if c != 0:

@@ -153,22 +153,31 @@ class VecQueue:
     def _load(self, b):
         """Put a new scenario in slot b and run it to its first real decision."""
         while True:
-            seed = int(self.rng.integers(self.seeds.start, self.seeds.stop))
-            load = (
-                self.loads[int(self.rng.integers(len(self.loads)))] if len(self.loads) > 1 else self.loads[0]
-            )
-            d = draw(self.model, seed, tasks=self.tasks, load=load, machines=self.speeds)
-            core.load_slot(self.state, b, d["arrival"], d["duration"], d["estimate"], d["weight"], d["due"])
-            core.set_rule(self.state, b, core.rules.ATC)  # the hint's ATC choices read it
-            self._hint_valid[b] = False
-            self._hint_stale = True
-            self.slot_load[b], self.slot_seed[b] = load, seed
-            self.slot_profile[b], self.slot_week[b] = self.profiles[load], d["week_start_s"]
-            core.advance_slot(self.state, b, True)
-            if not self.state.done[b]:
-                self._before_first[b] = self.state.accrued[b]
+            seed, load, d = self._draw_next()
+            if self._put(b, seed, load, d):
                 return
             self.finished.append((seed, load, float(self.state.wt_started[b])))
+
+    def _draw_next(self):
+        """The next training scenario: (seed, load, drawn arrays), from this environment's stream."""
+        seed = int(self.rng.integers(self.seeds.start, self.seeds.stop))
+        load = self.loads[int(self.rng.integers(len(self.loads)))] if len(self.loads) > 1 else self.loads[0]
+        return seed, load, draw(self.model, seed, tasks=self.tasks, load=load, machines=self.speeds)
+
+    def _put(self, b, seed, load, d):
+        """Load the drawn scenario ``d`` into slot b and run it to its first real decision; False
+        when it has none (it is done already)."""
+        core.load_slot(self.state, b, d["arrival"], d["duration"], d["estimate"], d["weight"], d["due"])
+        core.set_rule(self.state, b, core.rules.ATC)  # the hint's ATC choices read it
+        self._hint_valid[b] = False
+        self._hint_stale = True
+        self.slot_load[b], self.slot_seed[b] = load, seed
+        self.slot_profile[b], self.slot_week[b] = self.profiles[load], d["week_start_s"]
+        core.advance_slot(self.state, b, True)
+        if self.state.done[b]:
+            return False
+        self._before_first[b] = self.state.accrued[b]
+        return True
 
     def reset(self):
         for b in range(self.B):
