@@ -6,7 +6,6 @@ levels), without ``NaN`` or ``Infinity`` (not JSON); anything else is one
 line and exit status 2, naming the file. The output is strict JSON.
 """
 
-import gc
 import json
 import os
 import sys
@@ -105,10 +104,12 @@ def parse_machines(text):
 def read_tasks(source):
     """The JSON list of task objects in ``source`` (a path, or '-' for standard input).
 
-    Refused in one line (UsageError naming the source): more than
-    MAX_RANK_BYTES bytes, text that is not UTF-8 or not JSON, ``NaN`` or
+    Refused in one line naming the source (``sched.serve.request``, which ``sched serve``
+    shares): more than MAX_RANK_BYTES bytes, text that is not UTF-8 or not JSON, ``NaN`` or
     ``Infinity``, nesting too deep for the parser, anything but a list.
     """
+    from sched.serve.request import task_list
+
     name = "standard input" if source == "-" else source
     try:
         if source == "-":
@@ -121,39 +122,7 @@ def read_tasks(source):
         raise UsageError(f"{source}: file not found") from None
     except OSError as exc:
         raise UsageError(f"{name}: cannot read: {exc.strerror or exc}") from None
-    if len(data) > MAX_RANK_BYTES:
-        raise UsageError(
-            f"{name}: more than the limit of {MAX_RANK_BYTES} bytes (sched.limits.MAX_RANK_BYTES)"
-        )
-    try:
-        text = data.decode("utf-8") if isinstance(data, bytes) else data
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"{name}: cannot read: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    data = _parse(text, name)
-    if not isinstance(data, list):
-        raise UsageError(f"{name}: expected a JSON list of task objects, got {type(data).__name__}")
-    return data
-
-
-def _not_json(constant):
-    raise UsageError(f"{constant} is not JSON (numbers must be finite)")
-
-
-def _parse(text, name):
-    """json.loads, guarded: one UsageError naming ``name`` for any bad document."""
-    # The cyclic garbage collector would rescan the growing document again and
-    # again (a list of millions of small objects parses ten times slower).
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        return json.loads(text, parse_constant=_not_json)
-    except RecursionError:
-        raise UsageError(f"{name}: not valid JSON: nested too deeply") from None
-    except ValueError as exc:  # JSONDecodeError, NaN/Infinity, integers too long to read
-        raise UsageError(f"{name}: not valid JSON: {str(exc).splitlines()[0][:200]}") from None
-    finally:
-        if enabled:
-            gc.enable()
+    return task_list(data, name)
 
 
 def run(args):

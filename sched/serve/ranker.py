@@ -36,10 +36,14 @@ from sched.serve.times import WEEK_START_S
 from sched.serve.verdicts import Plan, auto_plan, ppo_plan, tuned_k
 from sched.sim import rules
 
-__all__ = ["Plan", "RankInputError", "Settings", "rank", "tuned_k"]
+__all__ = ["Decision", "Plan", "RankInputError", "Settings", "decide", "rank", "tuned_k"]
 
 #: root: the folder the config's relative paths were read from ("." : the working directory)
 Settings = namedtuple("Settings", "weights atc_k winner tuned calibration others farm config root")
+
+#: What a call decided: ``ids`` in start order (as given), the policy that ran (``policy``: its
+#: name, ``why``: the reason in words) and, with ``explain``, the plan as a table (else None).
+Decision = namedtuple("Decision", "ids policy why frame")
 
 
 # --------------------------------------------------------------------------- entry point
@@ -83,6 +87,16 @@ def rank(
     input (tasks, arguments, config, policy or winner file) raises
     :class:`RankInputError`, and nothing else.
     """
+    d = decide(tasks, now, policy, machines, explain, config, policy_file, budget_ms)
+    return d.frame if explain else d.ids
+
+
+def decide(
+    tasks, now=None, policy="auto", machines=1, explain=False, config=None, policy_file=None, budget_ms=None
+):
+    """:func:`rank`'s decision with the policy that made it: a :class:`Decision` (the ids in
+    start order, the policy's name and why, and with ``explain`` the plan as a table). The
+    arguments and errors are :func:`rank`'s; ``sched serve`` answers with all of it."""
     started = time.perf_counter()  # policy plan's budget bounds the whole call
     st = _settings(config)
     q = read_queue(task_records(tasks), now, machines, st)
@@ -113,10 +127,9 @@ def rank(
         )
     else:
         order, start, end, mach, plan = _ppo_rollout(plan, q)
-    if explain:
-        return explain_frame(q, plan, order, start, end, mach)
+    frame = explain_frame(q, plan, order, start, end, mach) if explain else None
     ids = q.ids
-    return [ids[i] for i in order.tolist()]
+    return Decision([ids[i] for i in order.tolist()], plan.name, plan.why, frame)
 
 
 # --------------------------------------------------------------------------- settings
