@@ -30,6 +30,7 @@ COMMANDS = (
     "report",
     "demo",
     "rank",
+    "serve",
 )
 
 

@@ -36,7 +36,7 @@ from sched.serve.times import WEEK_START_S
 from sched.serve.verdicts import Plan, auto_plan, ppo_plan, tuned_k
 from sched.sim import rules
 
-__all__ = ["Decision", "Plan", "RankInputError", "Settings", "decide", "rank", "tuned_k"]
+__all__ = ["Decision", "Plan", "RankInputError", "Settings", "decide", "rank", "readiness", "tuned_k"]
 
 #: root: the folder the config's relative paths were read from ("." : the working directory)
 Settings = namedtuple("Settings", "weights atc_k winner tuned calibration others farm config root")
@@ -130,6 +130,22 @@ def decide(
     frame = explain_frame(q, plan, order, start, end, mach) if explain else None
     ids = q.ids
     return Decision([ids[i] for i in order.tolist()], plan.name, plan.why, frame)
+
+
+def readiness(config=None):
+    """(policy, why) that policy ``auto`` runs on the config's GPUs, once the config and its
+    verdict files (config ``rank.winner`` and ``rank.tuned``) are found and valid; otherwise a
+    RankInputError naming what is missing or malformed (``sched serve``'s ``/readyz``)."""
+    st = _settings(config)
+    gone = [
+        f"config rank.{field} {os.path.abspath(path)}"
+        for field, path in (("winner", st.winner), ("tuned", st.tuned))
+        if not os.path.isfile(path)
+    ]
+    if gone:
+        raise RankInputError(f"verdicts not found: {', '.join(gone)} (the benchmark writes them)")
+    plan = auto_plan(st, {"machines": st.farm["machines"], "speeds": st.farm["speeds"]})
+    return plan.name, plan.why
 
 
 # --------------------------------------------------------------------------- settings
