@@ -31,6 +31,7 @@ COMMANDS = (
     "demo",
     "rank",
     "serve",
+    "opencue",
 )
 
 

@@ -1,0 +1,119 @@
+"""`sched opencue sync`: set an OpenCue show's job priorities in rank() order (docs/opencue.md;
+optional extra ``opencue``)."""
+
+import os
+
+from sched.errors import UsageError
+
+
+def register(sub):
+    s = sub.add_parser(
+        "opencue",
+        help="OpenCue adapter: set a show's job priorities in rank() order (optional extra opencue)",
+    )
+    verbs = s.add_subparsers(dest="verb", required=True, metavar="VERB")
+    v = verbs.add_parser("sync", help="rank the show's pending jobs and set their priorities")
+    v.add_argument("--show", required=True, help="the OpenCue show whose pending jobs are ranked")
+    v.add_argument("--dry-run", dest="dry_run", action="store_true", help="print the changes, make none")
+    v.add_argument(
+        "--mapping",
+        metavar="FILE",
+        help="CSV kept by production: job (a name pattern), weight or priority, due or due_after_h, "
+        "frame_s, kind (docs/opencue.md)",
+    )
+    v.add_argument(
+        "--cuebot",
+        action="append",
+        metavar="HOST:PORT",
+        help="Cuebot address (repeatable; default: $CUEBOT_HOSTS, else pycue's config)",
+    )
+    v.add_argument("--policy", default="auto", help="rank()'s policy (default auto: the benchmark's verdict)")
+    v.add_argument(
+        "--machines",
+        default="1",
+        metavar="M",
+        help="the farm as rank() sees it: a count of equal machines or a spec NxSPEED "
+        "(default 1: one queue; 1xN: N hosts' worth of work at once)",
+    )
+    v.add_argument(
+        "--now", type=float, metavar="T", help="current time in POSIX seconds (default: the clock)"
+    )
+    v.add_argument(
+        "--default-due-h",
+        dest="default_due_h",
+        type=float,
+        default=24.0,
+        metavar="H",
+        help="due time of an unmapped job, in hours after its submission (default 24)",
+    )
+    v.add_argument(
+        "--priority-range",
+        dest="priority_range",
+        default="1:100000",
+        metavar="LO:HI",
+        help="priorities the adapter may assign (default 1:100000)",
+    )
+    v.add_argument("--timeout-s", dest="timeout_s", type=float, default=10.0, help="Cuebot call timeout")
+    s.set_defaults(func=run)
+
+
+def _range(text):
+    lo, sep, hi = text.partition(":")
+    try:
+        lo, hi = int(lo), int(hi)
+    except ValueError:
+        raise UsageError(f"--priority-range: expected LO:HI (two integers), got {text!r}") from None
+    if not sep or not 0 <= lo < hi:
+        raise UsageError(f"--priority-range: expected 0 <= LO < HI, got {text!r}")
+    return lo, hi
+
+
+def _machines(text):
+    from sched.data.machines import is_spec
+
+    text = text.strip()
+    if is_spec(text):
+        return text
+    try:
+        n = int(text)
+    except ValueError:
+        raise UsageError(f"--machines: expected a count or a spec NxSPEED, got {text!r}") from None
+    if n < 1:
+        raise UsageError(f"--machines: expected a count >= 1, got {n}")
+    return n
+
+
+def run(args):
+    from sched.serve import opencue, opencue_mapping
+
+    bounds = _range(args.priority_range)
+    machines = _machines(args.machines)
+    if not args.default_due_h >= 0:
+        raise UsageError(f"--default-due-h: expected hours >= 0, got {args.default_due_h}")
+    rules = opencue_mapping.read_mapping(args.mapping) if args.mapping else []
+    hosts = [h.strip() for item in args.cuebot or [] for h in item.split(",") if h.strip()] or None
+    report = opencue.sync(
+        args.show,
+        rules,
+        dry_run=args.dry_run,
+        hosts=hosts,
+        now=args.now,
+        machines=machines,
+        policy=args.policy,
+        config=os.path.abspath(args.config) if args.config else None,
+        default_due_h=args.default_due_h,
+        bounds=bounds,
+        timeout_s=args.timeout_s,
+    )
+    verb = "would set" if report.dry_run else "set"
+    for name, before, after in report.changes:
+        print(f"{verb} {name}: priority {before} -> {after}")
+    for name, why in report.skipped:
+        print(f"skipped {name}: {why}")
+    kept = len(report.ranked) - len(report.changes)
+    policy = f" by {report.policy}" if report.policy else ""
+    print(
+        f"show {report.show}: {len(report.ranked)} pending jobs ranked{policy}, "
+        f"{len(report.changes)} priorities {'to change' if report.dry_run else 'changed'}, {kept} kept, "
+        f"{len(report.skipped)} skipped" + (" (dry run: nothing set)" if report.dry_run else "")
+    )
