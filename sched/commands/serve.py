@@ -5,7 +5,7 @@ import os
 import socket
 import sys
 
-from sched.errors import UsageError
+from sched.errors import MissingExtraError, UsageError
 
 #: Bytes read of a token file: a token is a line, far shorter.
 MAX_TOKEN_BYTES = 4096
@@ -137,10 +137,16 @@ def run(args):
     _positive(args.read_timeout_s, "--read-timeout-s")
     _positive(args.workers, "--workers")
     _positive(args.max_connections, "--max-connections")
-    import uvicorn  # after sched.serve.http, which names the extra when it is missing
-
     from sched.serve.decision_log import DecisionLog
     from sched.serve.http import ServiceSettings, create_app
+
+    try:
+        import uvicorn
+    except ImportError as exc:
+        raise MissingExtraError(
+            f"sched serve needs the optional extra serve ({exc.name} is missing): "
+            f"pip install 'render-queue-sched[serve]'"
+        ) from exc
 
     log = DecisionLog(args.decision_log, args.log_max_bytes, args.log_backups) if args.decision_log else None
     config = os.path.abspath(args.config) if args.config else None
