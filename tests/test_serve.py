@@ -174,6 +174,12 @@ def test_oversized_bodies_slow_clients_and_garbage_get_4xx_and_leave_the_service
         t.join(20)
         slow.close()
         assert status == 408 and 1.4 < cut < 4.0, (status, cut)
+        # a client slow in its headers holds its connection (uvicorn has no header timeout),
+        # and the others are still answered
+        stuck = socket.create_connection(("127.0.0.1", port), timeout=10)
+        stuck.sendall(b"POST /v1/rank HTTP/1.1\r\nHo")
+        assert post(c, good).json()["order"] == want
+        stuck.close()
         # 1,000 bodies of random bytes: every one a 4xx
         rng = random.Random(26)
         codes = {post_raw(c, rng.randbytes(rng.randint(0, 300))) for _ in range(1000)}
