@@ -5,25 +5,33 @@ import sys
 
 from .conftest import ROOT
 
-# Run in a fresh interpreter: sys.modules["gymnasium"] = None makes `import gymnasium` fail
-# as if it were not installed, whether or not it is.
-WITHOUT_GYMNASIUM = """
+
+# Run in a fresh interpreter: sys.modules[name] = None makes `import name` fail as if it were
+# not installed, whether or not it is.
+def without(blocked, module, extra, commands=()):
+    """A script that imports every module of sched with ``blocked`` missing, checks that
+    ``module`` names ``extra`` in its MissingExtraError, and that each of ``commands``
+    (argument lists) exits 2; it prints ok."""
+    return f"""
 import importlib, pathlib, sys
-sys.modules["gymnasium"] = None
+for name in {tuple(blocked)!r}:
+    sys.modules[name] = None
 import sched, sched.cli
 from sched.errors import MissingExtraError
 root = pathlib.Path(sched.__file__).parent
 for p in sorted(root.rglob("*.py")):
     name = ".".join(("sched",) + p.relative_to(root).with_suffix("").parts).removesuffix(".__init__")
-    if name in ("sched.__main__", "sched.learn.gym_env"):
+    if name in ("sched.__main__", {module!r}):
         continue
     importlib.import_module(name)
 try:
-    import sched.learn.gym_env
+    importlib.import_module({module!r})
 except MissingExtraError as exc:
-    assert isinstance(exc, ImportError) and "render-queue-sched[gym]" in str(exc), exc
+    assert isinstance(exc, ImportError) and "render-queue-sched[{extra}]" in str(exc), exc
 else:
-    raise SystemExit("sched.learn.gym_env imported without gymnasium")
+    raise SystemExit("{module} imported without {blocked[0]}")
+for argv in {[list(c) for c in commands]!r}:
+    assert sched.cli.main(argv) == 2, argv
 try:
     sched.cli.main(["--help"])
 except SystemExit as exc:
@@ -32,36 +40,21 @@ print("ok")
 """
 
 
+WITHOUT_GYMNASIUM = without(["gymnasium"], "sched.learn.gym_env", "gym")
+WITHOUT_SERVING_EXTRAS = without(
+    ["starlette", "uvicorn", "prometheus_client", "opencue", "opencue_proto", "grpc"],
+    "sched.serve.http",
+    "serve",
+    [["serve"], ["opencue", "sync", "--show", "film"]],
+)
+
+
 def test_the_package_and_its_commands_work_without_gymnasium():
     out = subprocess.run(
         [sys.executable, "-c", WITHOUT_GYMNASIUM], cwd=ROOT, capture_output=True, text=True, timeout=300
     )
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().endswith("ok")
-
-
-WITHOUT_SERVING_EXTRAS = """
-import importlib, pathlib, sys
-for name in ("starlette", "uvicorn", "prometheus_client", "opencue", "opencue_proto", "grpc"):
-    sys.modules[name] = None
-import sched, sched.cli
-from sched.errors import MissingExtraError
-root = pathlib.Path(sched.__file__).parent
-for p in sorted(root.rglob("*.py")):
-    name = ".".join(("sched",) + p.relative_to(root).with_suffix("").parts).removesuffix(".__init__")
-    if name in ("sched.__main__", "sched.serve.http"):
-        continue
-    importlib.import_module(name)
-try:
-    import sched.serve.http
-except MissingExtraError as exc:
-    assert isinstance(exc, ImportError) and "render-queue-sched[serve]" in str(exc), exc
-else:
-    raise SystemExit("sched.serve.http imported without starlette")
-assert sched.cli.main(["serve"]) == 2
-assert sched.cli.main(["opencue", "sync", "--show", "film"]) == 2
-print("ok")
-"""
 
 
 def test_the_package_works_without_the_serve_and_opencue_extras_and_their_commands_name_them():

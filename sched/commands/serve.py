@@ -87,15 +87,13 @@ def register(sub):
 
 def read_token(path):
     """The bearer token in ``path``: one line of printable ASCII without spaces."""
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_TOKEN_BYTES + 1)
-    except FileNotFoundError:
-        raise UsageError(f"--token-file: {path}: file not found") from None
-    except OSError as exc:
-        raise UsageError(f"--token-file: {path}: cannot read: {exc.strerror or exc}") from None
-    if len(data) > MAX_TOKEN_BYTES:
-        raise UsageError(f"--token-file: {path}: more than {MAX_TOKEN_BYTES} bytes (a token is one line)")
+    from sched import files
+
+    class TokenFileError(UsageError):
+        def __init__(self, message):
+            super().__init__(f"--token-file: {message}")
+
+    data = files.read_bytes(path, TokenFileError, MAX_TOKEN_BYTES)  # a regular file, bounded
     token = data.strip()
     if not token:
         raise UsageError(f"--token-file: {path}: empty (expected one line holding the token)")
