@@ -53,7 +53,7 @@ def register(sub):
         type=float,
         default=2000.0,
         metavar="MS",
-        help="time budget of a call whose body sets no budget_ms; past it the tuned rule answers, "
+        help="time budget of a call (plus its budget_ms with policy plan); past it the tuned rule answers, "
         "with fallback: true (default 2000)",
     )
     s.add_argument(

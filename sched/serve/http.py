@@ -6,11 +6,12 @@ Routes: ``POST /v1/rank`` (the decision), ``GET /healthz`` (alive), ``GET /ready
 token before any body is read and counts every answer by status.
 
 A call runs ``sched.serve.ranker.decide`` on a worker thread, so the event loop keeps
-reading other requests. A call not answered within its time budget (the body's
-``budget_ms`` with policy plan, else the service's ``deadline_ms``) is answered by the
-tuned rule (ATC with the k tuned for the call's GPUs, else config ``rules.atc_k``) with
-``"fallback": true``. The same input always gives the same order (``decide`` holds no
-state of a call), whatever the number of concurrent clients, unless it falls back.
+reading other requests (a small queue is decided on the loop itself: :meth:`Service._decision`).
+A call not answered within its time budget (the service's ``deadline_ms``, plus the body's
+``budget_ms``, policy plan's own anytime budget) is answered by the tuned rule (ATC with
+the k tuned for the call's GPUs, else config ``rules.atc_k``) with ``"fallback": true``.
+The same input always gives the same order (``decide`` holds no state of a call),
+whatever the number of concurrent clients, unless it falls back.
 """
 
 import asyncio
@@ -44,7 +45,7 @@ try:
     from starlette.requests import ClientDisconnect
     from starlette.responses import JSONResponse, Response
     from starlette.routing import Route
-except ImportError as exc:  # pragma: no cover - the message is the test
+except ImportError as exc:  # tests/test_extras.py checks the message
     raise MissingExtraError(
         f"sched serve needs the optional extra serve ({exc.name} is missing): "
         f"pip install 'render-queue-sched[serve]'"
@@ -70,7 +71,7 @@ class ServiceSettings:
     token: bytes | None = None
     #: where each call's decision is logged (a :class:`~sched.serve.decision_log.DecisionLog`)
     decision_log: object = None
-    #: a call's time budget when its body sets no budget_ms, in milliseconds
+    #: a call's time budget in milliseconds (plus its budget_ms, policy plan's own)
     deadline_ms: float = 2000.0
     #: longest time a request body may take to arrive, in seconds (then 408)
     read_timeout_s: float = 10.0
@@ -200,7 +201,9 @@ class Service:
         digest = hashlib.sha256(body).hexdigest()
         try:
             kw = rank_request.rank_body(body)
-            budget_ms = kw["budget_ms"] if kw["budget_ms"] is not None else self.settings.deadline_ms
+            # plan's budget_ms is its own (it answers within it, its tail aside); the deadline
+            # guards the rest of the call, as it guards every call
+            budget_ms = self.settings.deadline_ms + (kw["budget_ms"] or 0.0)
             d, fallback = await self._decision(kw, budget_ms)
         except RankInputError as exc:
             _log(self.settings, digest, got, error=str(exc))
@@ -260,8 +263,10 @@ class Service:
         # compiled code, so that the first client does not wait for them (a bad config is
         # /readyz's to report, not a reason not to start).
         loop = asyncio.get_running_loop()
-        with contextlib.suppress(RankInputError):
-            await loop.run_in_executor(self.pool, partial(self.decide, _WARM_UP, config=self.settings.config))
+        for policy in ("auto", "plan"):  # plan: its compiled code and its pool of sampled futures
+            with contextlib.suppress(RankInputError):
+                warm = partial(self.decide, _WARM_UP, policy=policy, config=self.settings.config)
+                await loop.run_in_executor(self.pool, warm)
         yield
         self.pool.shutdown(wait=False, cancel_futures=True)
         self.spare.shutdown(wait=False, cancel_futures=True)
@@ -274,9 +279,11 @@ def _fallback(decide, config, kw, budget_ms):
     rule_kw = {**kw, "budget_ms": None}
     try:
         d = decide(config=config, **{**rule_kw, "policy": "atc-tuned"})
+        how = d.why.split("; ", 1)[-1]  # where its k was tuned
     except RankInputError:  # no tuned k for these GPUs
         d = decide(config=config, **{**rule_kw, "policy": "atc"})
-    why = f"fallback: the call ran past its time budget of {budget_ms:g} ms; {d.why}"
+        how = "no tuned k for these GPUs, config rules.atc_k"
+    why = f"fallback: the call ran past its time budget of {budget_ms:g} ms; answered by {d.policy} ({how})"
     return d._replace(why=why)
 
 
