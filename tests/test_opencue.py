@@ -122,6 +122,16 @@ def test_only_pending_unpaused_jobs_of_the_show_with_waiting_frames_are_touched(
         assert "skipped no-estimate: no estimate" in out.out and "4 pending jobs ranked" in out.out
 
 
+def test_without_cuebot_the_address_comes_from_cuebot_hosts(conf, monkeypatch, capsys):
+    with FakeCuebot() as cue:
+        for i in range(3):
+            cue.add_job(f"b{i}", waiting=5 + i, avg_frame_s=10, start_time=int(NOW))
+        monkeypatch.setenv("CUEBOT_HOSTS", cue.address)
+        code = cli.main(["--config", conf, "opencue", "sync", "--show", "film", "--now", str(NOW)])
+        assert code == 0 and "3 pending jobs ranked" in capsys.readouterr().out
+        assert len(cue.set_calls) == 2
+
+
 def test_a_sched_comment_overrides_the_mapping_and_a_bad_one_skips_its_job(conf, tmp_path, capsys):
     with FakeCuebot() as cue:
         a = cue.add_job("shot-a", waiting=10, avg_frame_s=60, start_time=int(NOW))

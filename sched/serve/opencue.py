@@ -65,9 +65,8 @@ def connect(hosts=None, timeout_s=10.0):
     try:
         if hosts:
             opencue.Cuebot.setHosts(list(hosts))
-        else:
+        else:  # $CUEBOT_HOSTS, else the facility of pycue's config; it connects
             opencue.Cuebot.init()
-            opencue.Cuebot.resetChannel()
     except _errors(opencue) as exc:
         raise OpenCueError(f"Cuebot at {where}: cannot connect ({_first_line(exc)})") from None
     return opencue
