@@ -32,8 +32,8 @@ def register(sub):
         "--machines",
         default="1",
         metavar="M",
-        help="the farm as rank() sees it: a count of equal machines or a spec NxSPEED "
-        "(default 1: one queue; 1xN: N hosts' worth of work at once)",
+        help="the farm as rank() sees it, in sched rank --machines' forms: a count, a spec NxSPEED, "
+        "a machines CSV or free times (default 1: one queue; 1xN: N hosts' worth of work at once)",
     )
     v.add_argument(
         "--now", type=float, metavar="T", help="current time in POSIX seconds (default: the clock)"
@@ -68,26 +68,12 @@ def _range(text):
     return lo, hi
 
 
-def _machines(text):
-    from sched.data.machines import is_spec
-
-    text = text.strip()
-    if is_spec(text):
-        return text
-    try:
-        n = int(text)
-    except ValueError:
-        raise UsageError(f"--machines: expected a count or a spec NxSPEED, got {text!r}") from None
-    if n < 1:
-        raise UsageError(f"--machines: expected a count >= 1, got {n}")
-    return n
-
-
 def run(args):
+    from sched.commands.rank import parse_machines  # the same forms as sched rank --machines
     from sched.serve import opencue, opencue_mapping
 
     bounds = _range(args.priority_range)
-    machines = _machines(args.machines)
+    machines = parse_machines(args.machines)
     if not args.default_due_h >= 0:
         raise UsageError(f"--default-due-h: expected hours >= 0, got {args.default_due_h}")
     rules = opencue_mapping.read_mapping(args.mapping) if args.mapping else []

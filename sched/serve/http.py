@@ -139,11 +139,9 @@ class Guard:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         path = scope["path"] if scope["path"] in PATHS else "other"
-        status = {}
 
         async def counted(message):
             if message["type"] == "http.response.start":
-                status["code"] = message["status"]
                 self.metrics.requests.labels(path, str(message["status"])).inc()
             await send(message)
 
@@ -177,7 +175,6 @@ def create_app(settings=None, decide=None):
         ],
         lifespan=service.lifespan,
     )
-    app.state.metrics = service.metrics
     return Guard(app, service.settings.token, service.metrics)
 
 

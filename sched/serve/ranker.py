@@ -33,7 +33,7 @@ from sched.errors import SchedError
 from sched.serve.explain import explain_frame
 from sched.serve.tasks import RankInputError, read_queue, task_records
 from sched.serve.times import WEEK_START_S
-from sched.serve.verdicts import Plan, auto_plan, ppo_plan, tuned_k
+from sched.serve.verdicts import Plan, auto_plan, missing_files, ppo_plan, tuned_k
 from sched.sim import rules
 
 __all__ = ["Decision", "Plan", "RankInputError", "Settings", "decide", "rank", "readiness", "tuned_k"]
@@ -137,11 +137,7 @@ def readiness(config=None):
     verdict files (config ``rank.winner`` and ``rank.tuned``) are found and valid; otherwise a
     RankInputError naming what is missing or malformed (``sched serve``'s ``/readyz``)."""
     st = _settings(config)
-    gone = [
-        f"config rank.{field} {os.path.abspath(path)}"
-        for field, path in (("winner", st.winner), ("tuned", st.tuned))
-        if not os.path.isfile(path)
-    ]
+    gone = missing_files(st)
     if gone:
         raise RankInputError(f"verdicts not found: {', '.join(gone)} (the benchmark writes them)")
     plan = auto_plan(st, {"machines": st.farm["machines"], "speeds": st.farm["speeds"]})

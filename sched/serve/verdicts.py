@@ -343,13 +343,18 @@ def _winner_file(st, v):
     return os.path.join(st.others, v.source.removeprefix("setting "), layout.WINNER)
 
 
-def _missing(st):
-    """ " (config rank.winner FILE not found, ...)" for the main verdict files that do not exist."""
-    gone = [
-        f"config rank.{field} {os.path.abspath(path)} not found"
+def missing_files(st):
+    """``config rank.winner FILE`` (and ``rank.tuned``) for the main verdict files that do not exist."""
+    return [
+        f"config rank.{field} {os.path.abspath(path)}"
         for field, path in (("winner", st.winner), ("tuned", st.tuned))
         if not os.path.exists(path)
     ]
+
+
+def _missing(st):
+    """ " (config rank.winner FILE not found, ...)" for the main verdict files that do not exist."""
+    gone = [f"{f} not found" for f in missing_files(st)]
     return f" ({', '.join(gone)})" if gone else ""
 
 
