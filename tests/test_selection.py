@@ -104,7 +104,7 @@ def test_the_winner_is_the_best_on_validation_even_when_test_orders_differently(
     assert all(type(x) is float for x in s["means"].values())
 
 
-def test_without_a_significant_lead_on_validation_the_best_heuristic_there_is_kept(cfg):
+def test_without_a_significant_lead_on_validation_the_incumbent_is_kept(cfg):
     # validation: ppo-1 1 % below atc on average, +-30 % from scenario to scenario: not
     # significant; wmdd is the best heuristic on test only, ppo-1 the best policy there
     test, _ = frames(cfg, {"fifo": 3.0, "atc": 1.0, "wmdd": 0.9, "ppo-1": 0.8, "ppo-2": 0.85}, {})
@@ -117,11 +117,37 @@ def test_without_a_significant_lead_on_validation_the_best_heuristic_there_is_ke
     sel = pd.DataFrame(rows, columns=list(PER_SCENARIO_COLUMNS))
     _, w = summarise(test, cfg, SPECS, selection=sel)
     assert (w["policy"], w["runner_up"], w["significant"], w["rule"]) == ("atc", "ppo-1", False, "atc")
-    assert "falling back to the best heuristic, atc" in w["reason"]
+    assert "the incumbent, atc, is kept" in w["reason"]
     t = test.pivot(index="scenario_seed", columns="policy", values="total_weighted_tardiness_s")
     want = (t["atc"].mean() - t["ppo-1"].mean()) / t["ppo-1"].mean() * 100
     assert w["mean_difference_pct"] == pytest.approx(want) and want > 0  # test: atc loses to ppo-1
     assert w["selection"]["means"]["ppo-1"] == pytest.approx(990.0)
+
+
+def test_a_rule_replaces_the_incumbent_only_when_significantly_better_on_validation(cfg):
+    # validation: edd 1 % below atc-tuned on average, +-30 % from scenario to scenario (a tie);
+    # on test edd is 10 % below it on every scenario: the choice is still validation's
+    specs = dict(SPECS, edd=dict(SPECS["wmdd"], rule="edd"), **{"atc-tuned": dict(SPECS["atc"], atc_k=1.0)})
+    means = {"fifo": 3.0, "atc": 1.05, "atc-tuned": 1.0, "edd": 0.9, "ppo-1": 1.02}
+    test, _ = frames(cfg, means, {})
+    seeds = list(selection_seeds(cfg))
+    totals = {"fifo": [3000.0] * 40, "atc": [1050.0] * 40, "atc-tuned": [1000.0] * 40, "ppo-1": [1020.0] * 40}
+    totals["edd"] = [700.0, 1280.0] * 20
+    rows = [
+        [s, p, v[i], 1.0, 2.0, 3.0, 0.5, 10.0, 40] for p, v in totals.items() for i, s in enumerate(seeds)
+    ]
+    sel = pd.DataFrame(rows, columns=list(PER_SCENARIO_COLUMNS))
+    _, w = summarise(test, cfg, specs, selection=sel)
+    assert (w["policy"], w["runner_up"], w["significant"], w["atc_k"]) == ("atc-tuned", "edd", False, 1.0)
+    assert "edd has the lowest mean on the selection (validation) scenarios" in w["reason"]
+    assert "the incumbent, atc-tuned, is kept" in w["reason"]
+    # edd 1 % below atc-tuned on every validation scenario: significant, edd replaces it
+    totals["edd"] = [990.0] * 40
+    rows = [
+        [s, p, v[i], 1.0, 2.0, 3.0, 0.5, 10.0, 40] for p, v in totals.items() for i, s in enumerate(seeds)
+    ]
+    _, w = summarise(test, cfg, specs, selection=pd.DataFrame(rows, columns=list(PER_SCENARIO_COLUMNS)))
+    assert (w["policy"], w["runner_up"], w["significant"], w["rule"]) == ("edd", "atc-tuned", True, "edd")
 
 
 def test_the_selection_table_must_hold_every_policy_that_may_win(cfg):

@@ -100,7 +100,7 @@ def summarise(frame, cfg, specs, selection=None):
         )
     summary = pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
     if selection is None:
-        winner = choose_winner(twt, specs, counts, b["ci_level"], bh)
+        winner = choose_winner(twt, specs, counts, b["ci_level"])
     else:
         winner = choose_on_selection(selection, twt, specs, counts, b)
     return summary, winner
@@ -170,52 +170,88 @@ def _summary_numbers(v, twt, bh, counts, b):
     }
 
 
-def choose_winner(twt, specs, counts, level, bh=None, confirm=None):
-    """The winner record (see docs/benchmark-and-report.md).
+#: The incumbent of a verdict, first present wins: the field's reference rule with its k tuned
+#: for the setting, else with the config's k. A challenger replaces it only on evidence.
+INCUMBENTS = ("atc-tuned", "atc")
 
-    The policy with the lowest mean wins when the paired interval of its
-    difference to the runner-up lies entirely below zero. The runner-up is the
-    next-lowest mean, leaving out the other training seeds of PPO when the
-    best is a PPO policy (they are replicas of the same method, and the
-    question winner.json answers is whether the learned policy beats the
-    rules) and any policy that is the same rule with the same k (atc-tuned
-    when the tuning kept k = 2: the same schedules). Otherwise the best
-    heuristic is kept, with ``significant`` false.
+
+def incumbent_of(twt):
+    """The policy a verdict keeps unless another is significantly better (:data:`INCUMBENTS`)."""
+    for p in INCUMBENTS:
+        if p in twt:
+            return p
+    raise BenchmarkError(
+        f"the winner needs the incumbent, {' or '.join(INCUMBENTS)}; it is not among {', '.join(twt)}"
+    )
+
+
+def choose_winner(twt, specs, counts, level, confirm=None):
+    """The winner record (see docs/benchmark-and-report.md, "How the winner is chosen").
+
+    The incumbent is atc-tuned (atc when the run has no atc-tuned): the field's reference
+    rule, which the verdict keeps unless the evidence says otherwise. The policy with the
+    lowest mean (the best) replaces it only when the paired interval of its difference to
+    the incumbent lies entirely below zero, and, for a learned policy, also that of its
+    difference to the runner-up (``significant`` true). The runner-up is the next-lowest mean,
+    leaving out the other training seeds of PPO when the best is a PPO policy (they are
+    replicas of the same method, and the question winner.json answers is whether the learned
+    policy beats the rules) and any policy that is the same rule with the same k (atc when
+    the tuning kept k = 2: the same schedules). Otherwise the incumbent is kept, with
+    ``significant`` false: a lower mean within the noise (a rule 1 % ahead on validation)
+    does not move the verdict. When the best is the incumbent itself (or its same rule),
+    the incumbent is the winner, ``significant`` saying whether its lead over the runner-up
+    is.
+
+    ``runner_up`` is the policy the winner was compared with: the runner-up for a learned
+    winner and for the incumbent, the incumbent for a rule that replaced it, the best for an
+    incumbent kept against it; ``mean_difference_pct`` and ``ci95_pct`` are the winner's
+    paired difference with it.
 
     ``twt`` are the totals the choice is made on. ``confirm``: ``(totals, counts)`` of the
     test scenarios when the choice is made on the selection (validation) scenarios: the record's
-    ``mean_difference_pct`` and ``ci95_pct`` are then the winner's paired difference with the
-    policy it was compared to, measured on the test scenarios (``significant`` stays the
-    choice's: on the selection scenarios).
+    ``mean_difference_pct`` and ``ci95_pct`` are then the winner's paired difference with its
+    ``runner_up``, measured on the test scenarios (``significant`` stays the choice's: on the
+    selection scenarios).
 
     The warm starts (``ppo-<S>-warm``) take no part: neither winner nor
     runner-up. They are benchmarked to measure what PPO adds to them; the
     winner is chosen among the final policies and the heuristics.
     """
-    bh = bh or best_heuristic(twt)
+    inc = incumbent_of(twt)
     means = {p: v.mean() for p, v in twt.items()}
     order = sorted((p for p in twt if competes(p)), key=lambda p: (means[p], policy_key(p)))
     best = order[0]
+    if same_rule(specs.get(best), specs.get(inc)):
+        best = inc  # the same schedules under the incumbent's name: a tie goes to the incumbent
     others = [
         p
-        for p in order[1:]
-        if not (is_ppo(best) and is_ppo(p)) and not same_rule(specs.get(best), specs.get(p))
+        for p in order
+        if p != best and not (is_ppo(best) and is_ppo(p)) and not same_rule(specs.get(best), specs.get(p))
     ]
     if not others:
         raise BenchmarkError("the winner needs at least two policies to compare")
     runner = others[0]
-    d, lo, hi = paired_difference(twt[best], twt[runner], counts, level)
-    significant = bool(np.isfinite(hi) and hi < 0)
-    winner, runner_up = (best, runner) if significant or best == bh else (bh, best)
-    reason = _reason(best, runner, bh, significant, (d, lo, hi), level, confirm is not None)
+    against = [runner] if best == inc or not is_heuristic(best) else []
+    if best != inc and inc not in against:
+        against.append(inc)
+    # (the policy compared with, the paired difference): each interval must lie below zero
+    tests = [(p, paired_difference(twt[best], twt[p], counts, level)) for p in against]
+    significant = all(np.isfinite(hi) and hi < 0 for _, (_, _, hi) in tests)
+    if best == inc:
+        winner, runner_up = inc, runner
+    elif significant:
+        winner, runner_up = best, tests[0][0]
+    else:
+        winner, runner_up = inc, best
+    reason = _reason(best, inc, tests, significant, level, confirm is not None)
     if confirm is not None:
         test, test_counts = confirm
         d, lo, hi = paired_difference(test[winner], test[runner_up], test_counts, level)
         reason += (
             f" On the test scenarios, {winner} against {runner_up}: {d:+.2f} % [{lo:+.2f} %, {hi:+.2f} %]."
         )
-    elif not significant and best != bh:
-        d, lo, hi = paired_difference(twt[bh], twt[best], counts, level)
+    else:
+        d, lo, hi = paired_difference(twt[winner], twt[runner_up], counts, level)
     spec = specs.get(winner) or {}
     return {
         "policy": winner,
@@ -231,25 +267,39 @@ def choose_winner(twt, specs, counts, level, bh=None, confirm=None):
     }
 
 
-def _reason(best, runner, bh, significant, diff, level, on_selection):
+def _reason(best, inc, tests, significant, level, on_selection):
     """The winner record's ``reason``: why this policy, in one or two sentences."""
-    d, lo, hi = diff
     where = " on the selection (validation) scenarios" if on_selection else ""
-    lead = f"{d:+.2f} % against the runner-up {runner}"
-    interval_text = f"paired bootstrap {level * 100:g} % interval [{lo:+.2f} %, {hi:+.2f} %]"
+    lead = " and ".join(
+        f"{d:+.2f} % against {'the incumbent' if p == inc else 'the runner-up'} {p} (paired bootstrap "
+        f"{level * 100:g} % interval [{lo:+.2f} %, {hi:+.2f} %])"
+        for p, (d, lo, hi) in tests
+    )
+    if best == inc:
+        if significant:
+            return (
+                f"{inc}, the incumbent, has the lowest mean total weighted tardiness{where}, {lead}: "
+                "the interval lies entirely below zero."
+            )
+        return (
+            f"{inc}, the incumbent, has the lowest mean{where}, {lead}: the interval does not lie "
+            f"entirely below zero; {inc} is kept."
+        )
     if significant:
+        which = "each interval lies" if len(tests) > 1 else "the interval lies"
         return (
-            f"{best} has the lowest mean total weighted tardiness{where}, {lead}; the {interval_text} "
-            f"lies entirely below zero."
+            f"{best} has the lowest mean total weighted tardiness{where}, {lead}: {which} entirely "
+            f"below zero, so {best} replaces the incumbent, {inc}."
         )
-    if best == bh:
-        return (
-            f"{bh} has the lowest mean{where}, {lead}, but the {interval_text} does not lie entirely "
-            f"below zero; {bh} is the best heuristic and is kept."
-        )
+    failed = [p for p, (_, _, hi) in tests if not (np.isfinite(hi) and hi < 0)]
+    which = (
+        f"the interval against {failed[0]} does not lie"
+        if len(failed) == 1
+        else f"the intervals against {' and '.join(failed)} do not lie"
+    )
     return (
-        f"{best} has the lowest mean{where}, {lead}, but the {interval_text} does not lie entirely "
-        f"below zero; falling back to the best heuristic, {bh}."
+        f"{best} has the lowest mean{where}, {lead}, but {which} entirely below zero: the incumbent, "
+        f"{inc}, is kept (a lower mean within the noise does not replace it)."
     )
 
 
