@@ -656,3 +656,19 @@ def test_unreadable_bench_logs_are_one_error_naming_them(tmp_path, monkeypatch):
     monkeypatch.setattr(os, "open", denied)
     with pytest.raises(CalibrationError, match=r"good.csv: cannot read \(permission denied\)"):
         calibrate([good], options())
+
+
+def test_the_calibration_cache_sees_a_rewrite_that_restores_the_mtime(calibrated, tmp_path):
+    """Issue 32, item 14: rank() and the generator read the calibration through a cache keyed
+    on the file's stat; a rewrite in place that restores the mtime changes its ctime."""
+    from .test_policy_file import rewrite_in_place
+
+    path = tmp_path / "calibration.json"
+    text = calibrated.calibration.read_text()
+    path.write_text(text)
+    median = load_calibration(path)["kinds"]["image"]["median_s"]
+    old = f'"median_s": {json.dumps(median)}'
+    assert text.count(old) == 1  # the premise: one field to change, keeping the size
+    new = old[:-1] + ("1" if old[-1] != "1" else "2")  # its last digit changed
+    rewrite_in_place(path, text.replace(old, new).encode())
+    assert load_calibration(path)["kinds"]["image"]["median_s"] != median

@@ -263,3 +263,46 @@ def test_a_version_2_policy_file_is_refused_naming_the_version(tmp_path, good):
     refused = r"policy file version 2, expected 3 \(made before the time-of-week features: retrain it"
     with pytest.raises(PF.PolicyFileError, match=refused):
         PF.load(tmp_path / "v2.pt")
+
+
+def rewrite_in_place(path, data):
+    """Write ``data`` over ``path``'s bytes in place (same inode, same size) and restore its
+    modification time, as ``cp -p`` or a careful editor would: only the change time (ctime)
+    moves. Retried until the filesystem's clock shows it moved (a coarse clock may need a tick)."""
+    import os
+    import time
+
+    before = os.stat(path)
+    assert len(data) == before.st_size  # the premise: the size cannot tell either
+    while True:
+        with open(path, "r+b") as f:
+            f.write(data)
+        os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+        after = os.stat(path)
+        if after.st_ctime_ns != before.st_ctime_ns:
+            break
+        time.sleep(0.002)
+    assert (after.st_mtime_ns, after.st_size, after.st_ino) == (
+        before.st_mtime_ns,
+        before.st_size,
+        before.st_ino,
+    )
+
+
+def test_the_policy_cache_sees_a_rewrite_that_restores_the_mtime(tmp_path):
+    """Issue 32, item 14: the cache key has the change time (and the inode), not only the size
+    and modification time."""
+    path = write_policy(tmp_path / "p.pt")
+    first = PF.load_cached(path).net.state_dict()
+    torch.manual_seed(1)
+    other = tmp_path / "other.pt"
+    net = N.build(small_meta()["arch"])
+    with torch.no_grad():
+        for p in net.parameters():
+            p.add_(1.0)
+    PF.save(other, net, small_meta())
+    rewrite_in_place(path, other.read_bytes())
+    got = PF.load_cached(path).net.state_dict()
+    want = PF.load(other).net.state_dict()
+    assert all(torch.equal(got[k], want[k]) for k in want)
+    assert not all(torch.equal(got[k], first[k]) for k in first)

@@ -70,7 +70,8 @@ def _cached(path):
         st = os.stat(path)
     except FileNotFoundError:
         raise CalibrationFileError(f"calibration file {path} not found; {_how_to_make(path)}") from None
-    key = (os.path.abspath(path), st.st_mtime_ns, st.st_size, st.st_ino)
+    # ctime too: a rewrite in place that restores the mtime (cp -p, os.utime) still changes it
+    key = (os.path.abspath(path), st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
     hit = _cache.get(key)
     if hit is not None:
         return hit

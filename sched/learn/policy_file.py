@@ -305,7 +305,7 @@ _CACHE_LOCK = threading.Lock()
 
 
 def load_cached(path):
-    """:func:`load`, remembered per file (path, size, modification time): a queue
+    """:func:`load`, remembered per file (path, size, modification and change times, inode): a queue
     calling ``rank()`` many times reads and rebuilds the network once. Safe from
     threads: the cache is filled under a lock (checked again inside it), and a call
     returns the policy it loaded or found, never a read of the cache after the fact.
@@ -316,7 +316,9 @@ def load_cached(path):
         st = os.stat(p)
     except FileNotFoundError:
         raise PolicyFileError(f"{path}: policy file not found") from None
-    key = (p, st.st_size, st.st_mtime_ns)
+    # ctime and inode too: a rewrite in place that restores the mtime (cp -p, os.utime) or a
+    # replacement of the same size still changes one of them
+    key = (p, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
     hit = _CACHE.get(key)
     if hit is not None:
         return hit

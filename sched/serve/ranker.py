@@ -162,7 +162,7 @@ def _settings(config):
             raise RankInputError(str(exc)) from exc
         try:
             s = os.stat(path)
-            key = (os.getcwd(), os.fspath(path), s.st_mtime_ns, s.st_size, s.st_ino)
+            key = (os.getcwd(), os.fspath(path), s.st_mtime_ns, s.st_ctime_ns, s.st_size, s.st_ino)
         except (OSError, TypeError):
             key = (os.getcwd(), None if path is None else os.fspath(path))
     elif isinstance(config, dict):
