@@ -5,6 +5,10 @@ setting they were measured on; a call never runs a verdict of other GPUs, and
 ``explain`` says which verdict was followed and why.
 """
 
+import hashlib
+import json
+import os
+
 import pytest
 
 from sched import RankInputError, rank
@@ -131,23 +135,33 @@ def test_an_explicit_policy_trained_for_other_gpus_says_so(tmp_path, tiny_policy
     assert "trained for 1 GPU" in four.why.iloc[0] and "4 GPUs" in four.why.iloc[0]
 
 
+#: The bytes of the studio's fitted workload (results/workload.json under the config's root):
+#: a verdict records their sha256; rank() reads nothing else of the file.
+FIT = b'{"format": "sched-workload/1", "fitted on": "example_history"}'
 STUDIO_WORKLOAD = {
-    "sha256": "ab" * 32,
+    "sha256": hashlib.sha256(FIT).hexdigest(),
     "history": ["example_history"],
     "fitted": ["2024-06-03", "2024-06-23"],
     "held_out": ["2024-06-24", "2024-06-30"],
 }
 
 
-def studio_verdict(tmp_path, policy, rule, held_out=None):
-    verdict(tmp_path, "studio", policy, rule, where={**setting(1, load=0.57), "workload": STUDIO_WORKLOAD})
+def studio_verdict(tmp_path, policy, rule, held_out=None, workload=STUDIO_WORKLOAD):
+    """The studio's winner.json, and the fit it was measured on (results/workload.json)."""
+    verdict(tmp_path, "studio", policy, rule, where={**setting(1, load=0.57), "workload": workload})
+    fit = tmp_path / "results" / "workload.json"
+    fit.parent.mkdir(exist_ok=True)
+    fit.write_bytes(FIT)
     if held_out is not None:
-        import json
-
         path = tmp_path / "robustness" / "studio" / "winner.json"
         w = json.loads(path.read_text())
         w["held_out"] = held_out
         write_json(path, w)
+
+
+def with_history(tmp_path):
+    """A config naming a history, its relative paths (results/workload.json) under tmp_path."""
+    return {**conf(tmp_path), "root": str(tmp_path), "workload": {"history": ["h.csv"]}}
 
 
 def test_with_a_history_auto_follows_the_studio_verdict(tmp_path, queue):
@@ -159,7 +173,7 @@ def test_with_a_history_auto_follows_the_studio_verdict(tmp_path, queue):
     by = orders(queue, conf(tmp_path), 1)
     # without a history: today's behaviour, the verdict at the closest load (the main one)
     assert rank(queue, now=NOW, config=conf(tmp_path)) == by["wmdd"]
-    c = {**conf(tmp_path), "workload": {"history": ["h.csv"]}}
+    c = with_history(tmp_path)
     assert rank(queue, now=NOW, config=c) == by["edd"]
     why = rank(queue, now=NOW, explain=True, config=c).why.iloc[0]
     assert (
@@ -173,14 +187,8 @@ def test_with_a_history_auto_follows_the_studio_verdict(tmp_path, queue):
 
 def test_a_studio_verdict_without_held_out_days_is_not_preferred(tmp_path, queue):
     verdict(tmp_path, None, "wmdd", "wmdd", where=setting(1))
-    verdict(
-        tmp_path,
-        "studio",
-        "edd",
-        "edd",
-        where={**setting(1, load=0.57), "workload": {**STUDIO_WORKLOAD, "held_out": None}},
-    )
-    c = {**conf(tmp_path), "workload": {"history": ["h.csv"]}}
+    studio_verdict(tmp_path, "edd", "edd", workload={**STUDIO_WORKLOAD, "held_out": None})
+    c = with_history(tmp_path)
     assert "main benchmark" in rank(queue, now=NOW, explain=True, config=c).why.iloc[0]
 
 
@@ -191,6 +199,77 @@ def test_a_studio_rule_that_is_also_the_best_on_the_held_out_days_says_so(tmp_pa
         "wmdd",
         held_out={"days": 7, "chosen": "wmdd", "best_rule": "wmdd", "deployed": True},
     )
-    c = {**conf(tmp_path), "workload": {"history": ["h.csv"]}}
-    why = rank(queue, now=NOW, explain=True, config=c).why.iloc[0]
+    verdict(tmp_path, None, "wmdd", "wmdd", where=setting(1))  # else why names it missing
+    why = rank(queue, now=NOW, explain=True, config=with_history(tmp_path)).why.iloc[0]
     assert why.endswith("; also the best rule on the 7 held-out days") and "not significantly" not in why
+
+
+def test_a_studio_verdict_measured_on_another_fit_is_not_followed(tmp_path, queue):
+    # issue 32, item 10: workload.history now names another file, and results/workload.json was
+    # refitted on it: the studio's verdict (edd) was measured on the old fit
+    verdict(tmp_path, None, "wmdd", "wmdd", where=setting(1))
+    studio_verdict(
+        tmp_path, "edd", "edd", held_out={"days": 7, "chosen": "edd", "best_rule": "edd", "deployed": True}
+    )
+    c = with_history(tmp_path)
+    by = orders(queue, c, 1)
+    assert rank(queue, now=NOW, config=c) == by["edd"]  # the fit it was measured on
+    fit = tmp_path / "results" / "workload.json"
+    fit.write_bytes(b'{"format": "sched-workload/1", "fitted on": "other_history"}')
+    refit = hashlib.sha256(fit.read_bytes()).hexdigest()
+    assert rank(queue, now=NOW, config=c) == by["wmdd"]  # as if it were absent: the main verdict
+    why = rank(queue, now=NOW, explain=True, config=c).why.iloc[0]
+    assert why.startswith("auto: the winner of the main benchmark, measured on 1 GPU")
+    assert (
+        f"; the verdict of setting studio was measured on another fitted workload (sha256 "
+        f"{STUDIO_WORKLOAD['sha256'][:12]}…) than {fit} (sha256 {refit[:12]}…), the fit of config "
+        "workload.history: not followed"
+    ) in why
+    assert "measured on the fitted workload of example_history" not in why
+    # no other verdict for the GPUs: ATC, saying why; the studio's tuned k is not used either
+    os.unlink(tmp_path / "winner.json")
+    write_json(tmp_path / "robustness" / "studio" / "tuned.json", {"atc_k": 0.3, "setting": setting(1)})
+    table = rank(queue, now=NOW, explain=True, config=c)
+    assert set(table.policy) == {"atc"} and "not followed" in table.why.iloc[0]
+    # the fit gone: not followed either, and said so
+    fit.unlink()
+    why = rank(queue, now=NOW, explain=True, config=c).why.iloc[0]
+    assert f"than {fit} (not found or not readable)" in why and "not followed" in why
+
+
+def test_auto_names_a_missing_main_winner_whatever_it_follows(tmp_path, queue):
+    # issue 32, item 14: no main winner.json, and a setting's verdict for the call's GPUs
+    verdict(tmp_path, "load-0.90", "edd", "edd", where=setting(1, load=0.90))
+    why = rank(queue, now=NOW, explain=True, config=conf(tmp_path)).why.iloc[0]
+    assert why.startswith("auto: the winner of setting load-0.90")
+    assert f"; note: config rank.winner {tmp_path / 'winner.json'} not found" in why
+    # the studio's verdict followed: the same
+    studio_verdict(
+        tmp_path,
+        "wmdd",
+        "wmdd",
+        held_out={"days": 7, "chosen": "wmdd", "best_rule": "wmdd", "deployed": True},
+    )
+    why = rank(queue, now=NOW, explain=True, config=with_history(tmp_path)).why.iloc[0]
+    assert why.startswith("auto: the winner of setting studio")
+    assert f"; note: config rank.winner {tmp_path / 'winner.json'} not found" in why
+
+
+def test_the_verdict_and_config_caches_see_a_rewrite_that_restores_the_mtime(tmp_path, queue):
+    """Issue 32, item 14: winner.json and the config rewritten in place, same size, the
+    modification time restored: the change time tells."""
+    from .test_policy_file import rewrite_in_place
+
+    verdict(tmp_path, None, "edd", "edd", where=setting(1))
+    c = conf(tmp_path)
+    by = orders(queue, c, 1)
+    assert rank(queue, now=NOW, config=c) == by["edd"]
+    path = tmp_path / "winner.json"
+    rewrite_in_place(path, path.read_bytes().replace(b'"edd"', b'"spt"'))
+    assert rank(queue, now=NOW, config=c) == rank(queue, now=NOW, policy="spt", config=c)
+    # the config file: rules.atc_k 2.0 -> 3.0
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text("rules:\n  atc_k: 2.0\n")
+    assert set(rank(queue, now=NOW, policy="atc", explain=True, config=str(cfg)).atc_k) == {2.0}
+    rewrite_in_place(cfg, b"rules:\n  atc_k: 3.0\n")
+    assert set(rank(queue, now=NOW, policy="atc", explain=True, config=str(cfg)).atc_k) == {3.0}

@@ -13,6 +13,9 @@ A learned winner's ``policy_sha256`` binds its policy file: a file whose bytes d
 match is not run (the call falls back to ATC with the tuned k, else config
 ``rules.atc_k``, and ``why`` says so); a winner.json of an earlier version, without
 the field, is followed with a note in ``why`` that its policy file is not checked.
+Likewise the studio's verdict binds the fitted workload it was measured on
+(``setting.workload.sha256``): with another fit of the config's history in its place it is
+not followed, as if it were absent, and ``why`` says so.
 """
 
 import hashlib
@@ -26,7 +29,7 @@ from collections import namedtuple
 from pathlib import Path
 
 from sched import files, layout, setting
-from sched.limits import MAX_POLICY_BYTES, MAX_VERDICT_BYTES
+from sched.limits import MAX_CALIBRATION_BYTES, MAX_POLICY_BYTES, MAX_VERDICT_BYTES
 from sched.serve.tasks import RankInputError
 from sched.sim import rules
 
@@ -51,7 +54,8 @@ def _json_file(path, check, root="."):
     except FileNotFoundError:
         return None
     path = os.path.join(os.getcwd(), path)
-    key = (s.st_mtime_ns, s.st_size, s.st_ino, root)
+    # ctime too: an in-place rewrite that restores the mtime (os.utime, cp -p) still changes it
+    key = (s.st_mtime_ns, s.st_ctime_ns, s.st_size, s.st_ino, root)
     hit = _json_cache.get(path)
     if hit is not None and hit[0] == key:
         return hit[1]
@@ -156,17 +160,18 @@ _SHA256 = re.compile(r"[0-9a-f]{64}")
 _sha_cache = {}
 
 
-def _file_sha256(path):
-    """The SHA-256 of a policy file's bytes, cached while the file is unchanged (None: not a
-    readable regular file; ppo_plan then names it)."""
+def _file_sha256(path, limit=MAX_POLICY_BYTES):
+    """The SHA-256 of a file's bytes (a policy file, a fitted workload), cached while the file
+    is unchanged (None: not a readable regular file of at most ``limit`` bytes; the caller
+    names it)."""
     try:
         s = os.stat(path)
     except OSError:
         return None
-    key = (os.path.abspath(path), s.st_mtime_ns, s.st_size, s.st_ino)
+    key = (os.path.abspath(path), s.st_mtime_ns, s.st_ctime_ns, s.st_size, s.st_ino, limit)
     if key not in _sha_cache:
         try:
-            digest = hashlib.sha256(files.read_bytes(path, RankInputError, MAX_POLICY_BYTES)).hexdigest()
+            digest = hashlib.sha256(files.read_bytes(path, RankInputError, limit)).hexdigest()
         except RankInputError:
             return None
         if len(_sha_cache) > 64:
@@ -261,9 +266,11 @@ def auto_plan(st, farm):
     """What policy "auto" runs for the call's GPUs, and why (docs/rank.md)."""
     gpus = setting.describe({**farm, "load": None})
     found = _matching(st, farm)
+    studio, stale = _studio(st, [v for v in found if v.winner is not None])
+    if stale:  # measured on another fit than the config's history now has: as if it were absent
+        found = [v for v in found if v.source != f"setting {layout.STUDIO}"]
     won = [v for v in found if v.winner is not None]
     refused = ""
-    studio = _studio(st, won)
     if studio is not None:
         won = [studio]
     if won:
@@ -293,40 +300,65 @@ def auto_plan(st, farm):
                 w = v.setting["workload"]
                 names = ", ".join(w["history"]) or "the history"
                 days = _days(w["held_out"])
-                return plan._replace(
-                    why=f"auto: the winner of {v.source}, measured on the fitted workload of {names} "
+                why = (
+                    f"auto: the winner of {v.source}, measured on the fitted workload of {names} "
                     f"({days} held-out days), {setting.describe({**v.setting, 'load': None})}: the call's "
-                    f"{gpus}{v.winner.why}{note}"
+                    f"{gpus}{v.winner.why}{note}{_missing_winner(st)}"
                 )
-            return plan._replace(
-                why=f"auto: the winner of {v.source}, measured on {setting.describe(v.setting)}: "
-                f"the call's {gpus}{more}{note}"
+                _warn(why)
+                return plan._replace(why=why)
+            why = (
+                f"auto: the winner of {v.source}, measured on {setting.describe(v.setting)}: "
+                f"the call's {gpus}{more}{note}{_missing_winner(st)}{stale}"
             )
+            _warn(why, force=bool(stale))
+            return plan._replace(why=why)
     tuned = [v for v in found if v.tuned_k is not None]
     missing = _missing(st)
     if tuned:
         v = _closest(tuned, st)
-        lead = "auto" if refused else f"auto: no benchmark winner for {gpus}{missing}"
-        why = f"{lead}{refused}; ATC with the k tuned for them in {v.source}"
-        _warn(why, force=bool(refused))
+        lead = "auto" if refused else f"auto: no benchmark winner for {gpus}"
+        why = f"{lead}{missing}{refused}{stale}; ATC with the k tuned for them in {v.source}"
+        _warn(why, force=bool(refused or stale))
         return Plan("atc-tuned", rules.ATC, v.tuned_k, None, why)
-    lead = "auto" if refused else f"auto: no benchmark or tuning for {gpus}{missing}"
-    why = f"{lead}{refused}; ATC with config rules.atc_k"
-    _warn(why, force=bool(refused))
+    lead = "auto" if refused else f"auto: no benchmark or tuning for {gpus}"
+    why = f"{lead}{missing}{refused}{stale}; ATC with config rules.atc_k"
+    _warn(why, force=bool(refused or stale))
     return Plan("atc", rules.ATC, st.atc_k, None, why)
 
 
 def _studio(st, won):
-    """The studio's verdict among ``won`` (the call's farm), followed first when the config
-    names a history (workload.history): the verdict of setting ``studio`` measured on a fitted
-    workload with held-out days. None otherwise (today's order: the closest load)."""
+    """(verdict, note): the studio's verdict among ``won`` (the call's farm), followed first
+    when the config names a history (workload.history): the verdict of setting ``studio``
+    measured on a fitted workload with held-out days; None otherwise (today's order: the
+    closest load). A studio verdict whose recorded workload sha256 is not that of the fit the
+    config's history has now (:func:`studio_workload`: refitted on another history, or gone)
+    is not followed: (None, the words ``why`` adds), and the caller leaves it out altogether,
+    as if it were absent."""
     if not (st.config or {}).get("workload", {}).get("history"):
-        return None
+        return None, ""
     for v in won:
         w = v.setting.get("workload")
         if v.source == f"setting {layout.STUDIO}" and w is not None and w.get("held_out"):
-            return v
-    return None
+            path = studio_workload(st)
+            now = _file_sha256(path, MAX_CALIBRATION_BYTES)
+            if now == w["sha256"]:
+                return v, ""
+            have = f"sha256 {now[:12]}…" if now else "not found or not readable"
+            return None, (
+                f"; the verdict of {v.source} was measured on another fitted workload (sha256 "
+                f"{w['sha256'][:12]}…) than {path} ({have}), the fit of config workload.history: "
+                "not followed"
+            )
+    return None, ""
+
+
+def studio_workload(st):
+    """The fitted workload of the config's history: the studio's (``sched calibrate-workload``'s
+    default ``--out``, results/workload.json under the config's root)."""
+    from sched.config import under_root
+
+    return under_root(st.config, layout.WORKLOAD)
 
 
 def _days(span):
@@ -343,12 +375,13 @@ def _winner_file(st, v):
     return os.path.join(st.others, v.source.removeprefix("setting "), layout.WINNER)
 
 
-def missing_files(st):
+def missing_files(st, fields=("winner", "tuned")):
     """``config rank.winner FILE`` (and ``rank.tuned``) for the main verdict files that do not exist."""
+    paths = {"winner": st.winner, "tuned": st.tuned}
     return [
-        f"config rank.{field} {os.path.abspath(path)}"
-        for field, path in (("winner", st.winner), ("tuned", st.tuned))
-        if not os.path.exists(path)
+        f"config rank.{field} {os.path.abspath(paths[field])}"
+        for field in fields
+        if not os.path.exists(paths[field])
     ]
 
 
@@ -356,6 +389,14 @@ def _missing(st):
     """ " (config rank.winner FILE not found, ...)" for the main verdict files that do not exist."""
     gone = [f"{f} not found" for f in missing_files(st)]
     return f" ({', '.join(gone)})" if gone else ""
+
+
+def _missing_winner(st):
+    """ "; note: config rank.winner FILE not found" when the main winner.json does not exist (a
+    call following another verdict still says so: a deployment missing its main verdict is
+    seen, not a surprise)."""
+    gone = missing_files(st, ("winner",))
+    return f"; note: {gone[0]} not found" if gone else ""
 
 
 def _warn(why, force=False):
