@@ -14,8 +14,11 @@ pytest.importorskip("opencue", reason="optional extra opencue not installed (pip
 pytest.importorskip("opencue_proto", reason="optional extra opencue not installed")
 pytest.importorskip("grpc", reason="optional extra opencue not installed")
 
-from sched import cli  # noqa: E402
+from sched import cli, limits  # noqa: E402
+from sched.serve import opencue  # noqa: E402
 from sched.serve import opencue_mapping as mapping  # noqa: E402
+
+from .fake_cuebot import FakeCuebot  # noqa: E402
 
 NOW = 1_800_000_000.0  # 2027-01-15, POSIX seconds
 VERDICTS = '"rank": {"winner": "winner.json", "tuned": "tuned.json", "settings": "robustness"}'
@@ -57,6 +60,74 @@ def good_jobs(cue, n=3):
 
 
 @pytest.mark.parametrize(
+    "comment, stats, why",
+    [
+        (
+            "priority: superurgent",
+            {},
+            "field priority: unknown priority class 'superurgent'; expected one of low, normal, high, urgent",
+        ),
+        (
+            "weight: 1e7",
+            {},
+            "comment 'sched': weight: expected a finite number > 0 and at most 1e+06 "
+            "(sched.limits.MAX_WEIGHT), got '1e7'",
+        ),
+        (
+            "frame_s: 1e300",
+            {"avg_frame_s": 0},
+            "comment 'sched': frame_s: expected a finite number > 0 and at most 1e+12",
+        ),
+        ("due_after_h: 1e300", {}, "comment 'sched': due_after_h: expected a finite number >= 0"),
+        (
+            "kind: nosuch",
+            {"avg_frame_s": 0},
+            "field estimate_s: missing (give estimate_s or duration_s; no calibration",
+        ),
+        (None, {"waiting": 2_000_000_000, "avg_frame_s": 1000}, "field estimate_s: must be at most 1e+12 s"),
+    ],
+)
+def test_one_jobs_bad_value_skips_only_that_job_naming_it(conf, capsys, comment, stats, why):
+    with FakeCuebot() as cue:
+        good = good_jobs(cue)
+        bad = cue.add_job("bad-job", start_time=int(NOW), **{"waiting": 10, "avg_frame_s": 60, **stats})
+        if comment:
+            cue.add_comment(bad, "sched", comment)
+        code, out = sync(conf, cue, capsys=capsys)
+        assert code == 0, out.err
+        assert f"skipped bad-job: job bad-job: {why}" in out.out
+        assert "job-0" not in out.out  # the job is named by its name, not by its task's id
+        assert "3 pending jobs ranked by atc, 2 priorities changed, 1 kept, 1 skipped" in out.out
+        assert {j for j, _ in cue.set_calls} == set(good[:2])  # the last keeps 1; bad-job untouched
+
+
+def test_a_kind_the_duration_model_does_not_know_skips_its_job(calibrated_conf, capsys):
+    with FakeCuebot() as cue:
+        known = cue.add_job("known", waiting=10, avg_frame_s=0, start_time=int(NOW))
+        cue.add_comment(known, "sched", "kind: render")
+        unknown = cue.add_job("unknown", waiting=10, avg_frame_s=0, start_time=int(NOW))
+        cue.add_comment(unknown, "sched", "kind: nosuch")
+        good_jobs(cue, 1)
+        code, out = sync(calibrated_conf, cue, capsys=capsys)
+        assert code == 0, out.err
+        assert "skipped unknown: job unknown: field estimate_s: missing, and the duration model " in out.out
+        assert "kind 'nosuch' is not in the calibration" in out.out and "2 pending jobs ranked" in out.out
+        assert known in {j for j, _ in cue.set_calls} and unknown not in {j for j, _ in cue.set_calls}
+
+
+def test_jobs_whose_work_together_passes_max_seconds_skip_the_largest(conf, capsys):
+    # each fits alone (now + 6e11 s <= 1e12 s), not both: rank() would refuse the whole call
+    with FakeCuebot() as cue:
+        cue.add_job("huge-a", waiting=600_000_000, avg_frame_s=1000, start_time=int(NOW))
+        cue.add_job("huge-b", waiting=500_000_000, avg_frame_s=1000, start_time=int(NOW))
+        good_jobs(cue, 2)
+        code, out = sync(conf, cue, capsys=capsys)
+        assert code == 0, out.err
+        assert "skipped huge-a: job huge-a: estimate 6e+11 s: with the show's other jobs the plan " in out.out
+        assert "3 pending jobs ranked" in out.out and "1 skipped" in out.out
+
+
+@pytest.mark.parametrize(
     "row, message",
     [
         (
@@ -75,6 +146,31 @@ def test_a_number_beyond_ranks_limits_in_the_mapping_is_refused_at_its_line(tmp_
     f.write_text(f"job,weight,frame_s,due_after_h\nshot-*,2,10,4\n{row}\n")
     with pytest.raises(mapping.MappingError, match=re.escape(message)):
         mapping.read_mapping(f)
+
+
+@pytest.mark.parametrize(
+    "column, value, message",
+    [
+        (
+            "priority",
+            "superurgent",
+            "column priority: unknown priority class 'superurgent'; expected one of low, normal, high",
+        ),
+        ("kind", "nosuch", "column kind: field estimate_s: missing, and the duration model cannot estimate"),
+    ],
+)
+def test_a_priority_class_or_kind_rank_refuses_refuses_the_mapping_at_its_line(
+    calibrated_conf, tmp_path, capsys, column, value, message
+):
+    f = tmp_path / "map.csv"
+    f.write_text(f"job,{column}\nshot-a,{'high' if column == 'priority' else 'render'}\nshot-*,{value}\n")
+    with FakeCuebot() as cue:
+        cue.add_job("shot-a", waiting=10, avg_frame_s=60, start_time=int(NOW))
+        good_jobs(cue)
+        code, out = sync(calibrated_conf, cue, "--mapping", str(f), capsys=capsys)
+        assert code == 2 and out.out == "" and cue.set_calls == []
+        lines = out.err.splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"sched opencue: error: {f}: line 3: {message}")
 
 
 def test_a_mapping_csv_with_cr_line_ends_is_read_as_any_other(tmp_path):
@@ -129,6 +225,24 @@ def test_more_wildcard_rows_than_the_limit_refuse_the_mapping_naming_the_limit(t
         mapping.read_mapping(f)
     f.write_text("job,weight\n" + "".join(f"sq{i:04d}-*,1\n" for i in range(n)) + "exact,1\n" * 5000)
     assert len(mapping.read_mapping(f)) == n + 5000  # exact names: any number
+
+
+def test_a_show_with_more_jobs_than_ranks_limit_is_refused_with_the_count(conf, capsys, monkeypatch):
+    # the sync's limit is rank()'s own; lowered here so that the test needs a few jobs, not 20,001
+    assert opencue.MAX_RANK_TASKS is limits.MAX_RANK_TASKS == 20_000
+    monkeypatch.setattr(opencue, "MAX_RANK_TASKS", 4)
+    with FakeCuebot() as cue:
+        good_jobs(cue, 5)
+        cue.add_job("paused", is_paused=True)  # not counted: nothing of it waits
+        code, out = sync(conf, cue, capsys=capsys)
+        assert code == 2 and out.out == "" and cue.set_calls == []
+        assert out.err == (
+            "sched opencue: error: show 'film': 5 pending jobs with waiting frames, more than rank()'s "
+            "limit of 4 (sched.limits.MAX_RANK_TASKS); no priority was set\n"
+        )
+        monkeypatch.setattr(opencue, "MAX_RANK_TASKS", 5)
+        code, out = sync(conf, cue, capsys=capsys)
+        assert code == 0 and "5 pending jobs ranked" in out.out
 
 
 def test_a_column_given_twice_refuses_the_mapping_naming_it_and_the_file(tmp_path):
