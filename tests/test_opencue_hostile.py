@@ -59,6 +59,9 @@ def good_jobs(cue, n=3):
     return [cue.add_job(f"good-{i}", waiting=5 + i, avg_frame_s=10, start_time=int(NOW)) for i in range(n)]
 
 
+# --------------------------------------------------------------------------- item 8: one job's value
+
+
 @pytest.mark.parametrize(
     "comment, stats, why",
     [
@@ -173,6 +176,9 @@ def test_a_priority_class_or_kind_rank_refuses_refuses_the_mapping_at_its_line(
         assert len(lines) == 1 and lines[0].startswith(f"sched opencue: error: {f}: line 3: {message}")
 
 
+# --------------------------------------------------------------------------- item 9: CSV, --priority-range
+
+
 def test_a_mapping_csv_with_cr_line_ends_is_read_as_any_other(tmp_path):
     f = tmp_path / "map.csv"
     f.write_bytes(b"job,weight,due_after_h\rshot-a,3,2\r\rshot-*,2,\r")
@@ -191,6 +197,50 @@ def test_a_mapping_field_over_the_csv_modules_limit_is_one_line_naming_the_file_
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1
     assert err[0].startswith(f"sched opencue: error: {f}: line 3: not a readable CSV file (field larger")
+
+
+@pytest.mark.parametrize("dry_run", [True, False])
+def test_a_priority_range_beyond_opencues_32_bits_is_refused_in_a_dry_run_too(conf, capsys, dry_run):
+    with FakeCuebot() as cue:
+        good_jobs(cue)
+        more = ["--priority-range", "3000000000:3000000010"] + (["--dry-run"] if dry_run else [])
+        code, out = sync(conf, cue, *more, capsys=capsys)
+        assert code == 2 and out.out == "" and cue.set_calls == []
+        assert out.err == (
+            "sched opencue: error: --priority-range: expected 0 <= LO < HI <= 2147483647 "
+            "(OpenCue's priorities are 32-bit integers), got '3000000000:3000000010'\n"
+        )
+        code, out = sync(conf, cue, "--priority-range", "2147483637:2147483647", capsys=capsys)
+        assert code == 0, out.err
+        prios = sorted(cue.priorities().values())  # the range's top end: set, and read back
+        assert len(set(prios)) == 3 and 2147483637 <= prios[0] and prios[-1] <= 2147483647
+
+
+# --------------------------------------------------------------------------- item 14: the small ones
+
+
+def test_a_job_name_with_control_characters_cannot_forge_a_line_of_output(conf, capsys):
+    names = ["a\nset forged: priority 1 -> 99999", "b\r\x1b[2Jc\u2028", "back\\slash"]
+    with FakeCuebot() as cue:
+        for name in names:
+            cue.add_job(name, waiting=10, avg_frame_s=60, start_time=int(NOW))
+        bad = cue.add_job("z\nskipped forged: nothing", waiting=10, avg_frame_s=60, start_time=int(NOW))
+        cue.add_comment(bad, "sched", "weight: heavy")
+        cue.add_job("zz", waiting=10, avg_frame_s=60, start_time=int(NOW))
+        code, out = sync(conf, cue, capsys=capsys)
+        assert code == 0, out.err
+        lines = out.out.splitlines()
+        assert len(lines) == 3 + 1 + 1  # 3 changes (zz, the last, keeps 1), 1 skipped, the summary
+        assert not any(
+            "forged" in line and not line.startswith(("set a\\n", "skipped z\\n")) for line in lines
+        )
+        assert "set a\\nset forged: priority 1 -> 99999: priority 1 -> " in out.out
+        assert "set b\\r\\x1b[2Jc\\u2028: priority 1 -> " in out.out
+        assert "set back\\\\slash: priority 1 -> " in out.out
+        assert (
+            "skipped z\\nskipped forged: nothing: job z\\nskipped forged: nothing: comment 'sched'" in out.out
+        )
+        assert len(cue.set_calls) == 3  # the names Cuebot knows are the names as they are
 
 
 def test_mapping_rows_naming_one_job_are_found_by_name_and_the_first_match_still_wins(tmp_path):
@@ -243,6 +293,41 @@ def test_a_show_with_more_jobs_than_ranks_limit_is_refused_with_the_count(conf, 
         monkeypatch.setattr(opencue, "MAX_RANK_TASKS", 5)
         code, out = sync(conf, cue, capsys=capsys)
         assert code == 0 and "5 pending jobs ranked" in out.out
+
+
+@pytest.mark.parametrize(
+    "option, value, message",
+    [
+        ("--timeout-s", "0", "--timeout-s: expected a finite number > 0 and at most 86400 (seconds), got 0"),
+        (
+            "--timeout-s",
+            "-1",
+            "--timeout-s: expected a finite number > 0 and at most 86400 (seconds), got -1",
+        ),
+        (
+            "--timeout-s",
+            "nan",
+            "--timeout-s: expected a finite number > 0 and at most 86400 (seconds), got nan",
+        ),
+        (
+            "--timeout-s",
+            "inf",
+            "--timeout-s: expected a finite number > 0 and at most 86400 (seconds), got inf",
+        ),
+        (
+            "--timeout-s",
+            "1e10",
+            "--timeout-s: expected a finite number > 0 and at most 86400 (seconds), got 1e+10",
+        ),
+        ("--default-due-h", "inf", "--default-due-h: expected hours >= 0 and at most 2.77778e+08"),
+    ],
+)
+def test_a_timeout_or_due_that_is_no_time_is_refused_at_the_option(conf, capsys, option, value, message):
+    with FakeCuebot() as cue:
+        good_jobs(cue)
+        code, out = sync(conf, cue, option, value, capsys=capsys)
+        assert code == 2 and cue.set_calls == []
+        assert out.err.startswith(f"sched opencue: error: {message}") and len(out.err.splitlines()) == 1
 
 
 def test_a_column_given_twice_refuses_the_mapping_naming_it_and_the_file(tmp_path):

@@ -1,6 +1,7 @@
 """`sched opencue sync`: set an OpenCue show's job priorities in rank() order (docs/opencue.md;
 optional extra ``opencue``)."""
 
+import math
 import os
 
 from sched.errors import UsageError
@@ -51,31 +52,51 @@ def register(sub):
         dest="priority_range",
         default="1:100000",
         metavar="LO:HI",
-        help="priorities the adapter may assign (default 1:100000)",
+        help="priorities the adapter may assign, within OpenCue's 0 to 2147483647 (default 1:100000)",
     )
-    v.add_argument("--timeout-s", dest="timeout_s", type=float, default=10.0, help="Cuebot call timeout")
+    v.add_argument(
+        "--timeout-s",
+        dest="timeout_s",
+        type=float,
+        default=10.0,
+        help="timeout of each Cuebot call, in seconds (default 10, at most 86400)",
+    )
     s.set_defaults(func=run)
 
 
-def _range(text):
+def _range(text, most):
     lo, sep, hi = text.partition(":")
     try:
         lo, hi = int(lo), int(hi)
     except ValueError:
         raise UsageError(f"--priority-range: expected LO:HI (two integers), got {text!r}") from None
-    if not sep or not 0 <= lo < hi:
-        raise UsageError(f"--priority-range: expected 0 <= LO < HI, got {text!r}")
+    if not sep or not 0 <= lo < hi <= most:  # most: OpenCue's largest, the dry run's too
+        raise UsageError(
+            f"--priority-range: expected 0 <= LO < HI <= {most} (OpenCue's priorities are "
+            f"32-bit integers), got {text!r}"
+        )
     return lo, hi
 
 
 def run(args):
     from sched.commands.rank import parse_machines  # the same forms as sched rank --machines
+    from sched.limits import MAX_SECONDS
     from sched.serve import opencue, opencue_mapping
 
-    bounds = _range(args.priority_range)
+    bounds = _range(args.priority_range, opencue.MAX_PRIORITY)
     machines = parse_machines(args.machines)
-    if not args.default_due_h >= 0:
-        raise UsageError(f"--default-due-h: expected hours >= 0, got {args.default_due_h}")
+    # hours a due time may lie after a submission: rank() bounds every time by MAX_SECONDS
+    if not (math.isfinite(args.default_due_h) and 0 <= args.default_due_h <= MAX_SECONDS / 3600):
+        raise UsageError(
+            f"--default-due-h: expected hours >= 0 and at most {MAX_SECONDS / 3600:g} "
+            f"(sched.limits.MAX_SECONDS), got {args.default_due_h:g}"
+        )
+    # else pycue's calls fail at once, as if Cuebot could not be reached
+    if not (math.isfinite(args.timeout_s) and 0 < args.timeout_s <= opencue.MAX_TIMEOUT_S):
+        raise UsageError(
+            f"--timeout-s: expected a finite number > 0 and at most {opencue.MAX_TIMEOUT_S:g} "
+            f"(seconds), got {args.timeout_s:g}"
+        )
     rules = opencue_mapping.read_mapping(args.mapping) if args.mapping else []
     hosts = [h.strip() for item in args.cuebot or [] for h in item.split(",") if h.strip()] or None
     report = opencue.sync(
@@ -92,14 +113,15 @@ def run(args):
         timeout_s=args.timeout_s,
     )
     verb = "would set" if report.dry_run else "set"
+    shown = opencue_mapping.printable  # a name with a new line would forge a line of output
     for name, before, after in report.changes:
-        print(f"{verb} {name}: priority {before} -> {after}")
+        print(f"{verb} {shown(name)}: priority {before} -> {after}")
     for name, why in report.skipped:
-        print(f"skipped {name}: {why}")
+        print(f"skipped {shown(name)}: {why}")
     kept = len(report.ranked) - len(report.changes)
     policy = f" by {report.policy}" if report.policy else ""
     print(
-        f"show {report.show}: {len(report.ranked)} pending jobs ranked{policy}, "
+        f"show {shown(report.show)}: {len(report.ranked)} pending jobs ranked{policy}, "
         f"{len(report.changes)} priorities {'to change' if report.dry_run else 'changed'}, {kept} kept, "
         f"{len(report.skipped)} skipped" + (" (dry run: nothing set)" if report.dry_run else "")
     )
