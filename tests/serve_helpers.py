@@ -57,20 +57,20 @@ def queue(seed, n, now=0.0):
 
 
 @contextlib.contextmanager
-def live(settings, decide=None, max_connections=100):
-    """The service on 127.0.0.1:<free port>; yields its base URL."""
+def live(settings, run=None, limits=None):
+    """The service on 127.0.0.1:<free port>, as ``sched serve`` builds it (``limits``: the
+    connection guard's, default its defaults); yields its base URL."""
     import uvicorn
 
-    from sched.serve.http import create_app
+    from sched.serve.connections import Limits
+    from sched.serve.http import create_app, uvicorn_config
 
     sock = socket.socket()
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     sock.bind(("127.0.0.1", 0))
-    sock.listen(256)
+    sock.listen(2048)
     port = sock.getsockname()[1]
-    config = uvicorn.Config(
-        create_app(settings, decide), log_level="critical", limit_concurrency=max_connections
-    )
+    config = uvicorn_config(create_app(settings, run), limits or Limits(), log_level="critical")
     server = uvicorn.Server(config)
     thread = threading.Thread(target=lambda: asyncio.run(server.serve(sockets=[sock])), daemon=True)
     thread.start()

@@ -8,9 +8,9 @@ from .conftest import ROOT
 
 # Run in a fresh interpreter: sys.modules[name] = None makes `import name` fail as if it were
 # not installed, whether or not it is.
-def without(blocked, module, extra, commands=()):
-    """A script that imports every module of sched with ``blocked`` missing, checks that
-    ``module`` names ``extra`` in its MissingExtraError, and that each of ``commands``
+def without(blocked, modules, extra, commands=()):
+    """A script that imports every module of sched with ``blocked`` missing, checks that each
+    of ``modules`` names ``extra`` in its MissingExtraError, and that each of ``commands``
     (argument lists) exits 2; it prints ok."""
     return f"""
 import importlib, pathlib, sys
@@ -21,15 +21,16 @@ from sched.errors import MissingExtraError
 root = pathlib.Path(sched.__file__).parent
 for p in sorted(root.rglob("*.py")):
     name = ".".join(("sched",) + p.relative_to(root).with_suffix("").parts).removesuffix(".__init__")
-    if name in ("sched.__main__", {module!r}):
+    if name in ("sched.__main__", *{tuple(modules)!r}):
         continue
     importlib.import_module(name)
-try:
-    importlib.import_module({module!r})
-except MissingExtraError as exc:
-    assert isinstance(exc, ImportError) and "render-queue-sched[{extra}]" in str(exc), exc
-else:
-    raise SystemExit("{module} imported without {blocked[0]}")
+for module in {tuple(modules)!r}:
+    try:
+        importlib.import_module(module)
+    except MissingExtraError as exc:
+        assert isinstance(exc, ImportError) and "render-queue-sched[{extra}]" in str(exc), exc
+    else:
+        raise SystemExit(f"{{module}} imported without {blocked[0]}")
 for argv in {[list(c) for c in commands]!r}:
     assert sched.cli.main(argv) == 2, argv
 try:
@@ -40,10 +41,10 @@ print("ok")
 """
 
 
-WITHOUT_GYMNASIUM = without(["gymnasium"], "sched.learn.gym_env", "gym")
+WITHOUT_GYMNASIUM = without(["gymnasium"], ["sched.learn.gym_env"], "gym")
 WITHOUT_SERVING_EXTRAS = without(
     ["starlette", "uvicorn", "prometheus_client", "opencue", "opencue_proto", "grpc"],
-    "sched.serve.http",
+    ["sched.serve.http", "sched.serve.connections"],
     "serve",
     [["serve"], ["opencue", "sync", "--show", "film"]],
 )

@@ -286,28 +286,31 @@ def test_policy_arguments_are_checked(tmp_path):
 
 def test_a_file_that_is_not_a_policy_is_refused(tmp_path):
     # The contract: every bad input to rank() is a RankInputError, a damaged
-    # policy file included (its PolicyFileError is the cause).
+    # policy file included (its PolicyFileError is the cause); as a file the call reads
+    # (not the call's tasks) it is a RankSetupError, which sched serve tells apart.
     from sched.learn.policy_file import PolicyFileError
+    from sched.serve.tasks import RankSetupError
 
     junk = tmp_path / "junk.pt"
     junk.write_bytes(b"not a policy")
     for kw in ({"policy": str(junk)}, {"policy": "ppo", "policy_file": junk}):
         with pytest.raises(RankInputError) as exc:
             rank(static_queue(seed=1, n=5), now=NOW, config=conf(tmp_path), **kw)
-        assert type(exc.value) is RankInputError
+        assert type(exc.value) is RankSetupError
         assert isinstance(exc.value.__cause__, PolicyFileError)
         assert "junk.pt: not a readable policy file" in str(exc.value)
 
 
 def test_a_bad_config_is_a_rank_input_error(tmp_path):
     from sched.config import ConfigError
+    from sched.serve.tasks import RankSetupError
 
     bad = tmp_path / "bad.yaml"
     bad.write_text("rules: {atc_k: -1}\n")
     for c in (str(bad), str(tmp_path / "none.yaml"), {"rules": {"atc_k": float("nan")}}):
         with pytest.raises(RankInputError) as exc:
             rank([_ok()], now=0.0, config=c)
-        assert type(exc.value) is RankInputError and isinstance(exc.value.__cause__, ConfigError)
+        assert type(exc.value) is RankSetupError and isinstance(exc.value.__cause__, ConfigError)
         assert "atc_k" in str(exc.value) or "none.yaml" in str(exc.value)
 
 

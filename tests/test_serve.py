@@ -136,7 +136,8 @@ def test_a_token_is_needed_everywhere_but_healthz_and_compared_whole(conf, tmp_p
 def test_oversized_bodies_slow_clients_and_garbage_get_4xx_and_leave_the_service_answering(conf):
     good = {"now": 0, "tasks": queue(seed=4, n=10)}
     want = rank(good["tasks"], now=0, config=conf)
-    with live(ServiceSettings(config=conf, read_timeout_s=1.5)) as url, httpx.Client(base_url=url) as c:
+    settings = ServiceSettings(config=conf, read_timeout_s=1.5)
+    with live(settings) as url, httpx.Client(base_url=url, timeout=60) as c:
         port = int(url.rsplit(":", 1)[1])
         head = b"POST /v1/rank HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
         # a 100 MB body, declared: refused before it is read
@@ -153,29 +154,28 @@ def test_oversized_bodies_slow_clients_and_garbage_get_4xx_and_leave_the_service
         except httpx.TransportError:
             pass  # the service answered 413 and closed while the client was still sending
         # a slow client, one byte a second: cut after the read timeout, others served meanwhile
-        slow = socket.create_connection(("127.0.0.1", port), timeout=10)
+        slow = socket.create_connection(("127.0.0.1", port), timeout=60)
         slow.sendall(head + b"Content-Length: 100\r\n\r\n")
         started = time.monotonic()
+        stop = threading.Event()
 
         def trickle():
-            for _ in range(5):
+            while not stop.wait(1.0):
                 try:
                     slow.sendall(b" ")
                 except OSError:
                     break
-                time.sleep(1.0)
 
         t = threading.Thread(target=trickle)
         t.start()
-        time.sleep(0.3)
-        assert post(c, good).json()["order"] == want and time.monotonic() - started < 1.5
+        assert post(c, good).json()["order"] == want
         status = read_status(slow)  # the answer to the slow body
         cut = time.monotonic() - started
+        stop.set()
         t.join(20)
         slow.close()
-        assert status == 408 and 1.4 < cut < 4.0, (status, cut)
-        # a client slow in its headers holds its connection (uvicorn has no header timeout),
-        # and the others are still answered
+        assert status == 408 and cut >= 1.5, (status, cut)  # not before its read timeout
+        # a client slow in its headers: the others are still answered
         stuck = socket.create_connection(("127.0.0.1", port), timeout=10)
         stuck.sendall(b"POST /v1/rank HTTP/1.1\r\nHo")
         assert post(c, good).json()["order"] == want
@@ -213,25 +213,30 @@ def test_concurrent_clients_get_the_in_process_order(conf):
 
 @pytest.mark.parametrize("n", [30, 100])  # decided on the event loop, and on a worker thread
 def test_a_call_past_its_budget_is_answered_by_the_tuned_rule_and_says_so(conf, n):
-    def slow_decide(tasks, policy="auto", **kw):
-        if policy not in ("atc", "atc-tuned"):
-            time.sleep(1.0)
-        return decide(tasks, policy=policy, **kw)
+    from sched.serve import ranker
+
+    release, finished = threading.Event(), threading.Event()
+
+    def slow_run(call):
+        if call.q.n == n and call.plan.name not in ("atc", "atc-tuned"):  # (not the warm-up)
+            # on the event loop nothing can answer meanwhile: it ends by itself, replaced once done
+            release.wait(timeout=1.0 if n <= 64 else 60.0)
+            finished.set()
+        return ranker.run(call)
 
     tasks = queue(seed=8, n=n)
     with (
-        live(ServiceSettings(config=conf, deadline_ms=50), decide=slow_decide) as url,
-        httpx.Client(base_url=url) as c,
+        live(ServiceSettings(config=conf, deadline_ms=50), run=slow_run) as url,
+        httpx.Client(base_url=url, timeout=60) as c,
     ):
-        started = time.monotonic()
         out = post(c, {"now": 0, "tasks": tasks}).json()
-        took = time.monotonic() - started
+        if n > 64:  # on a worker thread, the answer did not wait for the slow decision
+            assert not finished.is_set()
+        release.set()
         assert out["fallback"] is True and out["policy"] == "atc-tuned"
         assert "past its time budget of 50 ms" in out["why"]
         assert out["order"] == rank(tasks, now=0, policy="atc-tuned", config=conf)
         assert out["order"] != rank(tasks, now=0, config=conf)
-        if n > 64:  # on a worker thread, the answer does not wait for the slow decision
-            assert took < 0.9, took
         fast = post(c, {"now": 0, "tasks": tasks, "policy": "atc"}).json()
         assert "fallback" not in fast
         assert metric(c.get("/metrics").text, "sched_rank_fallbacks_total") == 1
@@ -356,7 +361,8 @@ def test_the_sched_serve_command_serves_until_stopped(conf, tmp_path):
         m = re.fullmatch(r"sched serve: listening on (http://127\.0\.0\.1:\d+)\n", line)
         assert m, line
         tasks = queue(seed=11, n=9)
-        with httpx.Client(base_url=m.group(1), headers={"Authorization": "Bearer tok-123"}) as c:
+        auth = {"Authorization": "Bearer tok-123"}
+        with httpx.Client(base_url=m.group(1), headers=auth, timeout=60) as c:
             assert c.get("/healthz").status_code == 200
             out = post(c, {"now": 0, "tasks": tasks}).json()
             assert out["order"] == rank(tasks, now=0, config=conf)

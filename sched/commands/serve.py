@@ -1,7 +1,9 @@
 """`sched serve`: rank() as an HTTP service (docs/serve.md; optional extra ``serve``)."""
 
 import ipaddress
+import math
 import os
+import signal
 import socket
 import sys
 
@@ -65,6 +67,38 @@ def register(sub):
         help="a request body that takes longer to arrive gets 408 (default 10)",
     )
     s.add_argument(
+        "--idle-timeout-s",
+        dest="idle_timeout_s",
+        type=float,
+        default=5.0,
+        metavar="S",
+        help="a connection silent for S seconds, from its opening or its last answer, is closed (default 5)",
+    )
+    s.add_argument(
+        "--header-timeout-s",
+        dest="header_timeout_s",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="request headers not complete S seconds after their first byte get 408 (default 10)",
+    )
+    s.add_argument(
+        "--max-header-bytes",
+        dest="max_header_bytes",
+        type=int,
+        default=32 * 1024,
+        metavar="N",
+        help="request line and headers longer than N bytes get 431 (default 32768)",
+    )
+    s.add_argument(
+        "--max-header-fields",
+        dest="max_header_fields",
+        type=int,
+        default=100,
+        metavar="N",
+        help="requests with more than N header fields get 431 (default 100)",
+    )
+    s.add_argument(
         "--workers", type=int, default=4, metavar="N", help="threads running decisions at once (default 4)"
     )
     s.add_argument(
@@ -73,7 +107,8 @@ def register(sub):
         type=int,
         default=100,
         metavar="N",
-        help="connections served at once; more get 503 (default 100)",
+        help="connections held at once; past it the one idle longest is closed, and when none is idle "
+        "the new one gets 503 (default 100)",
     )
     s.add_argument(
         "--log-level",
@@ -93,10 +128,13 @@ def read_token(path):
         def __init__(self, message):
             super().__init__(f"--token-file: {message}")
 
-    data = files.read_bytes(path, TokenFileError, MAX_TOKEN_BYTES)  # a regular file, bounded
+    # a regular file, bounded: the token and its line end (LF or CRLF)
+    data = files.read_bytes(path, TokenFileError, MAX_TOKEN_BYTES + 2)
     token = data.strip()
     if not token:
         raise UsageError(f"--token-file: {path}: empty (expected one line holding the token)")
+    if len(token) > MAX_TOKEN_BYTES:
+        raise UsageError(f"--token-file: {path}: a token of more than {MAX_TOKEN_BYTES} bytes")
     if not all(0x21 <= b <= 0x7E for b in token):
         raise UsageError(
             f"--token-file: {path}: the token must be one line of printable ASCII without spaces"
@@ -118,8 +156,8 @@ def is_loopback(host):
 
 
 def _positive(value, option):
-    if not value > 0:
-        raise UsageError(f"{option}: expected a number > 0, got {value}")
+    if not (value > 0 and math.isfinite(value)):
+        raise UsageError(f"{option}: expected a finite number > 0, got {value}")
 
 
 def run(args):
@@ -133,11 +171,12 @@ def run(args):
         raise UsageError(f"--port: expected 0 to 65535, got {args.port}")
     _positive(args.deadline_ms, "--deadline-ms")
     _positive(args.read_timeout_s, "--read-timeout-s")
+    _positive(args.idle_timeout_s, "--idle-timeout-s")
+    _positive(args.header_timeout_s, "--header-timeout-s")
+    _positive(args.max_header_bytes, "--max-header-bytes")
+    _positive(args.max_header_fields, "--max-header-fields")
     _positive(args.workers, "--workers")
     _positive(args.max_connections, "--max-connections")
-    from sched.serve.decision_log import DecisionLog
-    from sched.serve.http import ServiceSettings, create_app
-
     try:
         import uvicorn
     except ImportError as exc:
@@ -145,6 +184,9 @@ def run(args):
             f"sched serve needs the optional extra serve ({exc.name} is missing): "
             f"pip install 'render-queue-sched[serve]'"
         ) from exc
+    from sched.serve.connections import Limits
+    from sched.serve.decision_log import DecisionLog
+    from sched.serve.http import ServiceSettings, create_app, uvicorn_config
 
     log = DecisionLog(args.decision_log, args.log_max_bytes, args.log_backups) if args.decision_log else None
     config = os.path.abspath(args.config) if args.config else None
@@ -159,16 +201,31 @@ def run(args):
     sock = _listen(args.host, args.port)
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
-    # The address actually bound (with --port 0, the port the system chose), for whoever started us.
-    print(f"sched serve: listening on http://{shown}:{port}", file=sys.stderr, flush=True)
-    config = uvicorn.Config(
-        create_app(settings),
+
+    def ready():
+        # The address actually bound (with --port 0, the port the system chose), for whoever
+        # started us; once the warm-up is done, so that the first call is answered at once.
+        print(f"sched serve: listening on http://{shown}:{port}", file=sys.stderr, flush=True)
+
+    limits = Limits(
+        max_connections=args.max_connections,
+        idle_s=args.idle_timeout_s,
+        header_s=args.header_timeout_s,
+        header_bytes=args.max_header_bytes,
+        header_fields=args.max_header_fields,
+    )
+    config = uvicorn_config(
+        create_app(settings, on_ready=ready),
+        limits,
         log_level=args.log_level,
         access_log=args.log_level in ("debug", "info"),
-        limit_concurrency=args.max_connections,
-        timeout_keep_alive=5,
-        server_header=False,
     )
+    if log is not None:
+        # What log rotation tools send after moving the file away: begin a new one. (uvicorn
+        # handles SIGINT and SIGTERM only; without this, SIGHUP would end the service.)
+        signal.signal(signal.SIGHUP, lambda signum, frame: log.reopen())
+    else:
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
     uvicorn.Server(config).run(sockets=[sock])
 
 

@@ -73,7 +73,10 @@ def speed(v, field):
             raise MachinesError(f"{field}: speed is not a number: {shorten(v)}") from None
     if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
         raise MachinesError(f"{field}: speed is not a number: {shorten(v)}")
-    f = float(v)
+    try:
+        f = float(v)
+    except OverflowError:  # an integer beyond any float
+        f = math.inf
     if not (math.isfinite(f) and MIN_SPEED <= f <= MAX_SPEED):
         raise MachinesError(
             f"{field}: speed must be a finite number from {MIN_SPEED:g} to {MAX_SPEED:g}, got {shorten(v)}"

@@ -370,7 +370,9 @@ def greedy_rollout(s, b, net, ws):
         S._start(s, b, greedy(s, b, net, ws), s.pending[b])
 
 
-@nb.njit(cache=True)  # with reference counting (:func:`at`); the rollouts inside are core_jit
+# with reference counting (:func:`at`); the rollouts inside are core_jit; nogil: threads beside
+# it (sched serve's event loop, other calls) go on while it runs
+@nb.njit(cache=True, nogil=True)
 def greedy_batch(s, net, ws, weeks):
     """:func:`greedy_rollout` of every slot of ``s`` from its start; ``weeks``: (B,) each
     slot's week start (seconds since Monday 00:00 UTC at its time 0)."""

@@ -68,6 +68,8 @@ def check_budget(budget_ms, where="budget_ms"):
     if budget_ms is None:
         return None
     ok = not isinstance(budget_ms, bool) and isinstance(budget_ms, (int, float))
+    if ok and isinstance(budget_ms, int) and budget_ms > 2**53:  # (an integer beyond any float)
+        ok = False
     if not ok or not math.isfinite(budget_ms) or budget_ms <= 0:
         raise PlanError(f"{where}: expected a number of milliseconds > 0, got {str(budget_ms)[:30]}")
     return float(budget_ms)

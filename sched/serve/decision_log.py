@@ -10,17 +10,40 @@ Rotation: before a line would take the file past ``max_bytes``, ``FILE`` becomes
 ``FILE.1`` (``FILE.1`` becomes ``FILE.2``, ..., up to ``backups``; the oldest is
 dropped) and a new ``FILE`` is started. A line longer than ``max_bytes`` is still
 written whole, alone in its file.
+
+Failures never reach the caller (the service answers the call whatever becomes of its
+log line): :meth:`DecisionLog.write` returns False, the first failure of an outage is
+logged once on the ``sched.serve`` logger, and the log resumes as soon as it can (a
+missing folder that comes back, a disk with room again). Three rules keep a failure
+from doing worse than losing lines:
+
+- the descriptor is forgotten the moment it is closed, and before every write the
+  descriptor is checked to be the regular file this log opened: a closed descriptor's
+  number, reused by the next accepted socket, is never written to;
+- a write that fails part-way (a full disk) is cut back to the record's start, so no
+  half line stays for the next one to be glued to;
+- a file moved or deleted under the log (``logrotate``, ``rm``) is noticed on the next
+  write (the path no longer names the open file) and a new one is begun; so is a
+  request to reopen (:meth:`reopen`, on SIGHUP).
 """
 
 import json
+import logging
 import os
+import stat
 import threading
+import time
 
 from sched.errors import SchedError
 
+log = logging.getLogger("sched.serve")
+
+#: Seconds between two attempts to reopen a log that cannot be opened (a missing folder).
+RETRY_S = 1.0
+
 
 class DecisionLogError(SchedError):
-    """The decision log cannot be opened or written; the message names the file."""
+    """The decision log cannot be opened at start; the message names the file."""
 
 
 class DecisionLog:
@@ -33,33 +56,84 @@ class DecisionLog:
             raise DecisionLogError(f"--decision-log-backups: expected a number >= 0, got {backups}")
         self.path, self.max_bytes, self.backups = os.fspath(path), int(max_bytes), int(backups)
         self._lock = threading.Lock()
-        self._fd = self._open()
-
-    def _open(self):
+        self._fd = self._id = None
+        self._retry_at = 0.0
+        self._reopen = False
+        self._rotation_failing = None
+        self._failing = None  # the reason of the outage in progress (None: writing)
+        self.failures = 0  # records not written since the start
         try:
-            return os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o640)
-        except OSError as exc:
+            self._fd, self._id = self._open()
+        except OSError as exc:  # at start, a bad path is the operator's error: say so and stop
             raise DecisionLogError(f"{self.path}: cannot open the decision log: {exc.strerror}") from None
 
+    def _open(self):
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o640)
+        s = os.fstat(fd)
+        if not stat.S_ISREG(s.st_mode):
+            os.close(fd)
+            raise OSError(0, "not a regular file")
+        return fd, (s.st_dev, s.st_ino)
+
+    def reopen(self):
+        """Begin a new file at ``path`` on the next write (what log rotation tools ask with SIGHUP).
+
+        Only sets a flag: safe to call from a signal handler, even one that interrupts a write."""
+        self._reopen = True
+
     def write(self, record):
-        """Append ``record`` (a JSON-ready mapping) as one line."""
+        """Append ``record`` (a JSON-ready mapping) as one line; False if it could not be written."""
         line = (json.dumps(record, allow_nan=False, separators=(",", ":")) + "\n").encode("utf-8")
         with self._lock:
-            size = os.fstat(self._fd).st_size
-            if size > 0 and size + len(line) > self.max_bytes:
-                self._rotate()
-            view = memoryview(line)
-            while view:  # one write in practice; a short write (a full disk) goes on where it stopped
+            try:
+                fd = self._ready(len(line))
+                before = os.fstat(fd).st_size
                 try:
-                    n = os.write(self._fd, view)
-                except OSError as exc:
-                    raise DecisionLogError(
-                        f"{self.path}: cannot write the decision log: {exc.strerror}"
-                    ) from None
-                view = view[n:]
+                    view = memoryview(line)
+                    while view:  # one write in practice; a short write goes on where it stopped
+                        view = view[os.write(fd, view) :]
+                except OSError:
+                    _cut(fd, before)  # no half line left for the next record to be glued to
+                    raise
+            except OSError as exc:
+                self.failures += 1
+                self._failed(exc.strerror or str(exc))
+                return False
+            if self._failing is not None:
+                log.warning("decision log %s: writing again (%d records lost)", self.path, self.failures)
+                self._failing = None
+            return True
+
+    def _ready(self, size):
+        """The descriptor to append ``size`` bytes to: this log's file at ``path``, reopened or
+        rotated when needed. Raises OSError when there is none to write to."""
+        if self._fd is not None and (self._reopen or not self._still_ours()):
+            self._close()
+        if self._fd is None:
+            now = time.monotonic()
+            if now < self._retry_at:  # the last attempt just failed: don't retry on every call
+                raise OSError(0, self._failing or "cannot be opened")
+            self._retry_at = now + RETRY_S
+            self._reopen = False
+            self._fd, self._id = self._open()
+        current = os.fstat(self._fd).st_size
+        if current > 0 and current + size > self.max_bytes:
+            self._rotate()
+        return self._fd
+
+    def _still_ours(self):
+        """Whether ``path`` still names the file open on our descriptor (both checked: the
+        descriptor is never a number some other file or socket now holds)."""
+        try:
+            mine, there = os.fstat(self._fd), os.stat(self.path)
+        except OSError:
+            return False
+        same = (mine.st_dev, mine.st_ino) == self._id == (there.st_dev, there.st_ino)
+        return same and stat.S_ISREG(mine.st_mode)
 
     def _rotate(self):
-        os.close(self._fd)
+        """FILE -> FILE.1 -> ... -> FILE.<backups>, then a new FILE. A rename that fails
+        leaves the current file open: the record goes there, past the size, not lost."""
         try:
             if self.backups == 0:
                 os.unlink(self.path)
@@ -70,12 +144,39 @@ class DecisionLog:
                         os.replace(older, f"{self.path}.{i + 1}")
                 os.replace(self.path, f"{self.path}.1")
         except OSError as exc:
-            raise DecisionLogError(f"{self.path}: cannot rotate the decision log: {exc.strerror}") from None
-        finally:
-            self._fd = self._open()
+            if self._rotation_failing is None:
+                log.error(
+                    "decision log %s: cannot rotate (%s); writing on past its size", self.path, exc.strerror
+                )
+            self._rotation_failing = exc.strerror
+            return
+        self._rotation_failing = None
+        self._close()
+        self._fd, self._id = self._open()
+
+    def _close(self):
+        fd, self._fd, self._id = self._fd, None, None  # forgotten before it is closed
+        if fd is not None:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+    def _failed(self, reason):
+        if self._failing is None:
+            log.error(
+                "decision log %s: cannot write (%s); calls are still answered, retrying", self.path, reason
+            )
+        self._failing = reason
 
     def close(self):
         with self._lock:
-            if self._fd is not None:
-                os.close(self._fd)
-                self._fd = None
+            self._close()
+
+
+def _cut(fd, size):
+    """Truncate ``fd`` back to ``size`` bytes, if the file system lets us."""
+    try:
+        os.ftruncate(fd, size)
+    except OSError:
+        pass

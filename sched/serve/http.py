@@ -5,13 +5,18 @@ Routes: ``POST /v1/rank`` (the decision), ``GET /healthz`` (alive), ``GET /ready
 (Prometheus text format). The guard around them (:class:`Guard`) checks the bearer
 token before any body is read and counts every answer by status.
 
-A call runs ``sched.serve.ranker.decide`` on a worker thread, so the event loop keeps
-reading other requests (a small queue is decided on the loop itself: :meth:`Service._decision`).
-A call not answered within its time budget (the service's ``deadline_ms``, plus the body's
-``budget_ms``, policy plan's own anytime budget) is answered by the tuned rule (ATC with
-the k tuned for the call's GPUs, else config ``rules.atc_k``) with ``"fallback": true``.
-The same input always gives the same order (``decide`` holds no state of a call),
-whatever the number of concurrent clients, unless it falls back.
+A call is read and decided in two halves, ``sched.serve.ranker.prepare`` (the tasks checked,
+the policy chosen) and ``ranker.run``. A small body of a small queue is decided on the event
+loop itself; any other on a worker thread, body parsing included, so that a big call never
+stalls the loop (the compiled rollouts release the GIL). A call not answered within its time
+budget (the service's ``deadline_ms`` from the end of its body, plus the body's ``budget_ms``,
+policy plan's own anytime budget) is answered by the tuned rule (ATC with the k tuned for the
+call's GPUs, else config ``rules.atc_k``) with ``"fallback": true``: for a long queue under a
+learned policy or the planner that answer is computed beside the policy from the start, so it
+is ready at the deadline. A policy that cannot run because the service's own files are not
+usable (config, verdicts, policy file: a ``RankSetupError``) is answered the same way, never
+with a 4xx blaming the client. The same input always gives the same order (a decision holds
+no state of a call), whatever the number of concurrent clients, unless it falls back.
 """
 
 import asyncio
@@ -19,6 +24,7 @@ import contextlib
 import hashlib
 import hmac
 import json
+import logging
 import threading
 import time
 import uuid
@@ -29,8 +35,9 @@ from functools import partial
 
 from sched.errors import MissingExtraError
 from sched.limits import MAX_RANK_BYTES
+from sched.serve import ranker
 from sched.serve import request as rank_request
-from sched.serve.tasks import RankInputError
+from sched.serve.tasks import RankInputError, RankSetupError
 
 try:
     from prometheus_client import (
@@ -60,6 +67,8 @@ _WARM_UP = [
 #: Paths the request counter names; any other is counted as "other" (bounded label values).
 PATHS = ("/v1/rank", "/healthz", "/readyz", "/metrics")
 
+log = logging.getLogger("sched.serve")
+
 
 @dataclass(frozen=True)
 class ServiceSettings:
@@ -71,14 +80,20 @@ class ServiceSettings:
     token: bytes | None = None
     #: where each call's decision is logged (a :class:`~sched.serve.decision_log.DecisionLog`)
     decision_log: object = None
-    #: a call's time budget in milliseconds (plus its budget_ms, policy plan's own)
+    #: a call's time budget in milliseconds, from the end of its body (plus its budget_ms, plan's own)
     deadline_ms: float = 2000.0
     #: longest time a request body may take to arrive, in seconds (then 408)
     read_timeout_s: float = 10.0
     #: threads running decisions at once (more calls wait for one)
     workers: int = 4
-    #: calls of at most this many tasks (not plan, not explain) are decided on the event loop
+    #: calls of at most this many tasks (a rule, or a learned policy already loaded; not plan,
+    #: not explain) and bodies of at most ``inline_bytes`` are decided on the event loop
     inline_tasks: int = 64
+    #: bodies longer than this are parsed on a worker thread, not on the event loop
+    inline_bytes: int = 64 * 1024
+    #: queues longer than this, under a learned policy or the planner, have the tuned rule's
+    #: answer computed beside the policy from the start, ready if the deadline passes
+    speculate_tasks: int = 2000
 
 
 class Metrics:
@@ -100,6 +115,21 @@ class Metrics:
         )
         self.fallbacks = Counter(
             "sched_rank_fallbacks", "calls over their time budget, answered by the tuned rule", registry=r
+        )
+        self.setup_faults = Counter(
+            "sched_rank_setup_faults",
+            "calls whose policy could not run because the service's own files are not usable "
+            "(config, verdicts, policy file), answered by ATC",
+            registry=r,
+        )
+        self.log_failures = Counter(
+            "sched_decision_log_failures", "decision-log records that could not be written", registry=r
+        )
+        self.closed = Counter(
+            "sched_http_connections_closed",
+            "connections closed or refused by the connection guard, by reason",
+            ["reason"],
+            registry=r,
         )
         self.in_use = Gauge(
             "sched_rank_policy_in_use",
@@ -127,6 +157,10 @@ class Metrics:
                 self.switches.inc()
             self._auto = policy
             self.in_use.labels(policy).set(1)
+
+    def connection_closed(self, reason):
+        """The connection guard's callback (:func:`sched.serve.connections.protocol`)."""
+        self.closed.labels(reason).inc()
 
 
 class Guard:
@@ -163,9 +197,11 @@ class Guard:
         return False
 
 
-def create_app(settings=None, decide=None):
-    """The Starlette application (``decide``: the decision function, ``ranker.decide`` by default)."""
-    service = Service(settings or ServiceSettings(), decide)
+def create_app(settings=None, run=None, on_ready=None):
+    """The ASGI application: the Starlette routes behind the :class:`Guard` (``run``: the
+    second half of a decision, ``ranker.run`` by default; tests slow it down; ``on_ready()``:
+    called once the warm-up is done, before the first request is served)."""
+    service = Service(settings or ServiceSettings(), run, on_ready)
     app = Starlette(
         routes=[
             Route("/v1/rank", service.rank, methods=["POST"]),
@@ -175,78 +211,232 @@ def create_app(settings=None, decide=None):
         ],
         lifespan=service.lifespan,
     )
+    # No redirect from /v1/rank/ to /v1/rank: Starlette would build it from the client's Host header.
+    app.router.redirect_slashes = False
     return Guard(app, service.settings.token, service.metrics)
 
 
+def uvicorn_config(app, limits, **kw):
+    """uvicorn's settings for ``app`` (:func:`create_app`'s) under the connection guard's
+    ``limits`` (a :class:`sched.serve.connections.Limits`): the one place the command and the
+    tests build the server from."""
+    import uvicorn
+
+    from sched.serve.connections import protocol
+
+    return uvicorn.Config(
+        app,
+        http=protocol(limits, app.metrics.connection_closed),
+        timeout_keep_alive=limits.idle_s,  # uvicorn's idle timer after an answer; ours before the first
+        limit_concurrency=None,  # the guard's slots instead: idle connections give way
+        server_header=False,
+        **kw,
+    )
+
+
+class _Unavailable(Exception):
+    """The call cannot be answered now (503): no worker free within its budget, or the service's
+    own config unreadable."""
+
+    def __init__(self, message):
+        super().__init__(message)
+        self.message = message
+
+
 class Service:
-    """The routes' work: decisions on worker threads, the fallback, metrics and the decision log."""
+    """The routes' work: decisions on the loop or on worker threads, the fallbacks, metrics and
+    the decision log."""
 
-    def __init__(self, settings, decide=None):
-        from sched.serve import ranker
-
-        self.settings, self.decide = settings, decide or ranker.decide
+    def __init__(self, settings, run=None, on_ready=None):
+        self.settings, self.run, self.on_ready = settings, run or ranker.run, on_ready
         self.metrics = Metrics()
         self.pool = ThreadPoolExecutor(max_workers=settings.workers, thread_name_prefix="sched-rank")
         self.spare = ThreadPoolExecutor(max_workers=2, thread_name_prefix="sched-fallback")
+        self._faults = set()  # setup faults already logged (once each)
 
     async def rank(self, req):
         got = time.perf_counter()
         try:
             body = await _body(req, self.settings.read_timeout_s)
         except _Refused as exc:
+            self._log(None, got, status=exc.status, error=exc.message)
             return JSONResponse({"error": exc.message}, status_code=exc.status)
         digest = hashlib.sha256(body).hexdigest()
         try:
-            kw = rank_request.rank_body(body)
-            # plan's budget_ms is its own (it answers within it, its tail aside); the deadline
-            # guards the rest of the call, as it guards every call
-            budget_ms = self.settings.deadline_ms + (kw["budget_ms"] or 0.0)
-            d, fallback = await self._decision(kw, budget_ms)
-        except RankInputError as exc:
-            _log(self.settings, digest, got, error=str(exc))
+            asked, d, records, fell = await self._answer(body, time.perf_counter())
+        except RankInputError as exc:  # the client's input: a RankSetupError never gets here
+            self._log(digest, got, status=400, error=_one_line(exc))
             return JSONResponse({"error": _one_line(exc)}, status_code=400)
+        except _Unavailable as exc:
+            self._log(digest, got, status=503, error=exc.message)
+            return JSONResponse({"error": exc.message}, status_code=503, headers={"Retry-After": "1"})
         out = {"order": d.ids, "policy": d.policy, "why": d.why, "decision_id": uuid.uuid4().hex}
-        if fallback:
+        if fell is not None:
             out["fallback"] = True
-            self.metrics.fallbacks.inc()
-        if d.frame is not None:
-            from sched.serve.explain import explain_records
-
-            out["plan"] = explain_records(d.frame)
+            (self.metrics.fallbacks if fell == "deadline" else self.metrics.setup_faults).inc()
+        if records is not None:
+            out["plan"] = records
         self.metrics.latency.observe(time.perf_counter() - got)
-        self.metrics.ran(kw["policy"], d.policy)
-        _log(self.settings, digest, got, out=out)
+        self.metrics.ran(asked, d.policy)
+        self._log(digest, got, out=out)
         return Response(json.dumps(out, allow_nan=False), media_type="application/json")
 
-    async def _decision(self, kw, budget_ms):
-        """(Decision, fell back?) of the call, within its budget."""
-        call = partial(self.decide, config=self.settings.config, **kw)
-        fallen = partial(_fallback, self.decide, self.settings.config, kw, budget_ms)
-        if len(kw["tasks"]) <= self.settings.inline_tasks and kw["policy"] != "plan" and not kw["explain"]:
-            # On the event loop: a rule's or a policy's order of a few dozen tasks takes a fraction
-            # of a millisecond, less than the hand-over to a worker thread and back under load.
-            started = time.perf_counter()
-            d = call()
-            if (time.perf_counter() - started) * 1000.0 <= budget_ms:
-                return d, False
-            return fallen(), True
-        loop = asyncio.get_running_loop()
-        work = loop.run_in_executor(self.pool, call)
+    # ----------------------------------------------------------------- the decision
+
+    async def _answer(self, body, received):
+        """(policy asked, Decision, explain records or None, None or why it fell back) of the
+        call, within its budget from ``received`` (a ``time.perf_counter()``)."""
+        if len(body) <= self.settings.inline_bytes:
+            kw = rank_request.rank_body(body)
+            if (
+                len(kw["tasks"]) <= self.settings.inline_tasks
+                and kw["policy"] != "plan"
+                and not kw["explain"]
+            ):
+                inline = self._inline(kw, received)
+                if inline is not None:
+                    return inline
+            return await self._threaded(kw, received)
+        return await self._threaded(body, received)
+
+    def _budget_ms(self, kw):
+        # plan's budget_ms is its own (it answers within it, its tail aside); the deadline
+        # guards the rest of the call, as it guards every call
+        return self.settings.deadline_ms + (kw["budget_ms"] or 0.0)
+
+    def _inline(self, kw, received):
+        """The call decided on the event loop: a rule's or a loaded policy's order of a few dozen
+        tasks takes a fraction of a millisecond, less than the hand-over to a worker thread and
+        back under load. None when its policy is not ready to run that fast (a policy file not
+        loaded yet: that takes a second, on a worker thread)."""
         try:
-            return await asyncio.wait_for(asyncio.shield(work), budget_ms / 1000.0), False
-        except TimeoutError:
-            work.add_done_callback(_discard)
-        return await loop.run_in_executor(self.spare, fallen), True
+            call = ranker.prepare(config=self.settings.config, **kw)
+        except RankSetupError as exc:
+            return self._setup_fallback(kw, exc)
+        if not ranker.is_ready(call):
+            return None
+        try:
+            d = self.run(call)
+        except RankSetupError as exc:
+            return self._fallback(call, kw, exc)
+        budget_ms = self._budget_ms(kw)
+        if (time.perf_counter() - received) * 1000.0 <= budget_ms:
+            return kw["policy"], d, None, None
+        return self._fallback(call, kw, budget_ms)  # cannot be interrupted: replaced once done
+
+    async def _threaded(self, body, received):
+        """The call read and decided on a worker thread, answered by the tuned rule at its deadline."""
+        loop = asyncio.get_running_loop()
+        started, parsed, prepared = (loop.create_future() for _ in range(3))
+
+        def note(future, value):
+            loop.call_soon_threadsafe(_settle, future, value)
+
+        def work():
+            note(started, True)
+            kw = body if isinstance(body, dict) else rank_request.rank_body(body)
+            note(parsed, kw)
+            try:
+                call = ranker.prepare(config=self.settings.config, **kw)
+            except RankSetupError as exc:
+                return self._setup_fallback(kw, exc)
+            spare = None
+            if call.q.n > self.settings.speculate_tasks and not ranker.is_rule(call):
+                spare = self.spare.submit(self._fallback, call, kw)
+            note(prepared, (call, kw, spare))
+            try:
+                d = self.run(call)
+            except RankSetupError as exc:
+                return self._fallback(call, kw, exc)
+            finally:
+                if spare is not None:
+                    spare.cancel()  # not begun yet: not needed (else it ends, unused or used)
+            return kw["policy"], d, _records(d), None
+
+        job = self.pool.submit(work)
+        done = asyncio.wrap_future(job)
+        await asyncio.wait({done, parsed}, return_when=asyncio.FIRST_COMPLETED)
+        if not parsed.done():
+            return done.result()  # the body was refused: its RankInputError
+        budget_ms = self._budget_ms(parsed.result())
+        left = budget_ms / 1000.0 - (time.perf_counter() - received)
+        if left > 0:
+            await asyncio.wait({done}, timeout=left)
+        if done.done():
+            return done.result()
+        # Past the deadline: the tuned rule answers, from the queue the worker read.
+        done.add_done_callback(_discard)
+        if not started.done() and job.cancel():
+            raise _Unavailable(
+                f"the service is busy: no worker was free within the call's budget of {budget_ms:g} ms; "
+                f"try again"
+            )
+        await asyncio.wait({done, prepared}, return_when=asyncio.FIRST_COMPLETED)
+        if done.done():
+            return done.result()
+        call, kw, spare = prepared.result()
+        if spare is None:
+            spare = self.spare.submit(self._fallback, call, kw, budget_ms)
+        rule = asyncio.wrap_future(spare)
+        await asyncio.wait({done, rule}, return_when=asyncio.FIRST_COMPLETED)
+        if rule.done() and not rule.cancelled():
+            asked, d, records, _ = rule.result()
+            why = f"fallback: the call ran past its time budget of {budget_ms:g} ms; {d.why}"
+            return asked, d._replace(why=why), records, "deadline"
+        return done.result()
+
+    def _fallback(self, call, kw, cause=None):
+        """The prepared call answered by the tuned rule. ``cause``: its budget in ms (it ran
+        past it), a RankSetupError (its policy cannot run), or None (computed ahead; the
+        caller says why)."""
+        d, how = ranker.tuned_rule(call)
+        answered = f"answered by {d.policy} ({how})"
+        if isinstance(cause, RankSetupError):
+            self._fault(cause)
+            why, fell = f"fallback: {_cannot_run(kw)}; {answered}", "setup"
+        elif cause is not None:
+            why, fell = f"fallback: the call ran past its time budget of {cause:g} ms; {answered}", "deadline"
+        else:
+            why, fell = answered, "deadline"
+        d = d._replace(why=why)
+        return kw["policy"], d, _records(d), fell
+
+    def _setup_fallback(self, kw, exc):
+        """The call whose policy cannot be chosen (the service's config or verdicts unusable)
+        answered by ATC: on the config's k, else, the config itself unreadable, on the defaults'."""
+        self._fault(exc)
+        plain = {**kw, "policy": "atc", "budget_ms": None}
+        for config in (self.settings.config, {}):
+            try:
+                call = ranker.prepare(config=config, **plain)
+            except RankSetupError:
+                continue
+            d = ranker.run(call)
+            k = call.plan.k
+            src = "config rules.atc_k" if config is not None and config != {} else "the default rules.atc_k"
+            why = f"fallback: {_cannot_run(kw)}; answered by atc (k = {k:g}, {src})"
+            d = d._replace(why=why)
+            return kw["policy"], d, _records(d), "setup"
+        raise _Unavailable("the service cannot read its own config; see /readyz")
+
+    def _fault(self, exc):
+        """Log a setup fault for the operator, once per message (the client is not told paths)."""
+        text = _one_line(exc)
+        if text not in self._faults and len(self._faults) < 256:
+            self._faults.add(text)
+            log.error("sched serve: a policy cannot run, calls answered by ATC meanwhile: %s", text)
+
+    # ----------------------------------------------------------------- the other routes
 
     async def healthz(self, req):
         return JSONResponse({"alive": True})
 
     async def readyz(self, req):
-        from sched.serve.ranker import readiness
-
         loop = asyncio.get_running_loop()
         try:
-            policy, why = await loop.run_in_executor(self.spare, partial(readiness, self.settings.config))
+            policy, why = await loop.run_in_executor(
+                self.spare, partial(ranker.readiness, self.settings.config)
+            )
         except RankInputError as exc:
             return JSONResponse({"ready": False, "reason": _one_line(exc)}, status_code=503)
         return JSONResponse({"ready": True, "policy": policy, "why": why})
@@ -262,26 +452,54 @@ class Service:
         loop = asyncio.get_running_loop()
         for policy in ("auto", "plan"):  # plan: its compiled code and its pool of sampled futures
             with contextlib.suppress(RankInputError):
-                warm = partial(self.decide, _WARM_UP, policy=policy, config=self.settings.config)
-                await loop.run_in_executor(self.pool, warm)
+                call = partial(ranker.prepare, _WARM_UP, policy=policy, config=self.settings.config)
+                await loop.run_in_executor(self.pool, lambda c=call: self.run(c()))
+        if self.on_ready is not None:
+            self.on_ready()
         yield
         self.pool.shutdown(wait=False, cancel_futures=True)
         self.spare.shutdown(wait=False, cancel_futures=True)
         if self.settings.decision_log is not None:
             self.settings.decision_log.close()
 
+    def _log(self, digest, got, out=None, status=None, error=None):
+        """One decision-log line for the call (nothing without --decision-log); a line that
+        cannot be written is counted, and the call answered all the same."""
+        dlog = self.settings.decision_log
+        if dlog is None:
+            return
+        rec = {
+            "decision_id": out["decision_id"] if out else None,
+            "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
+            "input_sha256": digest,
+            "latency_ms": round((time.perf_counter() - got) * 1000.0, 3),
+        }
+        if out is not None:
+            rec.update(
+                order=out["order"], policy=out["policy"], why=out["why"], fallback=out.get("fallback", False)
+            )
+        else:
+            rec.update(status=status, error=error)
+        if not dlog.write(rec):
+            self.metrics.log_failures.inc()
 
-def _fallback(decide, config, kw, budget_ms):
-    """The call's decision by the tuned rule (ATC with the tuned k, else config rules.atc_k)."""
-    rule_kw = {**kw, "budget_ms": None}
-    try:
-        d = decide(config=config, **{**rule_kw, "policy": "atc-tuned"})
-        how = d.why.split("; ", 1)[-1]  # where its k was tuned
-    except RankInputError:  # no tuned k for these GPUs
-        d = decide(config=config, **{**rule_kw, "policy": "atc"})
-        how = "no tuned k for these GPUs, config rules.atc_k"
-    why = f"fallback: the call ran past its time budget of {budget_ms:g} ms; answered by {d.policy} ({how})"
-    return d._replace(why=why)
+
+def _cannot_run(kw):
+    return f"policy {kw['policy']!r} cannot run: the service's own files are not usable (see /readyz)"
+
+
+def _records(d):
+    """The explain rows of a decision (None without explain), built off the event loop."""
+    if d.frame is None:
+        return None
+    from sched.serve.explain import explain_records
+
+    return explain_records(d.frame)
+
+
+def _settle(future, value):
+    if not future.done():
+        future.set_result(value)
 
 
 def _discard(future):
@@ -300,9 +518,9 @@ async def _body(req, timeout_s):
     """The request body, refused (413, 408, 400) before it grows past the byte limit."""
     declared = req.headers.get("content-length")
     if declared is not None:
-        if not declared.isdigit():
+        if not (declared.isascii() and declared.isdigit()):
             raise _Refused(400, f"content-length: expected a number of bytes, got {declared[:40]!r}")
-        if int(declared) > MAX_RANK_BYTES:
+        if len(declared) > 18 or int(declared) > MAX_RANK_BYTES:  # (int() refuses 4,301 digits)
             raise _Refused(413, rank_request.too_large("request body"))
     chunks, size = [], 0
     try:
@@ -322,22 +540,3 @@ async def _body(req, timeout_s):
 def _one_line(exc):
     lines = str(exc).strip().splitlines()
     return lines[0] if lines else type(exc).__name__
-
-
-def _log(settings, digest, got, out=None, error=None):
-    """One decision-log line for the call (nothing without --decision-log)."""
-    if settings.decision_log is None:
-        return
-    rec = {
-        "decision_id": out["decision_id"] if out else None,
-        "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
-        "input_sha256": digest,
-        "latency_ms": round((time.perf_counter() - got) * 1000.0, 3),
-    }
-    if out is not None:
-        rec.update(
-            order=out["order"], policy=out["policy"], why=out["why"], fallback=out.get("fallback", False)
-        )
-    else:
-        rec.update(status=400, error=_one_line(error))
-    settings.decision_log.write(rec)

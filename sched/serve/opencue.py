@@ -29,7 +29,7 @@ from sched.errors import MissingExtraError, SchedError, UsageError
 from sched.limits import MAX_RANK_TASKS, MAX_SECONDS
 from sched.serve import opencue_mapping as mapping
 from sched.serve.opencue_mapping import printable
-from sched.serve.tasks import RankInputError, read_queue
+from sched.serve.tasks import RankInputError, RankSetupError, read_queue
 from sched.serve.times import where
 
 #: Priorities the adapter assigns, by default (OpenCue's default job priority is 1).
@@ -158,6 +158,8 @@ def sync(
         if task is not None:
             try:
                 estimate = check.task(task)
+            except RankSetupError:  # the files rank() reads, not this job: the whole sync fails
+                raise
             except RankInputError as exc:  # rank() would refuse the whole call for this job
                 task, how = None, f"job {printable(d.name)}: {_reason(exc, d.id)}"
         if task is None:

@@ -14,7 +14,7 @@ import threading
 
 import numpy as np
 
-from sched.serve.tasks import RankInputError
+from sched.serve.tasks import RankInputError, RankSetupError
 from sched.serve.times import WEEK_START_S
 from sched.sim import rules
 
@@ -43,15 +43,15 @@ def plan_order(q, cfg, resolve, budget_ms, started=None):
     try:
         base = resolve(cfg["plan"]["base"])
     except RankInputError as exc:
-        raise RankInputError(f"plan.base: {exc}") from exc
+        raise RankSetupError(f"plan.base: {exc}") from exc
     roll = cfg["plan"]["rollout"]
     if roll != "base":
         try:
             roll = resolve(roll)
         except RankInputError as exc:
-            raise RankInputError(f"plan.rollout: {exc}") from exc
+            raise RankSetupError(f"plan.rollout: {exc}") from exc
         if roll.rule is None:
-            raise RankInputError(f"plan.rollout: expected base or a rule, got {roll.name!r}")
+            raise RankSetupError(f"plan.rollout: expected base or a rule, got {roll.name!r}")
     try:
         check_budget(budget_ms)
         from sched.config import config_hash
@@ -60,7 +60,7 @@ def plan_order(q, cfg, resolve, budget_ms, started=None):
         planner = _planners.get(key)
         if planner is None:
             if base.name == "plan":
-                raise RankInputError("plan.base: plan cannot be its own base policy")
+                raise RankSetupError("plan.base: plan cannot be its own base policy")
             with _planners_lock:  # built by one thread; the others find it (checked again here)
                 planner = _planners.get(key)
                 if planner is None:
@@ -75,7 +75,7 @@ def plan_order(q, cfg, resolve, budget_ms, started=None):
     except RankInputError:
         raise
     except SchedError as exc:  # PlanError, PolicyFileError, ConfigError: one line naming the field
-        raise RankInputError(str(exc)) from exc
+        raise RankSetupError(str(exc)) from exc
     start, end = np.asarray(start, np.float64), np.asarray(end, np.float64)
     mach = np.asarray(mach, np.int64)
     order = np.lexsort((np.arange(q.n), mach, start))  # as rank's learned path: the decision order

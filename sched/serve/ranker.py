@@ -31,12 +31,25 @@ import numpy as np
 from sched import layout, setting
 from sched.errors import SchedError
 from sched.serve.explain import explain_frame
-from sched.serve.tasks import RankInputError, read_queue, task_records
+from sched.serve.tasks import RankInputError, RankSetupError, read_queue, task_records
 from sched.serve.times import WEEK_START_S
 from sched.serve.verdicts import Plan, auto_plan, missing_files, ppo_plan, tuned_k
 from sched.sim import rules
 
-__all__ = ["Decision", "Plan", "RankInputError", "Settings", "decide", "rank", "readiness", "tuned_k"]
+__all__ = [
+    "Call",
+    "Decision",
+    "Plan",
+    "RankInputError",
+    "RankSetupError",
+    "Settings",
+    "decide",
+    "prepare",
+    "rank",
+    "readiness",
+    "run",
+    "tuned_k",
+]
 
 #: root: the folder the config's relative paths were read from ("." : the working directory)
 Settings = namedtuple("Settings", "weights atc_k winner tuned calibration others farm config root")
@@ -97,7 +110,21 @@ def decide(
     """:func:`rank`'s decision with the policy that made it: a :class:`Decision` (the ids in
     start order, the policy's name and why, and with ``explain`` the plan as a table). The
     arguments and errors are :func:`rank`'s; ``sched serve`` answers with all of it."""
-    started = time.perf_counter()  # policy plan's budget bounds the whole call
+    return run(prepare(tasks, now, policy, machines, explain, config, policy_file, budget_ms))
+
+
+#: A call read and its policy chosen, not yet run (:func:`prepare`); ``started``: the call's
+#: ``time.perf_counter()`` (policy plan's budget bounds the whole call).
+Call = namedtuple("Call", "q st plan budget_ms explain started")
+
+
+def prepare(
+    tasks, now=None, policy="auto", machines=1, explain=False, config=None, policy_file=None, budget_ms=None
+):
+    """The first half of :func:`decide`: the tasks read and checked, the policy chosen (a
+    :class:`Call`). Every bad input is refused here; a fault of the files read on the caller's
+    behalf (config, verdicts, policy file) is a :class:`RankSetupError`."""
+    started = time.perf_counter()
     st = _settings(config)
     q = read_queue(task_records(tasks), now, machines, st)
     if budget_ms is not None:  # the arguments first: a bad one is the call's one error
@@ -110,26 +137,64 @@ def decide(
     plan = _plan(policy, policy_file, st, _farm_of(q))
     if budget_ms is not None and plan.name != "plan":
         raise RankInputError(f"budget_ms: only used with policy 'plan', not {plan.name!r}")
+    return Call(q, st, plan, budget_ms, explain, started)
+
+
+def run(call):
+    """The second half of :func:`decide`: the prepared call's policy run over its queue."""
+    q, st, plan = call.q, call.st, call.plan
     if q.n == 0:
         order = start = end = mach = np.zeros(0, np.int64)
     elif plan.name == "plan":
         from sched.serve.plan_rank import plan_order
 
         order, start, end, mach, note = plan_order(
-            q, st.config, lambda b: _plan(b, None, st, _farm_of(q)), budget_ms, started
+            q, st.config, lambda b: _plan(b, None, st, _farm_of(q)), call.budget_ms, call.started
         )
         plan = plan._replace(why=f"{plan.why}; {note}")
     elif plan.rule is not None:
-        from sched.sim.one_queue import rollout_order
-
-        order, start, end, mach = rollout_order(
-            q.arrival, q.estimate, q.weight, q.due, q.machine_free, q.speed, plan.rule, plan.k
-        )
+        order, start, end, mach = _rule_rollout(q, plan)
     else:
         order, start, end, mach, plan = _ppo_rollout(plan, q)
-    frame = explain_frame(q, plan, order, start, end, mach) if explain else None
+    frame = explain_frame(q, plan, order, start, end, mach) if call.explain else None
     ids = q.ids
     return Decision([ids[i] for i in order.tolist()], plan.name, plan.why, frame)
+
+
+def is_rule(call):
+    """Whether the prepared call runs a dispatching rule (microseconds a task), not a learned
+    policy or the planner."""
+    return call.plan.rule is not None and call.plan.name != "plan"
+
+
+def is_ready(call):
+    """Whether the prepared call runs in microseconds a task from now on: a rule, or a learned
+    policy whose file this process has already loaded (a first load takes a second)."""
+    if is_rule(call):
+        return True
+    return call.plan.name != "plan" and _file_key(call.plan.policy_file) in _ran
+
+
+def tuned_rule(call):
+    """The prepared call's decision by the tuned rule (ATC with the k tuned for the call's GPUs,
+    else config ``rules.atc_k``): ``sched serve``'s answer when the call's own policy is too late
+    or cannot run. Returns (Decision, where the k comes from)."""
+    farm = _farm_of(call.q)
+    try:
+        k, v = tuned_k(call.st, farm)
+        plan, how = Plan("atc-tuned", rules.ATC, k, None, ""), f"k tuned in {v.source} for these GPUs"
+    except RankInputError:  # no tuned k for these GPUs, or tuned.json unreadable
+        plan, how = Plan("atc", rules.ATC, call.st.atc_k, None, ""), "config rules.atc_k"
+    order, start, end, mach = _rule_rollout(call.q, plan)
+    frame = explain_frame(call.q, plan, order, start, end, mach) if call.explain else None
+    ids = call.q.ids
+    return Decision([ids[i] for i in order.tolist()], plan.name, "", frame), how
+
+
+def _rule_rollout(q, plan):
+    from sched.sim.one_queue import rollout_order
+
+    return rollout_order(q.arrival, q.estimate, q.weight, q.due, q.machine_free, q.speed, plan.rule, plan.k)
 
 
 def readiness(config=None):
@@ -159,7 +224,7 @@ def _settings(config):
         try:  # config=, else $SCHED_CONFIG, else ./config.yaml if present, else None: the defaults
             path = config_path(config)
         except SchedError as exc:
-            raise RankInputError(str(exc)) from exc
+            raise RankSetupError(str(exc)) from exc
         try:
             s = os.stat(path)
             key = (os.getcwd(), os.fspath(path), s.st_mtime_ns, s.st_ctime_ns, s.st_size, s.st_ino)
@@ -182,7 +247,7 @@ def _settings(config):
         else:  # a mapping: its relative paths are read from the working directory
             cfg = validate_config(copy.deepcopy(config), "config", ".")
     except SchedError as exc:  # ConfigError: the message names the file and field
-        raise RankInputError(str(exc)) from exc
+        raise RankSetupError(str(exc)) from exc
     st = Settings(
         weights={name: float(c["weight"]) for name, c in cfg["scenario"]["priorities"].items()},
         atc_k=float(cfg["rules"]["atc_k"]),
@@ -219,31 +284,53 @@ def _plan(policy, policy_file, st, farm):
         raise RankInputError(f"policy_file: only used with policy 'ppo' or 'ppo-<seed>', not {name!r}")
     asked = f"asked for by the call (policy={name!r})"
     if name == "auto":
-        return auto_plan(st, farm)
+        return _setup(auto_plan, st, farm)
     if name in rules.RULES:
         return Plan(name, rules.rule_id(name), st.atc_k, None, asked)
     if name == "plan":
         return Plan(name, None, None, None, f"{asked}: lookahead on config plan.base (docs/plan.md)")
     if name == "atc-tuned":
-        k, v = tuned_k(st, farm)
+        k, v = _setup(tuned_k, st, farm)
         return Plan(name, rules.ATC, k, None, f"{asked}; k tuned in {v.source} for these GPUs")
     if name == "ppo":
         if policy_file is None:
             raise RankInputError("policy ppo: needs policy_file (a trained policy file)")
-        return ppo_plan(name, policy_file, "policy_file", asked)
+        return _setup(ppo_plan, name, policy_file, "policy_file", asked)
     if name.startswith("ppo-") and name[4:].isascii() and name[4:].isdecimal():
         from sched.config import under_root
 
         pfile = policy_file
         if pfile is None:  # the workflow's policy file, under the config's root
             pfile = under_root(st.config, layout.policy_file(name[4:]))
-        return ppo_plan(name, pfile, "policy_file", asked)
+        return _setup(ppo_plan, name, pfile, "policy_file", asked)
     if os.path.isfile(name):
-        return ppo_plan("ppo", name, "policy", asked)
+        return _setup(ppo_plan, "ppo", name, "policy", asked)
     raise RankInputError(
         f"policy: unknown policy {name!r}; expected auto, {', '.join(rules.RULES)}, atc-tuned, "
         f"ppo (with policy_file), ppo-<seed>, plan, or an existing policy file"
     )
+
+
+def _setup(read, *args):
+    """``read(*args)``, whose refusals are faults of the files it reads (a RankSetupError)."""
+    try:
+        return read(*args)
+    except RankSetupError:
+        raise
+    except RankInputError as exc:
+        raise RankSetupError(str(exc)) from exc
+
+
+#: (path, mtime, ctime, size, inode) of the policy files run in this process (:func:`is_ready`)
+_ran = set()
+
+
+def _file_key(path):
+    try:
+        s = os.stat(path)
+    except (OSError, TypeError):
+        return None
+    return (os.path.abspath(path), s.st_mtime_ns, s.st_ctime_ns, s.st_size, s.st_ino)
 
 
 def _ppo_rollout(plan, q):
@@ -255,7 +342,7 @@ def _ppo_rollout(plan, q):
     try:
         policy = load_cached(plan.policy_file)
     except PolicyFileError as exc:  # the message names the file and the field or tensor
-        raise RankInputError(str(exc)) from exc
+        raise RankSetupError(str(exc)) from exc
     trained, farm = policy.meta.get("setting"), _farm_of(q)
     if trained is not None and not setting.same_farm(trained, farm):
         gpus = setting.describe({**farm, "load": None})
@@ -268,6 +355,9 @@ def _ppo_rollout(plan, q):
         machine_free=q.machine_free,
         week_start_s=WEEK_START_S,
     )
+    if len(_ran) > 64:
+        _ran.clear()
+    _ran.add(_file_key(plan.policy_file))
     start, end = np.asarray(start, np.float64), np.asarray(end, np.float64)
     mach = np.asarray(mach, np.int64)
     # Equal start times go to the lowest free machine first, one decision after

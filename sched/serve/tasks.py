@@ -45,6 +45,13 @@ class RankInputError(SchedError):
     """``rank`` refuses its input; the message names the task id and field, or the file."""
 
 
+class RankSetupError(RankInputError):
+    """The files a decision reads on the caller's behalf cannot be used: the config, a verdict
+    (``winner.json``, ``tuned.json``), a policy file, the planner's settings. In process it is a
+    :class:`RankInputError` as any other; ``sched serve`` tells it apart, because there it is the
+    service's fault, not the client's (docs/serve.md)."""
+
+
 #: Fields rank reads; any other field of a task is a feature for the duration model.
 KNOWN_FIELDS = frozenset(("id", "estimate_s", "duration_s", "weight", "priority", "due", "arrival", "kind"))
 
@@ -220,6 +227,8 @@ def _id_key(tid, pos):
         if not key:
             raise _bad(tid, pos, "id", "empty")
         return key
+    if isinstance(tid, (bool, np.bool_)):  # JSON true is no id (and would equal the id 1)
+        raise _bad(tid, pos, "id", f"must be a string or a number, got {type(tid).__name__}")
     if isinstance(tid, (float, np.floating)) and not math.isfinite(tid):
         raise _bad(tid, pos, "id", "not a finite number")
     return tid

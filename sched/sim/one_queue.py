@@ -57,7 +57,7 @@ def _one_slot_state(n, machines):
     )
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)  # nogil: sched serve's other calls go on meanwhile
 def rollout_order(arrival, estimate, weight, due, machine_free, speed, rule, k):
     """Greedy rollout of ``rule`` on one queue, planned with the estimates.
 
