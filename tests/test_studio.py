@@ -287,3 +287,100 @@ def test_a_setting_with_impossible_held_out_days_is_refused(studio_cfg, days):
     rec["workload"]["held_out"] = days
     with pytest.raises(setting.SettingError, match="workload.held_out"):
         setting.read(rec, "winner.json setting")
+
+
+# -------------------------------------------- issue 32: empty days, duplicate ids, another history
+
+
+def _closed_on_sundays(tmp_path, days=27, per_day=40, seed=7):
+    """A studio closed on Sundays: the replay tests' history from Monday 2024-06-03 to Saturday
+    2024-06-29, no task submitted on a Sunday."""
+    full = _history(tmp_path / "full.csv", days, per_day=per_day, seed=seed)
+    frame = pd.read_csv(full)
+    sunday = ((frame["submitted_at"] - MONDAY) // DAY) % 7 == 6
+    path = tmp_path / "closed-on-sundays.csv"
+    frame[~sunday].to_csv(path, index=False)
+    return path
+
+
+def test_an_empty_held_out_day_is_named_by_the_fit_and_skipped_by_the_replay(tmp_path, wcfg, calibrated, cli):
+    path = _closed_on_sundays(tmp_path)
+    workload = tmp_path / "workload.json"
+    r = cli("calibrate-workload", path, "--out", workload)
+    assert r.returncode == 0, r.stderr
+    assert "note: held-out day(s) 2024-06-23 hold no task with a measured duration" in r.stderr
+    fit = calibrate_workload([path], wcfg, calibrated.calibration).data
+    split = fit["split"]
+    # the last 7 calendar days, Sunday 2024-06-23 among them: the fit says so
+    assert split["held_out"] == ["2024-06-23", "2024-06-29"]
+    assert split["note"] == (
+        "held-out day(s) 2024-06-23 hold no task with a measured duration: sched replay --held-out "
+        "skips them, 6 of the 7 held-out days (2024-06-23 to 2024-06-29) judged"
+    )
+    stream = held_out_stream([path], wcfg, calibrated.calibration, split["held_out"])
+    assert stream.skipped == ["2024-06-23"]
+    assert stream.days == ["2024-06-24", "2024-06-25", "2024-06-26", "2024-06-27", "2024-06-28", "2024-06-29"]
+    assert np.bincount(stream.day[stream.day >= 0]).tolist() == [40] * 6
+    # the warm-up is the Saturday before (the day before the first held-out day is the fit's)
+    assert (stream.day == -1).sum() == 40
+    frame = run_on_stream(wcfg, stream.scenario, stream.day, len(stream.days), {"fifo": rule_spec("fifo")})
+    assert frame.scenario_seed.tolist() == list(range(6)) and frame.tasks.tolist() == [40] * 6
+    # `sched replay --held-out`: the day skipped, said in one line, six rows a policy
+    out = tmp_path / "replay"
+    r = cli("replay", "--held-out", workload, path, "--policies", "fifo,atc", "--out", out)
+    assert r.returncode == 0, r.stderr
+    assert (
+        "sched replay: note: held-out day(s) 2024-06-23 hold no task with a measured duration: skipped, "
+        "6 of the 7 held-out days judged (the stream runs on through them)"
+    ) in r.stderr
+    assert pd.read_csv(out / "windows.csv")["window"].tolist() == stream.days
+    assert len(pd.read_csv(out / "per_scenario.csv")) == 2 * 6
+
+
+def test_held_out_days_without_any_measured_task_hold_nothing_out(tmp_path, wcfg, calibrated):
+    t0, t1 = MONDAY + 100, MONDAY + 27 * DAY + 5000
+    first = int(t0 // DAY)
+    measured = set(range(first, first + 21))  # the last 7 days: submitted, never measured
+    cut, split = held_out_split(t0, t1, 7, measured)
+    assert math.isinf(cut) and split["held_out"] is None and split["fitted"] == ["2024-06-03", "2024-06-30"]
+    assert split["note"].startswith(
+        "the 7 held-out days (2024-06-24 to 2024-06-30) hold no task with a measured duration"
+    )
+    assert "the studio setting is skipped" in split["note"] and "\n" not in split["note"]
+    # and a stream of such days is refused in one line naming them
+    split["fitted"] = ["2024-06-24", "2024-06-30"]  # days after the history's 10
+    with pytest.raises(HistoryError, match="held-out days 2024-06-24 to 2024-06-30: no task with a measured"):
+        held_out_stream([_history(tmp_path / "h.csv", 10)], wcfg, calibrated.calibration, split["fitted"])
+
+
+def test_a_duplicate_id_in_the_held_out_stream_names_the_history_lines(tmp_path, wcfg, calibrated):
+    path = _history(tmp_path / "h.csv", 15, per_day=20, seed=8)
+    frame = pd.read_csv(path)
+    first = int(np.flatnonzero(frame["submitted_at"] >= MONDAY + 11 * DAY)[0])  # 2024-06-14
+    frame.loc[first + 25, "id"] = f"  {frame.loc[first, 'id']} "  # the next day, white space around
+    frame.to_csv(path, index=False)
+    with pytest.raises(HistoryError) as exc:
+        held_out_stream([path], wcfg, calibrated.calibration, ["2024-06-11", "2024-06-17"])
+    dup = frame.loc[first, "id"]
+    assert str(exc.value) == (
+        f"{path}: line {first + 27} (submitted 2024-06-15): field id: duplicate id {dup!r} in the held-out "
+        f"stream (2024-06-11 to 2024-06-17, with the day before); first at {path}: line {first + 2} "
+        "(submitted 2024-06-14): each task of a replayed day needs its own id"
+    )
+
+
+def test_replay_held_out_refuses_a_workload_fitted_on_another_history(tmp_path, wcfg, calibrated, cli):
+    fitted_on = _history(tmp_path / "fitted.csv", 15, per_day=20, seed=9)
+    other = _history(tmp_path / "other.csv", 15, per_day=20, seed=10)
+    workload = tmp_path / "workload.json"
+    files.write_json(workload, calibrate_workload([fitted_on], wcfg, calibrated.calibration).data)
+    r = cli("replay", "--held-out", workload, other, "--policies", "fifo", "--out", tmp_path / "out")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    sha = {p: files.sha256_file(p, HistoryError) for p in (fitted_on, other)}
+    assert f"workload file {workload} was fitted on fitted.csv (sha256 {sha[fitted_on][:12]}…)" in r.stderr
+    assert f"not on the history given, other.csv (sha256 {sha[other][:12]}…)" in r.stderr
+    assert not (tmp_path / "out").exists()
+    # the history it was fitted on: replayed
+    r = cli("replay", "--held-out", workload, fitted_on, "--policies", "fifo,atc", "--out", tmp_path / "out")
+    assert r.returncode == 0, r.stderr
+    assert pd.read_csv(tmp_path / "out" / "windows.csv")["window"].tolist()[0] == "2024-06-11"

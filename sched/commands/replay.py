@@ -161,16 +161,30 @@ def run_held_out(args, cfg, calibration):
     from sched.evaluate.summary import write_outputs
 
     path = args.held_out or cfg["scenario"]["workload"] or layout.WORKLOAD
-    days = held_out_days(load_workload(path))
+    workload = load_workload(path)
+    days = held_out_days(workload)
     if days is None:
         raise UsageError(
             f"--held-out: workload file {path} holds no days out (split.held_out is null: the history is "
             "too short, see workload.test_days)"
         )
-    stream = held_out_stream(args.history or cfg["workload"]["history"], cfg, calibration, days)
+    stream = held_out_stream(
+        args.history or cfg["workload"]["history"],
+        cfg,
+        calibration,
+        days,
+        fitted_on=(path, workload.get("sources")),
+    )
     if stream.unmeasured:
         print(
             f"sched replay: note: {stream.unmeasured} tasks without a measured duration were left out",
+            file=sys.stderr,
+        )
+    if stream.skipped:
+        print(
+            f"sched replay: note: held-out day(s) {', '.join(stream.skipped)} hold no task with a measured "
+            f"duration: skipped, {len(stream.days)} of the {len(stream.days) + len(stream.skipped)} "
+            "held-out days judged (the stream runs on through them)",
             file=sys.stderr,
         )
     specs = _specs(args, cfg)

@@ -32,7 +32,7 @@ def _day(t):
     return datetime.fromtimestamp(float(t), UTC).date().isoformat()
 
 
-def held_out_split(t0, t1, test_days):
+def held_out_split(t0, t1, test_days, measured_days=None):
     """The split of a history spanning [t0, t1] (s since 1970, UTC) in time: the last
     ``test_days`` UTC calendar days are held out (``workload.test_days``).
 
@@ -41,6 +41,12 @@ def held_out_split(t0, t1, test_days):
     and held-out first and last days, the history's days, and a ``note`` when it is too
     short to hold out). Raises HistoryError naming ``workload.test_days`` when it is
     longer than the history or leaves less than a week to fit.
+
+    ``measured_days``: the days (``floor(t / DAY_S)``) holding a task with a measured
+    duration, the only ones the held-out replay can judge a policy on. A held-out day
+    without one (a studio closed on Sundays) is skipped by the replay, and the ``note``
+    names it; when no held-out day has one, nothing is held out (the studio could not be
+    judged): the fit reads every day and the ``note`` says why, as for a short history.
     """
     first, last = int(np.floor(t0 / DAY_S)), int(np.floor(t1 / DAY_S))
     days = last - first + 1
@@ -68,14 +74,35 @@ def held_out_split(t0, t1, test_days):
             f"workload.test_days: {test_days} of the history's {days} days held out leaves "
             f"{cut_day - first} days to fit, less than a week"
         )
+    held = [_day(cut_day * DAY_S), span[1]]
+    empty = [] if measured_days is None else [d for d in range(cut_day, last + 1) if d not in measured_days]
+    if len(empty) == test_days:
+        note = (
+            f"the {test_days} held-out days ({held[0]} to {held[1]}) hold no task with a measured "
+            "duration (started_at and finished_at), nothing to judge the studio on: no days held out "
+            "(workload.test_days), the fit reads them all and the studio setting is skipped"
+        )
+        return np.inf, {
+            "history_days": days,
+            "test_days": test_days,
+            "fitted": span,
+            "held_out": None,
+            "note": note,
+        }
     split = {
         "history_days": days,
         "test_days": test_days,
         "fitted": [span[0], _day((cut_day - 1) * DAY_S)],
-        "held_out": [_day(cut_day * DAY_S), span[1]],
+        "held_out": held,
         "held_out_start": _iso(cut_day * DAY_S),
         "note": None,
     }
+    if empty:
+        split["note"] = (
+            f"held-out day(s) {', '.join(_day(d * DAY_S) for d in empty)} hold no task with a measured "
+            f"duration: sched replay --held-out skips them, {test_days - len(empty)} of the "
+            f"{test_days} held-out days ({held[0]} to {held[1]}) judged"
+        )
     return cut_day * DAY_S, split
 
 

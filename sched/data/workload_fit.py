@@ -140,6 +140,9 @@ class WorkloadAccumulator:
     keys: np.ndarray = field(default_factory=lambda: np.empty(0))
     pairs: np.ndarray = field(default_factory=lambda: np.empty((0, 2)))
     times: list = field(default_factory=list)  # the submission times, for the bulk of the span
+    # the UTC days (floor(t / 86400)) holding a task with a measured duration: the held-out
+    # replay judges only those (sched.data.split.held_out_split); one entry a day, bounded
+    measured_days: set = field(default_factory=set)
 
     def __post_init__(self):
         self.rng = np.random.default_rng(self.seed)
@@ -166,6 +169,7 @@ class WorkloadAccumulator:
         est = estimates(self.calibration, chunk.kind, chunk.features)
         self.est_sum += float(est.sum())
         measured = np.isfinite(chunk.started) & np.isfinite(chunk.finished)
+        self.measured_days.update(np.unique(np.floor(sub[measured] / 86400.0)).astype(np.int64).tolist())
         self.measured_n += int(measured.sum())
         self.measured_sum += float((chunk.finished - chunk.started)[measured].sum())
         self.measured_est_sum += float(est[measured].sum())
@@ -357,7 +361,7 @@ def calibrate_workload(paths, cfg, calibration_path, seed=0, chunk_size=None):
             "a week (sched.limits.MIN_HISTORY_SPAN_S): every hour of the week must be observed to fit "
             "its rate"
         )
-    cut, split = held_out_split(acc.t0, acc.t1, int(opts.get("test_days", 7)))
+    cut, split = held_out_split(acc.t0, acc.t1, int(opts.get("test_days", 7)), acc.measured_days)
     if np.isfinite(cut):  # the fit reads the days before the held-out ones only
         acc, stats = read(window, cut)
         acc.times = []
