@@ -30,7 +30,7 @@ from sched.evaluate.seeds import (
 )
 from sched.evaluate.summary import WINNER_KEYS, summarise, write_outputs
 from sched.serve.tasks import RankInputError
-from sched.serve.verdicts import _check_winner
+from sched.serve.verdict_files import check_winner as _check_winner
 
 from .conftest import run_cli
 
