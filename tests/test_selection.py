@@ -117,7 +117,7 @@ def test_without_a_significant_lead_on_validation_the_incumbent_is_kept(cfg):
     sel = pd.DataFrame(rows, columns=list(PER_SCENARIO_COLUMNS))
     _, w = summarise(test, cfg, SPECS, selection=sel)
     assert (w["policy"], w["runner_up"], w["significant"], w["rule"]) == ("atc", "ppo-1", False, "atc")
-    assert "the incumbent, atc, is kept" in w["reason"]
+    assert "The incumbent, atc, is kept" in w["reason"]
     t = test.pivot(index="scenario_seed", columns="policy", values="total_weighted_tardiness_s")
     want = (t["atc"].mean() - t["ppo-1"].mean()) / t["ppo-1"].mean() * 100
     assert w["mean_difference_pct"] == pytest.approx(want) and want > 0  # test: atc loses to ppo-1
@@ -139,8 +139,11 @@ def test_a_rule_replaces_the_incumbent_only_when_significantly_better_on_validat
     sel = pd.DataFrame(rows, columns=list(PER_SCENARIO_COLUMNS))
     _, w = summarise(test, cfg, specs, selection=sel)
     assert (w["policy"], w["runner_up"], w["significant"], w["atc_k"]) == ("atc-tuned", "edd", False, 1.0)
-    assert "edd has the lowest mean on the selection (validation) scenarios" in w["reason"]
-    assert "the incumbent, atc-tuned, is kept" in w["reason"]
+    assert w["reason"].startswith(
+        "The incumbent, atc-tuned, is kept: no policy is significantly better than it on the selection "
+        "(validation) scenarios."
+    )
+    assert "edd against atc-tuned: -1.0" in w["reason"]
     # edd 1 % below atc-tuned on every validation scenario: significant, edd replaces it
     totals["edd"] = [990.0] * 40
     rows = [

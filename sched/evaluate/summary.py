@@ -188,62 +188,89 @@ def incumbent_of(twt):
 def choose_winner(twt, specs, counts, level, confirm=None):
     """The winner record (see docs/benchmark-and-report.md, "How the winner is chosen").
 
-    The incumbent is atc-tuned (atc when the run has no atc-tuned): the field's reference
-    rule, which the verdict keeps unless the evidence says otherwise. The policy with the
-    lowest mean (the best) replaces it only when the paired interval of its difference to
-    the incumbent lies entirely below zero, and, for a learned policy, also that of its
-    difference to the runner-up (``significant`` true). The runner-up is the next-lowest mean,
-    leaving out the other training seeds of PPO when the best is a PPO policy (they are
-    replicas of the same method, and the question winner.json answers is whether the learned
-    policy beats the rules) and any policy that is the same rule with the same k (atc when
-    the tuning kept k = 2: the same schedules). Otherwise the incumbent is kept, with
-    ``significant`` false: a lower mean within the noise (a rule 1 % ahead on validation)
-    does not move the verdict. When the best is the incumbent itself (or its same rule),
-    the incumbent is the winner, ``significant`` saying whether its lead over the runner-up
-    is.
+    The verdict moves only on evidence, in two steps, each a paired interval that must lie
+    entirely below zero:
 
-    ``runner_up`` is the policy the winner was compared with: the runner-up for a learned
-    winner and for the incumbent, the incumbent for a rule that replaced it, the best for an
-    incumbent kept against it; ``mean_difference_pct`` and ``ci95_pct`` are the winner's
-    paired difference with it.
+    1. **The rules.** The incumbent is atc-tuned (atc when the run has no atc-tuned): the
+       field's reference rule. Another rule replaces it only when significantly better than
+       it; of those, the one with the lowest mean. The rule kept is the *champion*.
+    2. **The learned policies.** The learned policy with the lowest mean replaces the
+       champion only when significantly better than it and than the runner-up: the policy
+       with the next-lowest mean, leaving out the other training seeds of PPO (replicas of
+       the same method: the question winner.json answers is whether the learned policy
+       beats the rules).
+
+    A policy that is the same rule with the same k as another (atc when the tuning kept
+    k = 2) is not its own challenger; a tie goes to the incumbent's name. ``significant``:
+    whether the winner's lead over ``runner_up`` is significant (false when the incumbent
+    is kept against a better mean within the noise).
+
+    ``runner_up`` is the policy the winner was compared with: for a learned winner the
+    runner-up; for a rule that replaced the incumbent, the incumbent; for the incumbent, the
+    policy with the lowest mean among the others (its lead, or the challenger it was kept
+    against). ``mean_difference_pct`` and ``ci95_pct`` are the winner's paired difference with
+    it.
 
     ``twt`` are the totals the choice is made on. ``confirm``: ``(totals, counts)`` of the
     test scenarios when the choice is made on the selection (validation) scenarios: the record's
-    ``mean_difference_pct`` and ``ci95_pct`` are then the winner's paired difference with its
-    ``runner_up``, measured on the test scenarios (``significant`` stays the choice's: on the
-    selection scenarios).
+    ``mean_difference_pct`` and ``ci95_pct`` are then measured on the test scenarios
+    (``significant`` stays the choice's: on the selection scenarios).
 
-    The warm starts (``ppo-<S>-warm``) take no part: neither winner nor
-    runner-up. They are benchmarked to measure what PPO adds to them; the
-    winner is chosen among the final policies and the heuristics.
+    The warm starts (``ppo-<S>-warm``) take no part: neither winner nor runner-up. They are
+    benchmarked to measure what PPO adds to them; the winner is chosen among the final
+    policies and the heuristics.
     """
+    # size: the verdict rule in one place, both of its steps and the record they give
     inc = incumbent_of(twt)
     means = {p: v.mean() for p, v in twt.items()}
-    order = sorted((p for p in twt if competes(p)), key=lambda p: (means[p], policy_key(p)))
-    best = order[0]
-    if same_rule(specs.get(best), specs.get(inc)):
-        best = inc  # the same schedules under the incumbent's name: a tie goes to the incumbent
-    others = [
+    order = [
         p
-        for p in order
-        if p != best and not (is_ppo(best) and is_ppo(p)) and not same_rule(specs.get(best), specs.get(p))
+        for p in sorted((p for p in twt if competes(p)), key=lambda p: (means[p], policy_key(p)))
+        if p == inc or not same_rule(specs.get(p), specs.get(inc))  # the incumbent's name on a tie
     ]
-    if not others:
+    if len(order) < 2:
         raise BenchmarkError("the winner needs at least two policies to compare")
-    runner = others[0]
-    against = [runner] if best == inc or not is_heuristic(best) else []
-    if best != inc and inc not in against:
-        against.append(inc)
-    # (the policy compared with, the paired difference): each interval must lie below zero
-    tests = [(p, paired_difference(twt[best], twt[p], counts, level)) for p in against]
-    significant = all(np.isfinite(hi) and hi < 0 for _, (_, _, hi) in tests)
-    if best == inc:
-        winner, runner_up = inc, runner
-    elif significant:
-        winner, runner_up = best, tests[0][0]
+
+    def diff(a, b):
+        return paired_difference(twt[a], twt[b], counts, level)
+
+    def below(d):
+        return bool(np.isfinite(d[2]) and d[2] < 0)
+
+    # 1. the rules: the incumbent, unless a rule is significantly better than it
+    champion, steps = inc, []
+    for p in order:
+        if p == inc:
+            break
+        if is_heuristic(p):
+            d = diff(p, inc)
+            steps.append((p, inc, d))
+            if below(d):
+                champion = p
+                break
+    # 2. the best learned policy, against the champion and the runner-up
+    learned = [p for p in order if is_ppo(p)]
+    winner = champion
+    if learned and means[learned[0]] < means[champion]:
+        best = learned[0]
+        runner = next(p for p in order if p != best and not is_ppo(p))
+        against = [runner] + ([champion] if champion != runner else [])
+        tests = [(best, p, diff(best, p)) for p in against]
+        steps += tests
+        if all(below(d) for _, _, d in tests):
+            winner = best
+    if winner == inc:
+        runner_up = next(p for p in order if p != inc)
+        significant = False
+        if order[0] == inc:  # its lead over the next mean, said as it is
+            lead = diff(inc, runner_up)
+            steps.append((inc, runner_up, lead))
+            significant = below(lead)
+    elif winner == champion:
+        runner_up, significant = inc, True
     else:
-        winner, runner_up = inc, best
-    reason = _reason(best, inc, tests, significant, level, confirm is not None)
+        runner_up, significant = runner, True
+    reason = _reason(winner, inc, champion, steps, level, confirm is not None)
     if confirm is not None:
         test, test_counts = confirm
         d, lo, hi = paired_difference(test[winner], test[runner_up], test_counts, level)
@@ -251,7 +278,7 @@ def choose_winner(twt, specs, counts, level, confirm=None):
             f" On the test scenarios, {winner} against {runner_up}: {d:+.2f} % [{lo:+.2f} %, {hi:+.2f} %]."
         )
     else:
-        d, lo, hi = paired_difference(twt[winner], twt[runner_up], counts, level)
+        d, lo, hi = diff(winner, runner_up)
     spec = specs.get(winner) or {}
     return {
         "policy": winner,
@@ -267,40 +294,30 @@ def choose_winner(twt, specs, counts, level, confirm=None):
     }
 
 
-def _reason(best, inc, tests, significant, level, on_selection):
-    """The winner record's ``reason``: why this policy, in one or two sentences."""
+def _reason(winner, inc, champion, steps, level, on_selection):
+    """The winner record's ``reason``: each comparison the choice made, then the verdict."""
     where = " on the selection (validation) scenarios" if on_selection else ""
-    lead = " and ".join(
-        f"{d:+.2f} % against {'the incumbent' if p == inc else 'the runner-up'} {p} (paired bootstrap "
-        f"{level * 100:g} % interval [{lo:+.2f} %, {hi:+.2f} %])"
-        for p, (d, lo, hi) in tests
-    )
-    if best == inc:
-        if significant:
-            return (
-                f"{inc}, the incumbent, has the lowest mean total weighted tardiness{where}, {lead}: "
-                "the interval lies entirely below zero."
-            )
+
+    def said(a, b, d):
+        lies = "lies" if np.isfinite(d[2]) and d[2] < 0 else "does not lie"
         return (
-            f"{inc}, the incumbent, has the lowest mean{where}, {lead}: the interval does not lie "
-            f"entirely below zero; {inc} is kept."
+            f"{a} against {b}: {d[0]:+.2f} % (paired bootstrap {level * 100:g} % interval "
+            f"[{d[1]:+.2f} %, {d[2]:+.2f} %], which {lies} entirely below zero)"
         )
-    if significant:
-        which = "each interval lies" if len(tests) > 1 else "the interval lies"
-        return (
-            f"{best} has the lowest mean total weighted tardiness{where}, {lead}: {which} entirely "
-            f"below zero, so {best} replaces the incumbent, {inc}."
+
+    lines = "; ".join(said(a, b, d) for a, b, d in steps)
+    if winner == inc and steps and steps[-1][0] == inc:
+        verdict = f"The incumbent, {inc}, has the lowest mean total weighted tardiness{where} and is kept"
+    elif winner == inc:
+        verdict = f"The incumbent, {inc}, is kept: no policy is significantly better than it{where}"
+    elif winner == champion:
+        verdict = f"{winner} replaces the incumbent, {inc}: significantly better than it{where}"
+    else:
+        over = champion if champion == inc else f"{champion}, which replaced the incumbent {inc}"
+        verdict = (
+            f"{winner} replaces {over}: significantly better than every rule it was compared with{where}"
         )
-    failed = [p for p, (_, _, hi) in tests if not (np.isfinite(hi) and hi < 0)]
-    which = (
-        f"the interval against {failed[0]} does not lie"
-        if len(failed) == 1
-        else f"the intervals against {' and '.join(failed)} do not lie"
-    )
-    return (
-        f"{best} has the lowest mean{where}, {lead}, but {which} entirely below zero: the incumbent, "
-        f"{inc}, is kept (a lower mean within the noise does not replace it)."
-    )
+    return f"{verdict}." + (f" Compared: {lines}." if lines else "")
 
 
 def write_outputs(
