@@ -44,7 +44,7 @@ print("ok")
 WITHOUT_GYMNASIUM = without(["gymnasium"], ["sched.learn.gym_env"], "gym")
 WITHOUT_SERVING_EXTRAS = without(
     ["starlette", "uvicorn", "prometheus_client", "opencue", "opencue_proto", "grpc"],
-    ["sched.serve.http", "sched.serve.connections"],
+    ["sched.serve.http", "sched.serve.connections", "sched.serve.metrics"],
     "serve",
     [["serve"], ["opencue", "sync", "--show", "film"]],
 )

@@ -14,6 +14,7 @@ MAX_TOKEN_BYTES = 4096
 
 
 def register(sub):
+    # size: one add_argument per option, in the order docs/serve.md's table lists them
     s = sub.add_parser(
         "serve",
         help="rank() over HTTP: POST /v1/rank, GET /healthz, /readyz, /metrics (optional extra serve)",

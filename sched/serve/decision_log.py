@@ -46,6 +46,14 @@ class DecisionLogError(SchedError):
     """The decision log cannot be opened at start; the message names the file."""
 
 
+class _Down(DecisionLogError):
+    """Inside :meth:`DecisionLog.write`: there is no file to write to now (the reason, in words)."""
+
+    @property
+    def strerror(self):
+        return str(self)
+
+
 class DecisionLog:
     """Appends JSON records to ``path``, one line each (thread-safe)."""
 
@@ -64,7 +72,7 @@ class DecisionLog:
         self.failures = 0  # records not written since the start
         try:
             self._fd, self._id = self._open()
-        except OSError as exc:  # at start, a bad path is the operator's error: say so and stop
+        except (OSError, _Down) as exc:  # at start, a bad path is the operator's error: say so and stop
             raise DecisionLogError(f"{self.path}: cannot open the decision log: {exc.strerror}") from None
 
     def _open(self):
@@ -72,7 +80,7 @@ class DecisionLog:
         s = os.fstat(fd)
         if not stat.S_ISREG(s.st_mode):
             os.close(fd)
-            raise OSError(0, "not a regular file")
+            raise _Down("not a regular file")
         return fd, (s.st_dev, s.st_ino)
 
     def reopen(self):
@@ -95,7 +103,7 @@ class DecisionLog:
                 except OSError:
                     _cut(fd, before)  # no half line left for the next record to be glued to
                     raise
-            except OSError as exc:
+            except (OSError, _Down) as exc:
                 self.failures += 1
                 self._failed(exc.strerror or str(exc))
                 return False
@@ -106,16 +114,19 @@ class DecisionLog:
 
     def _ready(self, size):
         """The descriptor to append ``size`` bytes to: this log's file at ``path``, reopened or
-        rotated when needed. Raises OSError when there is none to write to."""
+        rotated when needed. Raises OSError or _Down when there is none to write to."""
         if self._fd is not None and (self._reopen or not self._still_ours()):
             self._close()
         if self._fd is None:
             now = time.monotonic()
             if now < self._retry_at:  # the last attempt just failed: don't retry on every call
-                raise OSError(0, self._failing or "cannot be opened")
-            self._retry_at = now + RETRY_S
+                raise _Down(self._failing or "cannot be opened")
             self._reopen = False
-            self._fd, self._id = self._open()
+            try:
+                self._fd, self._id = self._open()
+            except (OSError, _Down):
+                self._retry_at = now + RETRY_S
+                raise
         current = os.fstat(self._fd).st_size
         if current > 0 and current + size > self.max_bytes:
             self._rotate()

@@ -19,13 +19,16 @@ with a 4xx blaming the client. The same input always gives the same order (a dec
 no state of a call), whatever the number of concurrent clients, unless it falls back.
 """
 
+# size: one request's path from the body to the answer and its log line, with both fallbacks
+# (past the deadline, the service's own files unusable), is one piece to read: split, each half
+# would need the other to make sense.
+
 import asyncio
 import contextlib
 import hashlib
 import hmac
 import json
 import logging
-import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -37,17 +40,11 @@ from sched.errors import MissingExtraError
 from sched.limits import MAX_RANK_BYTES
 from sched.serve import ranker
 from sched.serve import request as rank_request
+from sched.serve.metrics import Metrics
 from sched.serve.tasks import RankInputError, RankSetupError
 
 try:
-    from prometheus_client import (
-        CONTENT_TYPE_LATEST,
-        CollectorRegistry,
-        Counter,
-        Gauge,
-        Histogram,
-        generate_latest,
-    )
+    from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
     from starlette.applications import Starlette
     from starlette.requests import ClientDisconnect
     from starlette.responses import JSONResponse, Response
@@ -94,73 +91,6 @@ class ServiceSettings:
     #: queues longer than this, under a learned policy or the planner, have the tuned rule's
     #: answer computed beside the policy from the start, ready if the deadline passes
     speculate_tasks: int = 2000
-
-
-class Metrics:
-    """The service's Prometheus metrics, on a registry of its own."""
-
-    def __init__(self):
-        self.registry = r = CollectorRegistry()
-        self.requests = Counter(
-            "sched_http_requests", "HTTP requests answered", ["path", "status"], registry=r
-        )
-        self.latency = Histogram(
-            "sched_rank_latency_seconds",
-            "POST /v1/rank: time from the body read to the answer",
-            buckets=(0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30),
-            registry=r,
-        )
-        self.calls = Counter(
-            "sched_rank_calls", "decisions answered, by the policy that ran", ["policy"], registry=r
-        )
-        self.fallbacks = Counter(
-            "sched_rank_fallbacks", "calls over their time budget, answered by the tuned rule", registry=r
-        )
-        self.setup_faults = Counter(
-            "sched_rank_setup_faults",
-            "calls whose policy could not run because the service's own files are not usable "
-            "(config, verdicts, policy file), answered by ATC",
-            registry=r,
-        )
-        self.log_failures = Counter(
-            "sched_decision_log_failures", "decision-log records that could not be written", registry=r
-        )
-        self.closed = Counter(
-            "sched_http_connections_closed",
-            "connections closed or refused by the connection guard, by reason",
-            ["reason"],
-            registry=r,
-        )
-        self.in_use = Gauge(
-            "sched_rank_policy_in_use",
-            "1 for the policy the last policy=auto call ran",
-            ["policy"],
-            registry=r,
-        )
-        self.switches = Counter(
-            "sched_rank_policy_switches",
-            "times policy auto ran another policy than the call before",
-            registry=r,
-        )
-        self._auto = None
-        self._lock = threading.Lock()
-
-    def ran(self, asked, policy):
-        self.calls.labels(policy).inc()
-        if asked != "auto":
-            return
-        with self._lock:
-            if policy == self._auto:
-                return
-            if self._auto is not None:
-                self.in_use.labels(self._auto).set(0)
-                self.switches.inc()
-            self._auto = policy
-            self.in_use.labels(policy).set(1)
-
-    def connection_closed(self, reason):
-        """The connection guard's callback (:func:`sched.serve.connections.protocol`)."""
-        self.closed.labels(reason).inc()
 
 
 class Guard:

@@ -140,6 +140,36 @@ def sync(
             f"show {show!r}: {len(pending)} pending jobs with waiting frames, more than rank()'s "
             f"limit of {MAX_RANK_TASKS} (sched.limits.MAX_RANK_TASKS); no priority was set"
         )
+    tasks, ranked_jobs, work = _job_tasks(opencue, pending, rules, check, default_due_h, report)
+    tasks, ranked_jobs = _within_reach(tasks, ranked_jobs, work, check.latest, report)
+    if not tasks:
+        return report
+    by_id = {job.data.id: job for job in ranked_jobs}
+    decision = decide(tasks, now=now, policy=policy, machines=machines, config=config)
+    report.policy, report.why = decision.policy, decision.why
+    ranked = [by_id[i] for i in decision.ids]
+    report.ranked = [j.data.name for j in ranked]
+    current = [j.data.priority for j in ranked]
+    new = new_priorities(current, *bounds)
+    for job, before, after in zip(ranked, current, new):
+        if before == after:
+            continue
+        if not dry_run:
+            try:
+                job.setPriority(int(after))
+            except _errors(opencue) as exc:
+                done = len(report.changes)
+                raise OpenCueError(
+                    f"job {printable(job.data.name)}: cannot set its priority ({_first_line(exc)}); "
+                    f"{done} of the sync's changes were made before"
+                ) from None
+        report.changes.append((job.data.name, before, after))
+    return report
+
+
+def _job_tasks(opencue, pending, rules, check, default_due_h, report):
+    """(tasks, their jobs, their planned estimates) of the pending jobs that rank() can read;
+    each other job is skipped into ``report``, with the reason naming it."""
     tasks, ranked_jobs, work = [], [], []
     for job in pending:
         d = job.data
@@ -168,30 +198,7 @@ def sync(
         tasks.append(task)
         ranked_jobs.append(job)
         work.append(estimate)
-    tasks, ranked_jobs = _within_reach(tasks, ranked_jobs, work, check.latest, report)
-    if not tasks:
-        return report
-    by_id = {job.data.id: job for job in ranked_jobs}
-    decision = decide(tasks, now=now, policy=policy, machines=machines, config=config)
-    report.policy, report.why = decision.policy, decision.why
-    ranked = [by_id[i] for i in decision.ids]
-    report.ranked = [j.data.name for j in ranked]
-    current = [j.data.priority for j in ranked]
-    new = new_priorities(current, *bounds)
-    for job, before, after in zip(ranked, current, new):
-        if before == after:
-            continue
-        if not dry_run:
-            try:
-                job.setPriority(int(after))
-            except _errors(opencue) as exc:
-                done = len(report.changes)
-                raise OpenCueError(
-                    f"job {printable(job.data.name)}: cannot set its priority ({_first_line(exc)}); "
-                    f"{done} of the sync's changes were made before"
-                ) from None
-        report.changes.append((job.data.name, before, after))
-    return report
+    return tasks, ranked_jobs, work
 
 
 def _comment(opencue, job):

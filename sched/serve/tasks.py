@@ -25,6 +25,9 @@ plan's reach (the latest time given + the total estimated work) at most
 ``MAX_SECONDS``.
 """
 
+# size: the reading of a call's tasks and machines, each field with its check and its message,
+# in the order rank()'s docstring lists them.
+
 import math
 import os
 import sys
