@@ -366,10 +366,121 @@ def test_the_sched_serve_command_serves_until_stopped(conf, tmp_path):
             assert c.get("/healthz").status_code == 200
             out = post(c, {"now": 0, "tasks": tasks}).json()
             assert out["order"] == rank(tasks, now=0, config=conf)
+            # log rotation: the file moved away, then SIGHUP (it used to end the service)
+            log_path.rename(tmp_path / "decisions.jsonl.1")
+            proc.send_signal(signal.SIGHUP)
+            again = post(c, {"now": 0, "tasks": tasks}).json()
+            assert proc.poll() is None and again["order"] == out["order"]
     finally:
         proc.send_signal(signal.SIGTERM)
         # uvicorn shuts down, then re-raises the signal it caught: killed by SIGTERM, as asked
         assert proc.wait(30) in (0, -signal.SIGTERM)
     assert "Traceback" not in proc.stderr.read()
-    assert [json.loads(x)["decision_id"] for x in log_path.read_text().splitlines()] == [out["decision_id"]]
+    first = (tmp_path / "decisions.jsonl.1").read_text().splitlines()
+    assert [json.loads(x)["decision_id"] for x in first] == [out["decision_id"]]
+    assert [json.loads(x)["decision_id"] for x in log_path.read_text().splitlines()] == [again["decision_id"]]
     assert oct(os.stat(log_path).st_mode & 0o777) == "0o640"
+
+
+def test_server_faults_are_answered_by_atc_and_never_blamed_on_the_client(tmp_path):
+    # A malformed winner.json or config made every call 400 naming the server's paths.
+    conf = str(write_config(tmp_path, winner=rule_winner("edd"), tuned={"atc_k": 0.7}))
+    tasks = queue(seed=12, n=20)
+    body = {"now": 0, "tasks": tasks}
+    with live(ServiceSettings(config=conf)) as url, httpx.Client(base_url=url, timeout=60) as c:
+        (tmp_path / "winner.json").write_text("{broken")
+        for policy in ("auto", "ppo-7"):  # a verdict unreadable; a policy file the service lacks
+            r = post(c, {**body, "policy": policy})
+            assert r.status_code == 200, r.text
+            out = r.json()
+            assert out["fallback"] is True and out["policy"] == "atc"
+            assert out["order"] == rank(tasks, now=0, policy="atc", config=conf)
+            assert out["why"].startswith(f"fallback: policy {policy!r} cannot run: the service's own files")
+            assert str(tmp_path) not in r.text
+        ready = c.get("/readyz")
+        assert ready.status_code == 503 and "winner.json" in ready.json()["reason"]
+        text = c.get("/metrics").text
+        assert metric(text, "sched_rank_setup_faults_total") == 2
+        assert metric(text, "sched_rank_fallbacks_total") == 0
+        # the config itself unreadable: ATC on the defaults' k, still no path in the answer
+        (tmp_path / "config.yaml").write_text("rules: {atc_k: -1}\n")
+        r = post(c, body)
+        assert r.status_code == 200 and r.json()["fallback"] is True and str(tmp_path) not in r.text
+        assert "the default rules.atc_k" in r.json()["why"]
+        assert r.json()["order"] == rank(tasks, now=0, policy="atc", config={})
+        # the client's own errors are still 400, naming the field
+        r = post(c, {"now": 0, "tasks": [{"id": "a", "estimate_s": -1, "weight": 1, "due": 5}]})
+        assert r.status_code == 400 and "field estimate_s" in r.json()["error"]
+
+
+def test_a_learned_policy_past_the_deadline_is_answered_by_the_rule_computed_beside_it(tmp_path, tiny_policy):
+    import shutil
+
+    from sched import layout
+    from sched.serve import ranker
+
+    conf = str(write_config(tmp_path, winner=rule_winner("edd"), tuned={"atc_k": 0.7}))
+    pfile = tmp_path / layout.policy_file(7)
+    pfile.parent.mkdir(parents=True)
+    shutil.copy(tiny_policy[0], pfile)
+    release, finished, fallbacks = threading.Event(), threading.Event(), []
+    tuned_rule = ranker.tuned_rule
+
+    def slow_run(call):
+        if call.plan.rule is None and call.q.n > 2:  # the learned policy, not the warm-up
+            release.wait(60)
+            finished.set()
+        return ranker.run(call)
+
+    tasks = queue(seed=13, n=300)
+    settings = ServiceSettings(config=conf, deadline_ms=100, speculate_tasks=100, workers=1)
+    try:
+        ranker.tuned_rule = lambda call: fallbacks.append(call.q.n) or tuned_rule(call)
+        with live(settings, run=slow_run) as url, httpx.Client(base_url=url, timeout=60) as c:
+            r = post(c, {"now": 0, "tasks": tasks, "policy": "ppo-7"})
+            assert not finished.is_set()  # answered while the learned policy still ran
+            out = r.json()
+            assert out["fallback"] is True and out["policy"] == "atc-tuned", out
+            assert out["why"].startswith("fallback: the call ran past its time budget of 100 ms; answered by")
+            assert out["order"] == rank(tasks, now=0, policy="atc-tuned", config=conf)
+            assert fallbacks == [300]  # computed once, beside the policy
+            # meanwhile the event loop answers: small calls and /healthz
+            assert c.get("/healthz").status_code == 200
+            small = post(c, {"now": 0, "tasks": tasks[:10]}).json()
+            assert small["order"] == rank(tasks[:10], now=0, config=conf) and "fallback" not in small
+            # the one worker is still busy: a second big call past its deadline is told so (503)
+            r = post(c, {"now": 0, "tasks": tasks, "policy": "ppo-7"})
+            assert r.status_code == 503 and "no worker was free" in r.json()["error"], r.text
+            release.set()
+    finally:
+        ranker.tuned_rule = tuned_rule
+        release.set()
+
+
+def test_numbers_beyond_any_float_are_refused_as_input(conf):
+    from sched.serve.tasks import RankInputError
+
+    with pytest.raises(RankInputError, match=r"machines\[0\]\.speed: speed must be a finite number"):
+        rank([{"id": "a", "estimate_s": 5, "weight": 1, "due": 9}], machines=[{"speed": 2**1024}])
+    big = "1" + "0" * 400
+    task = '{"id": "a", "estimate_s": 5, "weight": 1, "due": 9}'
+    with live(ServiceSettings(config=conf)) as url, httpx.Client(base_url=url, timeout=60) as c:
+        for body, field in [
+            (f'{{"tasks": [{task}], "machines": [{{"speed": {big}}}]}}', "machines[0].speed"),
+            (f'{{"tasks": [{task}], "policy": "plan", "budget_ms": {big}}}', "budget_ms"),
+            ('{"tasks": [{"id": true, "estimate_s": 5, "weight": 1, "due": 9}]}', "field id"),
+        ]:
+            r = c.post("/v1/rank", content=body)
+            assert r.status_code == 400 and field in r.json()["error"], r.text
+
+
+def test_a_token_of_4_kib_with_its_line_end_is_read_and_a_longer_one_refused(tmp_path):
+    from sched.commands.serve import MAX_TOKEN_BYTES, read_token
+    from sched.errors import UsageError
+
+    f = tmp_path / "token"
+    f.write_bytes(b"t" * MAX_TOKEN_BYTES + b"\r\n")
+    assert read_token(f) == b"t" * MAX_TOKEN_BYTES
+    f.write_bytes(b"t" * (MAX_TOKEN_BYTES + 1) + b"\n")
+    with pytest.raises(UsageError, match="a token of more than 4096 bytes"):
+        read_token(f)

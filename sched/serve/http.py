@@ -285,7 +285,15 @@ class Service:
 
         job = self.pool.submit(work)
         done = asyncio.wrap_future(job)
-        await asyncio.wait({done, parsed}, return_when=asyncio.FIRST_COMPLETED)
+        if isinstance(body, dict):
+            _settle(parsed, body)
+        # the budget is known once the body is parsed; until then, the service's deadline
+        left = self.settings.deadline_ms / 1000.0 - (time.perf_counter() - received)
+        await asyncio.wait({done, parsed}, timeout=max(left, 0.0), return_when=asyncio.FIRST_COMPLETED)
+        if not parsed.done() and not done.done():
+            if not started.done() and job.cancel():
+                raise _busy(self.settings.deadline_ms)
+            await asyncio.wait({done, parsed}, return_when=asyncio.FIRST_COMPLETED)  # parsing: bounded
         if not parsed.done():
             return done.result()  # the body was refused: its RankInputError
         budget_ms = self._budget_ms(parsed.result())
@@ -297,10 +305,7 @@ class Service:
         # Past the deadline: the tuned rule answers, from the queue the worker read.
         done.add_done_callback(_discard)
         if not started.done() and job.cancel():
-            raise _Unavailable(
-                f"the service is busy: no worker was free within the call's budget of {budget_ms:g} ms; "
-                f"try again"
-            )
+            raise _busy(budget_ms)
         await asyncio.wait({done, prepared}, return_when=asyncio.FIRST_COMPLETED)
         if done.done():
             return done.result()
@@ -412,6 +417,12 @@ class Service:
             rec.update(status=status, error=error)
         if not dlog.write(rec):
             self.metrics.log_failures.inc()
+
+
+def _busy(budget_ms):
+    return _Unavailable(
+        f"the service is busy: no worker was free within the call's budget of {budget_ms:g} ms; try again"
+    )
 
 
 def _cannot_run(kw):

@@ -19,6 +19,9 @@ from sched.sim import rules
 #: The fields of a ``POST /v1/rank`` body; ``tasks`` is required.
 BODY_FIELDS = ("now", "machines", "policy", "budget_ms", "explain", "tasks")
 
+#: The longest budget_ms a call may give (a day): longer is no budget for a decision.
+MAX_BUDGET_MS = 86_400_000.0
+
 #: Policies a service call may name: no file path (a client does not choose which file the server reads).
 _NAMED = ("auto", "atc-tuned", "plan", *rules.RULES)
 
@@ -100,6 +103,10 @@ def rank_body(data, name="request body"):
         raise RankInputError(f"budget_ms: expected a number of milliseconds, got {budget!r:.40}")
     if isinstance(budget, float) and not math.isfinite(budget):
         raise RankInputError(f"budget_ms: expected a finite number, got {budget!r}")
+    if budget is not None and not 0 < budget <= MAX_BUDGET_MS:  # (an int beyond any float, too)
+        raise RankInputError(
+            f"budget_ms: expected a number of milliseconds from 0 to {MAX_BUDGET_MS:g}, got {budget!r:.40}"
+        )
     return {
         "tasks": tasks,
         "now": doc.get("now"),
