@@ -51,12 +51,15 @@ def in_process(tasks, config, repeat):
     return statistics.median(times), order
 
 
-def start_service(config):
+def start_service(config, deadline_ms=60000):
     cmd = [sys.executable, "-m", "sched"] + (["--config", config] if config else [])
-    cmd += ["serve", "--port", "0", "--deadline-ms", "60000"]
+    cmd += ["serve", "--port", "0", "--deadline-ms", str(deadline_ms)]
     proc = subprocess.Popen(cmd, cwd=ROOT, stderr=subprocess.PIPE, text=True)
-    line = proc.stderr.readline()
-    m = re.search(r"http://127\.0\.0\.1:(\d+)", line)
+    for _ in range(50):  # the warm-up's warnings (a verdict missing) come before it
+        line = proc.stderr.readline()
+        m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", line)
+        if m or not line:
+            break
     if not m:
         proc.kill()
         raise SystemExit(
