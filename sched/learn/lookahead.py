@@ -152,7 +152,7 @@ def act(s, rule, k, net, ws):
     return kernel.greedy(s, 0, net, ws)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)  # nogil: sched serve's other calls go on meanwhile
 def sample_costs(s, scratch, cands, r0, r1, costs, fut, la, net, ws, f0, zseed0):
     """costs[c, r] := weighted tardiness of starting ``cands[c]`` now in slot 0 of ``s``, then
     following ``la``'s continuation (``net``, ``ws``: the learned one's), on sampled future r,
@@ -160,7 +160,7 @@ def sample_costs(s, scratch, cands, r0, r1, costs, fut, la, net, ws, f0, zseed0)
     _sample(s, scratch, cands, r0, r1, costs, fut, la, net, ws, (f0, zseed0), known_free(s), -1)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def sample_costs_upto(s, scratch, cands, r0, r1, costs, fut, la, net, ws, f0, zseed0, max_work):
     """:func:`sample_costs`, stopped once ``max_work`` units of work are spent (< 0: never);
     returns (r, work): samples [r0, r) are complete (those of an interrupted sample are not).

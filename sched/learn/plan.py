@@ -41,7 +41,7 @@ SAME = -2
 DECISION_STRIDE = 7919
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def candidates(s, K, base, k, net, ws):
     """Queue positions of the base policy's K best tasks in slot 0, its own choice first:
     a rule's by priority, a learned policy's by score among its candidates."""
@@ -179,7 +179,7 @@ def plan_rollout(s, scratch, K, samples, z, fut, la, seed, base, k, net, ws, chu
     return dec, moved, drawn
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)  # nogil: sched serve's other calls go on meanwhile
 def continue_base(s, base, k, net, ws):
     """Take every remaining decision of slot 0 with the base policy (static parts set)."""
     while S._advance(s, 0, True):

@@ -9,7 +9,7 @@ A call is read and decided in two halves, ``sched.serve.ranker.prepare`` (the ta
 the policy chosen) and ``ranker.run``. A small body of a small queue is decided on the event
 loop itself; any other on a worker thread, body parsing included, so that a big call never
 stalls the loop (the compiled rollouts release the GIL). A call not answered within its time
-budget (the service's ``deadline_ms`` from the end of its body, plus the body's ``budget_ms``,
+budget (the service's ``deadline_ms`` from the request's start, plus the body's ``budget_ms``,
 policy plan's own anytime budget) is answered by the tuned rule (ATC with the k tuned for the
 call's GPUs, else config ``rules.atc_k``) with ``"fallback": true``: for a long queue under a
 learned policy or the planner that answer is computed beside the policy from the start, so it
@@ -66,6 +66,9 @@ PATHS = ("/v1/rank", "/healthz", "/readyz", "/metrics")
 
 log = logging.getLogger("sched.serve")
 
+#: Seconds a call whose deadline passed while its body arrived waits for a free worker (else 503).
+GRACE_S = 0.02
+
 
 @dataclass(frozen=True)
 class ServiceSettings:
@@ -77,7 +80,7 @@ class ServiceSettings:
     token: bytes | None = None
     #: where each call's decision is logged (a :class:`~sched.serve.decision_log.DecisionLog`)
     decision_log: object = None
-    #: a call's time budget in milliseconds, from the end of its body (plus its budget_ms, plan's own)
+    #: a call's time budget in milliseconds, from the request's start (plus its budget_ms, plan's own)
     deadline_ms: float = 2000.0
     #: longest time a request body may take to arrive, in seconds (then 408)
     read_timeout_s: float = 10.0
@@ -193,7 +196,7 @@ class Service:
             return JSONResponse({"error": exc.message}, status_code=exc.status)
         digest = hashlib.sha256(body).hexdigest()
         try:
-            asked, d, records, fell = await self._answer(body, time.perf_counter())
+            asked, d, records, fell = await self._answer(body, got)
         except RankInputError as exc:  # the client's input: a RankSetupError never gets here
             self._log(digest, got, status=400, error=_one_line(exc))
             return JSONResponse({"error": _one_line(exc)}, status_code=400)
@@ -215,7 +218,8 @@ class Service:
 
     async def _answer(self, body, received):
         """(policy asked, Decision, explain records or None, None or why it fell back) of the
-        call, within its budget from ``received`` (a ``time.perf_counter()``)."""
+        call, within its budget from ``received`` (a ``time.perf_counter()``: when the request's
+        headers were read, so that the budget is the one the client sees)."""
         if len(body) <= self.settings.inline_bytes:
             kw = rank_request.rank_body(body)
             if (
@@ -287,9 +291,10 @@ class Service:
         done = asyncio.wrap_future(job)
         if isinstance(body, dict):
             _settle(parsed, body)
-        # the budget is known once the body is parsed; until then, the service's deadline
+        # the budget is known once the body is parsed; until then, the service's deadline (a
+        # body that arrived after it still gets a moment to find a free worker)
         left = self.settings.deadline_ms / 1000.0 - (time.perf_counter() - received)
-        await asyncio.wait({done, parsed}, timeout=max(left, 0.0), return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait({done, parsed}, timeout=max(left, GRACE_S), return_when=asyncio.FIRST_COMPLETED)
         if not parsed.done() and not done.done():
             if not started.done() and job.cancel():
                 raise _busy(self.settings.deadline_ms)
