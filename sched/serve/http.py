@@ -66,6 +66,10 @@ PATHS = ("/v1/rank", "/healthz", "/readyz", "/metrics")
 
 log = logging.getLogger("sched.serve")
 
+#: The share of the deadline that policy plan samples in when the call gives no budget_ms
+#: (the rest: its tail, the base policy's rollout of the queue, and reading the body).
+PLAN_SHARE = 0.5
+
 #: Seconds a call whose deadline passed while its body arrived waits for a free worker (else 503).
 GRACE_S = 0.02
 
@@ -238,6 +242,14 @@ class Service:
         # guards the rest of the call, as it guards every call
         return self.settings.deadline_ms + (kw["budget_ms"] or 0.0)
 
+    def _planned(self, kw):
+        """``kw`` for ``prepare``: policy plan without a budget of its own samples within a share
+        of the deadline (an anytime planner stops itself: the call is answered by plan, not by
+        the fallback, and no worker is left sampling for seconds after the answer)."""
+        if kw["policy"] != "plan" or kw["budget_ms"] is not None:
+            return kw
+        return {**kw, "budget_ms": PLAN_SHARE * self.settings.deadline_ms}
+
     def _inline(self, kw, received):
         """The call decided on the event loop: a rule's or a loaded policy's order of a few dozen
         tasks takes a fraction of a millisecond, less than the hand-over to a worker thread and
@@ -271,7 +283,7 @@ class Service:
             kw = body if isinstance(body, dict) else rank_request.rank_body(body)
             note(parsed, kw)
             try:
-                call = ranker.prepare(config=self.settings.config, **kw)
+                call = ranker.prepare(config=self.settings.config, **self._planned(kw))
             except RankSetupError as exc:
                 return self._setup_fallback(kw, exc)
             spare = None
