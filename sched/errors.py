@@ -32,3 +32,12 @@ class MissingExtraError(SchedError, ImportError):
 
     Also an ``ImportError``, so ``except ImportError`` (and ``pytest.importorskip``) catch it.
     """
+
+    @classmethod
+    def of(cls, command, extra, exc):
+        """The error for ``command`` (``sched serve``) whose ``extra`` is missing, from the
+        ImportError ``exc``: ``raise MissingExtraError.of("sched serve", "serve", exc) from exc``."""
+        return cls(
+            f"{command} needs the optional extra {extra} ({exc.name} is missing): "
+            f"pip install 'render-queue-sched[{extra}]'"
+        )

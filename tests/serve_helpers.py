@@ -105,3 +105,12 @@ def read_status(s):
     if not head.startswith(b"HTTP/1.1 "):
         return None
     return int(head[9:12])
+
+
+def metric(text, name, **labels):
+    """The value of one sample of the Prometheus text ``text`` (None if absent)."""
+    want = "{" + ",".join(f'{k}="{v}"' for k, v in labels.items()) + "}" if labels else ""
+    for line in text.splitlines():
+        if line.startswith(name + want + " "):
+            return float(line.rsplit(" ", 1)[1])
+    return None

@@ -100,7 +100,7 @@ def test_after_its_folder_is_removed_the_log_never_writes_into_a_client_socket(t
     httpx = pytest.importorskip("httpx", reason="httpx (extra test) not installed")
     from sched.serve.http import ServiceSettings
 
-    from .serve_helpers import live, queue, rule_winner, write_config
+    from .serve_helpers import live, metric, queue, rule_winner, write_config
 
     conf = str(write_config(tmp_path, winner=rule_winner("edd"), tuned={"atc_k": 0.7}))
     logs = tmp_path / "logs"
@@ -126,7 +126,7 @@ def test_after_its_folder_is_removed_the_log_never_writes_into_a_client_socket(t
             s.close()
         with httpx.Client(base_url=url, timeout=60) as c:
             text = c.get("/metrics").text
-            assert _metric(text, "sched_decision_log_failures_total") >= 40
+            assert metric(text, "sched_decision_log_failures_total") >= 40
             logs.mkdir()  # the folder is back: the log resumes (after its retry interval)
             for _ in range(100):
                 assert c.post("/v1/rank", content=body).status_code == 200
@@ -158,10 +158,3 @@ def test_refused_bodies_are_logged_with_their_status(tmp_path):
     assert [r["status"] for r in recs] == [413, 408]
     assert "more than the limit" in recs[0]["error"] and "not received within 0.5 s" in recs[1]["error"]
     assert all(r["decision_id"] is None and "time" in r for r in recs)
-
-
-def _metric(text, name):
-    for line in text.splitlines():
-        if line.startswith(name + " "):
-            return float(line.rsplit(" ", 1)[1])
-    return None

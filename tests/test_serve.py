@@ -24,7 +24,16 @@ from sched.serve.explain import EXPLAIN_COLUMNS  # noqa: E402
 from sched.serve.http import ServiceSettings  # noqa: E402
 from sched.serve.ranker import decide, rank  # noqa: E402
 
-from .serve_helpers import live, queue, raw_request, read_status, rule_winner, write_config, write_verdict  # noqa: E402
+from .serve_helpers import (  # noqa: E402
+    live,
+    metric,
+    queue,
+    raw_request,
+    read_status,
+    rule_winner,
+    write_config,
+    write_verdict,
+)
 
 
 @pytest.fixture
@@ -35,15 +44,6 @@ def conf(tmp_path):
 
 def post(client, body, **kw):
     return client.post("/v1/rank", content=json.dumps(body), **kw)
-
-
-def metric(text, name, **labels):
-    """The value of one sample of the Prometheus text ``text`` (None if absent)."""
-    want = "{" + ",".join(f'{k}="{v}"' for k, v in labels.items()) + "}" if labels else ""
-    for line in text.splitlines():
-        if line.startswith(name + want + " "):
-            return float(line.rsplit(" ", 1)[1])
-    return None
 
 
 def test_post_rank_answers_the_in_process_order_policy_and_why(conf):

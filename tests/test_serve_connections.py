@@ -16,7 +16,7 @@ from sched.serve.connections import Limits  # noqa: E402
 from sched.serve.http import ServiceSettings  # noqa: E402
 from sched.serve.ranker import rank  # noqa: E402
 
-from .serve_helpers import live, queue, rule_winner, write_config  # noqa: E402
+from .serve_helpers import live, metric, queue, rule_winner, write_config  # noqa: E402
 
 TOKEN = b"tok-0123456789"
 AUTH = {"Authorization": "Bearer " + TOKEN.decode()}
@@ -29,14 +29,6 @@ def conf(tmp_path):
 
 def port_of(url):
     return int(url.rsplit(":", 1)[1])
-
-
-def metric(text, name, **labels):
-    want = "{" + ",".join(f'{k}="{v}"' for k, v in labels.items()) + "}" if labels else ""
-    for line in text.splitlines():
-        if line.startswith(name + want + " "):
-            return float(line.rsplit(" ", 1)[1])
-    return None
 
 
 def hold(port, n, first=b""):

@@ -181,10 +181,7 @@ def run(args):
     try:
         import uvicorn
     except ImportError as exc:
-        raise MissingExtraError(
-            f"sched serve needs the optional extra serve ({exc.name} is missing): "
-            f"pip install 'render-queue-sched[serve]'"
-        ) from exc
+        raise MissingExtraError.of("sched serve", "serve", exc) from exc
     from sched.serve.connections import Limits
     from sched.serve.decision_log import DecisionLog
     from sched.serve.http import ServiceSettings, create_app, uvicorn_config

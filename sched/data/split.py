@@ -61,13 +61,7 @@ def held_out_split(t0, t1, test_days, measured_days=None):
             f"the history spans {days} days ({span[0]} to {span[1]}), fewer than {MIN_SPLIT_DAYS}: "
             "no days held out (workload.test_days), the fit reads them all and the studio setting is skipped"
         )
-        return np.inf, {
-            "history_days": days,
-            "test_days": test_days,
-            "fitted": span,
-            "held_out": None,
-            "note": note,
-        }
+        return np.inf, _nothing_held(days, test_days, span, note)
     cut_day = last - test_days + 1
     if (cut_day - first) * DAY_S < MIN_HISTORY_SPAN_S:
         raise HistoryError(
@@ -82,13 +76,7 @@ def held_out_split(t0, t1, test_days, measured_days=None):
             "duration (started_at and finished_at), nothing to judge the studio on: no days held out "
             "(workload.test_days), the fit reads them all and the studio setting is skipped"
         )
-        return np.inf, {
-            "history_days": days,
-            "test_days": test_days,
-            "fitted": span,
-            "held_out": None,
-            "note": note,
-        }
+        return np.inf, _nothing_held(days, test_days, span, note)
     split = {
         "history_days": days,
         "test_days": test_days,
@@ -137,3 +125,8 @@ def duration_text(seconds):
     if seconds < 86400:
         return f"{seconds / 3600:.1f} hours"
     return f"{seconds / 86400:.1f} days"
+
+
+def _nothing_held(days, test_days, span, note):
+    """The split of a history that holds no day out (``note``: why)."""
+    return {"history_days": days, "test_days": test_days, "fitted": span, "held_out": None, "note": note}

@@ -34,10 +34,7 @@ from sched.errors import MissingExtraError
 try:
     from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 except ImportError as exc:  # tests/test_extras.py checks the message
-    raise MissingExtraError(
-        f"sched serve needs the optional extra serve ({exc.name} is missing): "
-        f"pip install 'render-queue-sched[serve]'"
-    ) from exc
+    raise MissingExtraError.of("sched serve", "serve", exc) from exc
 
 
 @dataclass(frozen=True)

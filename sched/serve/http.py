@@ -50,10 +50,7 @@ try:
     from starlette.responses import JSONResponse, Response
     from starlette.routing import Route
 except ImportError as exc:  # tests/test_extras.py checks the message
-    raise MissingExtraError(
-        f"sched serve needs the optional extra serve ({exc.name} is missing): "
-        f"pip install 'render-queue-sched[serve]'"
-    ) from exc
+    raise MissingExtraError.of("sched serve", "serve", exc) from exc
 
 #: The warm-up call's queue (two tasks: the policy's decision runs once).
 _WARM_UP = [

@@ -7,10 +7,7 @@ from sched.errors import MissingExtraError
 try:
     from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 except ImportError as exc:  # tests/test_extras.py checks the message
-    raise MissingExtraError(
-        f"sched serve needs the optional extra serve ({exc.name} is missing): "
-        f"pip install 'render-queue-sched[serve]'"
-    ) from exc
+    raise MissingExtraError.of("sched serve", "serve", exc) from exc
 
 
 class Metrics:

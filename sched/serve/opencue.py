@@ -68,10 +68,7 @@ def _client():
     try:
         import opencue
     except ImportError as exc:
-        raise MissingExtraError(
-            f"sched opencue needs the optional extra opencue ({exc.name} is missing): "
-            f"pip install 'render-queue-sched[opencue]'"
-        ) from exc
+        raise MissingExtraError.of("sched opencue", "opencue", exc) from exc
     return opencue
 
 
