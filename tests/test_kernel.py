@@ -157,10 +157,11 @@ def reference_scores(policy, X, ctx):
         policy.net.float()
 
 
-def decisions(policy, sc, machines=1, free=None, limit=60, net=None):
+def decisions(policy, sc, machines=1, free=None, limit=60, net=None, with_state=False):
     """Walk a greedy rollout of the kernel; at each of the first ``limit`` decisions yield
-    (kernel's ws after the decision's observation and scores, m, reference observation).
-    ``net``: the policy's compiled settings (default: ``K.of_policy(policy)``)."""
+    (kernel's ws after the decision's observation and scores, m, reference observation), and
+    with ``with_state`` the state of the decision as a fourth item. ``net``: the policy's
+    compiled settings (default: ``K.of_policy(policy)``)."""
     net = K.of_policy(policy) if net is None else net
     state, _ = S.pack([sc], machines, free)
     S.set_rule(state, 0, rules.ATC)
@@ -169,7 +170,7 @@ def decisions(policy, sc, machines=1, free=None, limit=60, net=None):
     while S._advance(state, 0, True) and n < limit:
         ref = reference_observation(state, 0, net)
         m = K.scored(state, 0, net, ws)
-        yield ws, m, ref
+        yield (ws, m, ref, state) if with_state else (ws, m, ref)
         S._start(state, 0, ws.cand[K.argmax(ws.v, m)], state.pending[0])
         n += 1
 
@@ -192,6 +193,32 @@ def test_the_kernel_observes_and_scores_as_the_reference(kind, top_k):
             top = np.sort(want)[::-1]
             if m == 1 or top[0] - top[1] > 1e-7:  # a clear best: the same pick
                 assert K.argmax(ws.v, m) == int(np.argmax(want))
+            n_checked += 1
+    assert n_checked > 60
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_encoders_features_are_the_kernels(kind):
+    """Two feature computations exist: the kernel's (``K.observe``: rank(), the benchmark, PPO's
+    sampler) and the Gymnasium env's and ``VecQueue``'s (``F._encode_slot``). On every decision
+    of rollouts on random queues, one GPU and three busy ones, they give the same per-task rows
+    (the kernel's candidates, with every waiting task a candidate, are the encoder's rows in ATC
+    order) and the same global features."""
+    rng = np.random.default_rng(abs(hash(kind)) % 2**32)
+    policy = make_policy(0, seed=7)
+    n_checked = 0
+    for machines, free in ((1, None), (3, [0.0, 500.0, 2000.0])):
+        net = K.of_policy(policy)
+        queue = make_queue(rng, 60, kind)
+        for ws, m, _, state in decisions(policy, queue, machines, free, net=net, with_state=True):
+            ql = int(state.qlen[0])
+            x, g = np.zeros((ql, F.N_TASK)), np.zeros(F.N_GLOBAL)
+            order = F._encode_slot(
+                state, 0, net.atc_k, net.p_ref, net.profile, net.weekly, net.week_start_s, x, g
+            )
+            assert m == ql and np.array_equal(ws.cand[:m], order)
+            np.testing.assert_allclose(ws.X[:m], x[ws.cand[:m]], rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(ws.ctx[2 * F.N_TASK :], g, rtol=1e-12, atol=1e-12)
             n_checked += 1
     assert n_checked > 60
 

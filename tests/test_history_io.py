@@ -1,4 +1,4 @@
-"""Issue 23, points 1, 2, 4, 5 and 7: reading a queue history.
+"""Reading a queue history (sched.data.history_io, sched.data.history): issue 23, points 1, 2, 4, 5 and 7.
 
 Each test names its point. The memory probes run the command line in a subprocess
 under a 3,000,000 KiB address-space cap (`ulimit -v 3000000`), on files that are small
