@@ -360,3 +360,13 @@ def config_hash(cfg, sections=None):
     data = cfg if sections is None else {k: cfg.get(k) for k in sections}
     blob = json.dumps(data, sort_keys=True, default=str).encode()
     return hashlib.sha256(blob).hexdigest()[:16]
+
+
+#: The sections a training's artefacts depend on (a policy file, a teacher's labels): what its
+#: ``config_hash`` covers, so that a label or a policy of another scenario is refused.
+TRAINING_SECTIONS = ("scenario", "rules", "seeds")
+
+
+def training_hash(cfg):
+    """The config hash a training's artefacts record and check (:data:`TRAINING_SECTIONS`)."""
+    return config_hash(cfg, list(TRAINING_SECTIONS))

@@ -56,9 +56,9 @@ def _labels(cfg, load_labels, paths):
     their teacher's settings), made for this config; concatenated in a fixed order."""
     import numpy as np
 
-    from sched.config import config_hash
+    from sched.config import training_hash
 
-    want = config_hash(cfg, ["scenario", "rules", "seeds"])
+    want = training_hash(cfg)
     parts = []
     for p in paths:
         labels, meta = load_labels([p])

@@ -85,7 +85,7 @@ def run(args):
 
 def _round(cfg, args):
     """Round ``args.round_``'s labels with ``args.policy``: (labels, statistics, file meta)."""
-    from sched.config import config_hash
+    from sched.config import training_hash
     from sched.learn import policy_file
     from sched.learn.iterate import round_labels, round_seeds
     from sched.learn.ppo import Args
@@ -103,7 +103,7 @@ def _round(cfg, args):
     seeds = round_seeds(cfg, a, args.round_)
     meta = {
         "format": LABEL_FORMAT,
-        "config_hash": config_hash(cfg, ["scenario", "rules", "seeds"]),
+        "config_hash": training_hash(cfg),
         "teacher": list(settings_of(a, round_=True)),
         "base": f"round {args.round_ - 1}",
         "top_k": int(policy.meta["arch"]["top_k"]),

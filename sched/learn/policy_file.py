@@ -26,7 +26,7 @@ import zipfile
 import torch
 
 from sched import setting
-from sched.config import config_hash, shorten
+from sched.config import shorten, training_hash
 from sched.data.model import scenario_model
 from sched.errors import SchedError
 from sched.files import atomic_path
@@ -76,7 +76,7 @@ def policy_meta(cfg, args):
         "profile": [float(x) for x in model.load_profile()],
         "task_features": list(F.TASK_FEATURES),
         "global_features": list(F.GLOBAL_FEATURES),
-        "config_hash": config_hash(cfg, ["scenario", "rules", "seeds"]),
+        "config_hash": training_hash(cfg),
         "train_args": dataclasses.asdict(args),
         "setting": setting.of_config(cfg),  # the farm it was trained for (rank()'s explanation)
     }

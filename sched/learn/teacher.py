@@ -41,7 +41,7 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 
-from sched.config import ConfigError, config_hash
+from sched.config import ConfigError, training_hash
 from sched.data.scenario import draw, scenario_model
 from sched.errors import SchedError
 from sched.files import atomic_path
@@ -286,7 +286,7 @@ def _label_one(cfg, model, seed, n, scratch, pool, la, st, base, obs, ws, follow
 def label_settings(cfg, args):
     """The settings a label file was made with, which a training run must share to use it."""
     return {
-        "config_hash": config_hash(cfg, ["scenario", "rules", "seeds"]),
+        "config_hash": training_hash(cfg),
         "teacher": list(settings_of(args)),
         "base": args.teacher_base,
         "top_k": args.top_k,
