@@ -104,6 +104,14 @@ def test_the_winner_is_the_best_on_validation_even_when_test_orders_differently(
     assert all(type(x) is float for x in s["means"].values())
 
 
+def per_seed(totals, seeds):
+    """A per-scenario table with ``totals[policy][i]`` on ``seeds[i]`` (the other columns fixed)."""
+    rows = [
+        [s, p, v[i], 1.0, 2.0, 3.0, 0.5, 10.0, 40] for p, v in totals.items() for i, s in enumerate(seeds)
+    ]
+    return pd.DataFrame(rows, columns=list(PER_SCENARIO_COLUMNS))
+
+
 def test_without_a_significant_lead_on_validation_the_incumbent_is_kept(cfg):
     # validation: ppo-1 1 % below atc on average, +-30 % from scenario to scenario: not
     # significant; wmdd is the best heuristic on test only, ppo-1 the best policy there
@@ -111,10 +119,7 @@ def test_without_a_significant_lead_on_validation_the_incumbent_is_kept(cfg):
     seeds = list(selection_seeds(cfg))
     totals = {"fifo": [3000.0] * 40, "atc": [1000.0] * 40, "wmdd": [1100.0] * 40, "ppo-2": [1200.0] * 40}
     totals["ppo-1"] = [700.0, 1280.0] * 20
-    rows = [
-        [s, p, v[i], 1.0, 2.0, 3.0, 0.5, 10.0, 40] for p, v in totals.items() for i, s in enumerate(seeds)
-    ]
-    sel = pd.DataFrame(rows, columns=list(PER_SCENARIO_COLUMNS))
+    sel = per_seed(totals, seeds)
     _, w = summarise(test, cfg, SPECS, selection=sel)
     assert (w["policy"], w["runner_up"], w["significant"], w["rule"]) == ("atc", "ppo-1", False, "atc")
     assert "The incumbent, atc, is kept" in w["reason"]
@@ -133,10 +138,7 @@ def test_a_rule_replaces_the_incumbent_only_when_significantly_better_on_validat
     seeds = list(selection_seeds(cfg))
     totals = {"fifo": [3000.0] * 40, "atc": [1050.0] * 40, "atc-tuned": [1000.0] * 40, "ppo-1": [1020.0] * 40}
     totals["edd"] = [700.0, 1280.0] * 20
-    rows = [
-        [s, p, v[i], 1.0, 2.0, 3.0, 0.5, 10.0, 40] for p, v in totals.items() for i, s in enumerate(seeds)
-    ]
-    sel = pd.DataFrame(rows, columns=list(PER_SCENARIO_COLUMNS))
+    sel = per_seed(totals, seeds)
     _, w = summarise(test, cfg, specs, selection=sel)
     assert (w["policy"], w["runner_up"], w["significant"], w["atc_k"]) == ("atc-tuned", "edd", False, 1.0)
     assert w["reason"].startswith(
@@ -146,10 +148,7 @@ def test_a_rule_replaces_the_incumbent_only_when_significantly_better_on_validat
     assert "edd against atc-tuned: -1.0" in w["reason"]
     # edd 1 % below atc-tuned on every validation scenario: significant, edd replaces it
     totals["edd"] = [990.0] * 40
-    rows = [
-        [s, p, v[i], 1.0, 2.0, 3.0, 0.5, 10.0, 40] for p, v in totals.items() for i, s in enumerate(seeds)
-    ]
-    _, w = summarise(test, cfg, specs, selection=pd.DataFrame(rows, columns=list(PER_SCENARIO_COLUMNS)))
+    _, w = summarise(test, cfg, specs, selection=per_seed(totals, seeds))
     assert (w["policy"], w["runner_up"], w["significant"], w["rule"]) == ("edd", "atc-tuned", True, "edd")
 
 

@@ -304,6 +304,23 @@ _CACHE = {}
 _CACHE_LOCK = threading.Lock()
 
 
+def _cache_key(path):
+    """What :func:`load_cached` remembers a file by. ctime and inode too: a rewrite in place that
+    restores the mtime (cp -p, os.utime) or a replacement of the same size still changes one."""
+    p = os.path.abspath(path)
+    st = os.stat(p)
+    return (p, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+
+
+def is_cached(path):
+    """Whether :func:`load_cached` would return ``path``'s policy without reading it (a first
+    load takes about a second: ``sched serve`` decides such a call off its event loop)."""
+    try:
+        return _cache_key(path) in _CACHE
+    except (OSError, TypeError):
+        return False
+
+
 def load_cached(path):
     """:func:`load`, remembered per file (path, size, modification and change times, inode): a queue
     calling ``rank()`` many times reads and rebuilds the network once. Safe from
@@ -311,14 +328,10 @@ def load_cached(path):
     returns the policy it loaded or found, never a read of the cache after the fact.
     A loaded policy is not changed afterwards (its compiled network is built once,
     under ``sched.learn.kernel``'s lock)."""
-    p = os.path.abspath(path)
     try:
-        st = os.stat(p)
+        key = _cache_key(path)
     except FileNotFoundError:
         raise PolicyFileError(f"{path}: policy file not found") from None
-    # ctime and inode too: a rewrite in place that restores the mtime (cp -p, os.utime) or a
-    # replacement of the same size still changes one of them
-    key = (p, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
     hit = _CACHE.get(key)
     if hit is not None:
         return hit

@@ -334,7 +334,7 @@ class Service:
         await asyncio.wait({done, rule}, return_when=asyncio.FIRST_COMPLETED)
         if rule.done() and not rule.cancelled():
             asked, d, records, _ = rule.result()
-            why = f"fallback: the call ran past its time budget of {budget_ms:g} ms; {d.why}"
+            why = f"{_late(budget_ms)}; {d.why}"
             return asked, d._replace(why=why), records, "deadline"
         return done.result()
 
@@ -348,7 +348,7 @@ class Service:
             self._fault(cause)
             why, fell = f"fallback: {_cannot_run(kw)}; {answered}", "setup"
         elif cause is not None:
-            why, fell = f"fallback: the call ran past its time budget of {cause:g} ms; {answered}", "deadline"
+            why, fell = f"{_late(cause)}; {answered}", "deadline"
         else:
             why, fell = answered, "deadline"
         d = d._replace(why=why)
@@ -366,7 +366,7 @@ class Service:
                 continue
             d = ranker.run(call)
             k = call.plan.k
-            src = "config rules.atc_k" if config is not None and config != {} else "the default rules.atc_k"
+            src = "the default rules.atc_k" if config == {} else "config rules.atc_k"
             why = f"fallback: {_cannot_run(kw)}; answered by atc (k = {k:g}, {src})"
             d = d._replace(why=why)
             return kw["policy"], d, _records(d), "setup"
@@ -441,6 +441,10 @@ def _busy(budget_ms):
     return _Unavailable(
         f"the service is busy: no worker was free within the call's budget of {budget_ms:g} ms; try again"
     )
+
+
+def _late(budget_ms):
+    return f"fallback: the call ran past its time budget of {budget_ms:g} ms"
 
 
 def _cannot_run(kw):

@@ -153,7 +153,11 @@ def run(call):
         )
         plan = plan._replace(why=f"{plan.why}; {note}")
     elif plan.rule is not None:
-        order, start, end, mach = _rule_rollout(q, plan)
+        from sched.sim.one_queue import rollout_order
+
+        order, start, end, mach = rollout_order(
+            q.arrival, q.estimate, q.weight, q.due, q.machine_free, q.speed, plan.rule, plan.k
+        )
     else:
         order, start, end, mach, plan = _ppo_rollout(plan, q)
     frame = explain_frame(q, plan, order, start, end, mach) if call.explain else None
@@ -172,7 +176,9 @@ def is_ready(call):
     policy whose file this process has already loaded (a first load takes a second)."""
     if is_rule(call):
         return True
-    return call.plan.name != "plan" and _file_key(call.plan.policy_file) in _ran
+    from sched.learn.policy_file import is_cached
+
+    return call.plan.name != "plan" and is_cached(call.plan.policy_file)
 
 
 def tuned_rule(call):
@@ -185,16 +191,7 @@ def tuned_rule(call):
         plan, how = Plan("atc-tuned", rules.ATC, k, None, ""), f"k tuned in {v.source} for these GPUs"
     except RankInputError:  # no tuned k for these GPUs, or tuned.json unreadable
         plan, how = Plan("atc", rules.ATC, call.st.atc_k, None, ""), "config rules.atc_k"
-    order, start, end, mach = _rule_rollout(call.q, plan)
-    frame = explain_frame(call.q, plan, order, start, end, mach) if call.explain else None
-    ids = call.q.ids
-    return Decision([ids[i] for i in order.tolist()], plan.name, "", frame), how
-
-
-def _rule_rollout(q, plan):
-    from sched.sim.one_queue import rollout_order
-
-    return rollout_order(q.arrival, q.estimate, q.weight, q.due, q.machine_free, q.speed, plan.rule, plan.k)
+    return run(call._replace(plan=plan)), how
 
 
 def readiness(config=None):
@@ -321,18 +318,6 @@ def _setup(read, *args):
         raise RankSetupError(str(exc)) from exc
 
 
-#: (path, mtime, ctime, size, inode) of the policy files run in this process (:func:`is_ready`)
-_ran = set()
-
-
-def _file_key(path):
-    try:
-        s = os.stat(path)
-    except (OSError, TypeError):
-        return None
-    return (os.path.abspath(path), s.st_mtime_ns, s.st_ctime_ns, s.st_size, s.st_ino)
-
-
 def _ppo_rollout(plan, q):
     """Greedy (argmax) rollout of a trained policy over the queue: its compiled decision
     (``sched.learn.kernel.run_one``), the benchmark's."""
@@ -355,9 +340,6 @@ def _ppo_rollout(plan, q):
         machine_free=q.machine_free,
         week_start_s=WEEK_START_S,
     )
-    if len(_ran) > 64:
-        _ran.clear()
-    _ran.add(_file_key(plan.policy_file))
     start, end = np.asarray(start, np.float64), np.asarray(end, np.float64)
     mach = np.asarray(mach, np.int64)
     # Equal start times go to the lowest free machine first, one decision after
