@@ -10,12 +10,12 @@ Both sides train from scratch, one after the other in this process, on the
 config's scenario model (``--config``; without it the built-in defaults,
 ``sched.config.validate_config({}, "defaults")``, which need no calibration file):
 
-* ``project``: ``sched.learn.ppo.train`` with the config's ``train`` settings
+* ``project``: ``sched.learn.ppo.loop.train`` with the config's ``train`` settings
   (architecture, top_k, privileged critic, ...), no warm start
   (``teacher_scenarios`` 0), no validation, no checkpoint;
 * ``sb3``: ``sb3_contrib.MaskablePPO("MultiInputPolicy")`` on ``num_envs``
   copies of the project's Gymnasium environment (``sched/RenderQueue-v0``,
-  ``sched.learn.gym_env``) in a ``DummyVecEnv``, masking with the
+  ``sched.learn.env.gym_env``) in a ``DummyVecEnv``, masking with the
   environment's ``action_masks()``.
 
 Unit. The project's PPO steps only at decisions where at least two tasks wait
@@ -110,7 +110,7 @@ def base_config(path=None):
 
 def make_args(cfg, num_envs, num_steps, num_minibatches, update_epochs, hidden, threads, seed, iterations):
     """The project's ``Args``: the config's ``train`` settings, this shape, no warm start/validation."""
-    from sched.learn.ppo import Args
+    from sched.learn.ppo.loop import Args
 
     return Args.from_config(
         cfg,
@@ -134,8 +134,8 @@ def make_args(cfg, num_envs, num_steps, num_minibatches, update_epochs, hidden, 
 
 def run_project(cfg, args, workdir):
     """Train ``args.iterations`` iterations; the measured numbers of the PPO iterations."""
-    from sched.learn import train_log
-    from sched.learn.ppo import train
+    from sched.learn.ppo import train_log
+    from sched.learn.ppo.loop import train
 
     out = Path(workdir) / "policy.pt"
     t0 = time.perf_counter()
@@ -168,7 +168,7 @@ def make_counting_env(cfg, max_queue, reward_scale):
     """The project's Gymnasium environment in a wrapper counting steps and >=2-choice steps."""
     import gymnasium as gym
 
-    from sched.learn.gym_env import make_gym_env
+    from sched.learn.env.gym_env import make_gym_env
 
     class CountingEnv(gym.Wrapper):
         """Counts the steps taken, and those whose mask had at least two valid actions."""

@@ -1,7 +1,7 @@
 """The cost of a teacher's label: rollouts continued by ATC against rollouts of a learned policy.
 
 python benchmarks/label_cost.py POLICY [SAMPLES [HORIZON [SCENARIOS]]]: the gated teacher's
-decision (``sched.learn.planner.Planner.schedule``: 4 candidates, SAMPLES sampled futures of
+decision (``sched.learn.search.planner.Planner.schedule``: 4 candidates, SAMPLES sampled futures of
 HORIZON arrivals, every sample) on the first SCENARIOS (default 3) test seeds of the shipped
 config, with three bases: ATC continued by ATC (the warm start's teacher), the policy continued
 by ATC, and the policy continued by itself (a round of expert iteration, plan on the final
@@ -15,8 +15,8 @@ import time
 
 from sched.config import load_config
 from sched.data.scenario import draw, scenario_model
-from sched.learn import planner as PL
-from sched.learn.policy_file import load
+from sched.learn.policy.policy_file import load
+from sched.learn.search import planner as PL
 
 policy = load(sys.argv[1])
 samples = int(sys.argv[2]) if len(sys.argv) > 2 else 16

@@ -28,7 +28,7 @@ from sched.config import ConfigError, load_config
 from sched.data.scenario import draw, scenario_model
 from sched.evaluate.seeds import free_validation_offset, range_text  # noqa: F401  (free_validation_offset: the tests)
 from sched.evaluate.statistics import bootstrap_counts, paired_difference, win_tie_loss
-from sched.learn.planner import Planner, learned_base, rule_base
+from sched.learn.search.planner import Planner, learned_base, rule_base
 from sched.sim.objective import tardiness
 
 SCRIPT = "plan_quality.py"
@@ -87,8 +87,8 @@ def main(argv=None):
     )
     name, _, pfile = a.base.partition("=")
     if pfile:
-        from sched.learn.kernel import run_one
-        from sched.learn.policy_file import load
+        from sched.learn.policy.kernel import run_one
+        from sched.learn.policy.policy_file import load
 
         policy = load(pfile)
         base = learned_base(policy, name)

@@ -40,7 +40,7 @@ def queue(cfg, seed, n):
 
 def in_process(tasks, config, repeat):
     """(median seconds of one rank() call, its order)."""
-    from sched.serve.ranker import rank
+    from sched.ranking.ranker import rank
 
     order = rank(tasks, now=0, config=config)  # warm-up: config, verdicts, compiled code
     times = []

@@ -11,7 +11,7 @@ waiting task). Targets, medians: ATC <= 0.2 ms for 24 tasks, PPO <= 2 ms for
 24 (issue 7); PPO <= 10 ms for 1,000 and <= 0.3 s for 10,000 (issue 13).
 
 ``test_compiled_rollout_speed`` times the learned policy's compiled rollout
-alone (``sched.learn.kernel.run_one``, what rank() runs: one arithmetic pass
+alone (``sched.learn.policy.kernel.run_one``, what rank() runs: one arithmetic pass
 over the queue per decision, then its candidates' features and scores)
 against ATC's, on 1,000 tasks.
 
@@ -72,10 +72,10 @@ def test_rank_speed(benchmark, policy, n):
 
 @pytest.mark.parametrize("path", ["ppo", "atc"])
 def test_compiled_rollout_speed(benchmark, path):
-    """The learned policy's compiled rollout alone (``sched.learn.kernel.run_one``: what
+    """The learned policy's compiled rollout alone (``sched.learn.policy.kernel.run_one``: what
     rank() runs) on 1,000 waiting tasks, against ATC's rollout of the same queue."""
-    from sched.learn import kernel
-    from sched.learn.policy_file import load
+    from sched.learn.policy import kernel
+    from sched.learn.policy.policy_file import load
     from sched.sim.core import simulate_batch
 
     if policy_file() is None:

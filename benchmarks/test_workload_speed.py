@@ -9,7 +9,7 @@ temporary folder, outside the timed region, then calibrates each in a fresh
 process (one round: the files are large) and prints its wall time and its
 peak resident memory. Memory is bounded when the 1,000,000-task peak is close
 to the 100,000-task one: the history is streamed in chunks of
-sched.data.history.CHUNK records and only fixed-size sums and a fixed-size
+sched.data.workload.history.CHUNK records and only fixed-size sums and a fixed-size
 reservoir are kept.
 """
 
@@ -27,7 +27,7 @@ from tests.conftest import ROOT
 RUN = """
 import sys, time
 from sched.config import validate_config
-from sched.data.workload_fit import calibrate_workload
+from sched.data.workload.workload_fit import calibrate_workload
 cfg = validate_config({})
 t = time.perf_counter()
 r = calibrate_workload([sys.argv[1]], cfg, sys.argv[2])

@@ -1,8 +1,20 @@
 """Render-queue scheduler: calibrated simulator, dispatching rules and PPO.
 
-``from sched import rank`` is the entry point a render queue calls; the other
-subpackages (sim, data, learn, evaluate, serve, commands) are described in the
-README's Layout section.
+``from sched import rank`` is the entry point a render queue calls. The floors, from the
+bottom (docs/architecture.md):
+
+* ``sim``: the simulator, the rules and the objective;
+* ``data``: scenarios, the bench-log calibration and the queue's own history;
+* ``learn``: learned policies, PPO and decision-time search;
+* ``evaluate``: the benchmark, its verdict and its report;
+* ``ranking``: ``rank()``, the in-process decision;
+* ``serve`` and ``farms``: ``rank()`` over HTTP, and into render farms;
+* ``commands`` with ``cli``: the ``sched`` command line, one module a subcommand.
+
+Modules of this folder: ``cli``, ``config`` (the one frozen config), ``errors``, ``files``
+(atomic writes), ``layout`` (every results path), ``limits``, ``setting`` (a benchmark's
+GPUs and load), ``sim_numba`` (the compiled core at the path the contract names),
+``threads``.
 """
 
 import os
@@ -57,7 +69,7 @@ def __getattr__(name):
     if name in _LAZY:
         from importlib import import_module
 
-        value = getattr(import_module("sched.serve.ranker"), _LAZY[name])
+        value = getattr(import_module("sched.ranking.ranker"), _LAZY[name])
         setattr(sys.modules[__name__], name, value)
         return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

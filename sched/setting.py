@@ -5,7 +5,7 @@ measured on. :func:`of_config` is the record the benchmark writes beside
 its verdict; ``rank()`` reads it back (:func:`read`) and uses a verdict only
 for a call whose farm is the same (:func:`same_farm`): a policy trained on
 one GPU never runs a four-GPU queue by default. Matching and fallbacks:
-``sched.serve.ranker`` and docs/rank.md ("Which policy auto runs").
+``sched.ranking.ranker`` and docs/rank.md ("Which policy auto runs").
 
 Record: ``{"machines": M, "speeds": [v, ...] or null, "load": rho}``;
 ``speeds`` null means M identical GPUs of speed 1. A setting measured on a
@@ -59,7 +59,7 @@ def of_workload(path, scale=1.0):
     from pathlib import Path
 
     from sched import files
-    from sched.data.workload import WorkloadFileError, load_workload
+    from sched.data.workload.workload import WorkloadFileError, load_workload
     from sched.limits import MAX_CALIBRATION_BYTES
 
     data = load_workload(path)
@@ -93,7 +93,7 @@ def _positive(v):
 def _check_workload(w, where):
     import re
 
-    from sched.data.workload import is_day
+    from sched.data.workload.workload import is_day
 
     if not isinstance(w, dict):
         raise SettingError(f"{where}.workload: expected an object, got {w!r:.40}")

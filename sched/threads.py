@@ -7,7 +7,7 @@ commands that run numba or torch work take ``--threads`` (default 1) and the
 workflow passes each rule's ``threads`` (a training job: ``train.threads``; its
 rule's ``threads`` only reserves cores, see ``cores()`` in
 ``workflow/rules/common.smk``). Greedy PPO rollouts (benchmark, demo,
-rank) use no torch at all: they run the compiled decision (``sched.learn.kernel``).
+rank) use no torch at all: they run the compiled decision (``sched.learn.policy.kernel``).
 """
 
 import os

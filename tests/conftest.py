@@ -103,7 +103,7 @@ def tiny_cfg(cfg):
 @pytest.fixture(scope="session")
 def tiny_policy(tmp_path_factory, tiny_cfg):
     """A policy file trained for a few iterations, and the training summary."""
-    from sched.learn.ppo import Args, train
+    from sched.learn.ppo.loop import Args, train
 
     out = tmp_path_factory.mktemp("train") / "politique.pt"
     summary = train(tiny_cfg, Args(seed=3, **TINY_TRAIN), out, progress=False)
@@ -122,8 +122,8 @@ def starts_unlike_atc(policy_file, arrays, machines=1, machine_free=None):
     decision) than under ATC with the policy's k."""
     import numpy as np
 
-    from sched.learn import kernel
-    from sched.learn import policy_file as PF
+    from sched.learn.policy import kernel
+    from sched.learn.policy import policy_file as PF
     from sched.sim import core
 
     pol = PF.load(policy_file)
@@ -149,7 +149,7 @@ def distinct_policy(tmp_path_factory, tiny_policy, tiny_cfg):
     import torch
 
     from sched.data.scenario import generate, scenario_model
-    from sched.learn import policy_file as PF
+    from sched.learn.policy import policy_file as PF
 
     pol = PF.load(tiny_policy[0])
     head = pol.net.actor[-1]

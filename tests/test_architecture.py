@@ -15,7 +15,25 @@ PACKAGE = ROOT / "sched"
 #: Modules may exceed these sizes only with a line `# size: <reason>` in them.
 MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 80
-SUBPACKAGES = ("sim", "data", "learn", "evaluate", "serve", "commands")
+SUBPACKAGES = (
+    "sim",
+    "data",
+    "data/bench",
+    "data/workload",
+    "learn",
+    "learn/policy",
+    "learn/env",
+    "learn/ppo",
+    "learn/search",
+    "evaluate",
+    "evaluate/report",
+    "ranking",
+    "serve",
+    "farms",
+    "commands",
+)
+#: No folder holds more than this many modules (``commands/``, one module a subcommand, aside).
+MAX_FOLDER_MODULES = 12
 
 
 def module_name(path):
@@ -98,7 +116,15 @@ def test_library_never_imports_the_command_line(graph):
 
 
 def test_simulation_does_not_depend_on_learning_evaluation_or_serving(graph):
-    upper = ("sched.learn", "sched.evaluate", "sched.serve", "sched.commands", "sched.cli")
+    upper = (
+        "sched.learn",
+        "sched.evaluate",
+        "sched.ranking",
+        "sched.serve",
+        "sched.farms",
+        "sched.commands",
+        "sched.cli",
+    )
     bad = {
         m: sorted(d for d in deps if d.startswith(upper))
         for m, deps in graph.items()
@@ -112,6 +138,48 @@ def test_the_subpackages_exist_with_a_docstring():
         init = PACKAGE / name / "__init__.py"
         assert init.exists(), name
         assert ast.get_docstring(ast.parse(init.read_text())), f"sched/{name}/__init__.py has no docstring"
+
+
+def _folders():
+    return sorted(p.parent for p in PACKAGE.rglob("__init__.py"))
+
+
+def _modules_of(folder):
+    return sorted(p.stem for p in folder.glob("*.py") if p.stem not in ("__init__", "__main__"))
+
+
+def test_the_package_is_exactly_the_listed_folders():
+    found = sorted(str(f.relative_to(PACKAGE)) for f in _folders() if f != PACKAGE)
+    assert found == sorted(SUBPACKAGES)
+
+
+def test_no_folder_holds_more_than_twelve_modules():
+    big = {
+        str(f.relative_to(ROOT)): len(_modules_of(f))
+        for f in _folders()
+        if f.name != "commands" and len(_modules_of(f)) > MAX_FOLDER_MODULES
+    }
+    assert not big, f"folders of more than {MAX_FOLDER_MODULES} modules: {big}"
+
+
+def test_each_package_docstring_names_every_module_and_subpackage_in_it():
+    missing = {}
+    for folder in _folders():
+        if folder.name == "commands":
+            continue  # one module a subcommand: the README's command table lists them
+        doc = ast.get_docstring(ast.parse((folder / "__init__.py").read_text())) or ""
+        parts = _modules_of(folder) + sorted(d.name for d in folder.iterdir() if (d / "__init__.py").exists())
+        absent = [m for m in parts if f"``{m}``" not in doc and f".{m}`" not in doc]
+        if absent:
+            missing[str(folder.relative_to(ROOT))] = absent
+    assert not missing, f"package docstrings that do not name these modules: {missing}"
+
+
+def test_the_readme_layout_table_names_every_folder():
+    readme = (ROOT / "README.md").read_text()
+    layout = readme[readme.index("## Layout") :]
+    absent = [f"sched/{name}/" for name in SUBPACKAGES if f"`sched/{name}/`" not in layout]
+    assert not absent, f"README's Layout table lacks rows for {absent}"
 
 
 def _excused(text):

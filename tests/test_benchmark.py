@@ -388,8 +388,8 @@ def test_ppo_policies_are_benchmarked_in_one_batch(tmp_path, distinct_policy):
     assert sorted(set(per["policy"])) == ["atc", "fifo", "ppo-1", "ppo-2"]
     # expected: each scenario on its own through the one-queue rollout (not the
     # batched path the benchmark takes), tardiness summed here
-    from sched.learn import policy_file
-    from sched.learn.kernel import run_one as run_greedy_one
+    from sched.learn.policy import policy_file
+    from sched.learn.policy.kernel import run_one as run_greedy_one
 
     cfg = validate_config(yaml.safe_load(conf.read_text()))
     seeds = range(2000000, 2000004)

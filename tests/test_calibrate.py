@@ -20,12 +20,12 @@ import pytest
 from scipy import stats
 
 from sched.config import ConfigError, validate_config
-from sched.data.calibration import (
+from sched.data.bench.calibration import (
     CalibrationFileError,
     load_calibration,
     predict_duration,
 )
-from sched.data.fit import CalibrationError, calibrate
+from sched.data.bench.fit import CalibrationError, calibrate
 from sched.data.scenario import generate, scenario_model
 
 from .conftest import ROOT, run_cli
@@ -586,9 +586,9 @@ def test_scenario_with_a_calibration_stays_light(calibrated):
     # (scipy comes with numba anyway; the fitting and output modules and matplotlib must not)
     argv = ["--config", str(calibrated.config), "scenario", "--seed", "1", "--tasks", "3"]
     heavy = (
-        "sched.data.fit",
-        "sched.data.bench_logs",
-        "sched.data.calibration_output",
+        "sched.data.bench.fit",
+        "sched.data.bench.bench_logs",
+        "sched.data.bench.calibration_output",
         "matplotlib",
         "torch",
     )

@@ -18,8 +18,8 @@ import pytest
 import torch
 
 from sched import rank
-from sched.learn import networks as N
-from sched.learn import policy_file as PF
+from sched.learn.policy import networks as N
+from sched.learn.policy import policy_file as PF
 
 from .test_policy_file import small_meta
 
@@ -62,8 +62,8 @@ def _queues():
 
 def _clear_caches():
     """Empty every cache the rank path fills, so that the threads fill them together."""
-    from sched.learn import planner
-    from sched.serve import plan_rank, ranker, verdicts
+    from sched.learn.search import planner
+    from sched.ranking import plan_rank, ranker, verdicts
 
     caches = (ranker._settings_cache, verdicts._json_cache, PF._CACHE, plan_rank._planners, planner._pools)
     for cache in caches:
@@ -135,8 +135,8 @@ def test_caches_filled_by_threads_at_once_return_what_was_asked(tmp_path, monkey
     import shutil
 
     from sched.config import validate_config
-    from sched.data import calibration
-    from sched.learn import planner
+    from sched.data.bench import calibration
+    from sched.learn.search import planner
 
     files = [_policy(tmp_path / f"p{i}.pt", i) for i in range(3)]
     cals = [str(calibrated.calibration), str(shutil.copy(calibrated.calibration, tmp_path / "c2.json"))]

@@ -13,7 +13,7 @@ from .conftest import TINY_TRAIN, run_cli
 
 
 def test_settled_only_when_every_candidate_is_clearly_better_or_worse():
-    from sched.learn import plan as P
+    from sched.learn.search import plan as P
 
     base = np.array([10.0, 12.0, 11.0, 13.0])
     worse = base + np.array([5.0, 5.5, 4.5, 5.2])  # clearly worse: interval above 0
@@ -32,7 +32,7 @@ def test_the_stopping_rule_draws_fewer_samples_and_chunk_zero_is_plans_fixed_cou
     when decisions settle; without (chunk 0, plan's) it draws every sample of every planned
     decision; both schedule every task."""
     from sched.data.scenario import draw, scenario_model
-    from sched.learn.planner import Planner, rule_base
+    from sched.learn.search.planner import Planner, rule_base
 
     d = draw(scenario_model(tiny_cfg), 2000000, tasks=300)
     sc = (d["arrival"], d["duration"], d["estimate"], d["weight"], d["due"])
@@ -85,8 +85,8 @@ def test_round_names_sort_after_their_warm_start_and_never_compete():
 
 def test_each_round_labels_its_own_seeds_after_the_warm_starts():
     from sched.config import seed_range
-    from sched.learn.iterate import round_follow, round_seeds
-    from sched.learn.ppo import Args
+    from sched.learn.ppo.loop import Args
+    from sched.learn.search.iterate import round_follow, round_seeds
 
     cfg = {"seeds": {"train": {"start": 100, "count": 50}}}
     a = Args(teacher_scenarios=10, round_scenarios=4, round_teacher_share=0.5)
@@ -104,7 +104,7 @@ def test_each_round_labels_its_own_seeds_after_the_warm_starts():
 def _misleading_labels(policy, n=400):
     """Labels that call ATC's choice (candidate 0) the most expensive one: a student that learns
     them does worse than its ATC start."""
-    from sched.learn import kernel
+    from sched.learn.policy import kernel
 
     K = policy.meta["arch"]["top_k"]
     rng = np.random.default_rng(0)
@@ -120,9 +120,9 @@ def _misleading_labels(policy, n=400):
 def test_a_round_that_does_worse_on_validation_keeps_its_start(tmp_path, tiny_cfg, tiny_policy):
     """distill_stage validates the student against its start and keeps the start's weights when
     the student is worse; the file says which it kept, and both scores."""
-    from sched.learn import policy_file
-    from sched.learn.iterate import distill_stage
-    from sched.learn.ppo import Args
+    from sched.learn.policy import policy_file
+    from sched.learn.ppo.loop import Args
+    from sched.learn.search.iterate import distill_stage
 
     start, _ = tiny_policy
     pol = policy_file.load(start)
@@ -167,7 +167,7 @@ def test_distill_and_teach_round_refuse_bad_arguments_in_one_line(tmp_path, cali
 
 
 def test_train_init_refuses_a_policy_of_another_architecture(tmp_path, tiny_cfg, tiny_policy):
-    from sched.learn.ppo import Args, TrainSettingsError, train
+    from sched.learn.ppo.loop import Args, TrainSettingsError, train
 
     start, _ = tiny_policy
     args = Args(**{**TINY_TRAIN, "seed": 3, "hidden": 8, "teacher_scenarios": 0})
@@ -181,7 +181,7 @@ def test_train_init_refuses_a_policy_of_another_architecture(tmp_path, tiny_cfg,
 def test_leave_one_out_takes_the_others_return_at_the_same_time():
     """Two groups of 3: each decision's baseline is the mean of the other slots' return from
     their first decision at or after its time (0 past their last decision), computed by hand."""
-    from sched.learn.grouped import leave_one_out
+    from sched.learn.ppo.grouped import leave_one_out
 
     nan = np.nan
     times = np.array([[0.0, 0.0, 0.0, 0, 0, 0], [5.0, 7.0, 3.0, 1, 1, 1], [9.0, nan, 8.0, 2, 2, 2]])
@@ -202,7 +202,7 @@ def test_grouped_ppo_runs_one_scenario_per_group_and_logs_its_baseline(tmp_path,
     baseline's explained variance (a number, not NaN) and the critic's learned part."""
     import csv
 
-    from sched.learn.ppo import Args, make_env, train
+    from sched.learn.ppo.loop import Args, make_env, train
 
     over = {"seed": 4, "group_size": 2, "teacher_scenarios": 0, "iterations": 2, "tasks": 200}
     args = Args(**{**TINY_TRAIN, **over, "eval_every": 2, "checkpoint_every": 0})

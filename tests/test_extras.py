@@ -41,7 +41,7 @@ print("ok")
 """
 
 
-WITHOUT_GYMNASIUM = without(["gymnasium"], ["sched.learn.gym_env"], "gym")
+WITHOUT_GYMNASIUM = without(["gymnasium"], ["sched.learn.env.gym_env"], "gym")
 WITHOUT_SERVING_EXTRAS = without(
     ["starlette", "uvicorn", "prometheus_client", "opencue", "opencue_proto", "grpc"],
     ["sched.serve.http", "sched.serve.connections", "sched.serve.metrics"],

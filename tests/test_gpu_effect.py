@@ -5,7 +5,7 @@ import json
 import pandas as pd
 import pytest
 
-from sched.data.fit import CalibrationError, calibrate
+from sched.data.bench.fit import CalibrationError, calibrate
 
 from .conftest import ROOT
 from .test_calibrate import options

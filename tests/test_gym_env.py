@@ -8,14 +8,14 @@ import yaml
 
 from sched.data.scenario import draw, scenario_model
 from sched.errors import SchedError
-from sched.learn import features as F
+from sched.learn.policy import features as F
 from sched.sim import core
 from sched.sim.objective import weighted_tardiness
 
 # gymnasium is an optional extra (`pip install '.[gym]'`, part of `.[dev]`)
 gymnasium = pytest.importorskip("gymnasium")
 
-from sched.learn import gym_env as G  # noqa: E402  (needs gymnasium)
+from sched.learn.env import gym_env as G  # noqa: E402  (needs gymnasium)
 
 
 def _cfg(cfg, tasks=40):
@@ -41,8 +41,8 @@ class _AnyActionToValid(gymnasium.ActionWrapper):
 def test_registered_id_makes_the_environment(cfg):
     spec = gymnasium.spec(G.ENV_ID)
     assert G.ENV_ID == "sched/RenderQueue-v0"
-    assert spec.entry_point == "sched.learn.gym_env:RenderQueueEnv"
-    for env_id in (G.ENV_ID, "sched.learn.gym_env:sched/RenderQueue-v0"):
+    assert spec.entry_point == "sched.learn.env.gym_env:RenderQueueEnv"
+    for env_id in (G.ENV_ID, "sched.learn.env.gym_env:sched/RenderQueue-v0"):
         env = gymnasium.make(env_id, cfg=_cfg(cfg), max_queue=16)
         assert isinstance(env.unwrapped, G.RenderQueueEnv) and env.unwrapped.max_queue == 16
         obs, info = env.reset(seed=1)

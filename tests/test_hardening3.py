@@ -20,7 +20,7 @@ import pytest
 from sched import files, rank
 from sched.errors import SchedError
 from sched.files import OutputError
-from sched.serve.tasks import RankInputError
+from sched.ranking.tasks import RankInputError
 
 from .conftest import ROOT
 from .test_hostile_input import _cap_memory, assert_one_line_error
@@ -89,9 +89,9 @@ def two_policies(tmp_path_factory):
     import torch
 
     from sched.config import validate_config
-    from sched.learn import policy_file as PF
-    from sched.learn.networks import build
-    from sched.learn.ppo import Args
+    from sched.learn.policy import policy_file as PF
+    from sched.learn.policy.networks import build
+    from sched.learn.ppo.loop import Args
 
     d = tmp_path_factory.mktemp("policies")
     meta = PF.policy_meta(validate_config({}), Args(seed=3))
@@ -153,7 +153,7 @@ def test_a_malformed_policy_sha256_is_refused_naming_the_field(tmp_path, two_pol
 
 
 def test_the_benchmark_writes_the_winners_policy_sha256(tmp_path, monkeypatch, cfg, two_policies):
-    from sched.evaluate.report_inputs import read_winner
+    from sched.evaluate.report.inputs import read_winner
     from sched.evaluate.summary import WINNER_KEYS, write_outputs
 
     from .test_selection import SPECS, frames
@@ -309,7 +309,7 @@ def test_sched_rank_names_the_option_of_a_unicode_digit_in_machines(tmp_path):
 
 
 def test_a_nan_due_in_json_lines_is_a_malformed_record(tmp_path, cfg):
-    from sched.data.history import HistoryStats, read_history
+    from sched.data.workload.history import HistoryStats, read_history
 
     p = tmp_path / "h.jsonl"
     rows = [

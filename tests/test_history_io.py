@@ -1,4 +1,5 @@
-"""Reading a queue history (sched.data.history_io, sched.data.history): issue 23, points 1, 2, 4, 5 and 7.
+"""Reading a queue history (sched.data.workload.history_io and .history):
+issue 23, points 1, 2, 4, 5 and 7.
 
 Each test names its point. The memory probes run the command line in a subprocess
 under a 3,000,000 KiB address-space cap (`ulimit -v 3000000`), on files that are small
@@ -14,8 +15,8 @@ import time
 
 import pytest
 
-from sched.data.history import HistoryError, HistoryStats, read_history
-from sched.data.workload_fit import calibrate_workload
+from sched.data.workload.history import HistoryError, HistoryStats, read_history
+from sched.data.workload.workload_fit import calibrate_workload
 from tests.conftest import ROOT
 
 MONDAY = 1717372800  # 2024-06-03T00:00:00Z
@@ -155,7 +156,7 @@ def test_long_line_and_gzip_bomb_refused_in_bounded_memory(tmp_path, calibrated)
 
 
 def test_long_line_refused_at_its_line_and_decompressed_bytes_bounded(tmp_path, cfg, monkeypatch):
-    import sched.data.history_io as hio
+    import sched.data.workload.history_io as hio
     import sched.limits
 
     assert sched.limits.MAX_HISTORY_LINE == MAX_HISTORY_LINE
@@ -204,7 +205,7 @@ def test_jsonl_stray_keys_are_not_columns(tmp_path, cfg, calibrated):
     r = _cli(calibrated, p, tmp_path / "k.json")
     assert r.returncode == 0, r.stderr[-2000:]
     assert json.loads((tmp_path / "k.json").read_text())["tasks"] == 20_000
-    import sched.data.history_io as hio
+    import sched.data.workload.history_io as hio
 
     frames = list(hio.jsonl_chunks(hio.history_lines(open(p, "rb"), p), p, HistoryStats(p, "jsonl"), 100_000))
     assert list(frames[0][1].columns) == ["id", "kind", "submitted_at", "priority"]

@@ -1,4 +1,4 @@
-"""The compiled decision of a learned policy (``sched.learn.kernel``) against a plain
+"""The compiled decision of a learned policy (``sched.learn.policy.kernel``) against a plain
 reference, and against the torch network that trains it.
 
 ``reference_decision`` below recomputes a decision from the queue with plain Python
@@ -17,11 +17,11 @@ import pytest
 import torch
 
 from sched.config import validate_config
-from sched.learn import features as F
-from sched.learn import kernel as K
-from sched.learn.networks import ArchitectureError, Policy, build
-from sched.learn.policy_file import arch_of, policy_meta
-from sched.learn.ppo import Args
+from sched.learn.policy import features as F
+from sched.learn.policy import kernel as K
+from sched.learn.policy.networks import ArchitectureError, Policy, build
+from sched.learn.policy.policy_file import arch_of, policy_meta
+from sched.learn.ppo.loop import Args
 from sched.sim import core as S
 from sched.sim import rules
 
@@ -105,7 +105,7 @@ def reference_globals(s, b, t, ql, work, pbar, p_ref, late, net):
 
 def reference_observation(s, b, net):
     """(candidates' queue positions, features (m, N_TASK), context) of slot b's decision,
-    in plain Python from the definitions (sched.learn.kernel's docstring); ``net``: the
+    in plain Python from the definitions (sched.learn.policy.kernel's docstring); ``net``: the
     settings (top_k, atc_k, p_ref, the load profile and week start)."""
     top_k, atc_k, p_ref = net.top_k, net.atc_k, net.p_ref
     ql, t, mach = int(s.qlen[b]), float(s.t[b]), int(s.pending[b])
@@ -265,7 +265,7 @@ def test_a_whole_rollout_is_the_reference_schedule(top_k):
 
 
 def test_a_trained_policy_is_the_reference_schedule_and_unlike_atc(distinct_policy):
-    from sched.learn.policy_file import load
+    from sched.learn.policy.policy_file import load
 
     policy = load(distinct_policy)
     rng = np.random.default_rng(11)
@@ -282,7 +282,7 @@ def test_a_trained_policy_is_the_reference_schedule_and_unlike_atc(distinct_poli
 def test_the_batch_and_the_single_queue_give_the_same_schedules(distinct_policy, tiny_cfg):
     """The benchmark runs many scenarios in one call, rank() one: the same schedules."""
     from sched.data.scenario import generate, scenario_model
-    from sched.learn.policy_file import load
+    from sched.learn.policy.policy_file import load
 
     policy = load(distinct_policy)
     scs = [generate(scenario_model(tiny_cfg), s, tasks=90).arrays for s in range(6)]

@@ -28,13 +28,13 @@ import numpy as np
 import pytest
 import torch
 
-from sched.learn import kernel as K
-from sched.learn import lookahead as L
-from sched.learn import networks as P
-from sched.learn import policy_file as PF
-from sched.learn import teacher as T
-from sched.learn.distill import distill, imitation_loss, regrets
-from sched.learn.ppo import Args
+from sched.learn.policy import kernel as K
+from sched.learn.policy import networks as P
+from sched.learn.policy import policy_file as PF
+from sched.learn.ppo.loop import Args
+from sched.learn.search import lookahead as L
+from sched.learn.search import teacher as T
+from sched.learn.search.distill import distill, imitation_loss, regrets
 from sched.sim import core as S
 from sched.sim import rules
 
@@ -120,8 +120,8 @@ def test_ppo_raises_the_probability_of_the_better_task(tmp_path, cfg, monkeypatc
 
     Every episode is one decision, so its advantage is its cost against the critic's value of
     that one state: only the sign and the size of the costs can move the policy."""
-    from sched.learn import vec_env
-    from sched.learn.ppo import train
+    from sched.learn.env import vec_env
+    from sched.learn.ppo.loop import train
 
     sc = two_tasks()
 

@@ -15,8 +15,8 @@ pytest.importorskip("opencue_proto", reason="optional extra opencue not installe
 pytest.importorskip("grpc", reason="optional extra opencue not installed")
 
 from sched import cli, rank  # noqa: E402
-from sched.serve import opencue_mapping as mapping  # noqa: E402
-from sched.serve.opencue import new_priorities  # noqa: E402
+from sched.farms import opencue_mapping as mapping  # noqa: E402
+from sched.farms.opencue import new_priorities  # noqa: E402
 
 from .conftest import run_cli  # noqa: E402
 from .fake_cuebot import FakeCuebot  # noqa: E402

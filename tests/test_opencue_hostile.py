@@ -15,8 +15,8 @@ pytest.importorskip("opencue_proto", reason="optional extra opencue not installe
 pytest.importorskip("grpc", reason="optional extra opencue not installed")
 
 from sched import cli, limits  # noqa: E402
-from sched.serve import opencue  # noqa: E402
-from sched.serve import opencue_mapping as mapping  # noqa: E402
+from sched.farms import opencue  # noqa: E402
+from sched.farms import opencue_mapping as mapping  # noqa: E402
 
 from .fake_cuebot import FakeCuebot  # noqa: E402
 
@@ -35,8 +35,8 @@ def conf(tmp_path):
 @pytest.fixture
 def calibrated_conf(tmp_path, monkeypatch):
     """A config naming a calibration whose duration model knows the kind render only (the
-    model stands in for sched.data.calibration's: 2 s a frame)."""
-    import sched.data.calibration as cal
+    model stands in for sched.data.bench.calibration's: 2 s a frame)."""
+    import sched.data.bench.calibration as cal
 
     def predict_duration(calibration, kind, features):
         if kind != "render":

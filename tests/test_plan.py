@@ -1,4 +1,4 @@
-"""The planner, policy ``plan`` (sched/learn/plan.py, planner.py): decisions from estimates and
+"""The planner, policy ``plan`` (sched/learn/search/plan.py, planner.py): decisions from estimates and
 sampled futures only, deterministic for a seed, the base policy's choice unless the samples say
 otherwise, bad settings refused in one line, and ``rank(policy="plan")``."""
 
@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from sched.config import ConfigError, validate_config
-from sched.learn import kernel
-from sched.learn import lookahead as L
-from sched.learn import plan as P
-from sched.learn.planner import PlanError, Planner, check_settings, learned_base, rule_base
+from sched.learn.policy import kernel
+from sched.learn.search import lookahead as L
+from sched.learn.search import plan as P
+from sched.learn.search.planner import PlanError, Planner, check_settings, learned_base, rule_base
 from sched.sim import core as S
 
 SETTINGS = dict(candidates=3, samples=6, horizon=12, z=1.0, seed=3, futures=40, budget_ms=None)
@@ -157,7 +157,7 @@ def _tasks(n=12):
 
 
 def test_rank_plan_returns_a_permutation_and_checks_its_arguments(pcfg):
-    from sched.serve.ranker import RankInputError, rank
+    from sched.ranking.ranker import RankInputError, rank
 
     c = copy.deepcopy(pcfg)
     c["plan"]["base"] = "atc"
@@ -184,7 +184,7 @@ def test_rank_plan_returns_a_permutation_and_checks_its_arguments(pcfg):
 
 
 def test_a_learned_base_runs_the_scorers_decisions(pcfg, distinct_policy):
-    from sched.learn.policy_file import load
+    from sched.learn.policy.policy_file import load
 
     pol = load(distinct_policy)
     base = learned_base(pol, "distinct")
@@ -249,7 +249,7 @@ def test_the_budget_bounds_the_whole_call_and_explain_says_what_was_planned(pcfg
     """Issue 23, item 8: on a long queue, a budget of 5 ms costs about what the base policy's
     own rollout costs (the tail), not samples over the whole queue; the explain table says
     which starts were planned. Without a budget: every sample, deterministic."""
-    from sched.serve.ranker import rank
+    from sched.ranking.ranker import rank
 
     c = copy.deepcopy(pcfg)
     c["plan"].update(base="atc", rollout="base", candidates=4, samples=64, horizon=50)

@@ -13,9 +13,9 @@ import zipfile
 import pytest
 import torch
 
-from sched.learn import features as F
-from sched.learn import networks as N
-from sched.learn import policy_file as PF
+from sched.learn.policy import features as F
+from sched.learn.policy import networks as N
+from sched.learn.policy import policy_file as PF
 from sched.limits import MAX_POLICY_HIDDEN
 
 from .conftest import ROOT
@@ -189,7 +189,7 @@ def test_a_huge_hidden_size_is_refused_quickly_in_little_memory(tmp_path):
     blob = torch.load(path, weights_only=True)
     blob["meta"]["arch"]["hidden"] = 12000
     torch.save(blob, path)
-    code = "import sys; from sched.learn.policy_file import load; load(sys.argv[1])"
+    code = "import sys; from sched.learn.policy.policy_file import load; load(sys.argv[1])"
     out = subprocess.run(
         [sys.executable, "-c", code, str(path)],
         cwd=ROOT,
@@ -199,7 +199,7 @@ def test_a_huge_hidden_size_is_refused_quickly_in_little_memory(tmp_path):
         preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP, MEMORY_CAP)),
     )
     last = out.stderr.strip().splitlines()[-1]
-    assert last.startswith("sched.learn.policy_file.PolicyFileError:"), out.stderr[-2000:]
+    assert last.startswith("sched.learn.policy.policy_file.PolicyFileError:"), out.stderr[-2000:]
     assert "meta.arch.hidden" in last and "12000" in last, last
 
 

@@ -11,10 +11,10 @@ import torch
 
 from sched.data.scenario import generate, scenario_model
 from sched.errors import SchedError
-from sched.learn import features as F
-from sched.learn import networks as P
-from sched.learn import policy_file as PF
-from sched.learn.ppo import Args, train
+from sched.learn.policy import features as F
+from sched.learn.policy import networks as P
+from sched.learn.policy import policy_file as PF
+from sched.learn.ppo.loop import Args, train
 from sched.sim import core
 
 from .conftest import AGREEMENT_CASES, AGREEMENT_TASKS
@@ -57,7 +57,7 @@ def test_training_writes_a_loadable_policy_and_log(trained):
 def test_greedy_policy_is_deterministic_and_feasible(trained, tiny_cfg):
     out, _ = trained
     pol = PF.load(out)
-    from sched.learn.kernel import run as run_greedy
+    from sched.learn.policy.kernel import run as run_greedy
 
     scs = [generate(scenario_model(tiny_cfg), s, tasks=80, machines=2).arrays for s in range(3)]
     a = run_greedy(pol, scs, machines=2)
@@ -136,7 +136,7 @@ def _train_until_checkpoint(cfg, args, out, stop_after):
     while it is being written: an exception inside the atomic write throws the
     new checkpoint away and leaves the previous one.
     """
-    import sched.learn.checkpoint as ck
+    import sched.learn.ppo.checkpoint as ck
 
     real_save, real_atomic = torch.save, ck.atomic_path
     saved = []
@@ -241,7 +241,7 @@ def test_the_flat_architecture_is_refused_naming_the_field(tmp_path, tiny_cfg):
 def test_privileged_hint_is_the_atc_cost_to_go(tiny_cfg):
     """The critic's hint plus the tardiness accrued so far is ATC's total from that state."""
     from sched.config import seed_range
-    from sched.learn.vec_env import VecQueue
+    from sched.learn.env.vec_env import VecQueue
 
     env = VecQueue(
         tiny_cfg, 3, np.random.default_rng(0), seed_range(tiny_cfg, "train"), "tasks", 2.0, privileged=True
@@ -263,8 +263,8 @@ def test_privileged_hint_is_the_atc_cost_to_go(tiny_cfg):
 def test_one_queue_fast_path_matches_the_batched_greedy(distinct_policy, tiny_cfg):
     # distinct_policy schedules each of these cases unlike ATC (its fixture
     # asserts it), so the correction network's part of the score is tested too
-    from sched.learn.kernel import run as run_greedy
-    from sched.learn.kernel import run_one as run_greedy_one
+    from sched.learn.policy.kernel import run as run_greedy
+    from sched.learn.policy.kernel import run_one as run_greedy_one
 
     pol = PF.load(distinct_policy)
     for seed, machines, free in AGREEMENT_CASES:
@@ -285,7 +285,7 @@ def _late_cfg(cfg, tasks):
 
 def test_vec_queue_episode_rewards_sum_to_its_total_weighted_tardiness(cfg):
     from sched.config import seed_range
-    from sched.learn.vec_env import VecQueue
+    from sched.learn.env.vec_env import VecQueue
 
     c = _late_cfg(cfg, 30)
     env = VecQueue(c, 2, np.random.default_rng(4), seed_range(c, "train"), "tasks", 2.0)
@@ -311,7 +311,7 @@ def _interrupted_run(tmp_path, tiny_cfg):
 
 
 def test_a_checkpoint_with_a_payload_is_refused_without_running_it(tmp_path, tiny_cfg):
-    from sched.learn.checkpoint import CheckpointError
+    from sched.learn.ppo.checkpoint import CheckpointError
 
     args, out, ckpt = _interrupted_run(tmp_path, tiny_cfg)
     ck = torch.load(ckpt, weights_only=True)
@@ -337,7 +337,7 @@ def test_a_damaged_or_foreign_checkpoint_is_one_error(tmp_path, tiny_cfg, damage
         first = next(iter(ck["net"]))
         ck["net"][first] = torch.zeros(1)
         torch.save(ck, ckpt)
-    from sched.learn.checkpoint import CheckpointError
+    from sched.learn.ppo.checkpoint import CheckpointError
 
     with pytest.raises(CheckpointError, match="politique.pt.ckpt"):
         train(tiny_cfg, args, out, progress=False)

@@ -6,10 +6,10 @@ import pytest
 import torch
 
 from sched.data.scenario import generate, scenario_model
-from sched.learn import features as F
-from sched.learn import networks as P
-from sched.learn import policy_file as PF
-from sched.learn.ppo import Args
+from sched.learn.policy import features as F
+from sched.learn.policy import networks as P
+from sched.learn.policy import policy_file as PF
+from sched.learn.ppo.loop import Args
 from sched.sim import core
 
 from .conftest import TINY_TRAIN as TINY
@@ -23,7 +23,7 @@ def test_compute_gae_on_a_three_step_toy_trajectory():
     A_0 = 1 + 0.25 * 2.375 = 1.59375. Slot 1 ends an episode at step 1: no bootstrap
     across it, A_1 = 2 - 1 = 1, A_0 = 1 + 0.25 * 1 = 1.25.
     """
-    from sched.learn.update import compute_gae
+    from sched.learn.ppo.update import compute_gae
 
     rewards = np.array([[1, 1], [2, 2], [3, 3]], dtype=np.float32)
     values = np.array([[0.5, 0.5], [1.0, 1.0], [1.5, 1.5]], dtype=np.float32)
@@ -40,7 +40,7 @@ def test_compute_gae_on_a_three_step_toy_trajectory():
 
 
 def test_explained_variance():
-    from sched.learn.update import explained_variance
+    from sched.learn.ppo.update import explained_variance
 
     returns = np.array([1.0, 2.0, 3.0, 4.0])
     assert explained_variance(returns, returns) == 1.0
@@ -52,7 +52,7 @@ def test_every_setting_of_args_has_a_docstring():
     import ast
     import inspect
 
-    import sched.learn.ppo as ppo
+    import sched.learn.ppo.loop as ppo
 
     (cls,) = [n for n in ast.parse(inspect.getsource(ppo)).body if getattr(n, "name", "") == "Args"]
     documented = {
@@ -66,7 +66,7 @@ def test_every_setting_of_args_has_a_docstring():
 
 
 def test_run_progress_counts_episodes_and_keeps_the_best_weights():
-    from sched.learn.checkpoint import RECENT_EPISODES, RunProgress
+    from sched.learn.ppo.checkpoint import RECENT_EPISODES, RunProgress
 
     run = RunProgress()
     run.count([(1, 0.85, 10.0), (2, 0.85, 20.0)], steps=32)
@@ -85,9 +85,9 @@ def test_run_progress_counts_episodes_and_keeps_the_best_weights():
 
 
 def test_checkpoint_of_other_settings_is_ignored(tmp_path, tiny_cfg):
-    from sched.learn import checkpoint
-    from sched.learn.checkpoint import RunProgress
-    from sched.learn.ppo import make_env, make_optimizer
+    from sched.learn.ppo import checkpoint
+    from sched.learn.ppo.checkpoint import RunProgress
+    from sched.learn.ppo.loop import make_env, make_optimizer
 
     args = Args(seed=4, **TINY)
     meta = PF.policy_meta(tiny_cfg, args)
@@ -140,7 +140,7 @@ def test_clipped_policy_loss_by_hand(advantage, ratio, want):
     """loss = max(-A * r, -A * clip(r, 1 - eps, 1 + eps)), eps = 0.2; its gradient in r is
     -A where the plain term is the larger, and 0 where the clipped one is (no incentive to
     move r further)."""
-    from sched.learn.update import clipped_policy_loss
+    from sched.learn.ppo.update import clipped_policy_loss
 
     r = torch.tensor([ratio], dtype=torch.float64, requires_grad=True)
     loss = clipped_policy_loss(torch.tensor([advantage], dtype=torch.float64), r, 0.2)
@@ -151,7 +151,7 @@ def test_clipped_policy_loss_by_hand(advantage, ratio, want):
 
 
 def test_clipped_policy_loss_is_the_mean_over_decisions():
-    from sched.learn.update import clipped_policy_loss
+    from sched.learn.ppo.update import clipped_policy_loss
 
     adv = torch.tensor([2.0, -2.0, 2.0, -1.0], dtype=torch.float64)
     ratio = torch.tensor([1.1, 0.9, 1.5, 1.5], dtype=torch.float64)
@@ -169,7 +169,7 @@ def test_value_loss_by_hand():
     inside the clip, 1.21. Decision 2: v = 0, v_old = 1, R = 0.5: v_clip = 0.8,
     max(0.25, 0.09) = 0.25. Unclipped: 0.5 * mean(1, 1.21, 0.25).
     """
-    from sched.learn.update import value_loss
+    from sched.learn.ppo.update import value_loss
 
     def t(*v):
         return torch.tensor(v, dtype=torch.float64)
@@ -209,7 +209,7 @@ def test_distillation_loss_on_a_two_decision_toy_batch():
     padding, which must not count): probabilities 3/4, 1/4. Expected regret 0.375.
     Loss (0.75 + 0.375) / 2 = 0.5625.
     """
-    from sched.learn.distill import imitation_loss, regrets
+    from sched.learn.search.distill import imitation_loss, regrets
 
     valid = torch.tensor([[True, True, True], [True, True, False]])
     # a padding label counts for nothing, whatever it holds (here less than every real one)

@@ -288,8 +288,8 @@ def test_a_file_that_is_not_a_policy_is_refused(tmp_path):
     # The contract: every bad input to rank() is a RankInputError, a damaged
     # policy file included (its PolicyFileError is the cause); as a file the call reads
     # (not the call's tasks) it is a RankSetupError, which sched serve tells apart.
-    from sched.learn.policy_file import PolicyFileError
-    from sched.serve.tasks import RankSetupError
+    from sched.learn.policy.policy_file import PolicyFileError
+    from sched.ranking.tasks import RankSetupError
 
     junk = tmp_path / "junk.pt"
     junk.write_bytes(b"not a policy")
@@ -303,7 +303,7 @@ def test_a_file_that_is_not_a_policy_is_refused(tmp_path):
 
 def test_a_bad_config_is_a_rank_input_error(tmp_path):
     from sched.config import ConfigError
-    from sched.serve.tasks import RankSetupError
+    from sched.ranking.tasks import RankSetupError
 
     bad = tmp_path / "bad.yaml"
     bad.write_text("rules: {atc_k: -1}\n")
@@ -448,7 +448,7 @@ def test_explain_table(tmp_path):
 
 
 def test_duration_model_estimates_tasks_without_an_estimate(tmp_path, monkeypatch):
-    # The wiring only: sched.data.calibration.predict_duration (issue 3) is called
+    # The wiring only: sched.data.bench.calibration.predict_duration (issue 3) is called
     # with the configured calibration, the task's kind and its other fields.
     import types
 
@@ -461,12 +461,14 @@ def test_duration_model_estimates_tasks_without_an_estimate(tmp_path, monkeypatc
         return features["frames"] * 2.0
 
     try:
-        import sched.data.calibration as cal
+        import sched.data.bench.calibration as cal
 
         monkeypatch.setattr(cal, "predict_duration", predict_duration, raising=False)
     except ImportError:
         monkeypatch.setitem(
-            sys.modules, "sched.data.calibration", types.SimpleNamespace(predict_duration=predict_duration)
+            sys.modules,
+            "sched.data.bench.calibration",
+            types.SimpleNamespace(predict_duration=predict_duration),
         )
     c = dict(conf(tmp_path), scenario={"calibration": "cal.json"})
     tasks = [
@@ -487,7 +489,7 @@ def test_duration_model_estimates_tasks_without_an_estimate(tmp_path, monkeypatc
 
 def test_duration_model_of_a_real_calibration(calibrated):
     # The `calibrated` fixture builds a calibration from the example bench logs.
-    from sched.data.calibration import predict_duration
+    from sched.data.bench.calibration import predict_duration
 
     tasks = [
         {
@@ -677,7 +679,7 @@ def test_tasks_must_be_a_list_or_a_frame(tmp_path):
 def test_import_sched_stays_light_and_rank_is_the_function():
     code = (
         "import sys, sched; heavy = {'numba', 'pandas', 'torch'} & set(sys.modules); "
-        "import sched.serve.ranker; from sched import rank; import types; "
+        "import sched.ranking.ranker; from sched import rank; import types; "
         "print(sorted(heavy), isinstance(rank, types.FunctionType))"
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)

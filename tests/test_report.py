@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sched.evaluate import report
 from sched.evaluate.per_scenario import matrix, read_per_scenario, sort_frame
 from sched.evaluate.policies import resolve_policies
+from sched.evaluate.report import document as report
 from sched.evaluate.statistics import bootstrap_counts, paired_difference
 from sched.evaluate.summary import best_heuristic, write_outputs
 

@@ -14,7 +14,6 @@ import pytest
 
 from sched import layout
 from sched.errors import SchedError
-from sched.evaluate import report
 from sched.evaluate.per_scenario import matrix, read_per_scenario, sort_frame
 from sched.evaluate.policies import (
     benchmark_policies,
@@ -24,10 +23,11 @@ from sched.evaluate.policies import (
     policy_key,
     resolve_policies,
 )
-from sched.evaluate.report_training import TARGETS, in_range, throughput, vital_signs
+from sched.evaluate.report import document as report
+from sched.evaluate.report.training import TARGETS, in_range, throughput, vital_signs
 from sched.evaluate.statistics import bootstrap_counts, paired_difference, win_tie_loss
 from sched.evaluate.summary import best_heuristic, choose_winner, write_outputs
-from sched.learn.train_log import LOG_COLUMNS
+from sched.learn.ppo.train_log import LOG_COLUMNS
 
 from .conftest import run_cli
 from .test_benchmark import HEURISTICS, ok, tiny  # noqa: F401  (tiny: the shared fixture)
@@ -174,7 +174,7 @@ def test_the_target_ranges_are_closed_and_refuse_undefined_values():
 
 
 def test_the_learning_curve_figure_has_a_diagnostics_panel_per_seed():
-    from sched.evaluate.figures import learning_curves_figure
+    from sched.evaluate.report.figures import learning_curves_figure
 
     logs = {1: fake_log(1), 2: fake_log(2)}
     fig = learning_curves_figure(logs, targets=TARGETS)

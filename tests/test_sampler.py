@@ -1,4 +1,4 @@
-"""The compiled sampler of PPO's rollout (sched.learn.sampler) against the greedy decision and
+"""The compiled sampler of PPO's rollout (sched.learn.ppo.sampler) against the greedy decision and
 torch's definitions, and the privileged hint's reuse of its ATC rollout (core.cost_to_go_cached)
 against a fresh one."""
 
@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import torch
 
-from sched.learn import kernel, policy_file
-from sched.learn import networks as P
-from sched.learn.ppo import Args, make_env
-from sched.learn.rollout import CompiledSampler, collect_compiled
+from sched.learn.policy import kernel, policy_file
+from sched.learn.policy import networks as P
+from sched.learn.ppo.loop import Args, make_env
+from sched.learn.ppo.rollout import CompiledSampler, collect_compiled
 from sched.sim import core
 
 

@@ -19,7 +19,7 @@ from sched.config import ConfigError, seed_range, validate_config
 from sched.errors import SchedError
 from sched.evaluate.errors import BenchmarkError, ReportError
 from sched.evaluate.per_scenario import PER_SCENARIO_COLUMNS
-from sched.evaluate.report_inputs import read_winner
+from sched.evaluate.report.inputs import read_winner
 from sched.evaluate.seeds import (
     benchmark_seeds,
     check_seed_uses,
@@ -29,8 +29,8 @@ from sched.evaluate.seeds import (
     validation_seeds,
 )
 from sched.evaluate.summary import WINNER_KEYS, summarise, write_outputs
-from sched.serve.tasks import RankInputError
-from sched.serve.verdict_files import check_winner as _check_winner
+from sched.ranking.tasks import RankInputError
+from sched.ranking.verdict_files import check_winner as _check_winner
 
 from .conftest import run_cli
 
@@ -331,7 +331,7 @@ def test_benchmark_on_the_selection_seeds_then_gather_chooses_on_them(tmp_path):
 
 def test_the_reports_conclusion_says_how_the_winner_was_chosen(cfg):
     from sched import setting
-    from sched.evaluate.report_conclusion import conclusion_section
+    from sched.evaluate.report.conclusion import conclusion_section
 
     test, sel = frames(
         cfg,

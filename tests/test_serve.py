@@ -19,10 +19,10 @@ httpx = pytest.importorskip("httpx", reason="httpx (extra test) not installed")
 
 from sched import cli  # noqa: E402
 from sched.limits import MAX_RANK_BYTES, MAX_RANK_TASKS  # noqa: E402
+from sched.ranking.explain import EXPLAIN_COLUMNS  # noqa: E402
+from sched.ranking.ranker import decide, rank  # noqa: E402
 from sched.serve.decision_log import DecisionLog  # noqa: E402
-from sched.serve.explain import EXPLAIN_COLUMNS  # noqa: E402
 from sched.serve.http import ServiceSettings  # noqa: E402
-from sched.serve.ranker import decide, rank  # noqa: E402
 
 from .serve_helpers import (  # noqa: E402
     live,
@@ -213,7 +213,7 @@ def test_concurrent_clients_get_the_in_process_order(conf):
 
 @pytest.mark.parametrize("n", [30, 100])  # decided on the event loop, and on a worker thread
 def test_a_call_past_its_budget_is_answered_by_the_tuned_rule_and_says_so(conf, n):
-    from sched.serve import ranker
+    from sched.ranking import ranker
 
     release, finished = threading.Event(), threading.Event()
 
@@ -417,7 +417,7 @@ def test_a_learned_policy_past_the_deadline_is_answered_by_the_rule_computed_bes
     import shutil
 
     from sched import layout
-    from sched.serve import ranker
+    from sched.ranking import ranker
 
     conf = str(write_config(tmp_path, winner=rule_winner("edd"), tuned={"atc_k": 0.7}))
     pfile = tmp_path / layout.policy_file(7)
@@ -458,7 +458,7 @@ def test_a_learned_policy_past_the_deadline_is_answered_by_the_rule_computed_bes
 
 
 def test_numbers_beyond_any_float_are_refused_as_input(conf):
-    from sched.serve.tasks import RankInputError
+    from sched.ranking.tasks import RankInputError
 
     with pytest.raises(RankInputError, match=r"machines\[0\]\.speed: speed must be a finite number"):
         rank([{"id": "a", "estimate_s": 5, "weight": 1, "due": 9}], machines=[{"speed": 2**1024}])

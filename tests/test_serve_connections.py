@@ -12,9 +12,9 @@ pytest.importorskip("uvicorn", reason="optional extra serve not installed (pip i
 pytest.importorskip("httptools", reason="optional extra serve not installed")
 httpx = pytest.importorskip("httpx", reason="httpx (extra test) not installed")
 
+from sched.ranking.ranker import rank  # noqa: E402
 from sched.serve.connections import Limits  # noqa: E402
 from sched.serve.http import ServiceSettings  # noqa: E402
-from sched.serve.ranker import rank  # noqa: E402
 
 from .serve_helpers import live, metric, queue, rule_winner, write_config  # noqa: E402
 

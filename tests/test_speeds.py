@@ -13,11 +13,11 @@ import torch
 from sched.config import ConfigError, validate_config
 from sched.data import machines as MA
 from sched.data.scenario import draw, scenario_model
-from sched.learn import features as F
-from sched.learn import kernel
+from sched.learn.policy import features as F
+from sched.learn.policy import kernel
 from sched.limits import MAX_MACHINES
-from sched.serve.ranker import rank
-from sched.serve.tasks import RankInputError
+from sched.ranking.ranker import rank
+from sched.ranking.tasks import RankInputError
 from sched.sim import core
 
 from .conftest import run_cli
@@ -260,7 +260,7 @@ def test_a_learned_policy_on_mixed_gpus_is_the_reference_schedule():
 
 
 def test_policy_files_of_an_earlier_version_are_refused_naming_it(tmp_path):
-    from sched.learn import policy_file as PF
+    from sched.learn.policy import policy_file as PF
 
     policy = make_policy(16, seed=5)
     path = tmp_path / "old.pt"

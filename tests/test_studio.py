@@ -10,12 +10,12 @@ import pytest
 
 from sched import files, setting
 from sched.config import ConfigError, validate_config
-from sched.data.history import HistoryError
 from sched.data.model import DAY_MARGIN, ModelError, day_tasks
-from sched.data.replay import held_out_stream
 from sched.data.scenario import draw, scenario_model
-from sched.data.split import held_out_split
-from sched.data.workload_fit import calibrate_workload
+from sched.data.workload.history import HistoryError
+from sched.data.workload.replay import held_out_stream
+from sched.data.workload.split import held_out_split
+from sched.data.workload.workload_fit import calibrate_workload
 from sched.evaluate.gate import held_out_gate
 from sched.evaluate.policies import competes, parse_policies, policy_key, rule_spec
 from sched.evaluate.runs import run_on_stream, schedule_policy

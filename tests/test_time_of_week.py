@@ -14,9 +14,9 @@ import pytest
 
 from sched.config import seed_range
 from sched.data.scenario import draw, generate, scenario_model
-from sched.data.workload import EPOCH_WEEK_OFFSET_S, draw_arrivals
-from sched.learn import features as F
-from sched.learn import kernel as K
+from sched.data.workload.workload import EPOCH_WEEK_OFFSET_S, draw_arrivals
+from sched.learn.policy import features as F
+from sched.learn.policy import kernel as K
 from sched.sim import core as S
 from sched.sim import rules
 
@@ -147,8 +147,8 @@ def test_a_scenario_from_a_workload_starts_at_the_drawn_time_of_week(wl_cfg):
 
 
 def test_training_slots_and_validation_carry_their_scenarios_week_start(wl_cfg):
-    from sched.learn.ppo import Args, make_env
-    from sched.learn.validation import Validator
+    from sched.learn.ppo.loop import Args, make_env
+    from sched.learn.ppo.validation import Validator
 
     args = Args(seed=2, num_envs=4, tasks=40, teacher_scenarios=0, validation_scenarios=3)
     env = make_env(wl_cfg, args, 2.0)
@@ -170,7 +170,7 @@ def test_training_slots_and_validation_carry_their_scenarios_week_start(wl_cfg):
 @pytest.fixture(scope="module")
 def wl_policy(wl_cfg, tmp_path_factory):
     """A policy file trained (briefly) on the workload: its meta holds the workload's profile."""
-    from sched.learn.ppo import Args, train
+    from sched.learn.ppo.loop import Args, train
 
     out = tmp_path_factory.mktemp("wl-train") / "weekly.pt"
     train(wl_cfg, Args(seed=4, **dict(TINY_TRAIN, iterations=2)), out, progress=False)
@@ -178,7 +178,7 @@ def wl_policy(wl_cfg, tmp_path_factory):
 
 
 def test_a_workload_policy_file_holds_the_profile(wl_policy, wl_cfg):
-    from sched.learn.policy_file import load
+    from sched.learn.policy.policy_file import load
 
     policy = load(wl_policy)
     np.testing.assert_allclose(policy.meta["profile"], scenario_model(wl_cfg).load_profile(), rtol=1e-15)
@@ -190,7 +190,7 @@ def test_rank_at_two_times_of_week_differs_only_in_the_time_of_week(wl_policy, t
     rank() passes the epoch's week start, and the first decision's features differ only in
     ahead_1h, ahead_4h, week_sin and week_cos, which are the profile's at those times."""
     from sched import rank
-    from sched.learn.policy_file import load
+    from sched.learn.policy.policy_file import load
 
     seen = []
     real = K.run_one

@@ -13,16 +13,16 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from sched.data.history import HistoryError
 from sched.data.scenario import draw, scenario_model
-from sched.data.workload import (
+from sched.data.workload.history import HistoryError
+from sched.data.workload.workload import (
     NO_DEADLINE_S,
     WorkloadFileError,
     draw_allowance,
     hour_of_week,
     load_workload,
 )
-from sched.data.workload_fit import calibrate_workload, exposure_hours, smooth_rates
+from sched.data.workload.workload_fit import calibrate_workload, exposure_hours, smooth_rates
 from tests.conftest import ROOT, run_cli
 
 HISTORY = [ROOT / "resources/history/example_history.csv", ROOT / "resources/history/example_history.jsonl"]

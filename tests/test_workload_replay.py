@@ -6,12 +6,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sched.data.calibration import load_calibration, predict_duration
-from sched.data.history import read_history
-from sched.data.replay import replay_scenarios
-from sched.data.workload import NO_DEADLINE_S
-from sched.data.workload_fit import estimates
-from sched.evaluate.report_workload import read_replay, replay_section
+from sched.data.bench.calibration import load_calibration, predict_duration
+from sched.data.workload.history import read_history
+from sched.data.workload.replay import replay_scenarios
+from sched.data.workload.workload import NO_DEADLINE_S
+from sched.data.workload.workload_fit import estimates
+from sched.evaluate.report.workload import read_replay, replay_section
 from tests.conftest import ROOT, run_cli
 
 DAY = 86400.0
@@ -121,8 +121,8 @@ def test_replay_command_and_report_section(tmp_path, cfg, calibrated):
     assert lines[0] == "## Replayed history"
     assert sum(line.startswith("| ") for line in lines) == 1 + 4  # the header and one row a policy
     assert read_replay(tmp_path / "absent") is None and replay_section(cfg, None) == []
-    from sched.data.workload_fit import calibrate_workload
-    from sched.evaluate.report_workload import read_fit
+    from sched.data.workload.workload_fit import calibrate_workload
+    from sched.evaluate.report.workload import read_fit
 
     c = copy.deepcopy(cfg)
     c["scenario"]["calibration"] = str(calibrated.calibration)

@@ -44,8 +44,8 @@ def register(sub):
 
 def run(args):
     from sched.config import validate_config
-    from sched.data.calibration_output import summary_lines, write_calibration
-    from sched.data.fit import calibrate
+    from sched.data.bench.calibration_output import summary_lines, write_calibration
+    from sched.data.bench.fit import calibrate
 
     cfg = load_cfg(args)
     opts = cfg["calibration"]

@@ -39,8 +39,8 @@ def register(sub):
 
 def run(args):
     from sched.config import validate_config
-    from sched.data.workload_fit import calibrate_workload
-    from sched.data.workload_output import summary_lines, write_workload
+    from sched.data.workload.workload_fit import calibrate_workload
+    from sched.data.workload.workload_output import summary_lines, write_workload
 
     cfg = load_cfg(args)
     if args.max_bad_share is not None:

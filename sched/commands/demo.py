@@ -39,9 +39,9 @@ def run(args):
     from sched import files
     from sched.data.machines import speeds
     from sched.data.scenario import check_seed, schedule_frame
-    from sched.evaluate import figures
     from sched.evaluate.demo import demo_pair, run_demo
     from sched.evaluate.policies import parse_policies, parse_policy_files, resolve_policies
+    from sched.evaluate.report import figures
     from sched.evaluate.summary import UNIT
 
     cfg = load_cfg(args)

@@ -12,7 +12,7 @@ def register(sub):
     s = sub.add_parser(
         "distill",
         help="distil the gated teacher's labels into a policy (the warm start, or a round of expert "
-        "iteration with --start); sched/learn/iterate.py",
+        "iteration with --start); sched/learn/search/iterate.py",
     )
     s.add_argument(
         "--labels", nargs="+", required=True, metavar="LABELS", help="label files of `sched teach`"
@@ -34,9 +34,9 @@ def register(sub):
 
 def run(args):
     from sched import threads
-    from sched.learn.iterate import distill_stage
-    from sched.learn.ppo import Args
-    from sched.learn.teacher import load_labels
+    from sched.learn.ppo.loop import Args
+    from sched.learn.search.iterate import distill_stage
+    from sched.learn.search.teacher import load_labels
 
     cfg = load_cfg(args)
     seed = args.seed if args.seed is not None else cfg["train"]["seeds"][0]

@@ -80,8 +80,8 @@ def _range(text, most):
 
 def run(args):
     from sched.commands.rank import parse_machines  # the same forms as sched rank --machines
+    from sched.farms import opencue, opencue_mapping
     from sched.limits import MAX_SECONDS
-    from sched.serve import opencue, opencue_mapping
 
     bounds = _range(args.priority_range, opencue.MAX_PRIORITY)
     machines = parse_machines(args.machines)

@@ -104,11 +104,11 @@ def parse_machines(text):
 def read_tasks(source):
     """The JSON list of task objects in ``source`` (a path, or '-' for standard input).
 
-    Refused in one line naming the source (``sched.serve.request``, which ``sched serve``
+    Refused in one line naming the source (``sched.ranking.request``, which ``sched serve``
     shares): more than MAX_RANK_BYTES bytes, text that is not UTF-8 or not JSON, ``NaN`` or
     ``Infinity``, nesting too deep for the parser, anything but a list.
     """
-    from sched.serve.request import task_list
+    from sched.ranking.request import task_list
 
     name = "standard input" if source == "-" else source
     try:
@@ -126,8 +126,8 @@ def read_tasks(source):
 
 
 def run(args):
-    from sched.serve.explain import explain_records
-    from sched.serve.ranker import rank
+    from sched.ranking.explain import explain_records
+    from sched.ranking.ranker import rank
 
     policy = args.policy
     if policy is None:

@@ -11,7 +11,7 @@ from sched import layout, threads
 from sched.cli import load_cfg
 from sched.commands import add_policy_inputs
 
-#: The name of a window's scenario file (sched.data.replay: replay-DATE, or replay-DATETHHMM for
+#: The name of a window's scenario file (sched.data.workload.replay: replay-DATE, or replay-DATETHHMM for
 #: windows that are not whole days): the only files --scenarios-out removes.
 WINDOW_FILE = re.compile(r"replay-[0-9]{4}-[0-9]{2}-[0-9]{2}(T[0-9]{4})?\.csv")
 
@@ -56,8 +56,8 @@ def register(sub):
 def run(args):
     import pandas as pd
 
-    from sched.data.replay import replay_scenarios
     from sched.data.scenario import write_scenario
+    from sched.data.workload.replay import replay_scenarios
     from sched.errors import UsageError
     from sched.evaluate.runs import run_on_scenarios
     from sched.evaluate.summary import write_outputs
@@ -154,8 +154,8 @@ def run_held_out(args, cfg, calibration):
     """`sched replay --held-out`: the held-out days as one stream, a row per day and policy."""
     import pandas as pd
 
-    from sched.data.replay import held_out_stream
-    from sched.data.workload import held_out_days, load_workload
+    from sched.data.workload.replay import held_out_stream
+    from sched.data.workload.workload import held_out_days, load_workload
     from sched.errors import UsageError
     from sched.evaluate.runs import run_on_stream
     from sched.evaluate.summary import write_outputs

@@ -50,7 +50,7 @@ def register(sub):
 
 
 def run(args):
-    from sched.evaluate.report import build
+    from sched.evaluate.report.document import build
 
     cfg = load_cfg(args)
     written = build(

@@ -13,7 +13,7 @@ def register(sub):
     s = sub.add_parser(
         "teach",
         help="label training scenarios with the gated rollout teacher "
-        "(the warm start, or a round of expert iteration; sched/learn/teacher.py)",
+        "(the warm start, or a round of expert iteration; sched/learn/search/teacher.py)",
     )
     s.add_argument(
         "--round",
@@ -42,7 +42,7 @@ def register(sub):
 
 def teacher_seeds(cfg, args):
     from sched.config import seed_range
-    from sched.learn.ppo import Args
+    from sched.learn.ppo.loop import Args
 
     a = Args.from_config(cfg, atc_k=args.atc_k)
     if a.atc_k is not None and not a.atc_k > 0:
@@ -65,8 +65,8 @@ def teacher_seeds(cfg, args):
 
 
 def run(args):
-    from sched.learn.distill import teacher_base
-    from sched.learn.teacher import LABEL_FORMAT, label_settings, make_labels, save_labels, settings_of
+    from sched.learn.search.distill import teacher_base
+    from sched.learn.search.teacher import LABEL_FORMAT, label_settings, make_labels, save_labels, settings_of
 
     cfg = load_cfg(args)
     if args.round_ is not None:
@@ -86,10 +86,10 @@ def run(args):
 def _round(cfg, args):
     """Round ``args.round_``'s labels with ``args.policy``: (labels, statistics, file meta)."""
     from sched.config import training_hash
-    from sched.learn import policy_file
-    from sched.learn.iterate import round_labels, round_seeds
-    from sched.learn.ppo import Args
-    from sched.learn.teacher import LABEL_FORMAT, settings_of
+    from sched.learn.policy import policy_file
+    from sched.learn.ppo.loop import Args
+    from sched.learn.search.iterate import round_labels, round_seeds
+    from sched.learn.search.teacher import LABEL_FORMAT, settings_of
 
     if args.round_ < 1:
         raise UsageError(f"--round: expected a round >= 1, got {args.round_}")

@@ -38,8 +38,8 @@ def register(sub):
 
 
 def run(args):
-    from sched.learn.ppo import Args, train
-    from sched.learn.train_log import plot_learning_curve
+    from sched.learn.ppo.loop import Args, train
+    from sched.learn.ppo.train_log import plot_learning_curve
 
     cfg = load_cfg(args)
     if args.iterations is not None and args.iterations < 1:
@@ -75,7 +75,7 @@ def _checked_labels(cfg, a, paths):
     import numpy as np
 
     from sched.config import seed_range
-    from sched.learn.teacher import label_settings, load_labels
+    from sched.learn.search.teacher import label_settings, load_labels
 
     if a.teacher_scenarios <= 0:
         raise UsageError("--teacher: train.teacher_scenarios is 0 (no warm start configured)")

@@ -1,2 +1,10 @@
-"""Data: scenarios (generate, read, validate, write), duration distributions, and the
-calibration from GPU bench logs (the fit, and the calibration file it writes)."""
+"""Data: what a scenario is made of, and the two fits that calibrate it.
+
+* ``scenario``: scenarios: generate them from a seed, read and validate them, write them;
+* ``model``: the scenario model, everything a generated scenario depends on, read from the config once;
+* ``distributions``: the task kinds' duration distributions, their means and samplers;
+* ``machines``: the GPUs of a farm, how many and how fast (the one parser of every form).
+
+Subpackages: ``bench`` (task durations calibrated from GPU bench logs, ``sched calibrate``)
+and ``workload`` (the queue's own history: its workload fit, its replay and its held-out days).
+"""

@@ -175,8 +175,8 @@ def scenario_model(cfg):
     the files' errors (``CalibrationFileError``, ``WorkloadFileError``) or a
     ``MachinesError``, each naming the file or field.
     """
-    from sched.data.calibration import load_calibration
-    from sched.data.workload import load_workload
+    from sched.data.bench.calibration import load_calibration
+    from sched.data.workload.workload import load_workload
 
     sc = cfg["scenario"]
     calibration = sc.get("calibration") or None

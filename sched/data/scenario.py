@@ -35,7 +35,7 @@ from sched.config import shorten
 from sched.data.distributions import sample_durations
 from sched.data.machines import total as total_speed
 from sched.data.model import ScenarioModel, scenario_model  # noqa: F401  (scenario_model: also from here)
-from sched.data.workload import class_table, draw_allowance, draw_arrivals, draw_priorities
+from sched.data.workload.workload import class_table, draw_allowance, draw_arrivals, draw_priorities
 from sched.errors import SchedError
 from sched.limits import MAX_MACHINES, MAX_SCENARIO_BYTES, MAX_SCENARIO_TASKS, MAX_SECONDS, MAX_WEIGHT
 from sched.sim.objective import tardiness

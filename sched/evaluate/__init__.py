@@ -20,9 +20,8 @@ shards), :mod:`~sched.evaluate.policies` (policy names and specs),
 (the per-scenario table), :mod:`~sched.evaluate.statistics` (paired bootstrap),
 :mod:`~sched.evaluate.summary` (summary and winner).
 
-Also here: ``tuning`` (ATC's k), ``demo`` (the demonstration scenario),
-``headroom`` (the clairvoyant reference run), ``report`` with ``report_inputs``,
-``report_sections``, ``report_conclusion`` and ``report_format``
-(``rapport.md``), ``figures``; ``errors`` holds the package's error classes
-and ``progress`` its progress bar.
+Also here: ``tuning`` (ATC's k), ``gate`` (the held-out gate of a verdict chosen on
+validation days), ``demo`` (the demonstration scenario), ``headroom`` (the clairvoyant
+reference run), ``errors`` (the package's error classes) and ``progress`` (its progress
+bar). The subpackage ``report`` writes ``rapport.md`` and its figures.
 """

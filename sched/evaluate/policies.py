@@ -6,7 +6,7 @@ that ``sched tune`` chose), ``ppo-<S>``, the PPO policy of training seed S, and
 ``warm_start.pt`` beside the policy file; only when training has a teacher).
 Both learned kinds are policy files; a warm start is benchmarked to show PPO's
 share of the gain, and is never the winner (:func:`sched.evaluate.summary.choose_winner`).
-``plan`` is the planner (``sched.learn.planner``) on the base policy of config
+``plan`` is the planner (``sched.learn.search.planner``) on the base policy of config
 ``plan.base``; it is run on a subset of the test seeds (config ``plan.scenarios``).
 A spec says how to run a name: ``kind`` ('rule' or 'ppo'), ``rule`` and
 ``atc_k`` for a rule, ``policy_file`` for a learned policy.
@@ -34,7 +34,7 @@ _MAIN = re.compile(r"^main-ppo-(\d+)$")
 MAIN_PREFIX = "main-"
 #: The planner's name (docs/plan.md).
 PLAN = "plan"
-#: The gated teacher run as a policy (``sched.learn.teacher``: the planner with the teacher's
+#: The gated teacher run as a policy (``sched.learn.search.teacher``: the planner with the teacher's
 #: settings, ``train.teacher_*``, on its base rule ``train.teacher_base``).
 TEACHER = "teacher"
 #: Policies that plan at each decision (run one scenario after the other).

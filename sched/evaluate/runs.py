@@ -1,5 +1,5 @@
 """Running policies over scenarios: the dispatching rules (compiled core) and,
-once trained, the PPO policy (its compiled decision, ``sched.learn.kernel``:
+once trained, the PPO policy (its compiled decision, ``sched.learn.policy.kernel``:
 what ``rank()`` runs); the benchmark's per-scenario table of named policies."""
 
 import time
@@ -34,8 +34,8 @@ def schedule_scenarios(
     if policy == "ppo":
         if not policy_file:
             raise UsageError("policy ppo needs a policy file (--policy-file, from `sched train`)")
-        from sched.learn import kernel
-        from sched.learn.policy_file import load
+        from sched.learn.policy import kernel
+        from sched.learn.policy.policy_file import load
 
         weeks = [s.week_start_s for s in scenarios]  # the time of week the policy reads
         return kernel.run(load(policy_file), [s.arrays for s in scenarios], machines, machine_free, weeks)
@@ -76,8 +76,8 @@ def schedule_policy(spec, scenarios, arrays, machines, cfg=None):
 
 
 def make_planner(cfg, spec):
-    """The :class:`sched.learn.planner.Planner` of a ``plan`` spec (``policies.plan_spec``)."""
-    from sched.learn.planner import Planner, learned_base, rule_base
+    """The :class:`sched.learn.search.planner.Planner` of a ``plan`` spec (``policies.plan_spec``)."""
+    from sched.learn.search.planner import Planner, learned_base, rule_base
 
     def rule_of(s):
         return rule_base(s["rule"], s["atc_k"] if s["atc_k"] is not None else rules.ATC_K_DEFAULT)
@@ -86,7 +86,7 @@ def make_planner(cfg, spec):
     if base["kind"] == "rule":
         b = rule_of(base)
     else:
-        from sched.learn.policy_file import load
+        from sched.learn.policy.policy_file import load
 
         b = learned_base(load(base["policy_file"]), spec["base"])
     roll = spec.get("rollout_spec")
@@ -138,7 +138,7 @@ def run_on_scenarios(cfg, keys, scenarios, specs, progress=False, timings=None):
 
 def run_on_stream(cfg, scenario, day, days, specs, progress=False):
     """Per-day table of every policy in ``specs`` on one continuous ``scenario`` (a replayed
-    stream, ``sched.data.replay.held_out_stream``): each policy schedules the whole stream
+    stream, ``sched.data.workload.replay.held_out_stream``): each policy schedules the whole stream
     once, and each task's metrics count toward its ``day`` (0 .. days-1; -1: toward none).
     ``scenario_seed`` is the day's index, so the days pair across policies."""
     machines = cfg["scenario"]["machines"]

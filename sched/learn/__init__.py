@@ -1,14 +1,14 @@
-"""Learning a dispatching policy.
+"""Learning a dispatching policy, and searching on top of one.
 
-* ``features``: the state encoding (what a policy sees), compiled;
-* ``networks``: the actor-critics and :class:`~sched.learn.networks.Policy`;
-  ``policy_file``: the file a trained policy is saved in;
-* ``scorer``: the scorer's greedy rollout of one queue, compiled (``rank()``);
-* ``vec_env``: training scenarios stepped in lockstep, greedy rollouts;
-  ``gym_env``: the Gymnasium environment (``sched/RenderQueue-v0``);
-* ``ppo``: the settings (``Args``) and the training loop, made of ``rollout``,
-  ``update`` (GAE and the PPO update), ``validation``, ``checkpoint`` and
-  ``train_log``;
-* ``teacher``: the Monte Carlo rollout teacher; ``distill``: the warm start
-  that imitates it.
+* ``policy``: what a learned policy is (its features, its compiled decision, its networks,
+  its file);
+* ``env``: the environments over the compiled simulator (the vectorised one PPO and the
+  benchmark step, and the Gymnasium one for other RL libraries);
+* ``ppo``: training by PPO, written by hand (the loop, the rollout, the update, validation,
+  checkpoints and the training log);
+* ``search``: decision-time search, the candidate evaluator ``lookahead``, ``plan``, the
+  gated teacher, distillation and expert iteration.
+
+docs/architecture.md gives the files to open, in order, for one PPO update and one round of
+expert iteration.
 """

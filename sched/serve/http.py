@@ -5,7 +5,7 @@ Routes: ``POST /v1/rank`` (the decision), ``GET /healthz`` (alive), ``GET /ready
 (Prometheus text format). The guard around them (:class:`Guard`) checks the bearer
 token before any body is read and counts every answer by status.
 
-A call is read and decided in two halves, ``sched.serve.ranker.prepare`` (the tasks checked,
+A call is read and decided in two halves, ``sched.ranking.ranker.prepare`` (the tasks checked,
 the policy chosen) and ``ranker.run``. A small body of a small queue is decided on the event
 loop itself; any other on a worker thread, body parsing included, so that a big call never
 stalls the loop (the compiled rollouts release the GIL). A call not answered within its time
@@ -38,10 +38,10 @@ from functools import partial
 
 from sched.errors import MissingExtraError
 from sched.limits import MAX_RANK_BYTES
-from sched.serve import ranker
-from sched.serve import request as rank_request
+from sched.ranking import ranker
+from sched.ranking import request as rank_request
+from sched.ranking.tasks import RankInputError, RankSetupError
 from sched.serve.metrics import Metrics
-from sched.serve.tasks import RankInputError, RankSetupError
 
 try:
     from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -455,7 +455,7 @@ def _records(d):
     """The explain rows of a decision (None without explain), built off the event loop."""
     if d.frame is None:
         return None
-    from sched.serve.explain import explain_records
+    from sched.ranking.explain import explain_records
 
     return explain_records(d.frame)
 

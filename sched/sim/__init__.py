@@ -1,2 +1,11 @@
-"""Simulation: the dispatching rules, the compiled event loop, its plain-Python reference,
-the one-queue path of rank(), and the clairvoyant local search."""
+"""Simulation: the queue itself, with no learning in it.
+
+* ``state``: the simulator's state, a batch of scenarios as plain NumPy arrays;
+* ``rules``: the dispatching rules, their names and priority formulas, defined once;
+* ``objective``: tardiness and total weighted tardiness, defined once;
+* ``core``: the compiled event loop, the rule picks and batched rollouts;
+* ``one_queue``: the compiled path of ``rank()`` (one queue, one rule, one call);
+* ``reference``: the plain-Python reference simulator the compiled one is checked against;
+* ``clairvoyant``: the best schedule a local search finds knowing the future;
+* ``errors``: the package's error classes.
+"""

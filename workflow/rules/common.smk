@@ -208,7 +208,7 @@ def studio_built():
     `sched calibrate-workload` says so). Known once the calibrate_workload checkpoint has run."""
     if STUDIO not in ROBUST:
         return False
-    from sched.data.workload import held_out_days, load_workload
+    from sched.data.workload.workload import held_out_days, load_workload
 
     return held_out_days(load_workload(checkpoints.calibrate_workload.get().output.json)) is not None
 

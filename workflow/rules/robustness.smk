@@ -36,7 +36,7 @@ use rule tune as robust_tune with:
 
 use rule teach as robust_teach with:
     """Label one shard of the training seeds for a robustness setting that retrains.
-    Runs `sched teach` (sched/commands/teach.py -> sched.learn.teacher.make_labels)."""
+    Runs `sched teach` (sched/commands/teach.py -> sched.learn.search.teacher.make_labels)."""
     input:
         config=step_config("teach", "{setting}"),
         calibration=setting_calibration,
@@ -54,7 +54,7 @@ use rule teach as robust_teach with:
 use rule train as robust_train with:
     """Retrain a policy for one robustness setting whose training has no teacher (PPO from the
     ATC prior alone), per training seed.
-    Runs `sched train` (sched/commands/train.py -> sched.learn.ppo.train)."""
+    Runs `sched train` (sched/commands/train.py -> sched.learn.ppo.loop.train)."""
     input:
         config=step_config("train", "{setting}"),
         calibration=setting_calibration,
@@ -81,7 +81,7 @@ use rule train as robust_train with:
 use rule train as robust_train_warm with:
     """Retrain a policy for one robustness setting, warm-started from the setting's teacher
     labels (the warm start is an output too, warm_start.pt), per training seed.
-    Runs `sched train` (sched/commands/train.py -> sched.learn.ppo.train)."""
+    Runs `sched train` (sched/commands/train.py -> sched.learn.ppo.loop.train)."""
     input:
         config=step_config("train", "{setting}"),
         calibration=setting_calibration,
@@ -164,7 +164,7 @@ if STUDIO in ROBUST:
         """Run every policy of the studio setting (the rules, atc-tuned, its ppo-<S> and their warm
         starts, the main setting's policies as main-ppo-<S>) on the days the fit held out, replayed as
         one continuous stream (--held-out); a row per day.
-        Runs `sched replay` (sched/commands/replay.py -> sched.data.replay.held_out_stream,
+        Runs `sched replay` (sched/commands/replay.py -> sched.data.workload.replay.held_out_stream,
         sched.evaluate.runs.run_on_stream)."""
         input:
             config=step_config("replay", STUDIO),

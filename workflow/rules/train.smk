@@ -7,7 +7,7 @@
 rule teach:
     """Label one shard of the first train.teacher_scenarios training seeds with the gated teacher
     on its base rule (train.teacher_base).
-    Runs `sched teach` (sched/commands/teach.py -> sched.learn.teacher.make_labels)."""
+    Runs `sched teach` (sched/commands/teach.py -> sched.learn.search.teacher.make_labels)."""
     input:
         config=step_config("teach"),
         calibration=calibration_input(),
@@ -30,7 +30,7 @@ rule teach:
 
 rule warm_start:
     """Distil the gated teacher's labels into training seed S's warm start (round 0), from the prior.
-    Runs `sched distill` (sched/commands/distill.py -> sched.learn.iterate.distill_stage)."""
+    Runs `sched distill` (sched/commands/distill.py -> sched.learn.search.iterate.distill_stage)."""
     input:
         config=step_config("distill"),
         calibration=calibration_input(),
@@ -53,7 +53,7 @@ rule warm_start:
 rule teach_round:
     """Label round R of training seed S: the states its policy of round R - 1 visits (and a share of
     the teacher's own), by the gated teacher on that policy (base and rollout continuation).
-    Runs `sched teach` (sched/commands/teach.py -> sched.learn.iterate.round_labels)."""
+    Runs `sched teach` (sched/commands/teach.py -> sched.learn.search.iterate.round_labels)."""
     input:
         config=step_config("teach"),
         calibration=calibration_input(),
@@ -76,7 +76,7 @@ rule teach_round:
 rule distill_round:
     """Distil the labels of rounds 1..R into training seed S's policy of round R, from its policy of
     round R - 1, kept only when better on the validation scenarios.
-    Runs `sched distill` (sched/commands/distill.py -> sched.learn.iterate.distill_stage)."""
+    Runs `sched distill` (sched/commands/distill.py -> sched.learn.search.iterate.distill_stage)."""
     input:
         config=step_config("distill"),
         calibration=calibration_input(),
@@ -101,7 +101,7 @@ rule distill_round:
 rule train:
     """Train one PPO policy per training seed (train.seeds), from its last round of expert iteration
     (or its warm start) when train.teacher_scenarios > 0, else from the prior.
-    Runs `sched train` (sched/commands/train.py -> sched.learn.ppo.train)."""
+    Runs `sched train` (sched/commands/train.py -> sched.learn.ppo.loop.train)."""
     input:
         config=step_config("train"),
         calibration=calibration_input(),

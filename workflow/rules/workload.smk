@@ -12,7 +12,7 @@ if HISTORY:
         """Fit the weekly arrival profile, priority mix and deadline allowances to the queue history,
         holding its last workload.test_days days out.
         Runs `sched calibrate-workload` (sched/commands/calibrate_workload.py ->
-        sched.data.workload_fit.calibrate_workload)."""
+        sched.data.workload.workload_fit.calibrate_workload)."""
         input:
             config=step_config("calibrate_workload"),
             calibration=[CALIBRATION] if CALIBRATION else [],
@@ -37,7 +37,7 @@ if HISTORY:
 
     rule replay:
         """Run every policy on the queue history cut into days, each a scenario with its real tasks.
-        Runs `sched replay` (sched/commands/replay.py -> sched.data.replay.replay_scenarios,
+        Runs `sched replay` (sched/commands/replay.py -> sched.data.workload.replay.replay_scenarios,
         sched.evaluate.runs.run_on_scenarios)."""
         input:
             config=step_config("replay"),

@@ -1,0 +1,168 @@
+"""rapport.md and its figures, written from the files the benchmark produced.
+
+Every number in the report is read from (or computed from) those files:
+``per_scenario.csv``, ``resume.csv`` (the summary), ``winner.json``,
+``tuned.json``, ``clairvoyant.csv``, the demonstration's ``demo.csv`` and the
+training logs, plus the scenario settings of the config. Nothing is typed by
+hand: the sentences of the conclusion are templates filled from the numbers,
+including the case where the learned policy does not win.
+
+The parts: :mod:`~sched.evaluate.report.inputs` (reading and cross-checking
+the files), :mod:`~sched.evaluate.report.sections` and
+:mod:`~sched.evaluate.report.conclusion` and :mod:`~sched.evaluate.report.training`
+(one function per section),
+:mod:`~sched.evaluate.report.format` (number formats),
+:mod:`~sched.evaluate.report.figures` (the plots).
+"""
+
+from pathlib import Path
+
+from sched import files, layout
+from sched.evaluate.errors import ReportError
+from sched.evaluate.report.conclusion import conclusion_section, robustness_section
+from sched.evaluate.report.inputs import load, read_robustness
+from sched.evaluate.report.plan import plan_section, read_plan
+from sched.evaluate.report.sections import (
+    FIGURES,
+    clairvoyant_section,
+    demo_section,
+    figures_section,
+    reproduce_section,
+    results_section,
+    setup_section,
+)
+from sched.evaluate.report.studio import read_studio, studio_readme_line, studio_section
+from sched.evaluate.report.training import TARGETS, ppo_alone_lines, training_section
+from sched.evaluate.report.workload import read_fit, read_replay, replay_section
+
+__all__ = ["FIGURES", "README_BEGIN", "README_END", "ReportError", "build", "make_figures", "render"]
+
+#: The README's results block lies between these lines; `sched report --readme` rewrites it.
+README_BEGIN = "<!-- results: written by `sched report --readme README.md`; do not edit by hand -->"
+README_END = "<!-- end of results -->"
+
+
+def make_figures(cfg, d, figures_dir):
+    """The benchmark's figures (and the learning curves when there are training logs).
+
+    Returns ({key of FIGURES: path written}, [notes on figures left out]).
+    """
+    from sched.evaluate.report import figures
+
+    dpi = cfg["report"]["figure_dpi"]
+    fd = Path(figures_dir)
+    made, notes = {}, []
+    made["mean_ci"] = figures.mean_with_ci(
+        d["summary"], fd / FIGURES["mean_ci"], dpi, cfg["benchmark"]["ci_level"]
+    )
+    made["paired"] = figures.paired_differences(d["per"], fd / FIGURES["paired"], dpi)
+    made["ecdf"] = figures.ecdf(d["per"], fd / FIGURES["ecdf"], dpi)
+    if d["logs"]:
+        ref = None
+        atc_val = [
+            log["val_atc_weighted_tardiness_s"].dropna()
+            for log in d["logs"].values()
+            if "val_atc_weighted_tardiness_s" in log
+        ]
+        atc_val = [v.iloc[0] for v in atc_val if len(v)]
+        if atc_val:  # ATC (rules.atc_k) on the same validation scenarios, from the logs
+            ref = (f"ATC k = {cfg['rules']['atc_k']:g}, same scenarios", atc_val[0])
+        made["learning"] = figures.learning_curves(
+            d["logs"], fd / FIGURES["learning"], dpi, reference=ref, targets=TARGETS
+        )
+    else:
+        notes.append(
+            f"Learning curves: no training log (`{layout.train_log('<S>')}`) "
+            "was found, so there is no learning-curve figure."
+        )
+    return made, notes
+
+
+def render(cfg, d, made, notes, paths):
+    """The report's text, section by section."""
+    report_dir = Path(paths["out"]).parent
+    sections = [
+        [
+            f"# {cfg['report']['title']}",
+            "",
+            f"Written by `sched report` from the files in `{paths['bench']}`; every number below is "
+            f"read from them (and from the scenario settings of the config).",
+        ],
+        setup_section(cfg, d),
+        results_section(cfg, d),
+        training_section(cfg, d),
+        clairvoyant_section(cfg, d),
+        demo_section(d, report_dir, paths["figures"]),
+        conclusion_section(cfg, d),
+        robustness_section(cfg, d.get("robust")) + ppo_alone_lines(cfg, d.get("robust") or [], d["summary"]),
+        replay_section(cfg, d.get("replay"), d.get("workload_fit")),
+        studio_section(cfg, d.get("studio"), d.get("workload_fit")),
+        plan_section(cfg, d.get("plan"), d["winner"]),
+        figures_section(made, notes, report_dir),
+        reproduce_section(cfg, d, paths),
+    ]
+    return "\n".join("\n".join(s) + "\n" for s in sections)
+
+
+def readme_block(cfg, d):
+    """The README's results: the report's results and other-settings tables, one heading level down."""
+    lines = []
+    for section in (results_section(cfg, d)[2:], robustness_section(cfg, d.get("robust"))):
+        lines += ["#" + x if x.startswith("## ") else x for x in section] + [""]
+    studio = studio_readme_line(d.get("studio"))
+    if studio:
+        lines += [*studio, ""]
+    return [README_BEGIN, "", *lines, README_END]
+
+
+def update_readme(path, block):
+    """Replace the lines between README_BEGIN and README_END (included) of ``path`` with ``block``."""
+    text = Path(path).read_text(encoding="utf-8")
+    lines = text.split("\n")
+    try:
+        first, last = lines.index(README_BEGIN), lines.index(README_END)
+    except ValueError:
+        raise ReportError(
+            f"{path}: no results block (a line {README_BEGIN!r}, then {README_END!r})"
+        ) from None
+    if last < first:
+        raise ReportError(f"{path}: the end of the results block comes before its beginning")
+    files.write_text(path, "\n".join(lines[:first] + block + lines[last + 1 :]))
+
+
+def build(
+    cfg,
+    bench_dir,
+    out,
+    figures_dir,
+    train_dir,
+    demo_dir,
+    config_path=None,
+    robust_dir=layout.ROBUST_DIR,
+    readme=None,
+    replay_dir=layout.REPLAY_DIR,
+    workload=layout.WORKLOAD,
+    plan_dir=layout.PLAN_BENCH_DIR,
+):
+    """Write the figures and rapport.md (and the results block of ``readme``); returns the paths written."""
+    d = load(bench_dir, train_dir, demo_dir, cfg)
+    d["robust"] = read_robustness(cfg, robust_dir)
+    d["studio"] = read_studio(robust_dir)
+    d["replay"] = read_replay(replay_dir)
+    d["workload_fit"] = read_fit(workload)
+    d["plan"] = read_plan(plan_dir)
+    paths = {
+        "bench": str(bench_dir),
+        "out": str(out),
+        "figures": str(figures_dir),
+        "demo": str(demo_dir),
+        "config": config_path,
+    }
+    made, notes = make_figures(cfg, d, figures_dir)
+    text = render(cfg, d, made, notes, paths)
+    files.write_text(out, text)
+    written = [Path(out), *made.values()]
+    if readme is not None:
+        update_readme(readme, readme_block(cfg, d))
+        written.append(Path(readme))
+    return written

@@ -1,0 +1,155 @@
+"""The report's "Studio" section: the studio setting (issue 24, docs/workload.md).
+
+Reads the studio's files under the robustness folder (``studio/``): its
+summary on test scenarios drawn from the fit (``resume.csv``), its winner
+(``winner.json``, gated on the held-out days) and the held-out replay
+(``replay/resume.csv``, ``replay/per_scenario.csv``, ``replay/windows.csv``).
+"""
+
+import json
+from pathlib import Path
+
+from sched import layout
+from sched.evaluate.policies import is_heuristic, is_ppo, policy_key
+from sched.evaluate.report.format import k, level_text, pct
+from sched.evaluate.report.workload import paired_table
+
+
+def read_studio(robust_dir):
+    """The studio's files as a dict (summary, winner, held_summary, held_per, windows), or None
+    when the studio setting was not built (no resume.csv)."""
+    from sched.evaluate.errors import ReportError
+    from sched.evaluate.per_scenario import read_per_scenario
+    from sched.evaluate.report.inputs import read_summary
+    from sched.files import read_csv, read_text
+
+    d = Path(robust_dir) / layout.STUDIO
+    if not (d / layout.SUMMARY).exists():
+        return None
+    out = {"summary": read_summary(d / layout.SUMMARY), "winner": None, "held_summary": None}
+    if (d / layout.WINNER).exists():
+        try:
+            out["winner"] = json.loads(read_text(d / layout.WINNER, ReportError))
+        except json.JSONDecodeError as exc:
+            raise ReportError(f"{d / layout.WINNER}: not valid JSON ({exc})") from None
+    r = d / Path(layout.studio_replay_dir()).name
+    if (r / layout.SUMMARY).exists():
+        out["held_summary"] = read_summary(r / layout.SUMMARY)
+        out["held_per"] = read_per_scenario(r / layout.PER_SCENARIO)
+        out["windows"] = read_csv(r / layout.REPLAY_WINDOWS, ReportError)
+    return out
+
+
+def _ordered(summary):
+    return summary.iloc[sorted(range(len(summary)), key=lambda i: policy_key(summary["policy"].iloc[i]))]
+
+
+def _span(split, key):
+    v = split.get(key) if split else None
+    return f"{v[0]} to {v[1]}" if v else "none"
+
+
+def studio_section(cfg, studio, fit):
+    """The section's lines ([] when the studio setting was not built)."""
+    if studio is None:
+        return []
+    lv = level_text(cfg["benchmark"]["ci_level"])
+    split = (fit or {}).get("split") or {}
+    s = _ordered(studio["summary"])
+    bh = s["best_heuristic"].iloc[0]
+    n = int(s["scenarios"].iloc[0])
+    lines = [
+        "## Studio",
+        "",
+        f'The studio\'s own queue (docs/workload.md, "The studio setting"): the workload fitted on '
+        f"**{_span(split, 'fitted')}** of its history; **{_span(split, 'held_out')}** held out "
+        f"(config `workload.test_days`), never read by the fit. Policies `ppo-<S>` trained for it on "
+        f"scenarios drawn from the fit (arrivals by hour of the week, priorities by hour, deadline "
+        f"allowances, durations scaled to the history's load), each spanning at least a day; "
+        f"`main-ppo-<S>` are the main setting's policies, run as they are. Mean total weighted "
+        f"tardiness in k w·s; differences with the best rule, paired ({lv} bootstrap intervals; "
+        f"negative is better).",
+        "",
+        f"**Test scenarios drawn from the fit** ({n} seeds; best rule **{bh}**):",
+        "",
+        *paired_table(s, bh, lv),
+    ]
+    held = studio.get("held_summary")
+    if held is not None:
+        h = _ordered(held)
+        hb = h["best_heuristic"].iloc[0]
+        w = studio["windows"]
+        lines += [
+            "",
+            f"**Held-out days** ({len(w)} days, {int(w['tasks'].sum()):,} tasks, replayed as one stream "
+            f"from the day before, the backlog kept over midnight; each task counts toward its submission "
+            f"day; the scheduler sees the duration model's estimates; best rule **{hb}**):",
+            "",
+            *paired_table(h, hb, lv),
+            "",
+            *_per_day(studio["held_per"], w, hb),
+        ]
+    lines += ["", *_verdict_lines(studio.get("winner"))]
+    return lines
+
+
+def _per_day(per, windows, best):
+    """Per-day totals (k w·s) of the best rule, atc-tuned and each learned policy."""
+    names = sorted(
+        (p for p in set(per["policy"]) if p in (best, "atc-tuned") or is_ppo(p) or p.startswith("main-")),
+        key=policy_key,
+    )
+    pivot = per.pivot(index="scenario_seed", columns="policy", values="total_weighted_tardiness_s")
+    lines = [
+        "Per held-out day (k w·s):",
+        "",
+        "| day | " + " | ".join(names) + " |",
+        "|---|" + "---:|" * len(names),
+    ]
+    for row in windows.itertuples():
+        vals = [k(pivot.loc[row.scenario_seed, p] / 1000.0) for p in names]
+        lines.append(f"| {row.window} | " + " | ".join(vals) + " |")
+    return lines
+
+
+def _verdict_lines(winner):
+    if winner is None:
+        return ["No studio verdict (winner.json) yet."]
+    held = winner.get("held_out") or {}
+    kind = "a rule" if is_heuristic(winner["policy"]) else "a learned policy"
+    gate = ""
+    if held and held["chosen"] == held["best_rule"]:
+        gate = f" It is also the best rule on the {held['days']} held-out days."
+    elif held and "held-out days" not in winner["reason"]:  # the gate's words are in the reason
+        gate = (
+            f" On the {held['days']} held-out days, {held['chosen']} against the best rule there, "
+            f"{held['best_rule']}: {pct(held['mean_difference_pct'])} "
+            f"[{pct(held['ci95_pct'][0])}, {pct(held['ci95_pct'][1])}]."
+        )
+    return [
+        f"**Verdict: {winner['policy']}** ({kind}). {winner['reason']}{gate} With a history in the "
+        f'config (`workload.history`), `rank(policy="auto")` and `sched rank` follow this verdict for '
+        f"calls on the studio's GPUs (docs/rank.md).",
+    ]
+
+
+def studio_readme_line(studio):
+    """One line for the README's results block."""
+    if studio is None or studio.get("winner") is None:
+        return []
+    w = studio["winner"]
+    held = w.get("held_out") or {}
+    s = studio["summary"].set_index("policy")
+    ppo = [p for p in s.index if is_ppo(p)]
+    test = ", ".join(f"{p} {pct(s.loc[p, 'diff_vs_best_heuristic_pct'])}" for p in ppo)
+    line = (
+        f"**Studio** (the example history's fitted workload, {held.get('days', '?')} held-out days): "
+        f"rank() runs **{w['policy']}**. On test scenarios from the fit vs "
+        f"{s['best_heuristic'].iloc[0]}: {test or 'no learned policy'}"
+    )
+    if studio.get("held_summary") is not None:
+        h = studio["held_summary"].set_index("policy")
+        line += f"; on the held-out days vs {h['best_heuristic'].iloc[0]}: " + ", ".join(
+            f"{p} {pct(h.loc[p, 'diff_vs_best_heuristic_pct'])}" for p in h.index if is_ppo(p)
+        )
+    return [line + ' (the report\'s "Studio" section).']

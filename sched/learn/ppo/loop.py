@@ -1,0 +1,396 @@
+"""Proximal Policy Optimisation, written by hand, on the compiled simulator.
+
+Shaped like CleanRL's ``ppo.py``: :class:`Args` holds every setting, and
+:func:`train` shows the loop. One iteration = ``num_steps`` lockstep steps of
+``num_envs`` training scenarios (one batched forward per step,
+``sched.learn.ppo.rollout``), then ``update_epochs`` passes of shuffled
+minibatches over that rollout (``sched.learn.ppo.update``) with:
+
+* generalised advantage estimation (gamma, lambda), bootstrapped from the
+  critic at the end of the rollout and cut at episode ends;
+* advantages normalised per minibatch;
+* the clipped surrogate objective (ratio clipped to 1 +/- clip_coef);
+* a clipped value loss, an entropy bonus over the *valid* actions only
+  (masked logits), gradient-norm clipping;
+* Adam with the learning rate annealed linearly to zero;
+* orthogonal initialisation (``sched.learn.policy.networks.layer``).
+
+Before PPO, an optional warm start imitates a rollout teacher
+(``sched.learn.search.distill``). Logged per iteration (``sched.learn.ppo.train_log``):
+mean episode weighted tardiness, the losses, entropy, approx_kl, clip
+fraction, explained variance, env steps per second, wall time; every
+``eval_every`` iterations, the greedy policy's mean total weighted tardiness
+on fixed validation scenarios next to ATC's (``sched.learn.ppo.validation``). The
+policy file keeps the weights with the best validation score.
+
+Seeds control everything: network initialisation, action sampling, minibatch
+shuffles and the training scenarios. A checkpoint every ``checkpoint_every``
+iterations (``sched.learn.ppo.checkpoint``) lets an interrupted run, resumed with
+the same command, end with the same result as an uninterrupted one.
+"""
+
+import dataclasses
+import math
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from sched import files, layout, threads
+from sched.config import seed_range
+from sched.errors import SchedError
+from sched.learn.env.vec_env import VecQueue
+from sched.learn.policy import networks as P
+from sched.learn.policy import policy_file
+from sched.learn.ppo import checkpoint, train_log
+from sched.learn.ppo.checkpoint import RunProgress
+from sched.learn.ppo.grouped import GroupedQueue, collect_iteration
+from sched.learn.ppo.rollout import CompiledSampler
+from sched.learn.ppo.update import ppo_update
+from sched.learn.ppo.validation import Validator
+from sched.learn.search.distill import distill, teacher_labels
+
+#: Second word of the seed of the NumPy stream that draws the training scenarios
+#: (``np.random.default_rng([seed, SCENARIO_STREAM])``), so that this stream is not
+#: the one ``default_rng(seed)`` would give. The two torch streams are seeded with the
+#: training seed itself: the global one initialises the network, a ``torch.Generator``
+#: samples the actions and shuffles the minibatches and the distillation's decisions.
+SCENARIO_STREAM = 20240601
+#: Second word of the seed of the NumPy stream of the compiled sampler's uniforms
+#: (``sched.learn.ppo.sampler``: the actions of the scorer's rollouts).
+ACTION_STREAM = 20261201
+
+
+@dataclass
+class Args:
+    """Every setting of a training run (config section ``train``; ``workflow/schemas`` documents it too)."""
+
+    seed: int = 1
+    """Training seed: network initialisation, action sampling, minibatch shuffles, training scenarios."""
+    iterations: int = 200
+    """PPO iterations: one rollout and one update each."""
+    num_envs: int = 128
+    """Training scenarios stepped in lockstep (one batched forward per step serves them all)."""
+    num_steps: int = 64
+    """Steps per scenario slot per rollout: a rollout holds ``num_envs * num_steps`` decisions."""
+    learning_rate: float = 3e-3
+    """Adam's learning rate (before annealing)."""
+    linear_lr_mult: float = 10.0
+    """Learning-rate multiplier of the linear score (the few weights of the rule mixture)."""
+    anneal_lr: bool = False
+    """Anneal the learning rate linearly to zero over the iterations."""
+    gamma: float = 0.995
+    """Discount factor."""
+    gae_lambda: float = 0.95
+    """Lambda of generalised advantage estimation."""
+    num_minibatches: int = 4
+    """Minibatches per pass over a rollout."""
+    update_epochs: int = 3
+    """Passes over each rollout in the update."""
+    norm_adv: bool = True
+    """Normalise the advantages per minibatch."""
+    clip_coef: float = 0.2
+    """Surrogate clipping: the probability ratio is clipped to 1 +/- clip_coef."""
+    clip_vloss: bool = True
+    """Clip the value loss around the rollout's values (by clip_coef)."""
+    ent_coef: float = 0.01
+    """Coefficient of the entropy bonus (entropy over the valid actions only)."""
+    vf_coef: float = 0.5
+    """Coefficient of the value loss."""
+    max_grad_norm: float = 0.5
+    """Gradient-norm clipping threshold, in PPO and in the distillation."""
+    target_kl: float | None = None
+    """Stop an update after the epoch whose last minibatch's approx_kl exceeds it (None: never)."""
+    reward_scale: float = 0.001
+    """Reward per weighted second of tardiness: 0.001 makes one reward unit 1,000 weighted seconds."""
+    architecture: str = "scorer"
+    """Network: "scorer", the size-free per-task scorer (the only one: the card's flat MLP is retired)."""
+    hidden: int = 32
+    """Width of the hidden layers."""
+    atc_prior: bool = True
+    """Start the logits at prior_scale x the ATC feature, so that the untrained policy is ATC."""
+    prior_scale: float = 1.0
+    """Initial weight of the prior rule's feature in the logits (with atc_prior)."""
+    prior_rule: str = "atc"
+    """The rule the untrained policy is (with atc_prior): "atc" (its ATC feature) or "wmdd"."""
+    top_k: int = 16
+    """When > 0, only the top_k waiting tasks by ATC index are candidates."""
+    atc_k: float | None = None
+    """ATC's k in the features, the prior and the teacher (None: the config's rules.atc_k)."""
+    privileged_critic: bool = True
+    """Add to the critic a hindsight hint, ATC's cost-to-go with the true future arrivals (training only)."""
+    teacher_scenarios: int = 400
+    """Warm start: training scenarios labelled by the gated teacher (0: no warm start)."""
+    teacher_base: str = "atc"
+    """The warm start teacher's base policy, which continues its rollouts: "atc" (with atc_k) or "wmdd"."""
+    teacher_candidates: int = 4
+    """Candidates the teacher compares: its base's best tasks, the base's own choice first."""
+    teacher_samples: int = 64
+    """At most this many sampled futures per decision (common to all candidates)."""
+    teacher_chunk: int = 16
+    """Samples between two checks of the paired stopping rule (>= teacher_samples: every sample)."""
+    teacher_horizon: int = 50
+    """Future arrivals per sampled future."""
+    teacher_z: float = 2.0
+    """The teacher deviates from its base when the paired difference's mean + z se is below zero."""
+    rounds: int = 0
+    """Rounds of expert iteration after the warm start: round r labels the states policy r - 1 visits
+    with the gated teacher on that policy (base and continuation); policy r is distilled from r - 1."""
+    round_scenarios: int = 8
+    """Training scenarios labelled per round (seeds after the teacher's, different each round)."""
+    round_teacher_share: float = 0.25
+    """Share of a round's scenarios on the teacher's own states (the rest: the policy's)."""
+    round_samples: int = 16
+    """At most this many sampled futures per decision in a round (the policy's rollouts are costly)."""
+    round_chunk: int = 8
+    """Samples between two checks of the paired stopping rule in a round."""
+    round_horizon: int = 30
+    """Future arrivals per sampled future in a round."""
+    group_size: int = 0
+    """PPO: >= 2 runs each training scenario this many times per iteration (the same arrivals, durations
+    and estimates; its own action samples) and takes each decision's advantage against the others of its
+    group at the same time (leave-one-out); 0: GAE on the critic."""
+    distill_target: str = "bound"
+    """What the student imitates: "bound" (the teacher's pessimistic bounds) or "mean" (its mean
+    paired differences)."""
+    distill_epochs: int = 6
+    """Passes over the teacher's labels."""
+    distill_lr: float = 1e-3
+    """Adam's learning rate in the distillation."""
+    distill_batch: int = 256
+    """Decisions per distillation minibatch."""
+    distill_scale: float = 100.0
+    """Weighted seconds per unit of the distillation loss."""
+    tasks: int | None = None
+    """Tasks per training and validation scenario (None: the config's scenario.tasks)."""
+    loads: list | None = None
+    """Loads the training episodes are drawn from, a curriculum when several (None: [scenario.load])."""
+    eval_every: int = 25
+    """Validate every eval_every iterations and at the last (0: never; the last weights are kept)."""
+    validation_scenarios: int = 32
+    """Validation scenarios: the first of the config's validation seeds."""
+    checkpoint_every: int = 25
+    """Write a checkpoint every checkpoint_every iterations (0: never)."""
+    threads: int = 1
+    """Torch and numba threads."""
+
+    @classmethod
+    def from_config(cls, cfg, **overrides):
+        """The config's ``train`` settings, then the ``overrides`` that are not None."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        values = {k: v for k, v in cfg.get("train", {}).items() if k in known}
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)
+
+    @property
+    def batch_size(self):
+        return self.num_envs * self.num_steps
+
+    @property
+    def minibatch_size(self):
+        return self.batch_size // self.num_minibatches
+
+
+def make_optimizer(net, args):
+    """Adam; the linear score (few weights, the rule mixture) learns ``linear_lr_mult`` x faster."""
+    lin = [p for n, p in net.named_parameters() if n.startswith("linear.")]
+    rest = [p for n, p in net.named_parameters() if not n.startswith("linear.")]
+    groups = [{"params": rest, "lr_mult": 1.0}]
+    if lin:
+        groups.append({"params": lin, "lr_mult": args.linear_lr_mult})
+    for g in groups:
+        g["lr"] = args.learning_rate * g["lr_mult"]
+    return torch.optim.Adam(groups, lr=args.learning_rate, eps=1e-5)
+
+
+def anneal_lr(optimizer, args, iteration):
+    """Set the learning rate of ``iteration`` (linear annealing to zero); returns the network's."""
+    if args.anneal_lr:
+        frac = 1.0 - (iteration - 1.0) / args.iterations
+        for group in optimizer.param_groups:
+            group["lr"] = frac * args.learning_rate * group["lr_mult"]
+    return optimizer.param_groups[0]["lr"]
+
+
+def make_env(cfg, args, atc_k):
+    """The training scenarios, stepped in lockstep, drawn from the config's training seeds (in
+    groups of ``group_size`` runs of one scenario with ``group_size`` >= 2: no privileged hint,
+    the group is the baseline)."""
+    grouped = args.group_size >= 2
+    kind = GroupedQueue if grouped else VecQueue
+    extra = {"group_size": args.group_size} if grouped else {}
+    return kind(
+        cfg,
+        args.num_envs,
+        np.random.default_rng([args.seed, SCENARIO_STREAM]),
+        seed_range(cfg, "train"),
+        "tasks",
+        atc_k,
+        tasks=args.tasks,
+        loads=args.loads,
+        reward_scale=args.reward_scale,
+        privileged=args.privileged_critic and not grouped,
+        action_rng=np.random.default_rng([args.seed, ACTION_STREAM]),
+        **extra,
+    )
+
+
+class TrainSettingsError(SchedError):
+    """Training settings that cannot go together; the message names the field."""
+
+
+def check_args(args):
+    """TrainSettingsError on settings that cannot go together."""
+    if args.architecture != "scorer":
+        raise TrainSettingsError(
+            f"train.architecture: expected scorer, got {args.architecture!r} (the card's flat MLP is "
+            f"retired: a learned policy's decision has one, compiled definition)"
+        )
+    if args.group_size >= 2 and args.num_envs % args.group_size:
+        raise TrainSettingsError(
+            f"train.group_size: {args.group_size} does not divide train.num_envs ({args.num_envs})"
+        )
+    if args.teacher_scenarios > 0 and args.top_k <= 0:
+        raise TrainSettingsError(
+            f"train.teacher_scenarios: the teacher warm start labels the top_k "
+            f"candidates of the scorer; got top_k {args.top_k} (set teacher_scenarios: 0 "
+            f"to train without it)"
+        )
+
+
+def train(cfg, args, out, progress=True, resume=True, log=print, labels=None, init=None):
+    """Train a policy; write ``out`` (policy file) and ``train_log.csv`` beside it; return a summary dict.
+
+    With ``resume``, continues from ``<out>.ckpt`` when it exists and was made
+    with the same config and arguments. ``labels``: the teacher's labels for
+    the warm start (default: labelled here when ``args.teacher_scenarios`` > 0).
+    ``init``: a policy file PPO starts from instead (the last round of expert
+    iteration, ``sched.learn.search.iterate``): no warm start here, and its weights are
+    iteration 0 of the model selection.
+    """
+    check_args(args)
+    out = Path(out)
+    log_path, ckpt_path = out.with_name(train_log.FILE_NAME), checkpoint.path_for(out)
+    for path in (out, log_path, ckpt_path):  # left by a run killed while writing them
+        files.remove_stale_temporaries(path)
+    threads.apply(args.threads, torch=True)
+    torch.manual_seed(args.seed)  # the network's initialisation
+    gen = torch.Generator().manual_seed(args.seed)  # actions, minibatch shuffles, distillation
+    meta = policy_file.policy_meta(cfg, args)
+    net = P.build(meta["arch"])
+    if init is not None:
+        meta["init_sha256"] = _load_init(net, meta, init)
+    optimizer = make_optimizer(net, args)
+    env = make_env(cfg, args, meta["atc_k"])
+    validator = Validator(cfg, args) if args.eval_every > 0 else None
+    fingerprint = checkpoint.fingerprint(meta, args)
+    run = checkpoint.load(ckpt_path, fingerprint, net, optimizer, gen, env, log) if resume else None
+    if run is not None:
+        log(f"resuming {out} from iteration {run.iteration}")
+    else:
+        env.reset()
+        run = start(cfg, args, net, meta, validator, gen, labels, progress, out, warm=init is None)
+    draw = CompiledSampler(env, net)
+    bar = train_log.ProgressBar(args, run.iteration) if progress else None
+    clock = train_log.Stopwatch(already=run.wall)
+    for iteration in range(run.iteration + 1, args.iterations + 1):
+        lr = anneal_lr(optimizer, args, iteration)
+        t_iter = time.perf_counter()
+        rollout, advantages, returns, ev_base = collect_iteration(env, net, args, draw)
+        t_collected = time.perf_counter()
+        run.count(rollout.episodes, len(rollout.actions))
+        stats = ppo_update(net, optimizer, rollout, advantages, returns, args, gen, ev_base)
+        t_updated = time.perf_counter()
+        val = val_atc = math.nan
+        if validator is not None and (iteration % args.eval_every == 0 or iteration == args.iterations):
+            val, val_atc = validator(net, meta), validator.atc
+            run.keep_if_best(val, iteration, net)
+        run.iteration, run.wall = iteration, clock()
+        timing = (len(rollout.actions), t_collected - t_iter, t_updated - t_collected)
+        run.rows.append(train_log.iteration_row(iteration, run, stats, timing, lr, val, val_atc))
+        if bar is not None:
+            bar.show(run.rows[-1])
+        if (
+            args.checkpoint_every > 0
+            and iteration % args.checkpoint_every == 0
+            and iteration < args.iterations
+        ):
+            train_log.write(log_path, run.rows)
+            checkpoint.save(ckpt_path, fingerprint, run, net, optimizer, gen, env)
+    if bar is not None:
+        bar.close()
+    return finish(out, log_path, ckpt_path, net, meta, run, validator, args)
+
+
+def _load_init(net, meta, path):
+    """Load the policy file ``path`` into ``net``, refused unless it has this run's architecture
+    and ATC k; returns the file's sha256 (it joins the checkpoint's fingerprint)."""
+    import hashlib
+
+    pol = policy_file.load(path)
+    why = policy_file.mismatch(pol.meta, meta)
+    if why:
+        raise TrainSettingsError(f"--init: {path}: {why}")
+    net.load_state_dict(pol.net.state_dict())
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def start(cfg, args, net, meta, validator, gen, labels, progress, out, warm=True):
+    """A new run's starting points, validated: its first log rows; returns its RunProgress.
+
+    Model selection covers where training starts too: the untrained network
+    (the ATC prior: ATC with ``atc_k``) and, with a teacher, the warm start.
+    A warm start or PPO that does worse on validation is not kept. The warm
+    start is also written as a policy file of its own (``warm_start.pt``
+    beside ``out``), so that the benchmark can show PPO's share of the gain.
+    """
+    run = RunProgress()
+    clock = train_log.Stopwatch()
+
+    def add_row(iteration, loss, lr):
+        val = val_atc = math.nan
+        if validator is not None:
+            val, val_atc = validator(net, meta), validator.atc
+            run.keep_if_best(val, iteration, net)
+        run.rows.append(train_log.start_row(iteration, loss, lr, clock(), val, val_atc))
+
+    if warm and args.teacher_scenarios > 0:
+        add_row(-1, math.nan, math.nan)  # the untrained network: ATC prior
+        if labels is None:
+            labels = teacher_labels(cfg, args, progress=progress)
+        add_row(0, distill(net, labels, args, gen, progress=progress), args.distill_lr)
+        val = run.rows[-1]["val_weighted_tardiness_s"]
+        warm = dict(meta, best_iteration=0, val_weighted_tardiness_s=None if math.isnan(val) else float(val))
+        policy_file.save(Path(out).with_name(layout.WARM_POLICY_FILE), net, warm)
+    else:
+        add_row(0, math.nan, math.nan)
+    run.wall = run.rows[-1]["wall_s"]
+    return run
+
+
+def finish(out, log_path, ckpt_path, net, meta, run, validator, args):
+    """Write the policy file (the best validated weights) and the log, drop the checkpoint; the summary."""
+    best = run.best
+    if best["state"] is not None:
+        net.load_state_dict(best["state"])
+    meta["best_iteration"] = int(best["iteration"]) if best["state"] is not None else args.iterations
+    meta["val_weighted_tardiness_s"] = None if math.isinf(best["score"]) else float(best["score"])
+    meta["val_atc_weighted_tardiness_s"] = None if validator is None else float(validator.atc)
+    policy_file.save(out, net, meta)
+    train_log.write(log_path, run.rows)
+    if ckpt_path.exists():
+        os.unlink(ckpt_path)
+    return {
+        "policy_file": str(out),
+        "log": str(log_path),
+        "iterations": args.iterations,
+        "env_steps": run.env_steps,
+        "episodes": run.episodes,
+        "wall_s": run.rows[-1]["wall_s"] if run.rows else 0.0,
+        "best_iteration": meta["best_iteration"],
+        "val_weighted_tardiness_s": meta["val_weighted_tardiness_s"],
+        "val_atc_weighted_tardiness_s": meta["val_atc_weighted_tardiness_s"],
+    }

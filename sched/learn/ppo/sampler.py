@@ -1,0 +1,51 @@
+"""PPO's sampling policy inside the compiled simulator: the rollout without torch.
+
+One compiled call per lockstep step does, for every slot of a
+:class:`~sched.learn.env.vec_env.VecQueue` with a pending decision, what the
+greedy policy does (``sched.learn.policy.kernel``: the same observation, the same
+scores), except that the action is drawn from the softmax of the scores
+(``kernel.sample``, Gumbel-max on the caller's uniforms, a seeded NumPy
+stream).
+
+It writes the compact observation PPO's update reads (the candidates'
+feature rows in ATC order, the context, the candidate count), the chosen
+candidate and its log-probability (float64 here, float32 in torch's update:
+the first epoch's ratios start within about 1e-6 of 1). The critic's values
+are computed by torch, for the whole rollout in one batched forward.
+"""
+
+import numba as nb
+
+from sched.learn.policy import kernel as K
+
+
+@nb.njit(cache=True)
+def sample_batch(s, net, profiles, weeks, ws, u, X, C, count, choice, logp, qpos):
+    """Sample one action for every slot of ``s`` with a pending decision.
+
+    ``profiles``: (B, 168) the load profile of each slot's scenario model (the ``ahead_1h``,
+    ``ahead_4h`` features), ``weeks``: (B,) each slot's week start (seconds since Monday
+    00:00 UTC at its time 0: ``week_sin``, ``week_cos``).
+    ``u``: (B, K) uniforms in (0, 1), K = the candidate limit; writes, per
+    slot b: ``X[b, :m]`` the m candidates' feature rows (ATC order),
+    ``C[b]`` the context, ``count[b] = m``, ``choice[b]`` the sampled
+    candidate (its ATC rank), ``logp[b]`` its log-probability and ``qpos[b]``
+    its queue position (-1, and count 0, where no decision is pending).
+    ``ws``: ``kernel.workspace``.
+    """
+    for b in range(s.n.shape[0]):
+        if s.pending[b] < 0:
+            count[b] = 0
+            choice[b] = -1
+            qpos[b] = -1
+            continue
+        best, lp, m = K.sample(s, b, K.at(net, profiles[b], weeks[b]), ws, u[b])
+        for i in range(m):
+            for f in range(K.N_TASK):
+                X[b, i, f] = ws.X[i, f]
+        for f in range(K.N_CTX):
+            C[b, f] = ws.ctx[f]
+        count[b] = m
+        choice[b] = best
+        logp[b] = lp
+        qpos[b] = ws.cand[best]

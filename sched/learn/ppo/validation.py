@@ -1,0 +1,42 @@
+"""Validation: the greedy policy against ATC on fixed validation scenarios.
+
+Validation seeds never overlap training or test seeds. Training keeps the
+weights with the best validation score (``sched.learn.ppo.checkpoint.RunProgress``).
+"""
+
+import numpy as np
+
+from sched.config import seed_range
+from sched.data.scenario import draw, scenario_model
+from sched.learn.policy import kernel
+from sched.sim import core
+from sched.sim.objective import weighted_tardiness
+
+
+class Validator:
+    """Greedy policy vs ATC on the first ``validation_scenarios`` validation seeds (common random numbers).
+
+    ``atc``: ATC's mean total weighted tardiness on them (with the config's
+    rules.atc_k); calling the validator returns the policy's.
+    """
+
+    def __init__(self, cfg, args):
+        seeds = list(seed_range(cfg, "validation"))[: args.validation_scenarios]
+        self.scenarios, self.weeks = [], []  # the task arrays, the week starts
+        model = scenario_model(cfg)
+        for s in seeds:
+            d = draw(model, s, tasks=args.tasks)
+            self.scenarios.append((d["arrival"], d["duration"], d["estimate"], d["weight"], d["due"]))
+            self.weeks.append(d["week_start_s"])
+        self.M = cfg["scenario"]["machines"]
+        atc = core.simulate_batch(self.scenarios, "atc", machines=self.M, k=cfg["rules"]["atc_k"])
+        self.atc = self._mean_twt(atc)
+
+    def _mean_twt(self, results):
+        costs = [weighted_tardiness(end, sc[4], sc[3]) for sc, (_, end, _) in zip(self.scenarios, results)]
+        return float(np.mean(costs))
+
+    def __call__(self, net, meta):
+        """Mean total weighted tardiness of ``net``'s greedy policy (the compiled decision)."""
+        knet = kernel.of_network(net, meta["atc_k"], meta["p_ref"], meta["profile"])
+        return self._mean_twt(kernel.run(knet, self.scenarios, self.M, week_start_s=self.weeks))

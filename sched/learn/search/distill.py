@@ -1,0 +1,86 @@
+"""The warm start and expert iteration: the gated teacher's labels
+(``sched.learn.search.teacher``), imitated."""
+
+import torch
+
+from sched.config import seed_range
+from sched.learn.search.teacher import make_labels, settings_of
+
+
+def teacher_base(cfg, args):
+    """The warm start teacher's base policy (``train.teacher_base``; ATC with the training's k)."""
+    from sched.learn.search.planner import rule_base
+
+    k = float(args.atc_k if args.atc_k is not None else cfg["rules"]["atc_k"])
+    return rule_base(args.teacher_base, k)
+
+
+def teacher_labels(cfg, args, progress=False):
+    """The gated teacher's labels on the first ``args.teacher_scenarios`` training seeds."""
+    seeds = list(seed_range(cfg, "train"))[: args.teacher_scenarios]
+    labels, _ = make_labels(
+        cfg, seeds, settings_of(args), teacher_base(cfg, args), args.top_k, progress=progress
+    )
+    return labels
+
+
+#: The label a distillation imitates (``train.distill_target``): the teacher's pessimistic bound
+#: (its decision rule, biased towards its base) or the mean paired difference (unbiased, noisier).
+LABEL_KEYS = {"bound": "label", "mean": "mean"}
+
+
+def distill(net, labels, args, gen, progress=False):
+    """Warm start: cost-sensitive imitation of the rollout teacher.
+
+    For each labelled decision the loss is the expected label (extra weighted
+    tardiness over ATC's choice, in units of ``distill_scale``) under the
+    policy's softmax over the teacher's candidates: the gradient pushes
+    probability towards the cheaper candidates in proportion to what a wrong
+    pick costs. The critic is left to PPO. ``gen`` shuffles the decisions.
+    Returns the mean loss of the last epoch.
+    """
+    x, ctx = torch.from_numpy(labels["x"]), torch.from_numpy(labels["ctx"])
+    lab = torch.from_numpy(labels[LABEL_KEYS[args.distill_target]])
+    K = x.shape[1]
+    valid = torch.arange(K).unsqueeze(0) < torch.from_numpy(labels["count"]).unsqueeze(1)
+    regret = regrets(lab, valid, args.distill_scale)
+    opt = torch.optim.Adam(net.parameters(), lr=args.distill_lr)
+    n = len(x)
+    epochs = range(args.distill_epochs)
+    if progress:
+        from tqdm import tqdm
+
+        epochs = tqdm(epochs, desc="distil teacher", unit="epoch", dynamic_ncols=True)
+    last = float("nan")
+    for _ in epochs:
+        perm = torch.randperm(n, generator=gen)
+        total = 0.0
+        for lo in range(0, n, args.distill_batch):
+            idx = perm[lo : lo + args.distill_batch]
+            logits, _ = net.forward_compact(x[idx], ctx[idx], valid[idx])
+            loss = imitation_loss(logits, valid[idx], regret[idx])
+            opt.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(net.parameters(), args.max_grad_norm)
+            opt.step()
+            total += loss.item() * len(idx)
+        last = total / n
+    return last
+
+
+def regrets(label, valid, scale):
+    """Each candidate's label minus the best valid label of its decision, over ``scale``; 0 where
+    not ``valid`` (padding). ``label``, ``valid``: (decisions, candidates)."""
+    best = label.masked_fill(~valid, float("inf")).min(1, keepdim=True).values
+    return (label - best).masked_fill(~valid, 0.0) / scale
+
+
+def imitation_loss(logits, valid, regret):
+    """The cost-sensitive imitation loss: the mean over decisions of the expected regret under
+    the policy's softmax over each decision's valid candidates.
+
+    ``logits``, ``valid``, ``regret``: (decisions, candidates), the candidates in the
+    teacher's order (the policy's own: ``forward_compact`` of the stored observation).
+    """
+    picked = logits.masked_fill(~valid, -1e9)
+    return (torch.softmax(picked, 1) * regret).sum(1).mean()

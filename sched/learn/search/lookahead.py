@@ -1,0 +1,200 @@
+"""The candidate evaluator: what starting each candidate now costs on sampled futures.
+
+One definition for the two places that compare candidates by rollouts: the
+teacher that labels training states (``sched.learn.search.teacher``) and ``plan``,
+the lookahead at decision time (``sched.learn.search.plan``). For a decision of
+slot 0 of a State and its candidates (queue positions), :func:`sample_costs`
+starts each candidate now on a sampled future and lets a continuation
+policy take every later decision; the cost is the weighted tardiness of
+every task started from now on. Every candidate sees the same futures
+(common random numbers), so what differs between two candidates' costs is
+the decision, not the luck of the draw.
+
+A sampled future (:func:`sampled`) is the waiting tasks and the GPUs as they
+are now, plus the next ``horizon`` arrivals of a pool of futures drawn from
+the scenario model (:func:`sched.learn.search.teacher.future_pool`). What it reads
+of the present is a setting (:class:`Lookahead`):
+
+* ``estimates_only`` (``plan``): only what a scheduler knows. The waiting
+  tasks' durations are drawn around their estimates with the calibrated
+  estimate noise, ``duration = estimate * exp(-sigma * Z)`` (the scenario
+  model writes ``estimate = duration * exp(sigma * Z)``), and a busy GPU
+  frees at its running task's start plus its estimate;
+* otherwise (the teacher): the queue's true durations and the GPUs' true
+  free times, which a teacher may know and its student never sees.
+
+The futures of a decision are ``pool[(f0 + r) % len(pool)]`` for sample r,
+the noise of sample r seeded by ``zseed0 + 31 r``: the caller fixes both from
+its seed and the decision's index, so that the costs depend on nothing else.
+"""
+
+import math
+from typing import NamedTuple
+
+import numba as nb
+import numpy as np
+
+from sched.learn.policy import kernel
+from sched.sim import core as S
+from sched.sim import rules
+from sched.sim.state import core_jit
+
+#: ``Lookahead.rule`` (and a base policy's rule id) of a learned policy: its compiled decision.
+LEARNED = -1
+
+
+class Futures(NamedTuple):
+    """The pool of sampled futures: (futures, horizon) arrays of arrival offsets after now,
+    durations, estimates, weights and due offsets after now."""
+
+    arr: np.ndarray
+    dur: np.ndarray
+    est: np.ndarray
+    w: np.ndarray
+    due: np.ndarray
+
+
+class Lookahead(NamedTuple):
+    """How a candidate's rollouts are sampled and continued."""
+
+    horizon: int  #: future arrivals per sample (at most the pool's)
+    sigma: float  #: the estimate noise (log scale) the waiting tasks' durations are drawn with
+    estimates_only: bool  #: True: only what a scheduler knows (module doc); False: true durations
+    rule: int  #: the continuation: a rule id, or LEARNED (``net``)
+    k: float  #: ATC's k of a rule continuation
+
+
+@nb.njit(cache=True)
+def top(values, n, first):
+    """Indices of the ``n`` largest finite ``values``, largest first, ties by index; ``first``
+    (>= 0) is put first whatever its value. The one top-k helper of the lookahead."""
+    order = np.argsort(-values, kind="mergesort")  # stable: ties in index order
+    out = np.empty(min(n, values.shape[0]), dtype=np.int64)
+    i = 0
+    if first >= 0 and out.shape[0] > 0:
+        out[0] = first
+        i = 1
+    for q in order:
+        if i >= out.shape[0]:
+            break
+        if q != first and values[q] > -np.inf:
+            out[i] = q
+            i += 1
+    return out[:i]
+
+
+@nb.njit(cache=True)
+def known_free(s):
+    """When each GPU of slot 0 frees as a scheduler knows it: a free GPU's time, a busy
+    one's running task's start plus its estimate (not its true end), at least now."""
+    t = s.t[0]
+    M = s.mfree.shape[1]
+    out = np.empty(M)
+    for m in range(M):
+        j = s.mtask[0, m]
+        if s.mfree[0, m] <= t or j < 0:
+            out[m] = s.mfree[0, m]
+        else:
+            out[m] = max(t, s.start[0, j] + s.est[0, j])
+    return out
+
+
+@core_jit
+def sampled(s, dst, fut, f, la, zseed, mfree):
+    """Slot 0 of ``dst`` := slot 0 of ``s``'s waiting tasks (queue order kept, so the tie rule
+    is unchanged) and GPUs, plus future ``f`` of the pool, as ``la`` reads them."""
+    t = s.t[0]
+    ql = s.qlen[0]
+    static_rule = la.rule if la.rule >= 0 else rules.ATC  # the learned policy reads ATC's
+    if la.estimates_only:
+        np.random.seed(zseed)
+    for q in range(ql):
+        j = s.queue[0, q]
+        dst.arr[0, q] = s.arr[0, j]
+        e = s.est[0, j]
+        dst.est[0, q] = e
+        dst.dur[0, q] = (
+            e * math.exp(-la.sigma * np.random.standard_normal()) if la.estimates_only else s.dur[0, j]
+        )
+        dst.w[0, q] = s.w[0, j]
+        dst.due[0, q] = s.due[0, j]
+        dst.queue[0, q] = q
+    for i in range(la.horizon):
+        j = ql + i
+        dst.arr[0, j] = t + fut.arr[f, i]
+        dst.dur[0, j] = fut.dur[f, i]
+        dst.est[0, j] = fut.est[f, i]
+        dst.w[0, j] = fut.w[f, i]
+        dst.due[0, j] = t + fut.due[f, i]
+    n = ql + la.horizon
+    for j in range(n):
+        dst.static[0, j] = rules.static_part(static_rule, dst.est[0, j], dst.w[0, j])
+    for m in range(s.mfree.shape[1]):
+        dst.mfree[0, m] = mfree[m] if la.estimates_only else s.mfree[0, m]
+        dst.speed[0, m] = s.speed[0, m]
+        dst.mtask[0, m] = -1
+    dst.n[0] = n
+    dst.qlen[0] = ql
+    dst.t[0] = t
+    dst.nxt[0] = ql
+    dst.nstarted[0] = 0
+    dst.pending[0] = s.pending[0]
+    dst.done[0] = False
+    dst.wt_started[0] = 0.0
+
+
+@core_jit
+def act(s, rule, k, net, ws):
+    """Queue position a policy starts now in slot 0: a rule's pick (its static parts set),
+    or the learned policy's (``rule`` LEARNED, ATC's static parts set)."""
+    if rule >= 0:
+        return S.pick(s, 0, rule, k)
+    return kernel.greedy(s, 0, net, ws)
+
+
+@nb.njit(cache=True, nogil=True)  # nogil: sched serve's other calls go on meanwhile
+def sample_costs(s, scratch, cands, r0, r1, costs, fut, la, net, ws, f0, zseed0):
+    """costs[c, r] := weighted tardiness of starting ``cands[c]`` now in slot 0 of ``s``, then
+    following ``la``'s continuation (``net``, ``ws``: the learned one's), on sampled future r,
+    for r in [r0, r1): the same futures for every c."""
+    _sample(s, scratch, cands, r0, r1, costs, fut, la, net, ws, (f0, zseed0), known_free(s), -1)
+
+
+@nb.njit(cache=True, nogil=True)
+def sample_costs_upto(s, scratch, cands, r0, r1, costs, fut, la, net, ws, f0, zseed0, max_work):
+    """:func:`sample_costs`, stopped once ``max_work`` units of work are spent (< 0: never);
+    returns (r, work): samples [r0, r) are complete (those of an interrupted sample are not).
+    A unit: one waiting task read, when a sampled future is copied or a rollout's decision
+    scans its queue (a decision on q waiting tasks: q + 1 units), so that a rollout over a
+    long queue is interrupted within it. The costs of the samples it completes are
+    :func:`sample_costs`'s, whatever ``max_work``."""
+    return _sample(s, scratch, cands, r0, r1, costs, fut, la, net, ws, (f0, zseed0), known_free(s), max_work)
+
+
+@core_jit
+def _sample(s, scratch, cands, r0, r1, costs, fut, la, net, ws, seeds, mfree, max_work):
+    """The rollouts of :func:`sample_costs_upto` (``seeds``: (f0, zseed0); ``mfree``: the GPUs'
+    known free times), compiled without numba's reference counting: it allocates nothing,
+    and counting the references of a State's arrays would cost more than the rollouts."""
+    nf = fut.arr.shape[0]
+    f0, zseed0 = seeds
+    work = 0
+    for r in range(r0, r1):
+        f = (f0 + r) % nf
+        zseed = (zseed0 + r * 31) % 2147483647
+        for c in range(cands.shape[0]):
+            work += s.qlen[0] + la.horizon
+            if 0 <= max_work < work:
+                return r, work
+            sampled(s, scratch, fut, f, la, zseed, mfree)
+            S._start(scratch, 0, cands[c], scratch.pending[0])
+            rule, k = la.rule, la.k
+            while S._advance(scratch, 0, True):
+                work += scratch.qlen[0] + 1
+                if 0 <= max_work < work:
+                    return r, work
+                # act(), inlined: the learned policy's arguments are passed only where it acts
+                q = S.pick(scratch, 0, rule, k) if rule >= 0 else kernel.greedy(scratch, 0, net, ws)
+                S._start(scratch, 0, q, scratch.pending[0])
+            costs[c, r] = scratch.wt_started[0]
+    return r1, work

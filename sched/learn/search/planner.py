@@ -1,0 +1,247 @@
+"""The planner's settings, its base policy and its runs (the compiled part: ``sched.learn.search.plan``).
+
+A :class:`Planner` holds what every decision needs: the base policy (a rule
+and its k, or a learned scorer's weights), the pool of sampled futures and
+the calibrated estimate noise. It schedules a whole scenario
+(:meth:`Planner.schedule`, what ``sched simulate`` and the benchmark run,
+with a fixed sample count: deterministic), or orders the queue waiting now
+(:meth:`Planner.order`, what ``rank()`` runs): the first task to start is
+planned, the rest follow the base policy (the tail), and with ``budget_ms``
+samples are added while the budget, less the tail's estimated time, lasts; a
+sample that would go past it is interrupted inside its rollouts (then the
+decision depends on the machine's speed: how many samples fit; without it, on
+nothing but the inputs and the seed). The tail is the base policy's rollout of
+the queue, whatever the budget: the bound of a call is the larger of the budget
+and that rollout (docs/plan.md).
+"""
+
+import math
+import threading
+import time
+from collections import namedtuple
+
+import numpy as np
+
+from sched.data.machines import describe, speeds
+from sched.errors import SchedError
+from sched.learn.policy import kernel
+from sched.learn.search import lookahead as L
+from sched.learn.search import plan as P
+from sched.sim import core as S
+from sched.sim import rules
+
+#: Ranges of the numeric settings (the schema's, checked again for rank()'s arguments).
+RANGES = {
+    "candidates": (2, 16),
+    "samples": (1, 4096),
+    "horizon": (1, 10000),
+    "z": (0.0, 10.0),
+    "futures": (1, 100000),
+    "seed": (0, 2**31 - 1),
+}
+
+#: A base policy: its name, rule id (or P.LEARNED), ATC k, and compiled network (``kernel.Net``).
+Base = namedtuple("Base", "name base k net")
+
+
+class PlanError(SchedError):
+    """A planning setting or argument is out of range; the message names it."""
+
+
+def check_settings(plan, where="plan"):
+    """The ``plan`` settings (a mapping), each number checked against :data:`RANGES`."""
+    out = dict(plan)
+    for key, (lo, hi) in RANGES.items():
+        v = out.get(key)
+        integral = isinstance(lo, int)
+        ok = not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v)
+        if not ok or (integral and v != int(v)) or not lo <= v <= hi:
+            kind = "an integer" if integral else "a number"
+            raise PlanError(f"{where}.{key}: expected {kind} in [{lo}, {hi}], got {str(v)[:30]}")
+        out[key] = int(v) if integral else float(v)
+    out["budget_ms"] = check_budget(out.get("budget_ms"), f"{where}.budget_ms")
+    return out
+
+
+def check_budget(budget_ms, where="budget_ms"):
+    """None (a fixed sample count) or a finite number of milliseconds > 0."""
+    if budget_ms is None:
+        return None
+    ok = not isinstance(budget_ms, bool) and isinstance(budget_ms, (int, float))
+    if ok and isinstance(budget_ms, int) and budget_ms > 2**53:  # (an integer beyond any float)
+        ok = False
+    if not ok or not math.isfinite(budget_ms) or budget_ms <= 0:
+        raise PlanError(f"{where}: expected a number of milliseconds > 0, got {str(budget_ms)[:30]}")
+    return float(budget_ms)
+
+
+def rule_base(rule, k=rules.ATC_K_DEFAULT):
+    """A dispatching rule (name) as the planner's base policy."""
+    return Base(rule, rules.rule_id(rule), float(k), kernel.no_net())
+
+
+def learned_base(policy, name="ppo"):
+    """A loaded scorer policy (``sched.learn.policy.policy_file.load``) as the planner's base policy."""
+    net = kernel.of_policy(policy)
+    return Base(name, P.LEARNED, net.atc_k, net)
+
+
+_pools = {}
+_pools_lock = threading.Lock()
+
+
+def futures(cfg, horizon, count):
+    """The pool of sampled futures (``sched.learn.search.teacher.future_pool``), cached per config:
+    filled under a lock (checked again inside it); the pool's arrays are only read (the
+    compiled rollouts copy from them into each call's own scratch state)."""
+    from sched.config import config_hash
+    from sched.learn.search.teacher import future_pool
+
+    key = (config_hash(cfg, ["scenario", "seeds"]), horizon, count)
+    hit = _pools.get(key)
+    if hit is not None:
+        return hit
+    with _pools_lock:
+        hit = _pools.get(key)
+        if hit is None:
+            hit = L.Futures(*future_pool(cfg, [], horizon, count))
+            if len(_pools) > 4:
+                _pools.clear()
+            _pools[key] = hit
+    return hit
+
+
+class Planner:
+    """The planner with its base policy ``base`` (:func:`rule_base`, :func:`learned_base`)
+    and settings ``settings`` (config ``plan``, checked by :func:`check_settings`)."""
+
+    def __init__(self, cfg, base, settings, rollout=None, chunk=0):
+        from sched.data.model import scenario_model
+
+        self.base = base
+        #: > 0: the paired stopping rule of :func:`plan.sample_gated` in :meth:`schedule` (the
+        #: teacher's); 0: every sample (plan's)
+        self.chunk = int(chunk)
+        self.rollout = rollout  # a rule_base continuing the rollouts; None: the base policy
+        self.settings = st = check_settings(settings)
+        self.sigma = float(scenario_model(cfg).sigma)
+        self.pool = futures(cfg, st["horizon"], st["futures"])
+
+    def _lookahead(self):
+        """The rollouts' settings (``lookahead.Lookahead``): estimates only, continued by the
+        rollout rule, or by the base policy."""
+        st, b, r = self.settings, self.base, self.rollout
+        rule, k = (b.base, b.k) if r is None else (r.base, r.k)
+        return L.Lookahead(st["horizon"], self.sigma, True, rule, k)
+
+    def schedule(self, scenario, machines=1, machine_free=None, stats=None, week_start_s=0.0):
+        """(start, end, machine) of one scenario (arrays in row order) under the planner;
+        ``stats``, a dict, receives the planned decisions, those that left the base's
+        choice and the samples drawn (``decisions``, ``deviations``, ``samples``): a Planner
+        itself holds no state of a call.
+        ``week_start_s``: the scenario's week start (a learned base policy's time of week)."""
+        st = self.settings
+        sp = speeds(machines)
+        if np.any(sp != 1.0):
+            raise PlanError(
+                f"machines: the planner plans GPUs of speed 1 only, got {describe(sp)} (its sampled "
+                f"futures do not model speeds yet)"
+            )
+        state, (order,) = S.pack([scenario], machines, machine_free)
+        scratch = S.empty_state(1, state.arr.shape[1] + st["horizon"], machines)
+        b = self.base
+        net = kernel.at_week(b.net, week_start_s)
+        ws = kernel.workspace(scratch.queue.shape[1], net)
+        dec, moved, drawn = P.plan_rollout(
+            state, scratch, st["candidates"], st["samples"], st["z"], self.pool, self._lookahead(),
+            st["seed"], b.base, b.k, net, ws, self.chunk,
+        )  # fmt: skip
+        if stats is not None:
+            stats.update(decisions=int(dec), deviations=int(moved), samples=int(drawn))
+        return S._unpack(state, [order])[0]
+
+    def order(
+        self, arrival, estimate, weight, due, machine_free, budget_ms=None, started=None, stats=None,
+        week_start_s=0.0,
+    ):  # fmt: skip
+        """(start, end, machine) of the queue waiting now: the first start planned, the rest by
+        the base policy (the tail). ``budget_ms`` (default: the settings'): a bound on the call,
+        counted from ``started`` (a ``time.perf_counter()``; default: now): samples are added
+        while the budget, less the tail's estimated time, lasts, and a sample that would go past
+        it is interrupted inside its rollouts (:func:`lookahead.sample_costs_upto`); the tail
+        itself is not bounded (docs/plan.md). None: every one of ``samples`` (deterministic).
+        ``stats``, a dict, receives ``samples`` (those the decision used), ``of`` (the
+        setting), ``planned`` (False: the first start is the base policy's own, with fewer than
+        two candidates or two samples) and ``budget`` (True: the budget cut the samples short).
+        ``week_start_s``: the clock's time 0 in seconds since Monday 00:00 UTC (the week features
+        of a learned base policy; rank(): ``EPOCH_WEEK_OFFSET_S``, its times are epoch seconds)."""
+        t0 = time.perf_counter() if started is None else started
+        st = self.settings
+        budget = check_budget(budget_ms if budget_ms is not None else st["budget_ms"])
+        scen = (arrival, estimate, estimate, weight, due)  # true durations unknown: the estimates
+        state, (order,) = S.pack([scen], len(machine_free), machine_free)
+        scratch = S.empty_state(1, state.arr.shape[1] + st["horizon"], len(machine_free))
+        b = self.base
+        net = kernel.at_week(b.net, week_start_s)
+        S.set_rule(state, 0, b.base if b.base >= 0 else rules.ATC)
+        ws = kernel.workspace(scratch.queue.shape[1], net)
+        n, cut, planned = 0, False, False
+        if S._advance(state, 0, True):
+            cands = P.candidates(state, st["candidates"], b.base, b.k, net, ws)
+            costs = np.empty((cands.shape[0], st["samples"]))
+            if cands.shape[0] >= 2:
+                n, cut = self._sample(state, scratch, cands, costs, ws, budget, t0, net)
+            planned = n >= 2
+            c = P.choose(costs, n, st["z"]) if planned else 0
+            S._start(state, 0, cands[c], state.pending[0])
+            P.continue_base(state, b.base, b.k, net, ws)
+        if stats is not None:
+            stats.update(samples=int(n), of=st["samples"], planned=planned, budget=cut)
+        return S._unpack(state, [order])[0]
+
+    def _sample(self, state, scratch, cands, costs, ws, budget, t0, net):
+        """Fill ``costs`` until ``samples`` or the budget; returns (samples filled, whether the
+        budget cut them short). Every array it writes is the call's own: a Planner is shared
+        between threads.
+
+        With a budget, the samples are computed in calls of at most a given amount of work
+        (:func:`lookahead.sample_costs_upto`): a first small one (PROBE units) measures the
+        time per unit; each next one gets the work that fits in what is left of the budget
+        less the tail's estimated time (the base policy's rollout of the rest of the queue,
+        ``tail_units``). A call that reaches its bound has spent the budget: the samples it
+        did not complete are dropped."""
+        st = self.settings
+        total = st["samples"]
+        la = self._lookahead()
+        f0, z0 = P.futures_of(st["seed"], 0)
+        if budget is None:
+            L.sample_costs(state, scratch, cands, 0, total, costs, self.pool, la, net, ws, f0, z0)
+            return total, False
+        tail = tail_units(int(state.qlen[0]) - 1)
+        r, units, secs, cap = 0, 0, 0.0, PROBE
+        while r < total:
+            if units:  # the work that fits in what is left of the budget, the tail's time kept
+                per = max(secs, 1e-9) / units
+                cap = min(int((budget / 1e3 - (time.perf_counter() - t0)) / per) - tail, 2**62)
+                if cap <= 0:
+                    return r, True
+            t = time.perf_counter()
+            done, used = L.sample_costs_upto(
+                state, scratch, cands, r, total, costs, self.pool, la, net, ws, f0, z0, cap
+            )
+            secs += time.perf_counter() - t
+            probe, units, r = not units, units + used, done
+            if r < total and not probe:  # interrupted at the budget's bound
+                return r, True
+        return r, False
+
+
+#: Work units (:func:`lookahead.sample_costs_upto`) of the first, measuring call of a budgeted
+#: decision: a few samples of a short queue, one decision of a rollout over 20,000 tasks.
+PROBE = 20_000
+
+
+def tail_units(n):
+    """Estimated work units of the base policy's rollout of ``n`` waiting tasks (each decision
+    scans the tasks still waiting): n (n + 1) / 2 + n."""
+    return n * (n + 1) // 2 + n

@@ -1,0 +1,11 @@
+"""``rank(tasks)``, the in-process decision a render queue calls (docs/rank.md).
+
+* ``ranker``: ``rank()`` and ``decide()``, the policy a call runs and its order;
+* ``tasks``: reading and checking the tasks and machines of a call;
+* ``times``: the clock, numbers, dates and time zones;
+* ``request``: the bytes of a call (``sched rank``'s input, a request body);
+* ``verdicts``: the benchmark verdict ``policy="auto"`` follows for a call's GPUs;
+* ``verdict_files``: what a ``winner.json`` and a ``tuned.json`` must hold;
+* ``explain``: ``explain=True``, the plan as a table and as records;
+* ``plan_rank``: ``policy="plan"``, the planner's order of the queue waiting now.
+"""

@@ -1,0 +1,112 @@
+"""``rank(tasks, policy="plan")``: the planner's order of the queue waiting now.
+
+The first task to start is the planner's decision (``sched.learn.search.planner``:
+lookahead on sampled futures from the config's scenario model); the rest of
+the order follows the base policy, config ``plan.base`` (``rank()`` is called
+again at the next decision). ``budget_ms`` (or config ``plan.budget_ms``)
+makes the call anytime: counted from the start of the ``rank()`` call, samples
+are added while it lasts, the tail's (the base policy's rollout of the rest)
+estimated time kept; once it is spent the first start is the base policy's
+own too. The explain table's ``why`` says which (:func:`note`).
+"""
+
+import threading
+
+import numpy as np
+
+from sched.ranking.tasks import RankInputError, RankSetupError
+from sched.ranking.times import WEEK_START_S
+from sched.sim import rules
+
+#: Planners per (config, base, rollout). A Planner holds no state of a call (its base, settings,
+#: estimate noise and pool of futures are only read), so threads share one.
+_planners = {}
+_planners_lock = threading.Lock()
+
+
+def plan_order(q, cfg, resolve, budget_ms, started=None):
+    """(order, start, end, machine, note) of queue ``q`` under the planner on config
+    ``plan.base`` (``resolve``: rank's policy name -> Plan; ``started``: the call's start, a
+    ``time.perf_counter()``; ``note``: which starts were planned, :func:`note`). Bad settings
+    or a bad base raise RankInputError naming them."""
+    from sched.errors import SchedError
+    from sched.learn.search.planner import check_budget
+
+    if np.any(np.asarray(q.speed) != 1.0):
+        from sched.data.machines import describe
+
+        raise RankInputError(
+            f"policy plan: plans GPUs of speed 1 only, got {describe(q.speed)} (its sampled futures "
+            f"do not model speeds yet); use policy auto or a rule"
+        )
+
+    try:
+        base = resolve(cfg["plan"]["base"])
+    except RankInputError as exc:
+        raise RankSetupError(f"plan.base: {exc}") from exc
+    roll = cfg["plan"]["rollout"]
+    if roll != "base":
+        try:
+            roll = resolve(roll)
+        except RankInputError as exc:
+            raise RankSetupError(f"plan.rollout: {exc}") from exc
+        if roll.rule is None:
+            raise RankSetupError(f"plan.rollout: expected base or a rule, got {roll.name!r}")
+    try:
+        check_budget(budget_ms)
+        from sched.config import config_hash
+
+        key = (config_hash(cfg, ["scenario", "seeds", "plan"]), base, roll)
+        planner = _planners.get(key)
+        if planner is None:
+            if base.name == "plan":
+                raise RankSetupError("plan.base: plan cannot be its own base policy")
+            with _planners_lock:  # built by one thread; the others find it (checked again here)
+                planner = _planners.get(key)
+                if planner is None:
+                    planner = _planner(cfg, base, roll)
+                    if len(_planners) > 8:
+                        _planners.clear()
+                    _planners[key] = planner
+        stats = {}
+        start, end, mach = planner.order(
+            q.arrival, q.estimate, q.weight, q.due, q.machine_free, budget_ms, started, stats, WEEK_START_S
+        )
+    except RankInputError:
+        raise
+    except SchedError as exc:  # PlanError, PolicyFileError, ConfigError: one line naming the field
+        raise RankSetupError(str(exc)) from exc
+    start, end = np.asarray(start, np.float64), np.asarray(end, np.float64)
+    mach = np.asarray(mach, np.int64)
+    order = np.lexsort((np.arange(q.n), mach, start))  # as rank's learned path: the decision order
+    return order, start, end, mach, note(stats)
+
+
+def note(stats):
+    """Which starts the planner planned (``stats``: :meth:`Planner.order`'s), for ``why``."""
+    s, of = stats["samples"], stats["of"]
+    if stats["planned"]:
+        cut = " (the budget cut the samples short)" if stats["budget"] else ""
+        return f"planned: the first start, on {s} of {of} samples{cut}; the rest by the base policy"
+    if stats["budget"]:
+        return (
+            f"planned: no start, the budget was spent after {s} of {of} samples (two needed); "
+            f"every start by the base policy"
+        )
+    if s == 0:
+        return "planned: no start, fewer than two candidates to compare; every start by the base policy"
+    return "planned: no start, one sample per decision (no paired test); every start by the base policy"
+
+
+def _planner(cfg, base, roll):
+    """A new Planner on the resolved ``base`` and ``roll`` (a Plan, or "base")."""
+    from sched.learn.search.planner import Planner, learned_base, rule_base
+
+    if base.rule is not None:
+        b = rule_base(rules.RULES[base.rule], base.k)
+    else:
+        from sched.learn.policy.policy_file import load_cached
+
+        b = learned_base(load_cached(base.policy_file), base.name)
+    rollout = None if roll == "base" else rule_base(rules.RULES[roll.rule], roll.k)
+    return Planner(cfg, b, cfg["plan"], rollout)

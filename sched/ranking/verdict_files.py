@@ -1,0 +1,134 @@
+"""What a ``winner.json`` and a ``tuned.json`` must hold, read as ``rank()`` reads them
+(the format: docs/file-contract.md). Each check takes the parsed JSON and the file's path
+and returns what :mod:`sched.ranking.verdicts` follows; a malformed field is a
+``RankInputError`` naming the file and field."""
+
+import math
+import re
+from collections import namedtuple
+from pathlib import Path
+
+from sched import setting
+from sched.ranking.tasks import RankInputError
+from sched.sim import rules
+
+# rule: rule id, or None for PPO; why: the reason it runs, in words (explain's column)
+Plan = namedtuple("Plan", "name rule k policy_file why sha256", defaults=("", None))
+
+
+def _positive_field(value, path, field):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not (math.isfinite(value) and value > 0)
+    ):
+        raise RankInputError(f"{path}: field {field}: expected a number > 0, got {value!r}")
+    return float(value)
+
+
+def _setting_field(data, path, fallback):
+    """The ``setting`` a verdict file records; ``fallback`` for files of earlier versions."""
+    if data.get("setting") is None:
+        return fallback
+    try:
+        return setting.read(data["setting"], "field setting")
+    except setting.SettingError as exc:
+        raise RankInputError(f"{path}: {exc}") from None
+
+
+def check_winner(data, path, root="."):
+    """A winner.json (format in docs/file-contract.md) as (Plan, setting or None), paths resolved."""
+    if not isinstance(data, dict):
+        raise RankInputError(f"{path}: expected a JSON object, got {type(data).__name__}")
+    name = data.get("policy")
+    if not isinstance(name, str) or not name:
+        raise RankInputError(f"{path}: field policy: expected a policy name, got {name!r}")
+    where = _setting_field(data, path, None)
+    _check_selection(data.get("selection"), path)
+    gate = _held_out_note(data.get("held_out"), path)
+    rule, k, pfile = data.get("rule"), data.get("atc_k"), data.get("policy_file")
+    if rule is not None:
+        if rule not in rules.RULES:
+            raise RankInputError(
+                f"{path}: field rule: unknown rule {rule!r}; expected one of {', '.join(rules.RULES)}"
+            )
+        if k is not None:
+            k = _positive_field(k, path, "atc_k")
+        return Plan(name, rules.rule_id(rule), k, None, gate), where
+    if pfile is None:
+        raise RankInputError(
+            f"{path}: fields rule and policy_file are both null: nothing says how to run the winner"
+        )
+    if not isinstance(pfile, str):
+        raise RankInputError(f"{path}: field policy_file: expected a path, got {pfile!r}")
+    sha = data.get("policy_sha256")
+    if sha is not None and not (isinstance(sha, str) and _SHA256.fullmatch(sha)):
+        raise RankInputError(
+            f"{path}: field policy_sha256: expected 64 hexadecimal digits (or null), got {sha!r:.60}"
+        )
+    # The pipeline writes paths relative to the project root (the folder of the
+    # config's relative paths, ``root``: the working directory when "."); a
+    # copied results folder is found relative to winner.json.
+    p = Path(pfile)
+    if not p.is_absolute():
+        p = Path(root) / p if root != "." else p
+        if not p.exists():
+            beside = Path(path).parent / pfile
+            if beside.exists():
+                p = beside
+    return Plan(name, None, None, p, gate, sha), where
+
+
+def _held_out_note(held, path):
+    """The words ``why`` adds for a verdict gated on held-out days (winner.json ``held_out``,
+    ``sched.evaluate.gate``); "" without one."""
+    if held is None:
+        return ""
+    if not isinstance(held, dict):
+        raise RankInputError(f"{path}: field held_out: expected an object or null, got {held!r:.40}")
+    days, chosen, best, deployed = (held.get(k) for k in ("days", "chosen", "best_rule", "deployed"))
+    if isinstance(days, bool) or not isinstance(days, int) or days < 1 or not isinstance(deployed, bool):
+        raise RankInputError(f"{path}: field held_out: expected days >= 1 and deployed true/false")
+    if not (isinstance(chosen, str) and isinstance(best, str) and len(chosen) + len(best) < 200):
+        raise RankInputError(f"{path}: field held_out: expected the chosen and best_rule policy names")
+    if deployed and chosen == best:
+        return f"; also the best rule on the {days} held-out days"
+    if deployed:
+        return f"; not significantly worse than {best} on the {days} held-out days"
+    return (
+        f"; {chosen}, chosen on validation, is significantly worse than {best} on the {days} "
+        f"held-out days: {best} runs"
+    )
+
+
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def _check_selection(sel, path):
+    """winner.json's ``selection`` (how the winner was chosen), when there is one: files of earlier
+    versions, and those chosen on the test scenarios, have none. rank() does not use it."""
+    if sel is None:
+        return
+    want = ("on", "seeds", "means")
+    if not isinstance(sel, dict) or tuple(sel) != want:
+        got = ", ".join(map(str, sel)) if isinstance(sel, dict) else type(sel).__name__
+        raise RankInputError(f"{path}: field selection: keys {got}; expected exactly {', '.join(want)}")
+    seeds = sel["seeds"]
+    if not (isinstance(seeds, list) and len(seeds) == 2 and all(type(x) is int and x >= 0 for x in seeds)):
+        raise RankInputError(f"{path}: field selection.seeds: expected [START, COUNT], got {seeds!r}")
+    if not isinstance(sel["means"], dict):
+        raise RankInputError(
+            f"{path}: field selection.means: expected {{POLICY: MEAN, ...}}, got {sel['means']!r}"
+        )
+
+
+def check_tuned(data, path, root="."):
+    """A tuned.json as (k, setting or None); the setting of earlier files is their ``scenario``."""
+    if not isinstance(data, dict) or "atc_k" not in data:
+        raise RankInputError(f'{path}: field atc_k: missing (expected {{"atc_k": K, ...}})')
+    k = _positive_field(data["atc_k"], path, "atc_k")
+    sc = data.get("scenario")
+    legacy = None
+    if isinstance(sc, dict) and isinstance(sc.get("machines"), int) and "load" in sc:
+        legacy = _setting_field({"setting": {**sc, "speeds": None}}, path, None)
+    return k, _setting_field(data, path, legacy)
