@@ -9,6 +9,8 @@
 # workflow/rules/common.smk and docs/workflow.md. Each rule's docstring names the
 # command module and the library function it runs (`snakemake --list-rules`
 # lists them); every path is from sched/layout.py.
+import copy
+
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import min_version, validate
 
@@ -24,7 +26,7 @@ configfile: "config.yaml"
 validate(config, "workflow/schemas/config.schema.yaml")
 
 try:
-    from sched.config import ConfigError, check_semantics
+    from sched.config import ConfigError, validate_config
 except ImportError as exc:   # e.g. the standard library's `sched`, not this project's
     raise WorkflowError(f"cannot import the project's package `sched` ({exc}): run the "
                         f"Snakemake of the environment it is installed in (.venv/bin/snakemake, "
@@ -37,11 +39,13 @@ if config.get("root", ".") != ".":
     raise WorkflowError(f"config.yaml: root: must be '.' for the workflow (the project root), got {config['root']!r}")
 
 try:
-    check_semantics(config, "config")
+    # the package's frozen config (sched.config.Config): what the library functions called
+    # here and in workflow/rules/common.smk read
+    CFG = validate_config(copy.deepcopy(config), "config")
     # the seeds of each use: the winner's selection after tuning and checkpointing, plan's test seeds
     from sched.evaluate.seeds import check_seed_uses
 
-    check_seed_uses(config)
+    check_seed_uses(CFG)
 except ConfigError as exc:
     raise WorkflowError(f"invalid config: {exc}") from None
 

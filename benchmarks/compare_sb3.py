@@ -320,7 +320,7 @@ def compare(
         raise ValueError("give exactly one of seconds and steps")
     cfg = copy.deepcopy(cfg)
     if tasks is not None:
-        cfg["scenario"]["tasks"] = int(tasks)
+        cfg = cfg.replace(scenario={"tasks": int(tasks)})
     train_cfg = cfg.get("train", {})
 
     def pick(value, key):

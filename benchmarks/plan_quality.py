@@ -76,7 +76,7 @@ def main(argv=None):
     except ConfigError as exc:
         raise SystemExit(str(exc)) from None
     if a.load is not None:
-        cfg["scenario"]["load"] = a.load
+        cfg = cfg.replace(scenario={"load": a.load})
     settings = dict(cfg["plan"])
     settings.update(
         {

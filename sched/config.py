@@ -6,6 +6,12 @@ its default. Snakemake validates the config with ``snakemake.utils.validate``;
 the command line validates the same file with the same schema here, filling in
 defaults the same way, then adds the checks a schema cannot express (shares
 that sum to one, disjoint seed ranges, distinct bench-log columns).
+
+The result is one frozen :class:`Config`: per-section :class:`Record` objects read by
+attribute (``cfg.scenario.machines``), never changed in place; a variant is made with
+:meth:`Config.replace`, which validates again. Values derived from several settings live
+here too: :func:`seed_range`, :func:`under_root`, :func:`config_hash`,
+:func:`training_hash`, :func:`training_atc_k`.
 """
 
 import copy
@@ -13,6 +19,7 @@ import hashlib
 import json
 import math
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 import yaml
@@ -111,8 +118,115 @@ def _field(path):
     return ".".join(str(p) for p in path) or "(top level)"
 
 
+def _freeze(value, path):
+    if isinstance(value, Mapping):
+        return Record(value, path)
+    if isinstance(value, (list, tuple)):
+        return tuple(_freeze(v, f"{path}[{i}]") for i, v in enumerate(value))
+    return value
+
+
+def _thaw(value):
+    if isinstance(value, Mapping):
+        return {k: _thaw(v) for k, v in value.items()}
+    if isinstance(value, tuple):
+        return [_thaw(v) for v in value]
+    return value
+
+
+class Record(Mapping):
+    """A frozen section of a validated config: its settings as attributes.
+
+    Its fields are the schema's (a section's defaults filled in by the schema alone); a
+    free-form map of the schema (``scenario.kinds``, ``scenario.priorities``) is a Record
+    too, keyed by its own names. Lists are tuples. It reads like a mapping as well
+    (``rec["name"]``, ``rec.get``, iteration), for code that walks settings generically;
+    :meth:`to_dict` gives plain, mutable data (for JSON, YAML and hashes).
+    """
+
+    __slots__ = ("_data", "_path")
+
+    def __init__(self, data, path=""):
+        object.__setattr__(self, "_path", path)
+        object.__setattr__(
+            self, "_data", {k: _freeze(v, f"{path}.{k}" if path else k) for k, v in data.items()}
+        )
+
+    def __getattr__(self, name):
+        try:
+            return self._data[name]
+        except KeyError:
+            where = self._path or "the config"
+            raise AttributeError(f"{where} has no setting {name!r}") from None
+
+    def __setattr__(self, name, value):
+        raise ConfigError(f"{self._path or 'the config'} is frozen: make a variant with Config.replace")
+
+    __delattr__ = __setattr__
+
+    def __getitem__(self, key):
+        return self._data[key]
+
+    def __iter__(self):
+        return iter(self._data)
+
+    def __len__(self):
+        return len(self._data)
+
+    def __repr__(self):
+        return f"{type(self).__name__}({self.to_dict()!r})"
+
+    def __eq__(self, other):
+        if isinstance(other, Mapping):
+            return self.to_dict() == _thaw(other)
+        return NotImplemented
+
+    __hash__ = None
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __reduce__(self):
+        return (type(self), (self.to_dict(), self._path))
+
+    def to_dict(self):
+        """The record as plain dicts and lists (a new copy each call)."""
+        return _thaw(self)
+
+
+def _merge(base, changes):
+    out = dict(base)
+    for key, value in changes.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value.to_dict() if isinstance(value, Record) else copy.deepcopy(value)
+    return out
+
+
+class Config(Record):
+    """The validated config, frozen: one :class:`Record` per section (``cfg.scenario``, ``cfg.train``...)."""
+
+    __slots__ = ()
+
+    def __init__(self, data, path=""):
+        super().__init__(data, "")
+
+    def replace(self, changes=None, source="config", **sections):
+        """A new Config with ``changes`` (nested mappings, merged key by key into this one's
+        sections; a list or a value replaces) and ``sections`` (the same, by keyword), validated
+        again (relative paths stay as they are)."""
+        merged = _merge(self.to_dict(), {**(changes or {}), **sections})
+        return validate_config(merged, source)
+
+
 def validate_config(cfg, source="config", folder=None):
-    """Validate ``cfg`` in place, fill in defaults, and return it.
+    """Validate ``cfg`` (a mapping, or a :class:`Config` to check again), fill in the
+    schema's defaults, and return it as a frozen :class:`Config` (``cfg`` itself is left
+    half-filled: use the result).
 
     ``folder``: resolve the relative paths against it (:func:`resolve_paths`)
     before the checks that read files (a machines CSV); None leaves them as
@@ -122,6 +236,8 @@ def validate_config(cfg, source="config", folder=None):
     """
     if cfg is None:
         cfg = {}
+    if isinstance(cfg, Record):
+        cfg = cfg.to_dict()
     if not isinstance(cfg, dict):
         raise ConfigError(f"{source}: expected a mapping of settings, got {type(cfg).__name__}")
     given = set(cfg)  # the sections the file sets; the schema's defaults fill the others
@@ -134,7 +250,7 @@ def validate_config(cfg, source="config", folder=None):
     if folder is not None:
         resolve_paths(cfg, folder)
     check_semantics(cfg, source, sections=given)
-    return cfg
+    return Config(cfg)
 
 
 def _message(error):
@@ -357,7 +473,7 @@ def seed_range(cfg, split):
 
 def config_hash(cfg, sections=None):
     """Short stable hash of the config (or of some of its sections)."""
-    data = cfg if sections is None else {k: cfg.get(k) for k in sections}
+    data = _thaw(cfg) if sections is None else {k: _thaw(cfg.get(k)) for k in sections}
     blob = json.dumps(data, sort_keys=True, default=str).encode()
     return hashlib.sha256(blob).hexdigest()[:16]
 
@@ -370,3 +486,9 @@ TRAINING_SECTIONS = ("scenario", "rules", "seeds")
 def training_hash(cfg):
     """The config hash a training's artefacts record and check (:data:`TRAINING_SECTIONS`)."""
     return config_hash(cfg, list(TRAINING_SECTIONS))
+
+
+def training_atc_k(cfg, atc_k=None):
+    """ATC's k of a training (its features, its prior, its teacher): the training's own
+    ``atc_k`` when set, else the config's ``rules.atc_k``."""
+    return float(atc_k if atc_k is not None else cfg.rules.atc_k)

@@ -33,7 +33,7 @@ def speeds_of_config(cfg):
     """The speeds of the config's GPUs (``scenario.machines``: a count, a spec or a CSV)."""
     from sched.data.machines import speeds
 
-    return speeds(cfg["scenario"]["machines"], "scenario.machines")
+    return speeds(cfg.scenario.machines, "scenario.machines")
 
 
 def canonical_speeds(speeds):
@@ -47,10 +47,10 @@ def canonical_speeds(speeds):
 def of_config(cfg):
     """The setting record of a benchmark run with config ``cfg``."""
     sp = speeds_of_config(cfg)
-    out = {"machines": len(sp), "speeds": canonical_speeds(sp), "load": float(cfg["scenario"]["load"])}
-    path = cfg["scenario"].get("workload")
+    out = {"machines": len(sp), "speeds": canonical_speeds(sp), "load": float(cfg.scenario.load)}
+    path = cfg.scenario.get("workload")
     if path:
-        out.update(of_workload(path, float(cfg["scenario"].get("workload_scale", 1.0))))
+        out.update(of_workload(path, float(cfg.scenario.get("workload_scale", 1.0))))
     return out
 
 

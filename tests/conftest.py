@@ -93,10 +93,8 @@ TINY_TRAIN = dict(
 
 @pytest.fixture(scope="session")
 def tiny_cfg(cfg):
-    import copy
 
-    c = copy.deepcopy(cfg)
-    c["scenario"]["tasks"] = 60
+    c = cfg.replace(scenario={"tasks": 60})
     return c
 
 

@@ -8,7 +8,6 @@ sigma 0.5 and about 1.5 % for the gamma used here, so 5 % is over three
 standard errors; the seeds are fixed, so the tests are deterministic.
 """
 
-import copy
 import json
 import math
 import subprocess
@@ -126,8 +125,7 @@ def test_spec_feeds_the_scenario_generator(tmp_path, cfg):
     out.write_text(json.dumps(cal.data))
     specs = {k: e["spec"] for k, e in load_calibration(out)["kinds"].items()}
     assert specs == {k: e["spec"] for k, e in cal.data["kinds"].items()}
-    c = copy.deepcopy(cfg)
-    c["scenario"]["calibration"] = str(out)
+    c = cfg.replace(scenario={"calibration": str(out)})
     assert scenario_model(c).kind_specs() == specs
     f = generate(scenario_model(c), 5, tasks=20000).frame
     assert (f["kind"] == "image").mean() == pytest.approx(0.8, abs=0.02)
@@ -157,8 +155,7 @@ def test_criterion_and_fixed_family_and_empirical(tmp_path, cfg):
     assert e["distribution"] == "empirical" and e["goodness_of_fit"] is None
     measured = np.sort(frame.loc[frame.kind == "video", "duration_s"].to_numpy())
     assert np.array_equal(e["spec"]["samples_s"], measured)
-    c = copy.deepcopy(cfg)
-    c["scenario"]["calibration"] = str(out)
+    c = cfg.replace(scenario={"calibration": str(out)})
     g = generate(scenario_model(c), 2, tasks=3000).frame
     assert np.isin(g.loc[g.kind == "video", "duration_s"], measured).all()
 
@@ -211,13 +208,12 @@ def test_log_linear_model_recovers_known_coefficients(tmp_path, cfg):
     assert cal.data["estimate_noise_sigma"] == pytest.approx(m["residual_sigma"])
     out = tmp_path / "cal.json"
     out.write_text(json.dumps(cal.data))
-    c = copy.deepcopy(cfg)
-    c["scenario"]["calibration"] = str(out)
+    c = cfg.replace(scenario={"calibration": str(out)})
     assert c["scenario"]["estimate_noise_sigma"] is None
     assert scenario_model(c).sigma == pytest.approx(m["residual_sigma"])
     f = generate(scenario_model(c), 1, tasks=20000).frame
     assert np.log(f["estimate_s"] / f["duration_s"]).std() == pytest.approx(m["residual_sigma"], rel=0.05)
-    c["scenario"]["estimate_noise_sigma"] = 0.0  # a number in the config overrides it
+    c = c.replace(scenario={"estimate_noise_sigma": 0.0})  # a number in the config overrides it
     assert scenario_model(c).sigma == 0.0
     # predictions for tasks without an estimate
     task = {"width": 1024, "height": 576, "frames": 49, "steps": 25}
@@ -274,8 +270,7 @@ def test_no_features_no_model_and_zero_noise(tmp_path, cfg):
     assert any("no duration model" in t for _, t in cal.notes)
     out = tmp_path / "cal.json"
     out.write_text(json.dumps(cal.data))
-    c = copy.deepcopy(cfg)
-    c["scenario"]["calibration"] = str(out)
+    c = cfg.replace(scenario={"calibration": str(out)})
     assert scenario_model(c).sigma == 0.0
     assert (
         predict_duration(out, "image", {"width": 1024, "height": 1024, "steps": 30})
@@ -472,8 +467,7 @@ def test_one_repeated_duration_cannot_be_fitted(tmp_path):
 
 
 def test_calibration_file_errors_name_the_file_and_the_remedy(tmp_path, cfg):
-    c = copy.deepcopy(cfg)
-    c["scenario"]["calibration"] = str(tmp_path / "missing.json")
+    c = cfg.replace(scenario={"calibration": str(tmp_path / "missing.json")})
     with pytest.raises(
         CalibrationFileError,
         match=r"missing.json not found; make it with "

@@ -20,8 +20,24 @@ def test_shipped_config_is_valid_and_matches_schema_defaults():
 def test_defaults_are_filled_without_touching_the_schema():
     a = validate_config({"scenario": {"load": 0.7}})
     assert a["scenario"]["load"] == 0.7 and a["scenario"]["tasks"] == 400
-    a["scenario"]["kinds"]["image"]["median_s"] = 1.0
+    changed = a.replace(scenario={"kinds": {"image": {"median_s": 1.0}}})
+    assert changed.scenario.kinds.image.median_s == 1.0 and a.scenario.kinds.image.median_s == 25.0
     assert validate_config({})["scenario"]["kinds"]["image"]["median_s"] == 25.0
+
+
+def test_the_config_is_frozen_and_its_variants_are_validated():
+    from sched.config import ConfigError
+
+    a = validate_config({"scenario": {"load": 0.7}})
+    with pytest.raises(ConfigError, match="scenario is frozen"):
+        a.scenario.load = 0.9
+    with pytest.raises(TypeError):
+        a.scenario["load"] = 0.9  # a record has no item assignment either
+    assert isinstance(a.train.seeds, tuple) and a.to_dict()["train"]["seeds"] == list(a.train.seeds)
+    with pytest.raises(ConfigError, match=r"scenario.load: -1 is less than or equal to the minimum"):
+        a.replace(scenario={"load": -1})
+    with pytest.raises(AttributeError, match="scenario has no setting 'lod'"):
+        getattr(a.scenario, "lod")  # noqa: B009
 
 
 @pytest.mark.parametrize(

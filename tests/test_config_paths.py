@@ -49,8 +49,8 @@ def test_relative_paths_are_read_from_the_config_folder(project, monkeypatch):
     assert cfg["rank"]["settings"] == str(d / "results/robustness")  # a default, resolved too
     assert cfg["scenario"]["calibration"] == str(d / "results/calibration.json")
     assert cfg["scenario"]["machines"] == str(d / "farm/gpus.csv")
-    assert cfg["workload"]["history"] == [str(d / "history/h.csv")]
-    assert cfg["calibration"]["bench"] == [str(d / "bench/a.csv"), "/abs/b.csv"]
+    assert cfg.workload.history == (str(d / "history/h.csv"),)
+    assert cfg.calibration.bench == (str(d / "bench/a.csv"), "/abs/b.csv")
     assert cfg["plan"]["base"] == str(d / "policies/p.pt") and cfg["plan"]["rollout"] == "base"
     assert resolve_paths(cfg, elsewhere) == cfg  # resolving again changes nothing
 

@@ -225,9 +225,8 @@ def test_plan_on_two_threads_gives_the_schedules_of_one(tiny_cfg):
     from sched.evaluate.policies import teacher_spec
     from sched.evaluate.runs import generate_scenarios, schedule_policy
 
-    c = copy.deepcopy(tiny_cfg)
-    c["train"].update(teacher_samples=6, teacher_chunk=2, teacher_horizon=8)
-    c["plan"]["futures"] = 50
+    c = tiny_cfg.replace(train=dict(teacher_samples=6, teacher_chunk=2, teacher_horizon=8))
+    c = c.replace(plan={"futures": 50})
     spec = teacher_spec(c)
     sc = generate_scenarios(c, range(2000000, 2000004))
     arrays = [s.arrays for s in sc]

@@ -83,11 +83,10 @@ def test_non_finite_config_numbers_are_refused_naming_the_field(tmp_path, body, 
 
 def test_the_snakemake_side_refuses_non_finite_numbers_too(cfg):
     # the Snakefile runs check_semantics after the schema
-    import copy
 
     from sched.config import ConfigError, check_semantics
 
-    bad = copy.deepcopy(cfg)
+    bad = cfg.to_dict()
     bad["rules"]["atc_k"] = float("nan")
     with pytest.raises(ConfigError, match=r"config: rules\.atc_k: must be a finite number"):
         check_semantics(bad, "config")

@@ -2,8 +2,6 @@
 sampled futures only, deterministic for a seed, the base policy's choice unless the samples say
 otherwise, bad settings refused in one line, and ``rank(policy="plan")``."""
 
-import copy
-
 import numpy as np
 import pytest
 
@@ -21,7 +19,7 @@ SETTINGS = dict(candidates=3, samples=6, horizon=12, z=1.0, seed=3, futures=40, 
 def pcfg():
     """Default settings with estimate noise, and a small training range for the futures' seeds."""
     c = validate_config({"scenario": {"estimate_noise_sigma": 0.4, "tasks": 60}}, "test")
-    c["plan"].update(SETTINGS)
+    c = c.replace(plan=dict(SETTINGS))
     return c
 
 
@@ -141,11 +139,10 @@ def test_an_unknown_base_policy_is_refused(pcfg):
     from sched.evaluate.errors import BenchmarkError
     from sched.evaluate.policies import plan_spec
 
-    c = copy.deepcopy(pcfg)
-    c["plan"]["base"] = "no-such-policy"
+    c = pcfg.replace(plan={"base": "no-such-policy"})
     with pytest.raises(BenchmarkError, match="plan.base: unknown base policy 'no-such-policy'"):
         plan_spec(c)
-    c["plan"]["base"] = "wspt"
+    c = c.replace(plan={"base": "wspt"})
     assert plan_spec(c)["base_spec"]["rule"] == "wspt"
 
 
@@ -159,8 +156,7 @@ def _tasks(n=12):
 def test_rank_plan_returns_a_permutation_and_checks_its_arguments(pcfg):
     from sched.ranking.ranker import RankInputError, rank
 
-    c = copy.deepcopy(pcfg)
-    c["plan"]["base"] = "atc"
+    c = pcfg.replace(plan={"base": "atc"})
     tasks = _tasks()
     out = rank(tasks, policy="plan", config=c)
     assert sorted(out) == sorted(t["id"] for t in tasks)
@@ -175,10 +171,10 @@ def test_rank_plan_returns_a_permutation_and_checks_its_arguments(pcfg):
             rank(tasks, policy="plan", config=c, budget_ms=bad)
     with pytest.raises(RankInputError, match="budget_ms: only used with policy 'plan'"):
         rank(tasks, policy="atc", config=c, budget_ms=10)
-    c["plan"]["base"] = "nope"
+    c = c.replace(plan={"base": "nope"})
     with pytest.raises(RankInputError, match="^plan.base: policy: unknown policy 'nope'"):
         rank(tasks, policy="plan", config=c)
-    c["plan"]["base"] = "plan"
+    c = c.replace(plan={"base": "plan"})
     with pytest.raises(RankInputError, match="plan cannot be its own base"):
         rank(tasks, policy="plan", config=c)
 
@@ -210,8 +206,7 @@ def test_the_benchmark_runs_plan_beside_its_base(pcfg):
     from sched.evaluate.policies import parse_policies, plan_spec, rule_spec
     from sched.evaluate.runs import run_policies
 
-    c = copy.deepcopy(pcfg)
-    c["plan"]["base"] = "atc"
+    c = pcfg.replace(plan={"base": "atc"})
     assert parse_policies("atc,plan", c) == ["atc", "plan"]
     specs = {"atc": rule_spec("atc", 2.0), "plan": plan_spec(c)}
     frame = run_policies(c, [2000000, 2000001], specs)
@@ -226,10 +221,9 @@ def test_a_rollout_rule_equal_to_the_base_changes_nothing_and_others_are_refused
     same = Planner(pcfg, rule_base("atc", 1.5), pcfg["plan"]).schedule(sc)
     rolled = Planner(pcfg, rule_base("atc", 1.5), pcfg["plan"], rule_base("atc", 1.5)).schedule(sc)
     np.testing.assert_array_equal(same[0], rolled[0])
-    c = copy.deepcopy(pcfg)
-    c["plan"].update(base="atc", rollout="wspt")
+    c = pcfg.replace(plan=dict(base="atc", rollout="wspt"))
     assert plan_spec(c)["rollout_spec"]["rule"] == "wspt"
-    c["plan"]["rollout"] = "ppo-1"
+    c = c.replace(plan={"rollout": "ppo-1"})
     with pytest.raises(BenchmarkError, match="plan.rollout: unknown rollout policy 'ppo-1'"):
         plan_spec(c)
 
@@ -251,8 +245,7 @@ def test_the_budget_bounds_the_whole_call_and_explain_says_what_was_planned(pcfg
     which starts were planned. Without a budget: every sample, deterministic."""
     from sched.ranking.ranker import rank
 
-    c = copy.deepcopy(pcfg)
-    c["plan"].update(base="atc", rollout="base", candidates=4, samples=64, horizon=50)
+    c = pcfg.replace(plan=dict(base="atc", rollout="base", candidates=4, samples=64, horizon=50))
     rng = np.random.default_rng(8)
     n = 6000
     est, w, due = rng.lognormal(3.5, 1.0, n), rng.choice([1.0, 2.0, 4.0, 8.0], n), rng.uniform(0, 86400, n)

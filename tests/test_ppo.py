@@ -1,7 +1,6 @@
 """PPO: training, the policy file, resume, the scorer (the Gymnasium environment: test_gym_env.py)."""
 
 import contextlib
-import copy
 import json
 
 import numpy as np
@@ -277,9 +276,8 @@ def test_one_queue_fast_path_matches_the_batched_greedy(distinct_policy, tiny_cf
 
 def _late_cfg(cfg, tasks):
     """Deadlines shorter than the tasks: tardiness accrues before the first choice too."""
-    c = copy.deepcopy(cfg)
-    c["scenario"]["tasks"] = tasks
-    c["scenario"]["due"] = {"flow_factor": [0.1, 0.2], "slack_s": [0.0, 0.0]}
+    c = cfg.replace(scenario={"tasks": tasks})
+    c = c.replace(scenario={"due": {"flow_factor": [0.1, 0.2], "slack_s": [0.0, 0.0]}})
     return c
 
 

@@ -2,7 +2,6 @@
 PPO's vital signs, the training throughput, PPO's share of the gain, PPO alone, and the
 diagnostics panel of the learning-curve figure."""
 
-import copy
 import json
 import re
 import shutil
@@ -235,9 +234,10 @@ def reported(tiny, tmp_path_factory):  # noqa: F811
     """A report on the tiny benchmark with synthetic ppo-1, ppo-1-warm, fake training logs
     and a PPO-alone robustness setting."""
     d = tmp_path_factory.mktemp("training-report")
-    cfg = copy.deepcopy(tiny["cfg"])
-    cfg["train"]["seeds"] = [1, 2]
-    cfg["robustness"] = {"settings": [{"name": "ppo-only", "train": {"teacher_scenarios": 0}}]}
+    cfg = tiny["cfg"].replace(
+        train={"seeds": [1, 2]},
+        robustness={"settings": [{"name": "ppo-only", "train": {"teacher_scenarios": 0}}]},
+    )
     per = read_per_scenario(tiny["bench"] / "per_scenario.csv")
     _, twt = matrix(per)
     bh = best_heuristic(twt)

@@ -1,7 +1,5 @@
 """Scenario generation and the scenario file contract."""
 
-import copy
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -52,8 +50,7 @@ def test_kinds_priorities_and_durations_follow_config(cfg):
 
 
 def test_estimate_noise(cfg):
-    c = copy.deepcopy(cfg)
-    c["scenario"]["estimate_noise_sigma"] = 0.3
+    c = cfg.replace(scenario={"estimate_noise_sigma": 0.3})
     f = generate(scenario_model(c), 4, tasks=20000).frame
     ratio = np.log(f["estimate_s"] / f["duration_s"])
     assert ratio.std() == pytest.approx(0.3, rel=0.05)
@@ -379,8 +376,8 @@ def test_generated_times_beyond_the_limit_are_refused_without_warnings(cfg, chan
 
     from sched.data.scenario import SizeError
 
-    c = copy.deepcopy(cfg)
-    c["scenario"].update(change)
+    c = cfg.to_dict()
+    c["scenario"].update(change)  # kinds: replaced whole, not merged
     c = validate_config(c)
     with warnings.catch_warnings():
         warnings.simplefilter("error")

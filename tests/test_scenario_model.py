@@ -118,7 +118,7 @@ def test_the_model_is_read_once_and_immutable(files, tmp_path):
 
 
 def test_draw_takes_a_model_not_a_config(cfg):
-    with pytest.raises(SchedError, match="draw: model: expected a ScenarioModel .* got dict"):
+    with pytest.raises(SchedError, match="draw: model: expected a ScenarioModel .* got Config"):
         draw(cfg, 1)
     with pytest.raises(SchedError, match="generate: model: expected a ScenarioModel"):
         generate(cfg, 1)

@@ -76,10 +76,11 @@ def test_skip_moves_later_in_the_free_validation_seeds(chooser, shipped):
 
 
 def test_free_offset_follows_the_config(chooser, shipped):
-    cfg = copy.deepcopy(shipped)
-    cfg["benchmark"].update(selection_offset=400, selection_scenarios=50)
-    cfg["train"]["validation_scenarios"] = 300
-    cfg["robustness"]["settings"][2]["train"]["validation_scenarios"] = 350
+    cfg = shipped.replace(benchmark=dict(selection_offset=400, selection_scenarios=50))
+    cfg = cfg.replace(train={"validation_scenarios": 300})
+    settings = cfg.robustness.to_dict()["settings"]
+    settings[2]["train"]["validation_scenarios"] = 350
+    cfg = cfg.replace(robustness={"settings": settings})
     assert chooser.free_validation_offset(cfg) == 450
     seeds = chooser.pick_seeds(cfg, "validation", 4)
     assert seeds == range(1_000_450, 1_000_454)
@@ -90,8 +91,7 @@ def test_free_offset_follows_the_config(chooser, shipped):
 def test_a_selection_below_the_checkpoint_seeds_is_refused(chooser, shipped):
     from sched.config import ConfigError
 
-    cfg = copy.deepcopy(shipped)
-    cfg["benchmark"]["selection_offset"] = 200  # below train.validation_scenarios (1,000)
+    cfg = shipped.replace(benchmark={"selection_offset": 200})  # below train.validation_scenarios (1,000)
     with pytest.raises(ConfigError, match="selection_offset"):
         chooser.pick_seeds(cfg, "validation", 2)
 
@@ -138,7 +138,7 @@ def test_both_choosers_take_their_seeds_from_the_one_definition(shipped):
             assert mod.free_validation_offset is S.free_validation_offset
             for split, confirm in (("validation", False), ("test", True)):
                 assert mod.pick_seeds(c, split, 7, 3, confirm) == S.chooser_seeds(c, split, 7, 3, confirm)
-        cfg["benchmark"].update(selection_offset=3000, selection_scenarios=10)
+        cfg = cfg.replace(benchmark=dict(selection_offset=3000, selection_scenarios=10))
 
 
 def test_rule_mix_default_seeds_lie_outside_every_split(rule_mix, shipped, capsys):

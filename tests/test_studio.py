@@ -30,8 +30,7 @@ HISTORY = [ROOT / "resources/history/example_history.csv", ROOT / "resources/his
 
 @pytest.fixture(scope="module")
 def wcfg(cfg, calibrated):
-    c = copy.deepcopy(cfg)
-    c["scenario"]["calibration"] = str(calibrated.calibration)
+    c = cfg.replace(scenario={"calibration": str(calibrated.calibration)})
     return c
 
 
@@ -97,9 +96,8 @@ def studio_cfg(wcfg, calibrated, tmp_path_factory):
     fitted = calibrate_workload(HISTORY, wcfg, calibrated.calibration)
     path = tmp_path_factory.mktemp("studio") / "workload.json"
     files.write_json(path, fitted.data)
-    c = copy.deepcopy(wcfg)
-    c["scenario"]["workload"] = str(path)
-    c["scenario"]["tasks"] = "day"
+    c = wcfg.replace(scenario={"workload": str(path)})
+    c = c.replace(scenario={"tasks": "day"})
     return validate_config(c, "test"), fitted.data
 
 

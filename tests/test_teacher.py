@@ -1,8 +1,6 @@
 """The gated rollout teacher: labels that do not depend on how the work is split, bounded against
 its base's choice, and its settings refused in one line."""
 
-import copy
-
 import numpy as np
 import pytest
 import yaml
@@ -47,8 +45,7 @@ def test_teacher_labels_compare_candidates_with_atc_choice(tiny_cfg):
 
 
 def test_futures_must_not_overlap_the_labelled_scenarios(tiny_cfg):
-    c = copy.deepcopy(tiny_cfg)
-    c["seeds"]["train"]["count"] = 60
+    c = tiny_cfg.replace(seeds={"train": {"count": 60}})
     start = c["seeds"]["train"]["start"]
     with pytest.raises(ValueError, match=r"seeds.train.count: 60 .*\(seed 100010 "):
         _labels_with_futures(c, [start + 10])
@@ -64,7 +61,7 @@ def _labels_with_futures(cfg, seeds):
 
 def _config_with(tmp_path, calibrated, **train):
     c = yaml.safe_load(calibrated.config.read_text())
-    c["train"].update(train)
+    c = c.replace(train=dict(train))
     p = tmp_path / "config.yaml"
     p.write_text(yaml.safe_dump(c, sort_keys=False))
     return p

@@ -5,7 +5,6 @@ A synthetic workload file (a weekly arrival profile) stands in for ``sched calib
 output; the kernel's features are checked against the plain reference of ``tests/test_kernel.py``.
 """
 
-import copy
 import json
 import math
 
@@ -40,8 +39,7 @@ def weekly_rates(mean_rate):
 @pytest.fixture(scope="module")
 def wl_cfg(cfg, tmp_path_factory):
     """The default config with a workload file whose mean load is the config's."""
-    c = copy.deepcopy(cfg)
-    c["scenario"]["tasks"] = 60
+    c = cfg.replace(scenario={"tasks": 60})
     model = scenario_model(c)
     mean_rate = c["scenario"]["load"] * model.capacity / model.mean_duration * H
     workload = {
@@ -61,7 +59,7 @@ def wl_cfg(cfg, tmp_path_factory):
     }
     path = tmp_path_factory.mktemp("workload") / "workload.json"
     path.write_text(json.dumps(workload))
-    c["scenario"]["workload"] = str(path)
+    c = c.replace(scenario={"workload": str(path)})
     return c
 
 

@@ -40,8 +40,7 @@ def truth():
 
 @pytest.fixture(scope="module")
 def wcfg(cfg, calibrated):
-    c = copy.deepcopy(cfg)
-    c["scenario"]["calibration"] = str(calibrated.calibration)
+    c = cfg.replace(scenario={"calibration": str(calibrated.calibration)})
     return c
 
 
@@ -232,8 +231,7 @@ def gen_cfg(wcfg, fitted, tmp_path_factory):
 
     path = tmp_path_factory.mktemp("workload") / "workload.json"
     files.write_json(path, fitted.data)
-    c = copy.deepcopy(wcfg)
-    c["scenario"]["workload"] = str(path)
+    c = wcfg.replace(scenario={"workload": str(path)})
     return c
 
 
@@ -257,8 +255,7 @@ def test_generation_reproducible_and_follows_the_workload(gen_cfg, fitted):
 
 
 def test_workload_scale_speeds_arrivals(gen_cfg):
-    c = copy.deepcopy(gen_cfg)
-    c["scenario"]["workload_scale"] = 2.0
+    c = gen_cfg.replace(scenario={"workload_scale": 2.0})
     one, two = draw(scenario_model(gen_cfg), 1, tasks=20000), draw(scenario_model(c), 1, tasks=20000)
     # the same two whole weeks from the same start of the week: twice the arrivals
     weeks2 = 2 * 168 * 3600.0

@@ -1,7 +1,5 @@
 """Replay of the queue history: windows as scenarios, `sched replay`, the report's table."""
 
-import copy
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -20,8 +18,7 @@ MONDAY = 1717372800.0  # 2024-06-03T00:00:00Z
 
 @pytest.fixture(scope="module")
 def wcfg(cfg, calibrated):
-    c = copy.deepcopy(cfg)
-    c["scenario"]["calibration"] = str(calibrated.calibration)
+    c = cfg.replace(scenario={"calibration": str(calibrated.calibration)})
     return c
 
 
@@ -124,8 +121,7 @@ def test_replay_command_and_report_section(tmp_path, cfg, calibrated):
     from sched.data.workload.workload_fit import calibrate_workload
     from sched.evaluate.report.workload import read_fit
 
-    c = copy.deepcopy(cfg)
-    c["scenario"]["calibration"] = str(calibrated.calibration)
+    c = cfg.replace(scenario={"calibration": str(calibrated.calibration)})
     # a fit needs a week of history (issue 23 point 2): 120 tasks over ten days
     long_path, _ = _history(tmp_path / "long.csv", days=10, per_day=12)
     fit = calibrate_workload([long_path], c, calibrated.calibration).data

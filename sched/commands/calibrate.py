@@ -43,31 +43,25 @@ def register(sub):
 
 
 def run(args):
-    from sched.config import validate_config
     from sched.data.bench.calibration_output import summary_lines, write_calibration
     from sched.data.bench.fit import calibrate
 
     cfg = load_cfg(args)
-    opts = cfg["calibration"]
     overrides = {
         "distribution": args.distribution,
         "criterion": args.criterion,
         "min_records": args.min_records,
         "max_bad_share": args.max_bad_share,
     }
-    for key, value in overrides.items():
-        if value is not None:
-            opts[key] = value
-    if args.kind_column is not None:
-        opts["columns"]["kind"] = args.kind_column
-    if args.duration_column is not None:
-        opts["columns"]["duration_s"] = args.duration_column
-    cfg = validate_config(cfg, "command line")
+    opts = {key: value for key, value in overrides.items() if value is not None}
+    columns = {"kind": args.kind_column, "duration_s": args.duration_column}
+    opts["columns"] = {key: value for key, value in columns.items() if value is not None}
+    cfg = cfg.replace(calibration=opts, source="command line")
     out = Path(args.out)
     figure = Path(args.figure) if args.figure else out.with_suffix(".png")
     if figure.resolve() == out.resolve():
         raise UsageError(f"--figure: {figure} is also --out")
-    result = calibrate(args.bench or cfg["calibration"]["bench"], cfg["calibration"])
+    result = calibrate(args.bench or cfg.calibration.bench, cfg.calibration)
     for level, text in result.notes:
         print(f"sched calibrate: {level}: {text}", file=sys.stderr)
     write_calibration(result, out, figure)

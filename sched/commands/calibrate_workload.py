@@ -38,21 +38,20 @@ def register(sub):
 
 
 def run(args):
-    from sched.config import validate_config
     from sched.data.workload.workload_fit import calibrate_workload
     from sched.data.workload.workload_output import summary_lines, write_workload
 
     cfg = load_cfg(args)
+    changes = {}
     if args.max_bad_share is not None:
-        cfg["workload"]["max_bad_share"] = args.max_bad_share
+        changes["workload"] = {"max_bad_share": args.max_bad_share}
     if args.machines is not None:
-        cfg["scenario"]["machines"] = (
-            int(args.machines)
-            if args.machines.strip().isascii() and args.machines.strip().isdecimal()
-            else args.machines
-        )
-    cfg = validate_config(cfg, "command line")
-    calibration = args.calibration or cfg["scenario"]["calibration"]
+        machines = args.machines.strip()
+        changes["scenario"] = {
+            "machines": int(machines) if machines.isascii() and machines.isdecimal() else args.machines
+        }
+    cfg = cfg.replace(changes, "command line")
+    calibration = args.calibration or cfg.scenario.calibration
     if not calibration:
         raise UsageError(
             "--calibration: no calibration file (scenario.calibration is null); the estimates need one"
@@ -61,9 +60,7 @@ def run(args):
     figure = Path(args.figure) if args.figure else out.with_suffix(".png")
     if figure.resolve() == out.resolve():
         raise UsageError(f"--figure: {figure} is also --out")
-    result = calibrate_workload(
-        args.history or cfg["workload"]["history"], cfg, calibration, cfg["workload"]["seed"]
-    )
+    result = calibrate_workload(args.history or cfg.workload.history, cfg, calibration, cfg.workload.seed)
     for st in result.stats:
         if st.bad_count:
             print(

@@ -46,7 +46,7 @@ def run(args):
 
     cfg = load_cfg(args)
     threads.apply(args.threads)
-    seed = check_seed(args.seed if args.seed is not None else cfg["benchmark"]["demo_seed"])
+    seed = check_seed(args.seed if args.seed is not None else cfg.benchmark.demo_seed)
     explicit = args.policies is not None
     names = parse_policies(args.policies, cfg)
     specs, skipped = resolve_policies(
@@ -72,11 +72,11 @@ def run(args):
             f"{label(p)}: total weighted tardiness {twt[p] / UNIT:.3f} k w.s": schedules[p]
             for p in (left, right)
         },
-        len(speeds(cfg["scenario"]["machines"], "scenario.machines")),  # a count or a spec
+        len(speeds(cfg.scenario.machines, "scenario.machines")),  # a count or a spec
         Path(args.figures) / layout.DEMO_GANTT,
-        cfg["report"]["figure_dpi"],
-        cfg["report"]["gantt_hours"],
-        f"Demonstration scenario, seed {seed}: the first {cfg['report']['gantt_hours']:g} h",
+        cfg.report.figure_dpi,
+        cfg.report.gantt_hours,
+        f"Demonstration scenario, seed {seed}: the first {cfg.report.gantt_hours:g} h",
     )
     # one set, the table last (sched.files.write_set)
     items = [
@@ -85,8 +85,8 @@ def run(args):
     ]
     files.write_set([*items, (out / layout.DEMO_TABLE, files.csv_writer(table))])
     print(
-        f"demonstration scenario seed {seed}: {len(sc)} tasks, load {cfg['scenario']['load']}, "
-        f"{cfg['scenario']['machines']} machine(s)"
+        f"demonstration scenario seed {seed}: {len(sc)} tasks, load {cfg.scenario.load}, "
+        f"{cfg.scenario.machines} machine(s)"
     )
     print(f"{'policy':12} {'total weighted tardiness (k w.s)':>34} {'tardy tasks':>12}")
     for _, r in table.sort_values("total_weighted_tardiness_s", kind="stable").iterrows():

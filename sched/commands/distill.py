@@ -39,7 +39,7 @@ def run(args):
     from sched.learn.search.teacher import load_labels
 
     cfg = load_cfg(args)
-    seed = args.seed if args.seed is not None else cfg["train"]["seeds"][0]
+    seed = args.seed if args.seed is not None else cfg.train.seeds[0]
     a = Args.from_config(cfg, seed=seed, threads=args.threads, atc_k=args.atc_k)
     if a.atc_k is not None and not a.atc_k > 0:
         raise UsageError(f"--atc-k: must be > 0, got {a.atc_k}")

@@ -64,7 +64,7 @@ def run(args):
 
     cfg = load_cfg(args)
     threads.apply(args.threads)
-    calibration = args.calibration or cfg["scenario"]["calibration"]
+    calibration = args.calibration or cfg.scenario.calibration
     if not calibration:
         raise UsageError(
             "--calibration: no calibration file (scenario.calibration is null); the estimates need one"
@@ -74,7 +74,7 @@ def run(args):
     if args.held_out is not None:
         return run_held_out(args, cfg, calibration)
     replay = replay_scenarios(
-        args.history or cfg["workload"]["history"], cfg, calibration, args.window_hours, args.min_tasks
+        args.history or cfg.workload.history, cfg, calibration, args.window_hours, args.min_tasks
     )
     for note in replay.notes:
         print(f"sched replay: note: {note}", file=sys.stderr)
@@ -160,7 +160,7 @@ def run_held_out(args, cfg, calibration):
     from sched.evaluate.runs import run_on_stream
     from sched.evaluate.summary import write_outputs
 
-    path = args.held_out or cfg["scenario"]["workload"] or layout.WORKLOAD
+    path = args.held_out or cfg.scenario.workload or layout.WORKLOAD
     workload = load_workload(path)
     days = held_out_days(workload)
     if days is None:
@@ -169,7 +169,7 @@ def run_held_out(args, cfg, calibration):
             "too short, see workload.test_days)"
         )
     stream = held_out_stream(
-        args.history or cfg["workload"]["history"],
+        args.history or cfg.workload.history,
         cfg,
         calibration,
         days,

@@ -32,7 +32,7 @@ def run(args):
     check_overrides(args)
     cfg = load_cfg(args)
     if args.calibration:
-        cfg["scenario"]["calibration"] = args.calibration
+        cfg = cfg.replace(scenario={"calibration": args.calibration})
     sc = generate(scenario_model(cfg), args.seed, tasks=args.tasks, load=args.load, machines=args.machines)
     if args.out:
         write_scenario(args.out, sc)

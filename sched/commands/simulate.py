@@ -41,10 +41,10 @@ def run(args):
     if args.machines is not None:
         machines = speeds(args.machines, "--machines")  # refused here, naming the option
     else:
-        machines = speeds(cfg["scenario"]["machines"], "scenario.machines")
+        machines = speeds(cfg.scenario.machines, "scenario.machines")
     # the summary's machines: a count for identical GPUs (as before speeds), else the spec
     shown = len(machines) if (machines == 1.0).all() else spec_of(machines)
-    k = args.atc_k if args.atc_k is not None else cfg["rules"]["atc_k"]
+    k = args.atc_k if args.atc_k is not None else cfg.rules.atc_k
     if not 0 < k < math.inf:  # an infinite k would print Infinity in the JSON lines
         raise UsageError(f"--atc-k: must be a finite number > 0, got {k}")
     if args.scenario:

@@ -44,7 +44,7 @@ def run(args):
     cfg = load_cfg(args)
     if args.iterations is not None and args.iterations < 1:
         raise UsageError(f"--iterations: must be >= 1, got {args.iterations}")
-    seed = args.seed if args.seed is not None else cfg["train"]["seeds"][0]
+    seed = args.seed if args.seed is not None else cfg.train.seeds[0]
     a = Args.from_config(cfg, iterations=args.iterations, seed=seed, threads=args.threads, atc_k=args.atc_k)
     if a.atc_k is not None and not a.atc_k > 0:
         raise UsageError(f"--atc-k: must be > 0, got {a.atc_k}")

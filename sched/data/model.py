@@ -178,7 +178,7 @@ def scenario_model(cfg):
     from sched.data.bench.calibration import load_calibration
     from sched.data.workload.workload import load_workload
 
-    sc = cfg["scenario"]
+    sc = cfg.scenario
     calibration = sc.get("calibration") or None
     sigma = sc.get("estimate_noise_sigma")
     if calibration:

@@ -17,7 +17,7 @@ def run_demo(cfg, seed, specs):
     from sched.data.scenario import generate, scenario_model
 
     sc = generate(scenario_model(cfg), seed)
-    machines = cfg["scenario"]["machines"]
+    machines = cfg.scenario.machines
     schedules, rows = {}, []
     for name in sorted(specs, key=policy_key):
         start, end, mach = schedule_policy(specs[name], [sc], [sc.arrays], machines)[0]

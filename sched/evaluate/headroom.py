@@ -40,9 +40,9 @@ def scenario_search_seed(search_seed, scenario_seed):
 
 def start_candidates(cfg):
     """(rule, k) pairs whose schedules seed the search: every rule, and ATC at each grid k."""
-    k0 = float(cfg["rules"]["atc_k"])
+    k0 = float(cfg.rules.atc_k)
     cands = [(r, k0 if r == "atc" else None) for r in rules_mod.RULES]
-    cands += [("atc", float(k)) for k in cfg["benchmark"]["atc_k_grid"] if float(k) != k0]
+    cands += [("atc", float(k)) for k in cfg.benchmark.atc_k_grid if float(k) != k0]
     return cands
 
 
@@ -62,8 +62,8 @@ def best_rule_starts(arrays, machines, candidates):
 
 def run_reference(cfg, seeds, progress=False):
     """The clairvoyant table (CLAIRVOYANT_COLUMNS) for the scenarios of ``seeds``."""
-    c = cfg["benchmark"]["clairvoyant"]
-    machines = cfg["scenario"]["machines"]
+    c = cfg.benchmark.clairvoyant
+    machines = cfg.scenario.machines
     seeds = list(seeds)
     arrays = [s.arrays for s in generate_scenarios(cfg, seeds, progress)]
     starts = best_rule_starts(arrays, machines, start_candidates(cfg))

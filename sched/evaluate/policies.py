@@ -135,7 +135,7 @@ def default_policies(cfg):
 
 def has_teacher(cfg):
     """Whether training has a teacher's warm start (``train.teacher_scenarios`` > 0)."""
-    return int((cfg.get("train") or {}).get("teacher_scenarios", 0)) > 0
+    return cfg.train.teacher_scenarios > 0
 
 
 def benchmark_policies(cfg):
@@ -228,7 +228,7 @@ def resolve_policies(cfg, names, tuned=None, policy_files=None, missing_ok=False
                 continue
             specs[name] = rule_spec("atc", float(read_tuned(path)["atc_k"]))
         elif is_heuristic(name):
-            specs[name] = rule_spec(name, float(cfg["rules"]["atc_k"]) if name == "atc" else None)
+            specs[name] = rule_spec(name, float(cfg.rules.atc_k) if name == "atc" else None)
         else:
             if is_round(name):
                 default = layout.round_policy_file(ppo_seed(name), round_of(name))
@@ -268,14 +268,14 @@ def teacher_spec(cfg, tuned=None):
     """The spec of ``teacher``: the planner on the rule ``train.teacher_base`` (ATC with the
     training's k: ``train.atc_k``, the tuned k when it is ``tuned``, else ``rules.atc_k``), the
     base continuing its rollouts, with the teacher's settings (``settings``, ``chunk``)."""
-    t = cfg["train"]
+    t = cfg.train
     k = t.get("atc_k")
     if k == "tuned":
         k = float(read_tuned(Path(tuned or layout.TUNED_PATH))["atc_k"])
-    k = float(k if k is not None else cfg["rules"]["atc_k"])
+    k = float(k if k is not None else cfg.rules.atc_k)
     rule = t["teacher_base"]  # the validated config: the schema's defaults filled in
     settings = dict(
-        cfg["plan"],
+        cfg.plan,
         candidates=t["teacher_candidates"],
         samples=t["teacher_samples"],
         horizon=t["teacher_horizon"],
@@ -299,9 +299,9 @@ def plan_spec(cfg, tuned=None, policy_file=None):
     """The spec of ``plan``: its base policy's spec (config ``plan.base``, or the policy
     file ``policy_file``) under ``base_spec``, its name under ``base``, and the rule that
     continues its rollouts (config ``plan.rollout``) under ``rollout_spec`` (None: the base)."""
-    base = str(policy_file) if policy_file is not None else cfg["plan"]["base"]
+    base = str(policy_file) if policy_file is not None else cfg.plan.base
     if base == "auto":
-        path = Path(cfg["rank"]["winner"])
+        path = Path(cfg.rank.winner)
         try:
             won = json.loads(path.read_text(encoding="utf-8"))
             name = won["policy"]
@@ -325,7 +325,7 @@ def plan_spec(cfg, tuned=None, policy_file=None):
             f"plan.base: unknown base policy {base[:40]!r}; expected auto, {', '.join(HEURISTICS)}, "
             f"ppo-<training seed> or an existing policy file"
         )
-    roll = cfg["plan"]["rollout"]
+    roll = cfg.plan.rollout
     if roll == "base":
         roll_spec = None
     elif is_heuristic(roll):

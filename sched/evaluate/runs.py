@@ -90,7 +90,7 @@ def make_planner(cfg, spec):
 
         b = learned_base(load(base["policy_file"]), spec["base"])
     roll = spec.get("rollout_spec")
-    settings = spec.get("settings") or cfg["plan"]  # the teacher's own (policies.teacher_spec)
+    settings = spec.get("settings") or cfg.plan  # the teacher's own (policies.teacher_spec)
     return Planner(cfg, b, settings, rule_of(roll) if roll else None, chunk=spec.get("chunk", 0))
 
 
@@ -119,7 +119,7 @@ def run_on_scenarios(cfg, keys, scenarios, specs, progress=False, timings=None):
     """:func:`run_policies` on given scenarios; ``keys`` fill the table's ``scenario_seed`` column
     (the seeds, or the index of each replayed window)."""
     seeds = list(keys)
-    machines = cfg["scenario"]["machines"]
+    machines = cfg.scenario.machines
     arrays = [s.arrays for s in scenarios]
     if any(s["kind"] == "rule" for s in specs.values()):
         warm_up(machines)
@@ -141,7 +141,7 @@ def run_on_stream(cfg, scenario, day, days, specs, progress=False):
     stream, ``sched.data.workload.replay.held_out_stream``): each policy schedules the whole stream
     once, and each task's metrics count toward its ``day`` (0 .. days-1; -1: toward none).
     ``scenario_seed`` is the day's index, so the days pair across policies."""
-    machines = cfg["scenario"]["machines"]
+    machines = cfg.scenario.machines
     arrays = scenario.arrays
     if any(s["kind"] == "rule" for s in specs.values()):
         warm_up(machines)

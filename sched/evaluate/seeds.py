@@ -28,9 +28,6 @@ import numpy as np
 from sched.config import ConfigError, seed_range
 from sched.evaluate.errors import BenchmarkError
 
-#: Training seeds benchmarked when the config has no ``train.seeds``.
-DEFAULT_TRAIN_SEEDS = (1, 2, 3)
-
 
 def overlap(a, b):
     """Whether two ranges share a seed."""
@@ -45,7 +42,7 @@ def split_seeds(cfg, split, count):
             f"config: {count} {split} scenarios asked but seeds.{split} has only {len(seeds)} seeds"
         )
     chosen = seeds[:count]
-    for other in cfg["seeds"]:
+    for other in cfg.seeds:
         if other != split and overlap(chosen, seed_range(cfg, other)):
             raise ConfigError(f"config: {split} seeds {chosen.start}-{chosen.stop - 1} overlap seeds.{other}")
     return chosen
@@ -53,19 +50,19 @@ def split_seeds(cfg, split, count):
 
 def benchmark_seeds(cfg):
     """The benchmark's test scenarios: the first ``benchmark.scenarios`` seeds of seeds.test."""
-    return split_seeds(cfg, "test", cfg["benchmark"]["scenarios"])
+    return split_seeds(cfg, "test", cfg.benchmark.scenarios)
 
 
 def validation_seeds(cfg):
     """Seeds on which ATC's k is tuned: the first ``benchmark.validation_scenarios`` of seeds.validation."""
-    return split_seeds(cfg, "validation", cfg["benchmark"]["validation_scenarios"])
+    return split_seeds(cfg, "validation", cfg.benchmark.validation_scenarios)
 
 
 def selection_seeds(cfg):
     """The validation seeds the winner is chosen on: ``benchmark.selection_scenarios`` seeds of
     seeds.validation from ``benchmark.selection_offset`` on, after the tuning seeds (checked
     here; the checkpoint seeds are checked by :func:`check_selection` with the config)."""
-    b = cfg["benchmark"]
+    b = cfg.benchmark
     offset, count = b["selection_offset"], b["selection_scenarios"]
     _check_selection_after(
         offset, "benchmark.validation_scenarios", b["validation_scenarios"], "tune ATC's k"
@@ -92,11 +89,11 @@ def check_selection(cfg):
     """The selection seeds lie after the validation seeds of tuning and of checkpoint selection
     (train.validation_scenarios, and each robustness setting's own). Raises ConfigError naming
     the field. A section the config leaves out counts with the schema's defaults."""
-    offset = cfg["benchmark"]["selection_offset"]
-    used = (cfg.get("train") or {}).get("validation_scenarios")
+    offset = cfg.benchmark.selection_offset
+    used = cfg.train.validation_scenarios
     if used is not None:
         _check_selection_after(offset, "train.validation_scenarios", used, "chose the training checkpoints")
-    for i, st in enumerate((cfg.get("robustness") or {}).get("settings") or []):
+    for i, st in enumerate(cfg.robustness.settings):
         used = (st.get("train") or {}).get("validation_scenarios")
         if used is not None:
             _check_selection_after(
@@ -120,7 +117,7 @@ def check_seed_uses(cfg):
 def plan_test_seeds(cfg):
     """The plan benchmark's test seeds: ``plan.scenarios`` from ``plan.test_offset`` on (the first
     ``plan.test_offset`` test seeds chose plan's settings, docs/plan.md), within the benchmark's."""
-    p = cfg["plan"]
+    p = cfg.plan
     offset, count = p["test_offset"], p["scenarios"]
     seeds = benchmark_seeds(cfg)
     if offset + count > len(seeds):
@@ -135,7 +132,7 @@ def plan_test_seeds(cfg):
 
 def clairvoyant_seeds(cfg):
     """The first ``benchmark.clairvoyant.scenarios`` test seeds."""
-    return benchmark_seeds(cfg)[: cfg["benchmark"]["clairvoyant"]["scenarios"]]
+    return benchmark_seeds(cfg)[: cfg.benchmark.clairvoyant.scenarios]
 
 
 class UnconfirmedTestSeeds(ConfigError):
@@ -148,10 +145,10 @@ def free_validation_offset(cfg):
     k tuning (benchmark.validation_scenarios) and every checkpoint selection (train.validation_scenarios
     and each robustness setting's own; :func:`check_selection` checks it)."""
     check_selection(cfg)
-    b = cfg["benchmark"]
+    b = cfg.benchmark
     used = [b["selection_offset"] + b["selection_scenarios"], b["validation_scenarios"]]
-    used.append((cfg.get("train") or {}).get("validation_scenarios") or 0)
-    for st in (cfg.get("robustness") or {}).get("settings") or []:
+    used.append(cfg.train.validation_scenarios or 0)
+    for st in cfg.robustness.settings:
         used.append((st.get("train") or {}).get("validation_scenarios") or 0)
     return max(used)
 
@@ -180,13 +177,13 @@ def chooser_seeds(cfg, split, count, skip=0, confirm=False, who="seeds"):
 
 def train_seeds(cfg):
     """Training seeds whose PPO policies are benchmarked (config ``train.seeds``)."""
-    return list((cfg.get("train") or {}).get("seeds", DEFAULT_TRAIN_SEEDS))
+    return list(cfg.train.seeds)
 
 
 def shard_ranges(cfg):
     """The test seeds cut into ``benchmark.shards`` consecutive ranges of near-equal size."""
     seeds = benchmark_seeds(cfg)
-    cuts = np.linspace(0, len(seeds), cfg["benchmark"]["shards"] + 1).round().astype(int)
+    cuts = np.linspace(0, len(seeds), cfg.benchmark.shards + 1).round().astype(int)
     return [seeds[a:b] for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
 
 

@@ -74,7 +74,7 @@ def summarise(frame, cfg, specs, selection=None):
     None: the winner is chosen on ``frame`` itself, as before (no ``selection`` key).
     """
     check_complete(frame)
-    b = cfg["benchmark"]
+    b = cfg.benchmark
     seeds, twt = matrix(frame)
     for ref in ("fifo", "atc"):
         if ref not in twt:
@@ -343,7 +343,7 @@ def write_outputs(
         if held_out is not None and full:
             from sched.evaluate.gate import held_out_gate
 
-            held_out_gate(winner, held_out, specs, cfg["benchmark"])
+            held_out_gate(winner, held_out, specs, cfg.benchmark)
         if winner["policy_file"] is not None:  # winner.json binds the file it names (rank() checks it)
             try:
                 winner["policy_sha256"] = files.sha256_file(

@@ -22,10 +22,10 @@ def tune_atc_k(cfg, progress=False):
     seeds = validation_seeds(cfg)
     if overlap(seeds, benchmark_seeds(cfg)):
         raise ConfigError("config: validation seeds overlap the test seeds")
-    machines = cfg["scenario"]["machines"]
+    machines = cfg.scenario.machines
     arrays = [s.arrays for s in generate_scenarios(cfg, seeds, progress)]
     grid = []
-    for k in bar(cfg["benchmark"]["atc_k_grid"], "atc k grid", progress):
+    for k in bar(cfg.benchmark.atc_k_grid, "atc k grid", progress):
         res = simulate_batch(arrays, "atc", machines=machines, k=float(k))
         twt = [schedule_metrics(a, s, e)["total_weighted_tardiness_s"] for a, (s, e, _) in zip(arrays, res)]
         grid.append({"atc_k": float(k), "mean_twt_s": float(np.mean(twt))})
@@ -36,9 +36,9 @@ def tune_atc_k(cfg, progress=False):
         "criterion": "lowest mean total weighted tardiness on the validation seeds "
         "(first in grid order on a tie)",
         "validation_seeds": {"first": seeds.start, "last": seeds.stop - 1, "count": len(seeds)},
-        "scenario": {k: cfg["scenario"][k] for k in ("tasks", "load", "machines")},
+        "scenario": {k: cfg.scenario[k] for k in ("tasks", "load", "machines")},
         "setting": setting.of_config(cfg),  # the farm rank() matches a call against
-        "reference_atc_k": float(cfg["rules"]["atc_k"]),
+        "reference_atc_k": float(cfg.rules.atc_k),
         "grid": grid,
         "config_hash": config_mod.config_hash(cfg, ["scenario", "rules", "seeds", "benchmark"]),
     }

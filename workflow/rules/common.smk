@@ -25,11 +25,11 @@ from sched.evaluate.seeds import benchmark_seeds, plan_test_seeds, range_text, s
 shell.prefix(f"set -euo pipefail; export PATH={shlex.quote(os.path.dirname(sys.executable))}:\"$PATH\"; ")
 
 TRAIN_SEEDS = [int(s) for s in config["train"]["seeds"]]
-POLICIES = default_policies(config)   # the heuristics, then ppo-<S> per training seed (the demo's)
-SHARDS = [range_text(r) for r in shard_ranges(config)]
-TEST_SEEDS = range_text(benchmark_seeds(config))   # the whole test set, as `--seeds` takes it
+POLICIES = default_policies(CFG)   # the heuristics, then ppo-<S> per training seed (the demo's)
+SHARDS = [range_text(r) for r in shard_ranges(CFG)]
+TEST_SEEDS = range_text(benchmark_seeds(CFG))   # the whole test set, as `--seeds` takes it
 # the validation seeds the winner is chosen on (benchmark.selection_scenarios from selection_offset)
-SELECTION_SEEDS = range_text(selection_seeds(config))
+SELECTION_SEEDS = range_text(selection_seeds(CFG))
 CALIBRATION = config["scenario"]["calibration"]   # None: scenarios use scenario.kinds
 WORKLOAD_FILE = config["scenario"]["workload"]   # None: constant-rate arrivals (docs/workload.md)
 HISTORY = config["workload"]["history"]   # the queue history: [] turns calibrate-workload and replay off
@@ -397,4 +397,4 @@ def studio_report_inputs(wildcards):
 def plan_seeds():
     """The test seeds of the planner's benchmark, as ``A-B``: plan.scenarios from plan.test_offset
     on, after the test seeds that chose plan's settings (sched.evaluate.seeds.plan_test_seeds)."""
-    return range_text(plan_test_seeds(config))
+    return range_text(plan_test_seeds(CFG))

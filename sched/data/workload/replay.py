@@ -57,7 +57,7 @@ def read_tasks(paths, cfg, calibration_path):
     for f, p in enumerate(paths):
         st = HistoryStats(Path(p), history_format(p))
         for ch in read_history(
-            p, cfg["scenario"]["priorities"], cfg["workload"]["max_bad_share"], set(calibration["kinds"]), st
+            p, cfg.scenario.priorities, cfg.workload.max_bad_share, set(calibration["kinds"]), st
         ):
             parts.append(
                 pd.DataFrame(

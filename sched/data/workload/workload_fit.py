@@ -323,7 +323,7 @@ def calibrate_workload(paths, cfg, calibration_path, seed=0, chunk_size=None):
     if not paths:
         raise HistoryError("no history file given (config workload.history is empty)")
     calibration = load_calibration(calibration_path)
-    opts = cfg["workload"]
+    opts = cfg.workload
 
     def read(window, before=np.inf):
         acc = WorkloadAccumulator(calibration, seed, before=before)
@@ -332,7 +332,7 @@ def calibrate_workload(paths, cfg, calibration_path, seed=0, chunk_size=None):
             st = HistoryStats(Path(p), history_format(p))
             for chunk in read_history(
                 p,
-                cfg["scenario"]["priorities"],
+                cfg.scenario.priorities,
                 opts["max_bad_share"],
                 kinds=set(calibration["kinds"]),
                 stats=st,
@@ -370,7 +370,7 @@ def calibrate_workload(paths, cfg, calibration_path, seed=0, chunk_size=None):
                 f"{names}: {acc.n} valid tasks before the held-out days ({split['held_out'][0]} on), fewer "
                 f"than workload.min_tasks ({opts['min_tasks']}); hold fewer days out (workload.test_days)"
             )
-    data, arrays = acc.fit(cfg["scenario"]["machines"], cfg["scenario"]["priorities"])
+    data, arrays = acc.fit(cfg.scenario.machines, cfg.scenario.priorities)
     data["sources"] = [
         {
             "path": str(s.path),

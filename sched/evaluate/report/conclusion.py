@@ -13,7 +13,7 @@ from sched.setting import describe as describe_setting
 def conclusion_section(cfg, d):
     r = d["summary"].set_index("policy")
     w = d["winner"]
-    level = cfg["benchmark"]["ci_level"]
+    level = cfg.benchmark.ci_level
     sel = w.get("selection")
     lines = [_winner_sentence(r, w, level) if sel is None else _chosen_sentence(r, w, level)]
     ppo = [p for p in r.index if is_ppo(p)]
@@ -122,7 +122,7 @@ def _learned_policy_sentences(cfg, d, r, ppo, level):
         f"on {int(x.losses_vs_best_heuristic)}."
     ]
     lines += seed_spread_lines(d)
-    goal = float(cfg["report"]["goal_pct"])
+    goal = float(cfg.report.goal_pct)
     met = [
         p
         for p in ppo
@@ -199,14 +199,14 @@ def robustness_section(cfg, robust):
         "",
         f"The same test seeds under other settings (config `robustness.settings`), each with "
         f"ATC's k tuned for it on the validation seeds. Difference of each learned policy "
-        f"with the setting's best heuristic, {level_text(cfg['benchmark']['ci_level'])} paired interval, "
+        f"with the setting's best heuristic, {level_text(cfg.benchmark.ci_level)} paired interval, "
         f"and the verdict (better / worse when the interval excludes zero).",
         "",
         "| setting | policies | best heuristic (mean k w·s) | learned policies vs best heuristic | verdict |",
         "|---|---|---|---|---|",
     ]
     for setting, summary in robust:
-        lines.append(_robustness_row(cfg["scenario"], setting, summary))
+        lines.append(_robustness_row(cfg.scenario, setting, summary))
     return lines
 
 

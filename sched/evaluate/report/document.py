@@ -49,12 +49,10 @@ def make_figures(cfg, d, figures_dir):
     """
     from sched.evaluate.report import figures
 
-    dpi = cfg["report"]["figure_dpi"]
+    dpi = cfg.report.figure_dpi
     fd = Path(figures_dir)
     made, notes = {}, []
-    made["mean_ci"] = figures.mean_with_ci(
-        d["summary"], fd / FIGURES["mean_ci"], dpi, cfg["benchmark"]["ci_level"]
-    )
+    made["mean_ci"] = figures.mean_with_ci(d["summary"], fd / FIGURES["mean_ci"], dpi, cfg.benchmark.ci_level)
     made["paired"] = figures.paired_differences(d["per"], fd / FIGURES["paired"], dpi)
     made["ecdf"] = figures.ecdf(d["per"], fd / FIGURES["ecdf"], dpi)
     if d["logs"]:
@@ -66,7 +64,7 @@ def make_figures(cfg, d, figures_dir):
         ]
         atc_val = [v.iloc[0] for v in atc_val if len(v)]
         if atc_val:  # ATC (rules.atc_k) on the same validation scenarios, from the logs
-            ref = (f"ATC k = {cfg['rules']['atc_k']:g}, same scenarios", atc_val[0])
+            ref = (f"ATC k = {cfg.rules.atc_k:g}, same scenarios", atc_val[0])
         made["learning"] = figures.learning_curves(
             d["logs"], fd / FIGURES["learning"], dpi, reference=ref, targets=TARGETS
         )
@@ -83,7 +81,7 @@ def render(cfg, d, made, notes, paths):
     report_dir = Path(paths["out"]).parent
     sections = [
         [
-            f"# {cfg['report']['title']}",
+            f"# {cfg.report.title}",
             "",
             f"Written by `sched report` from the files in `{paths['bench']}`; every number below is "
             f"read from them (and from the scenario settings of the config).",

@@ -136,7 +136,7 @@ def read_train_logs(train_dir, seeds):
 def read_robustness(cfg, robust_dir):
     """[(setting, summary frame or None)] for each setting of robustness.settings."""
     out = []
-    for setting in cfg["robustness"]["settings"]:
+    for setting in cfg.robustness.settings:
         p = Path(robust_dir) / setting["name"] / layout.SUMMARY
         out.append((setting, read_summary(p) if p.exists() else None))
     return out
@@ -171,7 +171,7 @@ def check_settings(cfg, per, summary, tuned, bench_dir):
     """The files come from the config's scenario settings (the setup section describes the config)."""
     if tuned is None and "atc-tuned" in set(summary["policy"]):
         raise ReportError(f"{bench_dir / layout.TUNED}: file not found (atc-tuned was benchmarked)")
-    sc = {key: cfg["scenario"][key] for key in ("tasks", "load", "machines")}
+    sc = {key: cfg.scenario[key] for key in ("tasks", "load", "machines")}
     if tuned is not None and tuned.get("scenario") != sc:
         raise ReportError(
             f"{bench_dir / layout.TUNED}: made with scenario settings "

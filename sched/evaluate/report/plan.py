@@ -41,7 +41,7 @@ def plan_section(cfg, plan, winner):
     from sched.evaluate.statistics import bootstrap_counts, paired_difference, win_tie_loss
 
     summary, per = plan
-    b, p = cfg["benchmark"], cfg["plan"]
+    b, p = cfg.benchmark, cfg.plan
     lv = level_text(b["ci_level"])
     r = summary.iloc[sorted(range(len(summary)), key=lambda i: policy_key(summary["policy"].iloc[i]))]
     bh = r["best_heuristic"].iloc[0]
@@ -69,7 +69,7 @@ def plan_section(cfg, plan, winner):
     counts = bootstrap_counts(len(seeds), b["bootstrap_resamples"], b["bootstrap_seed"])
     if "teacher" in twt and bh in twt:
         d, lo, hi = paired_difference(twt["teacher"], twt[bh], counts, b["ci_level"])
-        t = cfg["train"]
+        t = cfg.train
         lines += [
             "",
             f"teacher is the gated teacher of training run as a policy: the planner on "

@@ -31,7 +31,7 @@ def rounds_section(cfg, per):
     seeds, twt = matrix(per)
     if not any(is_round(n) for n in twt):
         return []
-    b = cfg["benchmark"]
+    b = cfg.benchmark
     lv = level_text(b["ci_level"])
     counts = bootstrap_counts(len(seeds), b["bootstrap_resamples"], b["bootstrap_seed"])
     ref = "atc-tuned" if "atc-tuned" in twt else "atc"
@@ -44,7 +44,7 @@ def rounds_section(cfg, per):
         "### Stages of learning: warm start, rounds of expert iteration, PPO",
         "",
         f"Each stage of each training seed on the {len(seeds)} test scenarios: the warm start "
-        f"(ppo-<S>-warm, the student of the gated teacher on {cfg['train']['teacher_base']}), "
+        f"(ppo-<S>-warm, the student of the gated teacher on {cfg.train.teacher_base}), "
         f"each round of expert iteration (ppo-<S>-r<R>: the gated teacher on the policy of the round "
         f"before, its base and rollout continuation, distilled into the next policy; docs/learning.md) "
         f"and the final policy (ppo-<S>, PPO from the last round). Mean total weighted tardiness (k w·s), "

@@ -50,7 +50,7 @@ def setup_section(cfg, d):
         *_task_lines(cfg),
         *_tuning_lines(d["tuned"]),
         *_training_lines(d["logs"]),
-        _statistics_line(cfg["benchmark"]),
+        _statistics_line(cfg.benchmark),
     ]
 
 
@@ -64,7 +64,7 @@ def _gpus(machines):
 
 
 def _test_scenarios_line(cfg, per):
-    sc = cfg["scenario"]
+    sc = cfg.scenario
     seeds = sorted(set(per["scenario_seed"]))
     tasks = sorted(set(per["tasks"]))
     if sc.get("workload"):
@@ -85,7 +85,7 @@ def _task_lines(cfg):
     """Where the durations come from, and what the scheduler sees of them."""
     from sched.data.model import scenario_model
 
-    sc = cfg["scenario"]
+    sc = cfg.scenario
     model = scenario_model(cfg)
     kinds = ", ".join(
         f"{name} {spec['share'] * 100:.1f} % ({distribution(spec)})"
@@ -173,7 +173,7 @@ def results_section(cfg, d):
     r = d["summary"].copy()
     r = r.iloc[sorted(range(len(r)), key=lambda i: policy_key(r["policy"].iloc[i]))]
     bh = r["best_heuristic"].iloc[0]
-    lv = level_text(cfg["benchmark"]["ci_level"])
+    lv = level_text(cfg.benchmark.ci_level)
     lines = [
         "## Results",
         "",

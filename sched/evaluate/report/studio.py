@@ -53,7 +53,7 @@ def studio_section(cfg, studio, fit):
     """The section's lines ([] when the studio setting was not built)."""
     if studio is None:
         return []
-    lv = level_text(cfg["benchmark"]["ci_level"])
+    lv = level_text(cfg.benchmark.ci_level)
     split = (fit or {}).get("split") or {}
     s = _ordered(studio["summary"])
     bh = s["best_heuristic"].iloc[0]

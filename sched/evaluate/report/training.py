@@ -219,7 +219,7 @@ def _throughput_lines(logs):
 
 
 def _warm_gain_lines(cfg, d):
-    b = cfg["benchmark"]
+    b = cfg.benchmark
     lv = level_text(b["ci_level"])
     g = warm_gain(d["per"], b)
     lines = ["### PPO's share of the gain", ""]
@@ -270,7 +270,7 @@ def _vs_best(row):
 def ppo_alone_settings(cfg, robust):
     """The robustness settings that train PPO alone (train.teacher_scenarios 0) at the main
     load and machines, with their summaries: [(setting, summary or None)]."""
-    sc = cfg["scenario"]
+    sc = cfg.scenario
     return [
         (setting, summary)
         for setting, summary in robust
@@ -285,7 +285,7 @@ def ppo_alone_lines(cfg, robust, main_summary=None):
     chosen = ppo_alone_settings(cfg, robust)
     if not chosen:
         return []
-    lv = level_text(cfg["benchmark"]["ci_level"])
+    lv = level_text(cfg.benchmark.ci_level)
     main = None if main_summary is None else main_summary.set_index("policy")
     lines = [
         "",

@@ -98,7 +98,7 @@ def replay_section(cfg, replay, fit=None):
     summary, windows = replay
     r = summary.iloc[sorted(range(len(summary)), key=lambda i: policy_key(summary["policy"].iloc[i]))]
     bh = r["best_heuristic"].iloc[0]
-    lv = level_text(cfg["benchmark"]["ci_level"])
+    lv = level_text(cfg.benchmark.ci_level)
     n = int(r["scenarios"].iloc[0])
     what = f"{n} windows"
     if windows is not None and len(windows):

@@ -181,7 +181,7 @@ class Args:
     def from_config(cls, cfg, **overrides):
         """The config's ``train`` settings, then the ``overrides`` that are not None."""
         known = {f.name for f in dataclasses.fields(cls)}
-        values = {k: v for k, v in cfg.get("train", {}).items() if k in known}
+        values = {k: v for k, v in cfg.train.to_dict().items() if k in known}  # lists stay lists
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
 

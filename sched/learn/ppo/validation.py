@@ -28,8 +28,8 @@ class Validator:
             d = draw(model, s, tasks=args.tasks)
             self.scenarios.append((d["arrival"], d["duration"], d["estimate"], d["weight"], d["due"]))
             self.weeks.append(d["week_start_s"])
-        self.M = cfg["scenario"]["machines"]
-        atc = core.simulate_batch(self.scenarios, "atc", machines=self.M, k=cfg["rules"]["atc_k"])
+        self.M = cfg.scenario.machines
+        atc = core.simulate_batch(self.scenarios, "atc", machines=self.M, k=cfg.rules.atc_k)
         self.atc = self._mean_twt(atc)
 
     def _mean_twt(self, results):

@@ -11,7 +11,7 @@ def teacher_base(cfg, args):
     """The warm start teacher's base policy (``train.teacher_base``; ATC with the training's k)."""
     from sched.learn.search.planner import rule_base
 
-    k = float(args.atc_k if args.atc_k is not None else cfg["rules"]["atc_k"])
+    k = float(args.atc_k if args.atc_k is not None else cfg.rules.atc_k)
     return rule_base(args.teacher_base, k)
 
 
