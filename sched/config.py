@@ -96,6 +96,13 @@ def load_schema():
         return yaml.safe_load(fh)
 
 
+def schema_defaults(section):
+    """The schema's default of each setting of ``section`` (a top-level section's name), as
+    :func:`validate_config` fills them in (settings without a default are left out)."""
+    props = load_schema()["properties"][section]["properties"]
+    return {k: copy.deepcopy(p["default"]) for k, p in props.items() if "default" in p}
+
+
 def _default_filling_validator(schema):
     # The jsonschema FAQ recipe, as snakemake.utils.validate uses it, with the
     # defaults deep-copied so that filling one config never mutates the schema.

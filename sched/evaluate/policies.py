@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from sched import layout
+from sched.config import training_atc_k
 from sched.evaluate.errors import BenchmarkError
 from sched.evaluate.seeds import train_seeds
 
@@ -268,18 +269,21 @@ def teacher_spec(cfg, tuned=None):
     """The spec of ``teacher``: the planner on the rule ``train.teacher_base`` (ATC with the
     training's k: ``train.atc_k``, the tuned k when it is ``tuned``, else ``rules.atc_k``), the
     base continuing its rollouts, with the teacher's settings (``settings``, ``chunk``)."""
-    t = cfg.train
-    k = t.get("atc_k")
+    from sched.learn.ppo.loop import Args
+    from sched.learn.search.teacher import settings_of
+
+    k = cfg.train.atc_k
     if k == "tuned":
         k = float(read_tuned(Path(tuned or layout.TUNED_PATH))["atc_k"])
-    k = float(k if k is not None else cfg.rules.atc_k)
-    rule = t["teacher_base"]  # the validated config: the schema's defaults filled in
+    k = training_atc_k(cfg, k)
+    rule = cfg.train.teacher_base
+    teacher = settings_of(Args.from_config(cfg, atc_k=k))
     settings = dict(
         cfg.plan,
-        candidates=t["teacher_candidates"],
-        samples=t["teacher_samples"],
-        horizon=t["teacher_horizon"],
-        z=t["teacher_z"],
+        candidates=teacher.candidates,
+        samples=teacher.samples,
+        horizon=teacher.horizon,
+        z=teacher.z,
         budget_ms=None,
     )
     return {
@@ -291,7 +295,7 @@ def teacher_spec(cfg, tuned=None):
         "base_spec": rule_spec(rule, k if rule == "atc" else None),
         "rollout_spec": None,
         "settings": settings,
-        "chunk": int(t["teacher_chunk"]),
+        "chunk": int(teacher.chunk),
     }
 
 

@@ -40,7 +40,7 @@ import numpy as np
 import torch
 
 from sched import files, layout, threads
-from sched.config import seed_range
+from sched.config import schema_defaults, seed_range
 from sched.errors import SchedError
 from sched.learn.env.vec_env import VecQueue
 from sched.learn.policy import networks as P
@@ -64,117 +64,124 @@ SCENARIO_STREAM = 20240601
 ACTION_STREAM = 20261201
 
 
+#: The schema's defaults of the config section ``train``: Args's defaults, so that the two cannot
+#: differ (``seed``: the first of ``train.seeds``).
+_TRAIN = schema_defaults("train")
+
+
 @dataclass
 class Args:
-    """Every setting of a training run (config section ``train``; ``workflow/schemas`` documents it too)."""
+    """Every setting of a training run: the config section ``train`` (its defaults are the
+    schema's, ``workflow/schemas/config.schema.yaml``), one training seed, and the overrides of
+    ``sched train``'s options."""
 
-    seed: int = 1
+    seed: int = _TRAIN["seeds"][0]
     """Training seed: network initialisation, action sampling, minibatch shuffles, training scenarios."""
-    iterations: int = 200
+    iterations: int = _TRAIN["iterations"]
     """PPO iterations: one rollout and one update each."""
-    num_envs: int = 128
+    num_envs: int = _TRAIN["num_envs"]
     """Training scenarios stepped in lockstep (one batched forward per step serves them all)."""
-    num_steps: int = 64
+    num_steps: int = _TRAIN["num_steps"]
     """Steps per scenario slot per rollout: a rollout holds ``num_envs * num_steps`` decisions."""
-    learning_rate: float = 3e-3
+    learning_rate: float = _TRAIN["learning_rate"]
     """Adam's learning rate (before annealing)."""
-    linear_lr_mult: float = 10.0
+    linear_lr_mult: float = _TRAIN["linear_lr_mult"]
     """Learning-rate multiplier of the linear score (the few weights of the rule mixture)."""
-    anneal_lr: bool = False
+    anneal_lr: bool = _TRAIN["anneal_lr"]
     """Anneal the learning rate linearly to zero over the iterations."""
-    gamma: float = 0.995
+    gamma: float = _TRAIN["gamma"]
     """Discount factor."""
-    gae_lambda: float = 0.95
+    gae_lambda: float = _TRAIN["gae_lambda"]
     """Lambda of generalised advantage estimation."""
-    num_minibatches: int = 4
+    num_minibatches: int = _TRAIN["num_minibatches"]
     """Minibatches per pass over a rollout."""
-    update_epochs: int = 3
+    update_epochs: int = _TRAIN["update_epochs"]
     """Passes over each rollout in the update."""
-    norm_adv: bool = True
+    norm_adv: bool = _TRAIN["norm_adv"]
     """Normalise the advantages per minibatch."""
-    clip_coef: float = 0.2
+    clip_coef: float = _TRAIN["clip_coef"]
     """Surrogate clipping: the probability ratio is clipped to 1 +/- clip_coef."""
-    clip_vloss: bool = True
+    clip_vloss: bool = _TRAIN["clip_vloss"]
     """Clip the value loss around the rollout's values (by clip_coef)."""
-    ent_coef: float = 0.01
+    ent_coef: float = _TRAIN["ent_coef"]
     """Coefficient of the entropy bonus (entropy over the valid actions only)."""
-    vf_coef: float = 0.5
+    vf_coef: float = _TRAIN["vf_coef"]
     """Coefficient of the value loss."""
-    max_grad_norm: float = 0.5
+    max_grad_norm: float = _TRAIN["max_grad_norm"]
     """Gradient-norm clipping threshold, in PPO and in the distillation."""
-    target_kl: float | None = None
+    target_kl: float | None = _TRAIN["target_kl"]
     """Stop an update after the epoch whose last minibatch's approx_kl exceeds it (None: never)."""
-    reward_scale: float = 0.001
+    reward_scale: float = _TRAIN["reward_scale"]
     """Reward per weighted second of tardiness: 0.001 makes one reward unit 1,000 weighted seconds."""
-    architecture: str = "scorer"
+    architecture: str = _TRAIN["architecture"]
     """Network: "scorer", the size-free per-task scorer (the only one: the card's flat MLP is retired)."""
-    hidden: int = 32
+    hidden: int = _TRAIN["hidden"]
     """Width of the hidden layers."""
-    atc_prior: bool = True
+    atc_prior: bool = _TRAIN["atc_prior"]
     """Start the logits at prior_scale x the ATC feature, so that the untrained policy is ATC."""
-    prior_scale: float = 1.0
+    prior_scale: float = _TRAIN["prior_scale"]
     """Initial weight of the prior rule's feature in the logits (with atc_prior)."""
-    prior_rule: str = "atc"
+    prior_rule: str = _TRAIN["prior_rule"]
     """The rule the untrained policy is (with atc_prior): "atc" (its ATC feature) or "wmdd"."""
-    top_k: int = 16
+    top_k: int = _TRAIN["top_k"]
     """When > 0, only the top_k waiting tasks by ATC index are candidates."""
-    atc_k: float | None = None
+    atc_k: float | None = _TRAIN["atc_k"]
     """ATC's k in the features, the prior and the teacher (None: the config's rules.atc_k)."""
-    privileged_critic: bool = True
+    privileged_critic: bool = _TRAIN["privileged_critic"]
     """Add to the critic a hindsight hint, ATC's cost-to-go with the true future arrivals (training only)."""
-    teacher_scenarios: int = 400
+    teacher_scenarios: int = _TRAIN["teacher_scenarios"]
     """Warm start: training scenarios labelled by the gated teacher (0: no warm start)."""
-    teacher_base: str = "atc"
+    teacher_base: str = _TRAIN["teacher_base"]
     """The warm start teacher's base policy, which continues its rollouts: "atc" (with atc_k) or "wmdd"."""
-    teacher_candidates: int = 4
+    teacher_candidates: int = _TRAIN["teacher_candidates"]
     """Candidates the teacher compares: its base's best tasks, the base's own choice first."""
-    teacher_samples: int = 64
+    teacher_samples: int = _TRAIN["teacher_samples"]
     """At most this many sampled futures per decision (common to all candidates)."""
-    teacher_chunk: int = 16
+    teacher_chunk: int = _TRAIN["teacher_chunk"]
     """Samples between two checks of the paired stopping rule (>= teacher_samples: every sample)."""
-    teacher_horizon: int = 50
+    teacher_horizon: int = _TRAIN["teacher_horizon"]
     """Future arrivals per sampled future."""
-    teacher_z: float = 2.0
+    teacher_z: float = _TRAIN["teacher_z"]
     """The teacher deviates from its base when the paired difference's mean + z se is below zero."""
-    rounds: int = 0
+    rounds: int = _TRAIN["rounds"]
     """Rounds of expert iteration after the warm start: round r labels the states policy r - 1 visits
     with the gated teacher on that policy (base and continuation); policy r is distilled from r - 1."""
-    round_scenarios: int = 8
+    round_scenarios: int = _TRAIN["round_scenarios"]
     """Training scenarios labelled per round (seeds after the teacher's, different each round)."""
-    round_teacher_share: float = 0.25
+    round_teacher_share: float = _TRAIN["round_teacher_share"]
     """Share of a round's scenarios on the teacher's own states (the rest: the policy's)."""
-    round_samples: int = 16
+    round_samples: int = _TRAIN["round_samples"]
     """At most this many sampled futures per decision in a round (the policy's rollouts are costly)."""
-    round_chunk: int = 8
+    round_chunk: int = _TRAIN["round_chunk"]
     """Samples between two checks of the paired stopping rule in a round."""
-    round_horizon: int = 30
+    round_horizon: int = _TRAIN["round_horizon"]
     """Future arrivals per sampled future in a round."""
-    group_size: int = 0
+    group_size: int = _TRAIN["group_size"]
     """PPO: >= 2 runs each training scenario this many times per iteration (the same arrivals, durations
     and estimates; its own action samples) and takes each decision's advantage against the others of its
     group at the same time (leave-one-out); 0: GAE on the critic."""
-    distill_target: str = "bound"
+    distill_target: str = _TRAIN["distill_target"]
     """What the student imitates: "bound" (the teacher's pessimistic bounds) or "mean" (its mean
     paired differences)."""
-    distill_epochs: int = 6
+    distill_epochs: int = _TRAIN["distill_epochs"]
     """Passes over the teacher's labels."""
-    distill_lr: float = 1e-3
+    distill_lr: float = _TRAIN["distill_lr"]
     """Adam's learning rate in the distillation."""
-    distill_batch: int = 256
+    distill_batch: int = _TRAIN["distill_batch"]
     """Decisions per distillation minibatch."""
-    distill_scale: float = 100.0
+    distill_scale: float = _TRAIN["distill_scale"]
     """Weighted seconds per unit of the distillation loss."""
-    tasks: int | None = None
+    tasks: int | None = _TRAIN["tasks"]
     """Tasks per training and validation scenario (None: the config's scenario.tasks)."""
-    loads: list | None = None
+    loads: list | None = _TRAIN["loads"]
     """Loads the training episodes are drawn from, a curriculum when several (None: [scenario.load])."""
-    eval_every: int = 25
+    eval_every: int = _TRAIN["eval_every"]
     """Validate every eval_every iterations and at the last (0: never; the last weights are kept)."""
-    validation_scenarios: int = 32
+    validation_scenarios: int = _TRAIN["validation_scenarios"]
     """Validation scenarios: the first of the config's validation seeds."""
-    checkpoint_every: int = 25
+    checkpoint_every: int = _TRAIN["checkpoint_every"]
     """Write a checkpoint every checkpoint_every iterations (0: never)."""
-    threads: int = 1
+    threads: int = _TRAIN["threads"]
     """Torch and numba threads."""
 
     @classmethod

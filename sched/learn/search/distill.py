@@ -3,7 +3,7 @@
 
 import torch
 
-from sched.config import seed_range
+from sched.config import seed_range, training_atc_k
 from sched.learn.search.teacher import make_labels, settings_of
 
 
@@ -11,8 +11,7 @@ def teacher_base(cfg, args):
     """The warm start teacher's base policy (``train.teacher_base``; ATC with the training's k)."""
     from sched.learn.search.planner import rule_base
 
-    k = float(args.atc_k if args.atc_k is not None else cfg.rules.atc_k)
-    return rule_base(args.teacher_base, k)
+    return rule_base(args.teacher_base, training_atc_k(cfg, args.atc_k))
 
 
 def teacher_labels(cfg, args, progress=False):
