@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from sched.config import ConfigError
-from sched.learn.env.vec_env import VecQueue
+from sched.learn.env.vec_env import VecQueue, reward
 from sched.learn.policy import kernel
 from sched.learn.ppo.rollout import CompactStore, Rollout, collect_compiled
 from sched.learn.ppo.update import compute_gae
@@ -61,7 +61,7 @@ class GroupedQueue(VecQueue):
         live = s.pending >= 0
         core.apply_batch(s, np.asarray(actions, dtype=np.int64))
         core.advance_batch(s, True)
-        r = np.where(live, -self.reward_scale * (s.accrued + self._before_first), 0.0).astype(np.float32)
+        r = np.where(live, reward(s.accrued + self._before_first, self.reward_scale), 0.0).astype(np.float32)
         self._before_first[:] = 0.0
         return r
 
