@@ -21,40 +21,7 @@ import numba as nb
 import numpy as np
 
 from sched.sim.core import _advance, _start, pick, set_rule
-from sched.sim.state import State, reset_slot
-
-
-@nb.njit(cache=True)
-def _one_slot_state(n, machines):
-    # The layout of state.empty_state(1, n, machines).
-    N, M = max(n, 1), machines
-    return State(
-        arr=np.zeros((1, N)),
-        dur=np.zeros((1, N)),
-        est=np.zeros((1, N)),
-        w=np.zeros((1, N)),
-        due=np.zeros((1, N)),
-        n=np.zeros(1, np.int64),
-        mfree0=np.zeros((1, M)),
-        speed=np.ones((1, M)),
-        static=np.zeros((1, N)),
-        t=np.zeros(1),
-        nxt=np.zeros(1, np.int64),
-        queue=np.zeros((1, N), np.int64),
-        qlen=np.zeros(1, np.int64),
-        mfree=np.zeros((1, M)),
-        mtask=np.zeros((1, M), np.int64),
-        start=np.zeros((1, N)),
-        end=np.zeros((1, N)),
-        mach=np.zeros((1, N), np.int64),
-        nstarted=np.zeros(1, np.int64),
-        pending=np.zeros(1, np.int64),
-        done=np.zeros(1, np.bool_),
-        wt_started=np.zeros(1),
-        wt_prev=np.zeros(1),
-        accrued=np.zeros(1),
-        decisions=np.zeros(1, np.int64),
-    )
+from sched.sim.state import allocate, reset_slot
 
 
 @nb.njit(cache=True, nogil=True)  # nogil: sched serve's other calls go on meanwhile
@@ -67,7 +34,7 @@ def rollout_order(arrival, estimate, weight, due, machine_free, speed, rule, k):
     order.
     """
     n = arrival.shape[0]
-    s = _one_slot_state(n, machine_free.shape[0])
+    s = allocate(1, n, speed)  # the State layout: sched.sim.state's one definition
     # stable: equal arrivals keep row order, the simulator's tie rule
     rows = np.argsort(arrival, kind="mergesort")
     for i in range(n):
@@ -80,7 +47,6 @@ def rollout_order(arrival, estimate, weight, due, machine_free, speed, rule, k):
     s.n[0] = n
     for m in range(machine_free.shape[0]):
         s.mfree0[0, m] = machine_free[m]
-        s.speed[0, m] = speed[m]
     reset_slot(s, 0)
     set_rule(s, 0, rule)
     order = np.empty(n, np.int64)

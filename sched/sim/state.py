@@ -69,36 +69,46 @@ def empty_state(batch, max_tasks, machines):
     a spec such as ``"2x1.0,2x0.6"``, a list of speeds); every slot gets
     those speeds.
     """
-    sp = speeds(machines)
-    B, N, M = int(batch), max(int(max_tasks), 1), len(sp)
-    f = lambda *shape: np.zeros(shape, dtype=np.float64)  # noqa: E731
-    i = lambda *shape: np.zeros(shape, dtype=np.int64)  # noqa: E731
+    return allocate(int(batch), int(max_tasks), np.asarray(speeds(machines), dtype=np.float64))
+
+
+@nb.njit(cache=True)  # with reference counting: it returns the arrays, which its caller then owns
+def allocate(batch, max_tasks, speed):
+    """The State layout, its one definition: ``batch`` slots of up to ``max_tasks`` tasks (at
+    least 1) on GPUs of speeds ``speed`` (M,), every array zero but ``mfree0`` (-inf: free
+    since ever) and ``speed``. :func:`empty_state` from Python; compiled code (``one_queue``)
+    calls it directly."""
+    B, N, M = batch, max(max_tasks, 1), speed.shape[0]
+    sp = np.empty((B, M))
+    for b in range(B):
+        for m in range(M):
+            sp[b, m] = speed[m]
     return State(
-        arr=f(B, N),
-        dur=f(B, N),
-        est=f(B, N),
-        w=f(B, N),
-        due=f(B, N),
-        n=i(B),
+        arr=np.zeros((B, N)),
+        dur=np.zeros((B, N)),
+        est=np.zeros((B, N)),
+        w=np.zeros((B, N)),
+        due=np.zeros((B, N)),
+        n=np.zeros(B, np.int64),
         mfree0=np.full((B, M), -np.inf),
-        speed=np.broadcast_to(sp, (B, M)).copy(),
-        static=f(B, N),
-        t=f(B),
-        nxt=i(B),
-        queue=i(B, N),
-        qlen=i(B),
-        mfree=f(B, M),
-        mtask=i(B, M),
-        start=f(B, N),
-        end=f(B, N),
-        mach=i(B, N),
-        nstarted=i(B),
-        pending=i(B),
-        done=np.zeros(B, dtype=np.bool_),
-        wt_started=f(B),
-        wt_prev=f(B),
-        accrued=f(B),
-        decisions=i(B),
+        speed=sp,
+        static=np.zeros((B, N)),
+        t=np.zeros(B),
+        nxt=np.zeros(B, np.int64),
+        queue=np.zeros((B, N), np.int64),
+        qlen=np.zeros(B, np.int64),
+        mfree=np.zeros((B, M)),
+        mtask=np.zeros((B, M), np.int64),
+        start=np.zeros((B, N)),
+        end=np.zeros((B, N)),
+        mach=np.zeros((B, N), np.int64),
+        nstarted=np.zeros(B, np.int64),
+        pending=np.zeros(B, np.int64),
+        done=np.zeros(B, np.bool_),
+        wt_started=np.zeros(B),
+        wt_prev=np.zeros(B),
+        accrued=np.zeros(B),
+        decisions=np.zeros(B, np.int64),
     )
 
 
