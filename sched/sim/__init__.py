@@ -5,6 +5,7 @@
 * ``objective``: tardiness and total weighted tardiness, defined once;
 * ``core``: the compiled event loop, the rule picks and batched rollouts;
 * ``one_queue``: the compiled path of ``rank()`` (one queue, one rule, one call);
+* ``top``: the one top-k selection (largest first, ties by index: the rules' tie rule);
 * ``reference``: the plain-Python reference simulator the compiled one is checked against;
 * ``clairvoyant``: the best schedule a local search finds knowing the future;
 * ``errors``: the package's error classes.

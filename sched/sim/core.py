@@ -160,11 +160,12 @@ def pick(s, b, rule, k):
         for q in range(ql):
             pbar += s.est[b, s.queue[b, q]]
         pbar /= ql
+    at = rules.Decision(t, pbar, v)
     best = 0
     best_v = -np.inf
     for q in range(ql):
         j = s.queue[b, q]
-        x = priority(rule, t, s.arr[b, j], s.est[b, j], s.w[b, j], s.due[b, j], k, pbar, s.static[b, j], v)
+        x = priority(rule, k, at, s.arr[b, j], s.est[b, j], s.w[b, j], s.due[b, j], s.static[b, j])
         if x > best_v:
             best_v = x
             best = q
@@ -179,12 +180,22 @@ def set_rule(s, b, rule):
 
 
 @core_jit
+def run_rule(s, b, rule, k):
+    """Take every remaining decision of slot b with ``rule`` (its static parts set); returns
+    how many it took. The rollout loop, its one definition (a learned policy's:
+    ``sched.learn.policy.kernel.run_policy``, which calls this one for a rule)."""
+    n = 0
+    while _advance(s, b, True):
+        _start(s, b, pick(s, b, rule, k), s.pending[b])
+        n += 1
+    return n
+
+
+@core_jit
 def _rollout(s, b, rule, k):
     reset_slot(s, b)
     set_rule(s, b, rule)
-    while _advance(s, b, True):
-        _start(s, b, pick(s, b, rule, k), s.pending[b])
-        s.decisions[b] += 1
+    s.decisions[b] += run_rule(s, b, rule, k)
     _report(s, b)
 
 
@@ -249,8 +260,7 @@ def _cost_to_go_copied(scratch, b, rule, k):
     now = accrued_weighted_tardiness(scratch, b)
     if scratch.pending[b] >= 0:
         _start(scratch, b, pick(scratch, b, rule, k), scratch.pending[b])
-    while _advance(scratch, b, True):
-        _start(scratch, b, pick(scratch, b, rule, k), scratch.pending[b])
+    run_rule(scratch, b, rule, k)
     return scratch.wt_started[b] - now
 
 

@@ -41,6 +41,7 @@ except ImportError:
 from sched.learn.env.vec_env import p_ref_of, reward
 from sched.learn.policy import features as F
 from sched.sim import core
+from sched.sim.top import top
 
 #: The id ``gymnasium.make`` knows the environment by, once this module is imported.
 ENV_ID = "sched/RenderQueue-v0"
@@ -119,7 +120,7 @@ class RenderQueueEnv(gym.Env):
         obs = self.encoder(self.state, weeks=self.week_start_s)
         ql = int(self.state.qlen[0]) if self.state.pending[0] >= 0 else 0
         if ql > self.max_queue:
-            rows = np.argsort(obs.x[0, :ql, F.ATC_RANK_INDEX], kind="stable")[: self.max_queue]
+            rows = top(-obs.x[0, :ql, F.ATC_RANK_INDEX].astype(np.float64), self.max_queue)  # best rank first
         else:
             rows = np.arange(ql)
         self._rows = rows

@@ -44,6 +44,7 @@ from sched.learn.policy import features as F
 from sched.sim import core as S
 from sched.sim import rules
 from sched.sim.state import core_jit
+from sched.sim.top import offer
 
 #: The decision's functions allocate nothing (the caller's :class:`Work`) and return no array, so
 #: they are compiled without numba's reference counting (``core_jit``), as the simulator's step
@@ -190,19 +191,7 @@ def _select(s, b, K, k, pbar_v, v, ws):
             rmin = r
         if st > smax:
             smax = st
-        if m < K:
-            i = m
-            m += 1
-        elif a > atc[K - 1]:
-            i = K - 1
-        else:
-            continue
-        while i > 0 and a > atc[i - 1]:  # strict: an equal index stays behind (queue order)
-            cand[i] = cand[i - 1]
-            atc[i] = atc[i - 1]
-            i -= 1
-        cand[i] = q
-        atc[i] = a
+        m = offer(cand, atc, m, K, q, a)  # the one top-k (sched.sim.top)
     return m, late, rmin, smax
 
 
@@ -363,11 +352,22 @@ def sample(s, b, net, ws, u):
 
 
 @core_jit
-def greedy_rollout(s, b, net, ws):
-    """Take every remaining decision of slot b with the greedy policy (ATC's static parts set)."""
-    S.set_rule(s, b, rules.ATC)
+def run_policy(s, b, rule, k, net, ws):
+    """Take every remaining decision of slot b with a rule (``rule`` >= 0, ``k``: its static
+    parts set; ``sched.sim.core.run_rule``) or, ``rule`` < 0, the greedy policy ``net`` (ATC's
+    static parts set); the rollout loop of a rule or a learned policy, its one definition."""
+    if rule >= 0:
+        S.run_rule(s, b, rule, k)
+        return
     while S._advance(s, b, True):
         S._start(s, b, greedy(s, b, net, ws), s.pending[b])
+
+
+@core_jit
+def greedy_rollout(s, b, net, ws):
+    """Take every remaining decision of slot b with the greedy policy (it sets ATC's static parts)."""
+    S.set_rule(s, b, rules.ATC)
+    run_policy(s, b, -1, net.atc_k, net, ws)
 
 
 # with reference counting (:func:`at`); the rollouts inside are core_jit; nogil: threads beside

@@ -65,25 +65,6 @@ class Lookahead(NamedTuple):
 
 
 @nb.njit(cache=True)
-def top(values, n, first):
-    """Indices of the ``n`` largest finite ``values``, largest first, ties by index; ``first``
-    (>= 0) is put first whatever its value. The one top-k helper of the lookahead."""
-    order = np.argsort(-values, kind="mergesort")  # stable: ties in index order
-    out = np.empty(min(n, values.shape[0]), dtype=np.int64)
-    i = 0
-    if first >= 0 and out.shape[0] > 0:
-        out[0] = first
-        i = 1
-    for q in order:
-        if i >= out.shape[0]:
-            break
-        if q != first and values[q] > -np.inf:
-            out[i] = q
-            i += 1
-    return out[:i]
-
-
-@nb.njit(cache=True)
 def known_free(s):
     """When each GPU of slot 0 frees as a scheduler knows it: a free GPU's time, a busy
     one's running task's start plus its estimate (not its true end), at least now."""
@@ -143,15 +124,6 @@ def sampled(s, dst, fut, f, la, zseed, mfree):
     dst.wt_started[0] = 0.0
 
 
-@core_jit
-def act(s, rule, k, net, ws):
-    """Queue position a policy starts now in slot 0: a rule's pick (its static parts set),
-    or the learned policy's (``rule`` LEARNED, ATC's static parts set)."""
-    if rule >= 0:
-        return S.pick(s, 0, rule, k)
-    return kernel.greedy(s, 0, net, ws)
-
-
 @nb.njit(cache=True, nogil=True)  # nogil: sched serve's other calls go on meanwhile
 def sample_costs(s, scratch, cands, r0, r1, costs, fut, la, net, ws, f0, zseed0):
     """costs[c, r] := weighted tardiness of starting ``cands[c]`` now in slot 0 of ``s``, then
@@ -193,7 +165,7 @@ def _sample(s, scratch, cands, r0, r1, costs, fut, la, net, ws, seeds, mfree, ma
                 work += scratch.qlen[0] + 1
                 if 0 <= max_work < work:
                     return r, work
-                # act(), inlined: the learned policy's arguments are passed only where it acts
+                # a rule's pick or, LEARNED, the learned policy's (its arguments read only where it acts)
                 q = S.pick(scratch, 0, rule, k) if rule >= 0 else kernel.greedy(scratch, 0, net, ws)
                 S._start(scratch, 0, q, scratch.pending[0])
             costs[c, r] = scratch.wt_started[0]

@@ -32,6 +32,7 @@ from sched.learn.policy import kernel
 from sched.learn.search import lookahead as L
 from sched.sim import core as S
 from sched.sim import rules
+from sched.sim.top import top
 
 #: ``base`` value of a learned (scorer) base policy; rules use their rule id.
 LEARNED = L.LEARNED
@@ -53,19 +54,20 @@ def candidates(s, K, base, k, net, ws):
         for q in range(ql):
             pbar += s.est[0, s.queue[0, q]]
         pbar /= ql
+        at = rules.Decision(t, pbar, v_m)
         v = np.empty(ql)
         for q in range(ql):
             j = s.queue[0, q]
             v[q] = rules.priority(
-                base, t, s.arr[0, j], s.est[0, j], s.w[0, j], s.due[0, j], k, pbar, s.static[0, j], v_m
+                base, k, at, s.arr[0, j], s.est[0, j], s.w[0, j], s.due[0, j], s.static[0, j]
             )
-        return L.top(v, K, S.pick(s, 0, base, k))
+        return top(v, K, S.pick(s, 0, base, k))
     m = kernel.scored(s, 0, net, ws)
     v = np.full(ql, -np.inf)
     for i in range(m):
         x = ws.v[i]
         v[ws.cand[i]] = x if x == x else -np.inf
-    return L.top(v, K, ws.cand[kernel.argmax(ws.v, m)])
+    return top(v, K, ws.cand[kernel.argmax(ws.v, m)])
 
 
 @nb.njit(cache=True)
@@ -182,5 +184,4 @@ def plan_rollout(s, scratch, K, samples, z, fut, la, seed, base, k, net, ws, chu
 @nb.njit(cache=True, nogil=True)  # nogil: sched serve's other calls go on meanwhile
 def continue_base(s, base, k, net, ws):
     """Take every remaining decision of slot 0 with the base policy (static parts set)."""
-    while S._advance(s, 0, True):
-        S._start(s, 0, L.act(s, base, k, net, ws), s.pending[0])
+    kernel.run_policy(s, 0, base, k, net, ws)
