@@ -218,7 +218,7 @@ def test_a_call_past_its_budget_is_answered_by_the_tuned_rule_and_says_so(conf, 
     release, finished = threading.Event(), threading.Event()
 
     def slow_run(call):
-        if call.q.n == n and call.plan.name not in ("atc", "atc-tuned"):  # (not the warm-up)
+        if call.q.n == n and call.choice.name not in ("atc", "atc-tuned"):  # (not the warm-up)
             # on the event loop nothing can answer meanwhile: it ends by itself, replaced once done
             release.wait(timeout=1.0 if n <= 64 else 60.0)
             finished.set()
@@ -427,7 +427,7 @@ def test_a_learned_policy_past_the_deadline_is_answered_by_the_rule_computed_bes
     tuned_rule = ranker.tuned_rule
 
     def slow_run(call):
-        if call.plan.rule is None and call.q.n > 2:  # the learned policy, not the warm-up
+        if call.choice.rule is None and call.q.n > 2:  # the learned policy, not the warm-up
             release.wait(60)
             finished.set()
         return ranker.run(call)

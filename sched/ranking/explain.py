@@ -17,7 +17,7 @@ from sched.sim.objective import tardiness
 EXPLAIN_COLUMNS = ("id", "machine", "start_s", "end_s", "lateness_s", "tardiness_s", "policy", "atc_k", "why")
 
 
-def explain_frame(q, plan, order, start, end, mach):
+def explain_frame(q, choice, order, start, end, mach):
     """The plan as a table, in start order.
 
     ``q``: the :class:`~sched.ranking.tasks.Queue`; ``plan``: the policy run (name, rule id, k);
@@ -36,9 +36,9 @@ def explain_frame(q, plan, order, start, end, mach):
             "end_s": e,
             "lateness_s": late,
             "tardiness_s": tardiness(e, q.due[order]),
-            "policy": plan.name,
-            "atc_k": plan.k if plan.rule == rules.ATC else np.nan,
-            "why": plan.why,
+            "policy": choice.name,
+            "atc_k": choice.k if choice.rule == rules.ATC else np.nan,
+            "why": choice.why,
         },
         columns=list(EXPLAIN_COLUMNS),
     )

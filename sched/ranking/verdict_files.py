@@ -13,7 +13,7 @@ from sched.ranking.tasks import RankInputError
 from sched.sim import rules
 
 # rule: rule id, or None for PPO; why: the reason it runs, in words (explain's column)
-Plan = namedtuple("Plan", "name rule k policy_file why sha256", defaults=("", None))
+Choice = namedtuple("Choice", "name rule k policy_file why sha256", defaults=("", None))
 
 
 def _positive_field(value, path, field):
@@ -37,7 +37,7 @@ def _setting_field(data, path, fallback):
 
 
 def check_winner(data, path, root="."):
-    """A winner.json (format in docs/file-contract.md) as (Plan, setting or None), paths resolved."""
+    """A winner.json (format in docs/file-contract.md) as (Choice, setting or None), paths resolved."""
     if not isinstance(data, dict):
         raise RankInputError(f"{path}: expected a JSON object, got {type(data).__name__}")
     name = data.get("policy")
@@ -54,7 +54,7 @@ def check_winner(data, path, root="."):
             )
         if k is not None:
             k = _positive_field(k, path, "atc_k")
-        return Plan(name, rules.rule_id(rule), k, None, gate), where
+        return Choice(name, rules.rule_id(rule), k, None, gate), where
     if pfile is None:
         raise RankInputError(
             f"{path}: fields rule and policy_file are both null: nothing says how to run the winner"
@@ -76,7 +76,7 @@ def check_winner(data, path, root="."):
             beside = Path(path).parent / pfile
             if beside.exists():
                 p = beside
-    return Plan(name, None, None, p, gate, sha), where
+    return Choice(name, None, None, p, gate, sha), where
 
 
 def _held_out_note(held, path):

@@ -29,10 +29,10 @@ from pathlib import Path
 from sched import files, layout, setting
 from sched.limits import MAX_CALIBRATION_BYTES, MAX_POLICY_BYTES, MAX_VERDICT_BYTES
 from sched.ranking.tasks import RankInputError
-from sched.ranking.verdict_files import Plan, check_tuned, check_winner
+from sched.ranking.verdict_files import Choice, check_tuned, check_winner
 from sched.sim import rules
 
-#: A benchmark's verdict on one setting: where from, the setting, its winner (a Plan or
+#: A benchmark's verdict on one setting: where from, the setting, its winner (a Choice or
 #: None) and its tuned ATC k (or None).
 Verdict = namedtuple("Verdict", "source setting winner tuned_k")
 
@@ -105,14 +105,14 @@ def _verdicts(st):
     for source, wpath, tpath, fallback in sources:
         won = _json_file(wpath, check_winner, st.root)
         tuned = _json_file(tpath, check_tuned, st.root)
-        plan, where = won if won is not None else (None, None)
+        choice, where = won if won is not None else (None, None)
         k, twhere = tuned if tuned is not None else (None, None)
         where = where or twhere or fallback
         if where is None:
             continue  # a verdict that does not say its setting is not used for any call
-        if plan is not None and plan.name == "atc-tuned" and plan.k is not None:
-            k = plan.k  # the k the benchmark measured
-        out.append(Verdict(source, where, plan, k))
+        if choice is not None and choice.name == "atc-tuned" and choice.k is not None:
+            k = choice.k  # the k the benchmark measured
+        out.append(Verdict(source, where, choice, k))
     return out
 
 
@@ -142,7 +142,7 @@ def tuned_k(st, farm=None):
     return v.tuned_k, v
 
 
-def auto_plan(st, farm):
+def auto_choice(st, farm):
     """What policy "auto" runs for the call's GPUs, and why (docs/rank.md)."""
     gpus = setting.describe({**farm, "load": None})
     found = _matching(st, farm)
@@ -155,22 +155,22 @@ def auto_plan(st, farm):
         won = [studio]
     if won:
         v = _closest(won, st)
-        plan = v.winner
-        if plan.rule is not None and plan.k is None:
-            plan = plan._replace(k=st.atc_k)
+        choice = v.winner
+        if choice.rule is not None and choice.k is None:
+            choice = choice._replace(k=st.atc_k)
         note = ""
-        if plan.rule is None:
+        if choice.rule is None:
             wfile = _winner_file(st, v)
-            plan = ppo_plan(plan.name, plan.policy_file, wfile)._replace(sha256=plan.sha256)
-            if plan.sha256 is None:
+            choice = ppo_choice(choice.name, choice.policy_file, wfile)._replace(sha256=choice.sha256)
+            if choice.sha256 is None:
                 note = (
                     f"; note: {wfile} records no policy_sha256 (written by an earlier version): "
                     f"its policy file is not checked"
                 )
-            elif _file_sha256(plan.policy_file) != plan.sha256:
+            elif _file_sha256(choice.policy_file) != choice.sha256:
                 refused = (
-                    f"; the winner of {v.source}, {plan.name}, is not run: its policy file "
-                    f"{plan.policy_file} does not match {wfile}'s policy_sha256"
+                    f"; the winner of {v.source}, {choice.name}, is not run: its policy file "
+                    f"{choice.policy_file} does not match {wfile}'s policy_sha256"
                 )
         if not refused:
             more = (
@@ -186,13 +186,13 @@ def auto_plan(st, farm):
                     f"{gpus}{v.winner.why}{note}{_missing_winner(st)}"
                 )
                 _warn(why)
-                return plan._replace(why=why)
+                return choice._replace(why=why)
             why = (
                 f"auto: the winner of {v.source}, measured on {setting.describe(v.setting)}: "
                 f"the call's {gpus}{more}{note}{_missing_winner(st)}{stale}"
             )
             _warn(why, force=bool(stale))
-            return plan._replace(why=why)
+            return choice._replace(why=why)
     tuned = [v for v in found if v.tuned_k is not None]
     missing = _missing(st)
     if tuned:
@@ -200,11 +200,11 @@ def auto_plan(st, farm):
         lead = "auto" if refused else f"auto: no benchmark winner for {gpus}"
         why = f"{lead}{missing}{refused}{stale}; ATC with the k tuned for them in {v.source}"
         _warn(why, force=bool(refused or stale))
-        return Plan("atc-tuned", rules.ATC, v.tuned_k, None, why)
+        return Choice("atc-tuned", rules.ATC, v.tuned_k, None, why)
     lead = "auto" if refused else f"auto: no benchmark or tuning for {gpus}"
     why = f"{lead}{missing}{refused}{stale}; ATC with config rules.atc_k"
     _warn(why, force=bool(refused or stale))
-    return Plan("atc", rules.ATC, st.atc_k, None, why)
+    return Choice("atc", rules.ATC, st.atc_k, None, why)
 
 
 def _studio(st, won):
@@ -293,8 +293,8 @@ def _warn(why, force=False):
     log.warning("rank(): %s", why)
 
 
-def ppo_plan(name, pfile, where, why=""):
+def ppo_choice(name, pfile, where, why=""):
     p = Path(pfile)
     if not p.is_file():
         raise RankInputError(f"{where}: policy file {p} not found")
-    return Plan(name, None, None, p, why)
+    return Choice(name, None, None, p, why)

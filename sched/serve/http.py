@@ -365,7 +365,7 @@ class Service:
             except RankSetupError:
                 continue
             d = ranker.run(call)
-            k = call.plan.k
+            k = call.choice.k
             src = "the default rules.atc_k" if config == {} else "config rules.atc_k"
             why = f"fallback: {_cannot_run(kw)}; answered by atc (k = {k:g}, {src})"
             d = d._replace(why=why)
