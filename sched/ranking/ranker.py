@@ -25,21 +25,23 @@ import os
 import threading
 import time
 from collections import namedtuple
+from collections.abc import Mapping
 
 import numpy as np
 
 from sched import layout, setting
+from sched.config import Record
 from sched.errors import SchedError
 from sched.ranking.explain import explain_frame
 from sched.ranking.tasks import RankInputError, RankSetupError, read_queue, task_records
 from sched.ranking.times import WEEK_START_S
-from sched.ranking.verdicts import Plan, auto_plan, missing_files, ppo_plan, tuned_k
+from sched.ranking.verdicts import Choice, auto_choice, missing_files, ppo_choice, tuned_k
 from sched.sim import rules
 
 __all__ = [
     "Call",
     "Decision",
-    "Plan",
+    "Choice",
     "RankInputError",
     "RankSetupError",
     "Settings",
@@ -115,7 +117,7 @@ def decide(
 
 #: A call read and its policy chosen, not yet run (:func:`prepare`); ``started``: the call's
 #: ``time.perf_counter()`` (policy plan's budget bounds the whole call).
-Call = namedtuple("Call", "q st plan budget_ms explain started")
+Call = namedtuple("Call", "q st choice budget_ms explain started")
 
 
 def prepare(
@@ -134,41 +136,41 @@ def prepare(
             check_budget(budget_ms)
         except PlanError as exc:
             raise RankInputError(str(exc)) from None
-    plan = _plan(policy, policy_file, st, _farm_of(q))
-    if budget_ms is not None and plan.name != "plan":
-        raise RankInputError(f"budget_ms: only used with policy 'plan', not {plan.name!r}")
-    return Call(q, st, plan, budget_ms, explain, started)
+    choice = _choice(policy, policy_file, st, _farm_of(q))
+    if budget_ms is not None and choice.name != "plan":
+        raise RankInputError(f"budget_ms: only used with policy 'plan', not {choice.name!r}")
+    return Call(q, st, choice, budget_ms, explain, started)
 
 
 def run(call):
     """The second half of :func:`decide`: the prepared call's policy run over its queue."""
-    q, st, plan = call.q, call.st, call.plan
+    q, st, choice = call.q, call.st, call.choice
     if q.n == 0:
         order = start = end = mach = np.zeros(0, np.int64)
-    elif plan.name == "plan":
+    elif choice.name == "plan":
         from sched.ranking.plan_rank import plan_order
 
         order, start, end, mach, note = plan_order(
-            q, st.config, lambda b: _plan(b, None, st, _farm_of(q)), call.budget_ms, call.started
+            q, st.config, lambda b: _choice(b, None, st, _farm_of(q)), call.budget_ms, call.started
         )
-        plan = plan._replace(why=f"{plan.why}; {note}")
-    elif plan.rule is not None:
+        choice = choice._replace(why=f"{choice.why}; {note}")
+    elif choice.rule is not None:
         from sched.sim.one_queue import rollout_order
 
         order, start, end, mach = rollout_order(
-            q.arrival, q.estimate, q.weight, q.due, q.machine_free, q.speed, plan.rule, plan.k
+            q.arrival, q.estimate, q.weight, q.due, q.machine_free, q.speed, choice.rule, choice.k
         )
     else:
-        order, start, end, mach, plan = _ppo_rollout(plan, q)
-    frame = explain_frame(q, plan, order, start, end, mach) if call.explain else None
+        order, start, end, mach, choice = _ppo_rollout(choice, q)
+    frame = explain_frame(q, choice, order, start, end, mach) if call.explain else None
     ids = q.ids
-    return Decision([ids[i] for i in order.tolist()], plan.name, plan.why, frame)
+    return Decision([ids[i] for i in order.tolist()], choice.name, choice.why, frame)
 
 
 def is_rule(call):
     """Whether the prepared call runs a dispatching rule (microseconds a task), not a learned
     policy or the planner."""
-    return call.plan.rule is not None and call.plan.name != "plan"
+    return call.choice.rule is not None and call.choice.name != "plan"
 
 
 def is_ready(call):
@@ -178,7 +180,7 @@ def is_ready(call):
         return True
     from sched.learn.policy.policy_file import is_cached
 
-    return call.plan.name != "plan" and is_cached(call.plan.policy_file)
+    return call.choice.name != "plan" and is_cached(call.choice.policy_file)
 
 
 def tuned_rule(call):
@@ -188,10 +190,10 @@ def tuned_rule(call):
     farm = _farm_of(call.q)
     try:
         k, v = tuned_k(call.st, farm)
-        plan, how = Plan("atc-tuned", rules.ATC, k, None, ""), f"k tuned in {v.source} for these GPUs"
+        choice, how = Choice("atc-tuned", rules.ATC, k, None, ""), f"k tuned in {v.source} for these GPUs"
     except RankInputError:  # no tuned k for these GPUs, or tuned.json unreadable
-        plan, how = Plan("atc", rules.ATC, call.st.atc_k, None, ""), "config rules.atc_k"
-    return run(call._replace(plan=plan)), how
+        choice, how = Choice("atc", rules.ATC, call.st.atc_k, None, ""), "config rules.atc_k"
+    return run(call._replace(choice=choice)), how
 
 
 def readiness(config=None):
@@ -202,8 +204,8 @@ def readiness(config=None):
     gone = missing_files(st)
     if gone:
         raise RankInputError(f"verdicts not found: {', '.join(gone)} (the benchmark writes them)")
-    plan = auto_plan(st, {"machines": st.farm["machines"], "speeds": st.farm["speeds"]})
-    return plan.name, plan.why
+    choice = auto_choice(st, {"machines": st.farm["machines"], "speeds": st.farm["speeds"]})
+    return choice.name, choice.why
 
 
 # --------------------------------------------------------------------------- settings
@@ -227,8 +229,9 @@ def _settings(config):
             key = (os.getcwd(), os.fspath(path), s.st_mtime_ns, s.st_ctime_ns, s.st_size, s.st_ino)
         except (OSError, TypeError):
             key = (os.getcwd(), None if path is None else os.fspath(path))
-    elif isinstance(config, dict):
-        key = ("mapping", os.getcwd(), json.dumps(config, sort_keys=True, default=str))
+    elif isinstance(config, Mapping):  # a dict, or a Config already validated
+        plain = config.to_dict() if isinstance(config, Record) else config
+        key = ("mapping", os.getcwd(), json.dumps(plain, sort_keys=True, default=str))
     else:
         raise RankInputError(f"config: expected a file path or a mapping, got {type(config).__name__}")
     hit = _settings_cache.get(key)
@@ -242,19 +245,19 @@ def _settings(config):
         if from_file:
             cfg = load_config(path)
         else:  # a mapping: its relative paths are read from the working directory
-            cfg = validate_config(copy.deepcopy(config), "config", ".")
+            cfg = validate_config(copy.deepcopy(plain), "config", ".")
     except SchedError as exc:  # ConfigError: the message names the file and field
         raise RankSetupError(str(exc)) from exc
     st = Settings(
-        weights={name: float(c["weight"]) for name, c in cfg["scenario"]["priorities"].items()},
-        atc_k=float(cfg["rules"]["atc_k"]),
-        winner=cfg["rank"]["winner"],
-        tuned=cfg["rank"]["tuned"],
-        calibration=cfg["scenario"].get("calibration"),
-        others=cfg["rank"]["settings"],
+        weights={name: float(c["weight"]) for name, c in cfg.scenario.priorities.items()},
+        atc_k=float(cfg.rules.atc_k),
+        winner=cfg.rank.winner,
+        tuned=cfg.rank.tuned,
+        calibration=cfg.scenario.get("calibration"),
+        others=cfg.rank.settings,
         farm=setting.of_config(cfg),
         config=cfg,
-        root=cfg["root"],
+        root=cfg.root,
     )
     with _settings_lock:  # a Settings is never changed once built: threads may share it
         if len(_settings_cache) > 32:
@@ -271,8 +274,8 @@ def _farm_of(q):
     return {"machines": len(q.machine_free), "speeds": setting.canonical_speeds(q.speed)}
 
 
-def _plan(policy, policy_file, st, farm):
-    """How to run ``policy`` on the call's GPUs ``farm``: a Plan (name, rule id or None, k,
+def _choice(policy, policy_file, st, farm):
+    """How to run ``policy`` on the call's GPUs ``farm``: a Choice (name, rule id or None, k,
     policy file, why)."""
     if not isinstance(policy, (str, os.PathLike)):
         raise RankInputError(f"policy: expected a name or a policy file path, got {policy!r}")
@@ -281,30 +284,30 @@ def _plan(policy, policy_file, st, farm):
         raise RankInputError(f"policy_file: only used with policy 'ppo' or 'ppo-<seed>', not {name!r}")
     asked = f"asked for by the call (policy={name!r})"
     if name == "auto":
-        return _setup(auto_plan, st, farm)
+        return _setup(auto_choice, st, farm)
     if name in rules.RULES:
-        return Plan(name, rules.rule_id(name), st.atc_k, None, asked)
+        return Choice(name, rules.rule_id(name), st.atc_k, None, asked)
     if name == "plan":
-        return Plan(name, None, None, None, f"{asked}: lookahead on config plan.base (docs/plan.md)")
+        return Choice(name, None, None, None, f"{asked}: lookahead on config plan.base (docs/plan.md)")
     if name == "atc-tuned":
         k, v = _setup(tuned_k, st, farm)
-        return Plan(name, rules.ATC, k, None, f"{asked}; k tuned in {v.source} for these GPUs")
+        return Choice(name, rules.ATC, k, None, f"{asked}; k tuned in {v.source} for these GPUs")
     if name == "ppo":
         if policy_file is None:
             raise RankInputError("policy ppo: needs policy_file (a trained policy file)")
-        return _setup(ppo_plan, name, policy_file, "policy_file", asked)
+        return _setup(ppo_choice, name, policy_file, "policy_file", asked)
     if name.startswith("ppo-") and name[4:].isascii() and name[4:].isdecimal():
         from sched.config import under_root
 
         pfile = policy_file
         if pfile is None:  # the workflow's policy file, under the config's root
             pfile = under_root(st.config, layout.policy_file(name[4:]))
-        return _setup(ppo_plan, name, pfile, "policy_file", asked)
+        return _setup(ppo_choice, name, pfile, "policy_file", asked)
     if os.path.isfile(name):
-        return _setup(ppo_plan, "ppo", name, "policy", asked)
+        return _setup(ppo_choice, "ppo", name, "policy", asked)
     raise RankInputError(
         f"policy: unknown policy {name!r}; expected auto, {', '.join(rules.RULES)}, atc-tuned, "
-        f"ppo (with policy_file), ppo-<seed>, plan, or an existing policy file"
+        f"ppo (with policy_file), ppo-<seed>, choice, or an existing policy file"
     )
 
 
@@ -318,21 +321,21 @@ def _setup(read, *args):
         raise RankSetupError(str(exc)) from exc
 
 
-def _ppo_rollout(plan, q):
+def _ppo_rollout(choice, q):
     """Greedy (argmax) rollout of a trained policy over the queue: its compiled decision
     (``sched.learn.policy.kernel.run_one``), the benchmark's."""
     from sched.learn.policy import kernel
     from sched.learn.policy.policy_file import PolicyFileError, load_cached
 
     try:
-        policy = load_cached(plan.policy_file)
+        policy = load_cached(choice.policy_file)
     except PolicyFileError as exc:  # the message names the file and the field or tensor
         raise RankSetupError(str(exc)) from exc
     trained, farm = policy.meta.get("setting"), _farm_of(q)
     if trained is not None and not setting.same_farm(trained, farm):
         gpus = setting.describe({**farm, "load": None})
         note = f"note: trained for {setting.describe(trained)}, not the call's {gpus}"
-        plan = plan._replace(why=f"{plan.why}; {note}")
+        choice = choice._replace(why=f"{choice.why}; {note}")
     start, end, mach = kernel.run_one(
         policy,
         (q.arrival, q.estimate, q.estimate, q.weight, q.due),
@@ -346,4 +349,4 @@ def _ppo_rollout(plan, q):
     # the other (end > start, estimates are > 0), so (start, machine) is the
     # decision order.
     order = np.lexsort((np.arange(q.n), mach, start))
-    return order, start, end, mach, plan
+    return order, start, end, mach, choice
