@@ -11,10 +11,10 @@ bottom (docs/architecture.md):
 * ``serve`` and ``farms``: ``rank()`` over HTTP, and into render farms;
 * ``commands`` with ``cli``: the ``sched`` command line, one module a subcommand.
 
-Modules of this folder: ``cli``, ``config`` (the one frozen config), ``errors``, ``files``
-(atomic writes), ``layout`` (every results path), ``limits``, ``setting`` (a benchmark's
-GPUs and load), ``sim_numba`` (the compiled core at the path the contract names),
-``threads``.
+Modules of this folder: ``cache`` (the one locked cache), ``cli``, ``config`` (the one
+frozen config), ``errors``, ``files`` (atomic writes), ``layout`` (every results path),
+``limits``, ``setting`` (a benchmark's GPUs and load), ``sim_numba`` (the compiled core at
+the path the contract names), ``threads``.
 """
 
 import os

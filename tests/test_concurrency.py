@@ -142,9 +142,8 @@ def test_caches_filled_by_threads_at_once_return_what_was_asked(tmp_path, monkey
     cals = [str(calibrated.calibration), str(shutil.copy(calibrated.calibration, tmp_path / "c2.json"))]
     cfgs = [validate_config({"scenario": {"estimate_noise_sigma": 0.4}}, "test") for _ in range(2)]
     want = {f: PF.load(f).net.state_dict()["linear.weight"] for f in files}
-    monkeypatch.setattr(PF, "_CACHE", _Switching())
-    monkeypatch.setattr(planner, "_pools", _Switching())
-    monkeypatch.setattr(calibration, "_cache", _Switching())
+    for cache in (PF._CACHE, planner._pools, calibration._cache):  # sched.cache.Cache
+        monkeypatch.setattr(cache, "_values", _Switching())
 
     def one(i):
         f = files[i % len(files)]

@@ -10,18 +10,16 @@ estimated time kept; once it is spent the first start is the base policy's
 own too. The explain table's ``why`` says which (:func:`note`).
 """
 
-import threading
-
 import numpy as np
 
+from sched.cache import Cache
 from sched.ranking.tasks import RankInputError, RankSetupError
 from sched.ranking.times import WEEK_START_S
 from sched.sim import rules
 
 #: Planners per (config, base, rollout). A Planner holds no state of a call (its base, settings,
 #: estimate noise and pool of futures are only read), so threads share one.
-_planners = {}
-_planners_lock = threading.Lock()
+_planners = Cache(9)
 
 
 def plan_order(q, cfg, resolve, budget_ms, started=None):
@@ -57,17 +55,9 @@ def plan_order(q, cfg, resolve, budget_ms, started=None):
         from sched.config import config_hash
 
         key = (config_hash(cfg, ["scenario", "seeds", "plan"]), base, roll)
-        planner = _planners.get(key)
-        if planner is None:
-            if base.name == "plan":
-                raise RankSetupError("plan.base: plan cannot be its own base policy")
-            with _planners_lock:  # built by one thread; the others find it (checked again here)
-                planner = _planners.get(key)
-                if planner is None:
-                    planner = _planner(cfg, base, roll)
-                    if len(_planners) > 8:
-                        _planners.clear()
-                    _planners[key] = planner
+        if key not in _planners and base.name == "plan":
+            raise RankSetupError("plan.base: plan cannot be its own base policy")
+        planner = _planners.get(key, lambda: _planner(cfg, base, roll))  # built by one thread
         stats = {}
         start, end, mach = planner.order(
             q.arrival, q.estimate, q.weight, q.due, q.machine_free, budget_ms, started, stats, WEEK_START_S

@@ -26,12 +26,12 @@ import copy
 import json
 import math
 import os
-import threading
 from pathlib import Path
 
 import numpy as np
 
 from sched import layout
+from sched.cache import Cache
 from sched.data.distributions import distribution_mean
 from sched.errors import SchedError
 from sched.files import read_text
@@ -46,8 +46,7 @@ def _how_to_make(path):
     return f"make it with `snakemake -j1 {layout.CALIBRATION}` or `sched calibrate [BENCH ...] --out {path}`"
 
 
-_cache = {}
-_cache_lock = threading.Lock()
+_cache = Cache(1)  # one file in use at a time is the common case
 
 
 class CalibrationFileError(SchedError):
@@ -72,16 +71,7 @@ def _cached(path):
         raise CalibrationFileError(f"calibration file {path} not found; {_how_to_make(path)}") from None
     # ctime too: a rewrite in place that restores the mtime (cp -p, os.utime) still changes it
     key = (os.path.abspath(path), st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
-    hit = _cache.get(key)
-    if hit is not None:
-        return hit
-    with _cache_lock:  # filled by one thread at a time; a call returns what it read or found
-        hit = _cache.get(key)
-        if hit is None:
-            hit = _read(path)
-            _cache.clear()  # one file in use at a time is the common case
-            _cache[key] = hit
-    return hit
+    return _cache.get(key, lambda: _read(path))
 
 
 def _read(path):

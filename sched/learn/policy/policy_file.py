@@ -20,12 +20,12 @@ import dataclasses
 import io
 import math
 import os
-import threading
 import zipfile
 
 import torch
 
 from sched import setting
+from sched.cache import Cache
 from sched.config import shorten, training_hash
 from sched.data.model import scenario_model
 from sched.errors import SchedError
@@ -301,8 +301,7 @@ def _check_weights(path, arch, state):
     return state
 
 
-_CACHE = {}
-_CACHE_LOCK = threading.Lock()
+_CACHE = Cache(4)  # a few files in use at a time (a ppo policy, plan's base)
 
 
 def _cache_key(path):
@@ -333,14 +332,4 @@ def load_cached(path):
         key = _cache_key(path)
     except FileNotFoundError:
         raise PolicyFileError(f"{path}: policy file not found") from None
-    hit = _CACHE.get(key)
-    if hit is not None:
-        return hit
-    with _CACHE_LOCK:
-        hit = _CACHE.get(key)
-        if hit is None:
-            hit = load(path)
-            if len(_CACHE) >= 4:  # a few files in use at a time (a ppo policy, plan's base)
-                _CACHE.clear()
-            _CACHE[key] = hit
-    return hit
+    return _CACHE.get(key, lambda: load(path))

@@ -16,12 +16,12 @@ and that rollout (docs/plan.md).
 """
 
 import math
-import threading
 import time
 from collections import namedtuple
 
 import numpy as np
 
+from sched.cache import Cache
 from sched.data.machines import describe, speeds
 from sched.errors import SchedError
 from sched.learn.policy import kernel
@@ -86,8 +86,7 @@ def learned_base(policy, name="ppo"):
     return Base(name, P.LEARNED, net.atc_k, net)
 
 
-_pools = {}
-_pools_lock = threading.Lock()
+_pools = Cache(5)
 
 
 def futures(cfg, horizon, count):
@@ -98,17 +97,7 @@ def futures(cfg, horizon, count):
     from sched.learn.search.teacher import future_pool
 
     key = (config_hash(cfg, ["scenario", "seeds"]), horizon, count)
-    hit = _pools.get(key)
-    if hit is not None:
-        return hit
-    with _pools_lock:
-        hit = _pools.get(key)
-        if hit is None:
-            hit = L.Futures(*future_pool(cfg, [], horizon, count))
-            if len(_pools) > 4:
-                _pools.clear()
-            _pools[key] = hit
-    return hit
+    return _pools.get(key, lambda: L.Futures(*future_pool(cfg, [], horizon, count)))
 
 
 class Planner:
