@@ -28,7 +28,7 @@ def wmdd_textbook(p, w, d, t):
 def priority(rule, t, p, w, d, k=2.0, pbar=1.0, arrival=0.0, speed=1.0):
     """rules.priority with its static part, as both simulators call it."""
     static = rules.static_part(rule, p, w)
-    return rules.priority(rule, t, arrival, p, w, d, k, pbar, static, speed)
+    return rules.priority(rule, k, rules.Decision(t, pbar, speed), arrival, p, w, d, static)
 
 
 # Three tasks waiting at t = 10 (p, w, d): A = (2, 2, 24), B = (3, 4, 31), C = (6, 1, 18).

@@ -37,17 +37,51 @@ Each move changes at most ``window`` positions, so a task is never moved
 far from where the rule put it in one step.
 """
 
+from typing import NamedTuple
+
 import numba as nb
 import numpy as np
 
 from sched.data.machines import MachinesError, describe, speeds
 from sched.sim.errors import SearchError
 from sched.sim.objective import weighted_tardiness
+from sched.sim.state import core_jit
 
 INSERT, SWAP = 0, 1
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
+
+
+class Jobs(NamedTuple):
+    """The tasks of a scenario as the search knows them (row order): arrivals, true
+    durations, weights and due dates; (n,) arrays, or (B, N) for a batch."""
+
+    arr: np.ndarray
+    dur: np.ndarray
+    w: np.ndarray
+    due: np.ndarray
+
+
+class Saved(NamedTuple):
+    """The machine states along a sequence: ``FS[k]`` the machines' sorted free times and
+    ``CS[k]`` the cumulative cost before position k; ``F``, one machine state of scratch.
+
+    The functions that read it (and :class:`Jobs`) allocate nothing and are compiled without
+    numba's reference counting (``core_jit``, as the simulator's step functions are): counting
+    the references of the tuples' arrays at every placement tripled the search's time."""
+
+    FS: np.ndarray  #: (n + 1, M)
+    CS: np.ndarray  #: (n + 1,)
+    F: np.ndarray  #: (M,)
+
+
+class Search(NamedTuple):
+    """The search's settings: moves within ``window`` positions, at most ``budget`` move
+    evaluations per scenario."""
+
+    window: int
+    budget: int
 
 
 @nb.njit(cache=True)
@@ -61,7 +95,7 @@ def _rand(state, n):
     return np.int64(z % np.uint64(n))
 
 
-@nb.njit(cache=True)
+@core_jit
 def _place(F, a, p):
     """Start a task (arrival a, duration p) on the earliest-free machine.
 
@@ -79,28 +113,32 @@ def _place(F, a, p):
     return s
 
 
-@nb.njit(cache=True)
-def _charge(F, t, arr, dur, w, due, c):
+@core_jit
+def _charge(F, t, jobs, c):
     """Place task t on the machine that frees first; c plus its weighted tardiness."""
-    late = _place(F, arr[t], dur[t]) + dur[t] - due[t]
+    late = _place(F, jobs.arr[t], jobs.dur[t]) + jobs.dur[t] - jobs.due[t]
     if late > 0.0:
-        c += w[t] * late
+        c += jobs.w[t] * late
     return c
 
 
-@nb.njit(cache=True)
-def _forward(seq, lo, arr, dur, w, due, FS, CS):
-    """Recompute the saved states FS[k] and cumulative costs CS[k] for k > lo."""
+@core_jit
+def _forward(seq, lo, jobs, sv):
+    """Recompute the saved states ``sv.FS[k]`` and cumulative costs ``sv.CS[k]`` for k > lo."""
     n = seq.shape[0]
-    F = FS[lo].copy()
+    FS, CS, F = sv.FS, sv.CS, sv.F
+    M = F.shape[0]
+    for m in range(M):  # element by element: a slice copy may allocate (no NRT here)
+        F[m] = FS[lo, m]
     c = CS[lo]
     for k in range(lo, n):
-        c = _charge(F, seq[k], arr, dur, w, due, c)
-        FS[k + 1, :] = F
+        c = _charge(F, seq[k], jobs, c)
+        for m in range(M):
+            FS[k + 1, m] = F[m]
         CS[k + 1] = c
 
 
-@nb.njit(cache=True)
+@core_jit
 def _task_at(seq, k, kind, i, j):
     """Task at position k of the sequence after the move (kind, i, j)."""
     if kind == SWAP:
@@ -121,15 +159,17 @@ def _task_at(seq, k, kind, i, j):
     return seq[k]
 
 
-@nb.njit(cache=True)
-def _eval_move(seq, kind, i, j, arr, dur, w, due, FS, CS, F, bound):
+@core_jit
+def _eval_move(seq, kind, i, j, jobs, sv, bound):
     """Total cost of the sequence after the move, or a value >= bound when it cannot beat it."""
     n = seq.shape[0]
+    FS, CS, F = sv.FS, sv.CS, sv.F
     lo, hi = min(i, j), max(i, j)
-    F[:] = FS[lo]
+    for m in range(F.shape[0]):
+        F[m] = FS[lo, m]
     c = CS[lo]
     for k in range(lo, hi + 1):
-        c = _charge(F, _task_at(seq, k, kind, i, j), arr, dur, w, due, c)
+        c = _charge(F, _task_at(seq, k, kind, i, j), jobs, c)
         if c >= bound:
             return c
     M = F.shape[0]
@@ -141,13 +181,13 @@ def _eval_move(seq, kind, i, j, arr, dur, w, due, FS, CS, F, bound):
                 break
         if same:
             return c + (CS[n] - CS[k])
-        c = _charge(F, seq[k], arr, dur, w, due, c)
+        c = _charge(F, seq[k], jobs, c)
         if c >= bound:
             return c
     return c
 
 
-@nb.njit(cache=True)
+@core_jit
 def _apply(seq, kind, i, j):
     if kind == SWAP:
         seq[i], seq[j] = seq[j], seq[i]
@@ -162,16 +202,19 @@ def _apply(seq, kind, i, j):
     seq[j] = t
 
 
-@nb.njit(cache=True)
+@core_jit
 def _better(c, ref):
     # a relative margin keeps rounding noise from counting as an improvement
     return c < ref - 1e-12 * max(ref, 1.0)
 
 
-@nb.njit(cache=True)
-def _descent(seq, rlo, rhi, window, arr, dur, w, due, FS, CS, F, evals, budget):
-    """First-improvement descent over moves of tasks at positions rlo..rhi."""
+@core_jit
+def _descent(seq, rlo, rhi, jobs, sv, search, evals):
+    """First-improvement descent over moves of tasks at positions rlo..rhi; returns the
+    evaluations used so far (``evals`` before it)."""
     n = seq.shape[0]
+    window, budget = search.window, search.budget
+    CS = sv.CS
     improved = True
     while improved and evals < budget:
         improved = False
@@ -189,31 +232,32 @@ def _descent(seq, rlo, rhi, window, arr, dur, w, due, FS, CS, F, evals, budget):
                             return evals
                         evals += 1
                         cur = CS[n]
-                        c = _eval_move(seq, kind, i, j, arr, dur, w, due, FS, CS, F, cur)
+                        c = _eval_move(seq, kind, i, j, jobs, sv, cur)
                         if _better(c, cur):
                             _apply(seq, kind, i, j)
-                            _forward(seq, min(i, j), arr, dur, w, due, FS, CS)
+                            _forward(seq, min(i, j), jobs, sv)
                             improved = True
     return evals
 
 
 @nb.njit(cache=True)
-def _search_one(seq, arr, dur, w, due, mfree0, window, budget, seed):
+def _search_one(seq, jobs, mfree0, search, seed):
     """Iterated local search from ``seq`` (changed in place to the best found).
 
     Returns (best cost, evaluations used).
     """
     n = seq.shape[0]
     M = mfree0.shape[0]
-    FS = np.empty((n + 1, M))
-    CS = np.zeros(n + 1)
-    FS[0, :] = np.sort(mfree0)
-    F = np.empty(M)
-    _forward(seq, 0, arr, dur, w, due, FS, CS)
+    sv = Saved(np.empty((n + 1, M)), np.zeros(n + 1), np.empty(M))
+    CS = sv.CS
+    sv.FS[0, :] = np.sort(mfree0)
+    _forward(seq, 0, jobs, sv)
     if n < 2:
         return CS[n], 0
-    window = max(1, min(window, n - 1))
-    evals = _descent(seq, 0, n - 1, window, arr, dur, w, due, FS, CS, F, 0, budget)
+    window = max(1, min(search.window, n - 1))
+    budget = search.budget
+    within = Search(window, budget)  # the window no wider than the sequence
+    evals = _descent(seq, 0, n - 1, jobs, sv, within, 0)
     best = CS[n]
     best_seq = seq.copy()
     state = np.zeros(1, dtype=np.uint64)
@@ -225,27 +269,27 @@ def _search_one(seq, arr, dur, w, due, mfree0, window, budget, seed):
             a = p + _rand(state, span)
             b = p + _rand(state, span)
             seq[a], seq[b] = seq[b], seq[a]
-        _forward(seq, p, arr, dur, w, due, FS, CS)
+        _forward(seq, p, jobs, sv)
         lo = max(0, p - window)
         hi = min(n - 1, p + span + window)
-        evals = _descent(seq, lo, hi, window, arr, dur, w, due, FS, CS, F, evals, budget)
+        evals = _descent(seq, lo, hi, jobs, sv, within, evals)
         if CS[n] <= best:
             best = CS[n]
             best_seq[:] = seq
         else:
             seq[:] = best_seq
-            _forward(seq, 0, arr, dur, w, due, FS, CS)
+            _forward(seq, 0, jobs, sv)
     seq[:] = best_seq
     return best, evals
 
 
 @nb.njit(cache=True, parallel=True)
-def _search_batch(seqs, n, arr, dur, w, due, mfree0, window, budget, seeds, costs, evals):
+def _search_batch(seqs, n, jobs, mfree0, search, seeds, costs, evals):
+    """:func:`_search_one` of every scenario b (its first ``n[b]`` rows of ``seqs`` and ``jobs``)."""
     for b in nb.prange(seqs.shape[0]):
         k = n[b]
-        c, e = _search_one(
-            seqs[b, :k], arr[b, :k], dur[b, :k], w[b, :k], due[b, :k], mfree0, window, budget, seeds[b]
-        )
+        mine = Jobs(jobs.arr[b, :k], jobs.dur[b, :k], jobs.w[b, :k], jobs.due[b, :k])
+        c, e = _search_one(seqs[b, :k], mine, mfree0, search, seeds[b])
         costs[b] = c
         evals[b] = e
 
@@ -322,7 +366,7 @@ def search(scenarios, start_seqs, machines=1, window=30, evaluations=200_000, se
         raise SearchError(f"clairvoyant search: {seeds.size} seeds for {B} scenarios")
     costs = np.zeros(B)
     evals = np.zeros(B, dtype=np.int64)
-    _search_batch(seqs, n, *cols, mfree0, int(window), int(evaluations), seeds, costs, evals)
+    _search_batch(seqs, n, Jobs(*cols), mfree0, Search(int(window), int(evaluations)), seeds, costs, evals)
     out = []
     for b in range(B):
         seq = seqs[b, : n[b]].copy()

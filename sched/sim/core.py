@@ -160,11 +160,12 @@ def pick(s, b, rule, k):
         for q in range(ql):
             pbar += s.est[b, s.queue[b, q]]
         pbar /= ql
+    at = rules.Decision(t, pbar, v)
     best = 0
     best_v = -np.inf
     for q in range(ql):
         j = s.queue[b, q]
-        x = priority(rule, t, s.arr[b, j], s.est[b, j], s.w[b, j], s.due[b, j], k, pbar, s.static[b, j], v)
+        x = priority(rule, k, at, s.arr[b, j], s.est[b, j], s.w[b, j], s.due[b, j], s.static[b, j])
         if x > best_v:
             best_v = x
             best = q

@@ -21,10 +21,11 @@ def choose(rule, t, waiting, arrival, estimate, weight, due, k, speed=1.0):
     """
     rid = rules.rule_id(rule) if isinstance(rule, str) else rule
     pbar = sum(estimate[j] for j in waiting) / len(waiting)
+    at = rules.Decision(t, pbar, speed)
     best_pos, best_value = None, -math.inf
     for pos, j in enumerate(waiting):
         static = rules.static_part(rid, estimate[j], weight[j])
-        value = rules.priority(rid, t, arrival[j], estimate[j], weight[j], due[j], k, pbar, static, speed)
+        value = rules.priority(rid, k, at, arrival[j], estimate[j], weight[j], due[j], static)
         if best_pos is None or value > best_value:
             best_pos, best_value = pos, value
     return best_pos

@@ -19,6 +19,7 @@ the factor ``v`` (the term ``log v``), which does not change their order.
 """
 
 import math
+from typing import NamedTuple
 
 from numba.extending import register_jitable
 
@@ -32,6 +33,16 @@ RULE_IDS = {name: i for i, name in enumerate(RULES)}
 
 #: Default look-ahead parameter of ATC (the field's usual reference value).
 ATC_K_DEFAULT = 2.0
+
+
+class Decision(NamedTuple):
+    """What every waiting task's priority at one decision shares: the time ``t``, ``pbar``
+    (the mean speed-1 estimate of the waiting tasks; read by ATC only) and the ``speed`` of
+    the GPU the decision is for. Built once per decision, outside the loop over the queue."""
+
+    t: float
+    pbar: float
+    speed: float
 
 
 @register_jitable
@@ -61,12 +72,14 @@ def atc_log_index(log_wp, p, d, t, k, pbar):
 
 
 @register_jitable
-def priority(rule, t, arrival, p, w, d, k, pbar, static, speed):
-    """Priority of one waiting task under ``rule`` (larger runs first) on a GPU of ``speed``.
+def priority(rule, k, at, arrival, p, w, d, static):
+    """Priority of one waiting task under ``rule`` (ATC's look-ahead ``k``; larger runs first)
+    at the decision ``at`` (a :class:`Decision`: its time, ``pbar`` and the GPU's ``speed``).
 
     ``p`` and ``pbar`` are speed-1 estimates (the rule uses ``p / speed`` and
     ``pbar / speed``); ``static`` is ``static_part(rule, p, w)`` of the task.
     """
+    t, pbar, speed = at.t, at.pbar, at.speed
     if speed != 1.0:  # p / 1.0 is p: skip the divisions (the hot loop of identical GPUs)
         p = p / speed
         pbar = pbar / speed

@@ -54,11 +54,12 @@ def candidates(s, K, base, k, net, ws):
         for q in range(ql):
             pbar += s.est[0, s.queue[0, q]]
         pbar /= ql
+        at = rules.Decision(t, pbar, v_m)
         v = np.empty(ql)
         for q in range(ql):
             j = s.queue[0, q]
             v[q] = rules.priority(
-                base, t, s.arr[0, j], s.est[0, j], s.w[0, j], s.due[0, j], k, pbar, s.static[0, j], v_m
+                base, k, at, s.arr[0, j], s.est[0, j], s.w[0, j], s.due[0, j], s.static[0, j]
             )
         return top(v, K, S.pick(s, 0, base, k))
     m = kernel.scored(s, 0, net, ws)
