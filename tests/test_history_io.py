@@ -260,3 +260,23 @@ def test_zlib_error_is_a_history_error(tmp_path, cfg):
     p.write_bytes(data[:20] + bytes(b ^ 0xFF for b in data[20:40]) + data[40:])
     with pytest.raises(HistoryError, match=r"bad\.csv\.gz: cannot read"):
         list(read_history(p, cfg["scenario"]["priorities"], 1.0))
+
+
+def test_a_nan_due_in_json_lines_is_a_malformed_record(tmp_path, cfg):
+    import json
+
+    from sched.data.workload.history import HistoryStats, read_history
+
+    p = tmp_path / "h.jsonl"
+    rows = [
+        {"id": f"t{i}", "kind": "image", "submitted_at": 1717372800 + 60 * i, "priority": "low"}
+        for i in range(4)
+    ]
+    lines = [json.dumps(r) for r in rows]
+    lines[2] = lines[2][:-1] + ', "due": NaN}'
+    lines[3] = lines[3][:-1] + ', "due": null}'  # null: no deadline, as documented
+    p.write_text("\n".join(lines) + "\n")
+    stats = HistoryStats(p, "jsonl")
+    chunks = list(read_history(p, cfg.scenario.priorities, 0.5, stats=stats))
+    assert sum(len(c.due) for c in chunks) == 3
+    assert stats.bad_count == 1 and stats.bad[0][0] == 3 and stats.bad[0][1].startswith("due: NaN")

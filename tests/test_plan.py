@@ -308,3 +308,13 @@ def test_samples_interrupted_by_their_work_bound_are_the_unbounded_ones(pcfg):
     )
     assert done == st["samples"]
     np.testing.assert_array_equal(part, full)  # resumed from sample 2: the same costs
+
+
+def test_an_empty_queue_still_checks_the_plan_budget():
+    from sched import rank
+    from sched.ranking.tasks import RankInputError
+
+    for bad in (-1, 0, float("nan")):
+        with pytest.raises(RankInputError, match="budget_ms: expected"):
+            rank([], policy="plan", budget_ms=bad)
+    assert rank([], policy="plan", budget_ms=5) == []

@@ -281,3 +281,24 @@ def test_the_clairvoyant_search_refuses_mixed_speeds():
     assert math.isfinite(clairvoyant.sequence_cost([0, 1], sc[0], sc[1], sc[3], sc[4], "2x1.0"))
     with pytest.raises(MA.MachinesError, match="identical GPUs only"):
         clairvoyant.sequence_cost([0, 1], sc[0], sc[1], sc[3], sc[4], "1x1.0,1x0.5")
+
+
+@pytest.mark.parametrize("machines", ["²", "²x1.0", "1x1.0,²x0.5", "١٢"])
+def test_a_unicode_digit_in_machines_is_refused_naming_the_field(machines):
+    from sched import rank
+    from sched.ranking.tasks import RankInputError
+
+    from .test_rank import NOW, static_queue
+
+    with pytest.raises(RankInputError, match="^machines"):
+        rank(static_queue(seed=1, n=5), now=NOW, machines=machines)
+
+
+def test_sched_rank_names_the_option_of_a_unicode_digit_in_machines(tmp_path):
+    from .test_hostile_input import assert_one_line_error
+    from .test_rank import NOW
+    from .test_verdict_files import probe, rank_project
+
+    rank_project(tmp_path)
+    code, _, err = probe("rank", "q.json", "--now", NOW, "--machines", "²x1.0", cwd=tmp_path)
+    assert_one_line_error(code, err, "--machines", "'²x1.0'")

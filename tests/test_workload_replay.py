@@ -132,3 +132,28 @@ def test_replay_command_and_report_section(tmp_path, cfg, calibrated):
     (out / "windows.csv").write_text("scenario_seed,window\n0,x\n")
     with pytest.raises(ValueError, match="windows.csv"):
         read_replay(out)
+
+
+def test_replay_scenarios_out_removes_an_earlier_replays_windows_only(tmp_path, calibrated):
+    from .test_verdict_files import probe
+
+    path, _ = _history(tmp_path / "h.csv", days=2)
+    scen = tmp_path / "scen"
+    scen.mkdir()
+    for name in ("replay-2024-05-01.csv", "replay-2024-05-01T1200.csv"):  # an earlier replay's
+        (scen / name).write_text("old\n")
+    for name in ("notes.csv", "replay-2024-05-01.csv.bak", "my-replay-2024-05-01.csv"):  # not ours
+        (scen / name).write_text("mine\n")
+    code, _, err = probe(
+        "--config", calibrated.config, "replay", path, "--policies", "fifo,atc",
+        "--out", tmp_path / "out", "--scenarios-out", scen, cwd=tmp_path,
+    )  # fmt: skip
+    assert code == 0, err
+    assert "removed 2 window file(s) of an earlier replay" in err
+    assert sorted(p.name for p in scen.iterdir()) == [
+        "my-replay-2024-05-01.csv",
+        "notes.csv",
+        "replay-2024-05-01.csv.bak",
+        "replay-2024-06-03.csv",
+        "replay-2024-06-04.csv",
+    ]
