@@ -1,7 +1,5 @@
 """The Gymnasium environment: registration, action masks, invalid actions, rewards."""
 
-import copy
-
 import numpy as np
 import pytest
 import yaml
@@ -19,15 +17,14 @@ from sched.learn.env import gym_env as G  # noqa: E402  (needs gymnasium)
 
 
 def _cfg(cfg, tasks=40):
-    c = copy.deepcopy(cfg)
-    c["scenario"]["tasks"] = tasks
+    c = cfg.replace(scenario={"tasks": tasks})
     return c
 
 
 def _late_cfg(cfg, tasks):
     """Deadlines shorter than the tasks: tardiness accrues before the first choice too."""
     c = _cfg(cfg, tasks)
-    c["scenario"]["due"] = {"flow_factor": [0.1, 0.2], "slack_s": [0.0, 0.0]}
+    c = c.replace(scenario={"due": {"flow_factor": [0.1, 0.2], "slack_s": [0.0, 0.0]}})
     return c
 
 
@@ -99,7 +96,7 @@ def test_step_after_the_end_or_before_reset_is_refused(cfg):
 
 def test_masks_match_the_waiting_tasks(cfg):
     c = _cfg(cfg, 120)
-    c["scenario"]["load"] = 1.3  # long queues: more tasks wait than max_queue shows
+    c = c.replace(scenario={"load": 1.3})  # long queues: more tasks wait than max_queue shows
     env = G.make_gym_env(c, max_queue=6)
     obs, info = env.reset(seed=4)
     crowded = 0

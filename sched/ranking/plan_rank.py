@@ -24,7 +24,7 @@ _planners = Cache(9)
 
 def plan_order(q, cfg, resolve, budget_ms, started=None):
     """(order, start, end, machine, note) of queue ``q`` under the planner on config
-    ``plan.base`` (``resolve``: rank's policy name -> Plan; ``started``: the call's start, a
+    ``plan.base`` (``resolve``: rank's policy name -> Choice; ``started``: the call's start, a
     ``time.perf_counter()``; ``note``: which starts were planned, :func:`note`). Bad settings
     or a bad base raise RankInputError naming them."""
     from sched.errors import SchedError
@@ -39,10 +39,10 @@ def plan_order(q, cfg, resolve, budget_ms, started=None):
         )
 
     try:
-        base = resolve(cfg["plan"]["base"])
+        base = resolve(cfg.plan.base)
     except RankInputError as exc:
         raise RankSetupError(f"plan.base: {exc}") from exc
-    roll = cfg["plan"]["rollout"]
+    roll = cfg.plan.rollout
     if roll != "base":
         try:
             roll = resolve(roll)
@@ -89,7 +89,7 @@ def note(stats):
 
 
 def _planner(cfg, base, roll):
-    """A new Planner on the resolved ``base`` and ``roll`` (a Plan, or "base")."""
+    """A new Planner on the resolved ``base`` and ``roll`` (a Choice, or "base")."""
     from sched.learn.search.planner import Planner, learned_base, rule_base
 
     if base.rule is not None:
@@ -99,4 +99,4 @@ def _planner(cfg, base, roll):
 
         b = learned_base(load_cached(base.policy_file), base.name)
     rollout = None if roll == "base" else rule_base(rules.RULES[roll.rule], roll.k)
-    return Planner(cfg, b, cfg["plan"], rollout)
+    return Planner(cfg, b, cfg.plan, rollout)

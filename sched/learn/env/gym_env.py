@@ -94,10 +94,10 @@ class RenderQueueEnv(gym.Env):
         self.max_queue = int(max_queue)
         self.reward_scale = float(reward_scale)
         self.seeds = seed_range(self.cfg, "train")
-        sc = self.cfg["scenario"]
+        sc = self.cfg.scenario
         self.model = scenario_model(self.cfg)  # built once: reset() reads no file
         self.encoder = F.Encoder(
-            "tasks", self.cfg["rules"]["atc_k"], p_ref_of(self.model), self.model.load_profile()
+            "tasks", self.cfg.rules.atc_k, p_ref_of(self.model), self.model.load_profile()
         )
         self.week_start_s = 0.0  # the scenario's (draw()'s week_start_s): the week features
         self.observation_space = spaces.Dict(

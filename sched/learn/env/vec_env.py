@@ -88,9 +88,9 @@ class VecQueue:
         self.seeds = seeds
         self.tasks = int(tasks or self.model.tasks)
         #: the GPUs' speeds (any form of sched.data.machines: a count, a spec)
-        self.speeds = speeds(machines if machines is not None else cfg["scenario"]["machines"])
+        self.speeds = speeds(machines if machines is not None else cfg.scenario.machines)
         self.M = len(self.speeds)
-        self.loads = [float(x) for x in (loads or [cfg["scenario"]["load"]])]
+        self.loads = [float(x) for x in (loads or [cfg.scenario.load])]
         self.reward_scale = float(reward_scale)
         #: the load profile of each load, on these GPUs (the workload's, or constant)
         self.profiles = {

@@ -26,7 +26,7 @@ import torch
 
 from sched import setting
 from sched.cache import Cache
-from sched.config import shorten, training_hash
+from sched.config import shorten, training_atc_k, training_hash
 from sched.data.model import scenario_model
 from sched.errors import SchedError
 from sched.files import atomic_path
@@ -72,7 +72,7 @@ def policy_meta(cfg, args):
     model = scenario_model(cfg)
     return {
         "arch": arch_of(args),
-        "atc_k": float(args.atc_k if args.atc_k is not None else cfg["rules"]["atc_k"]),
+        "atc_k": training_atc_k(cfg, args.atc_k),
         "p_ref": p_ref_of(model),
         "profile": [float(x) for x in model.load_profile()],
         "task_features": list(F.TASK_FEATURES),
