@@ -61,7 +61,7 @@ def _labels_with_futures(cfg, seeds):
 
 def _config_with(tmp_path, calibrated, **train):
     c = yaml.safe_load(calibrated.config.read_text())
-    c = c.replace(train=dict(train))
+    c["train"].update(train)
     p = tmp_path / "config.yaml"
     p.write_text(yaml.safe_dump(c, sort_keys=False))
     return p

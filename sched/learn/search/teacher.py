@@ -166,7 +166,7 @@ def future_pool(cfg, seeds, horizon, futures=FUTURES):
     from the end of the training range (the labelled scenarios ``seeds`` come
     from its start: ConfigError when the two would overlap).
     """
-    tr = cfg["seeds"]["train"]
+    tr = cfg.seeds.train
     fut_seeds = range(tr["start"] + tr["count"] - futures, tr["start"] + tr["count"])
     clash = [s for s in seeds if not tr["start"] <= s < fut_seeds.start]
     if clash:
@@ -222,7 +222,7 @@ def make_labels(cfg, seeds, settings, base, top_k, follow=True, futures=FUTURES,
     seeds = list(seeds)
     follows = list(follow) if isinstance(follow, (list, tuple)) else [bool(follow)] * len(seeds)
     pool = L.Futures(*future_pool(cfg, seeds, settings.horizon, futures))
-    n = int(cfg["train"].get("tasks") or model.tasks)
+    n = int(cfg.train.get("tasks") or model.tasks)
     if base.base == P.LEARNED:
         obs = base.net
     else:
@@ -233,7 +233,7 @@ def make_labels(cfg, seeds, settings, base, top_k, follow=True, futures=FUTURES,
         from tqdm import tqdm
 
         it = tqdm(list(it), desc="teacher", unit="scenario", dynamic_ncols=True)
-    scratch = S.empty_state(1, n + settings.horizon, cfg["scenario"]["machines"])  # queue + future
+    scratch = S.empty_state(1, n + settings.horizon, cfg.scenario.machines)  # queue + future
     ws = kernel.workspace(n + settings.horizon, obs)
     parts, tot = [], np.zeros(3)
     for seed, fol in it:
@@ -259,7 +259,7 @@ def _label_one(cfg, model, seed, n, scratch, pool, la, st, base, obs, ws, follow
     obs = kernel.at_week(obs, d["week_start_s"])  # the scenario's time of week
     bnet = kernel.at_week(base.net, d["week_start_s"])
     state, _ = S.pack(
-        [(d["arrival"], d["duration"], d["estimate"], d["weight"], d["due"])], cfg["scenario"]["machines"]
+        [(d["arrival"], d["duration"], d["estimate"], d["weight"], d["due"])], cfg.scenario.machines
     )
     K = obs.top_k
     x = np.zeros((n, K, kernel.N_TASK))
@@ -267,7 +267,7 @@ def _label_one(cfg, model, seed, n, scratch, pool, la, st, base, obs, ws, follow
     m = np.zeros(n, dtype=np.int64)
     q = np.zeros((n, K))
     qm = np.zeros((n, K))
-    first = first_future(seed, cfg["seeds"]["train"]["start"])
+    first = first_future(seed, cfg.seeds.train.start)
     rows, dec, moved, drawn = label_gated(
         state, scratch, pool, la, st.candidates, st.samples, st.chunk, st.z, first, obs,
         base.base, base.k, bnet, ws, bool(follow), x, c, m, q, qm,
