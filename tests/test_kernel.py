@@ -213,9 +213,8 @@ def test_the_encoders_features_are_the_kernels(kind):
         for ws, m, _, state in decisions(policy, queue, machines, free, net=net, with_state=True):
             ql = int(state.qlen[0])
             x, g = np.zeros((ql, F.N_TASK)), np.zeros(F.N_GLOBAL)
-            order = F._encode_slot(
-                state, 0, net.atc_k, net.p_ref, net.profile, net.weekly, net.week_start_s, x, g
-            )
+            model = F.Model(net.p_ref, net.profile, net.weekly, net.week_start_s)
+            order = F._encode_slot(state, 0, net.atc_k, model, x, g)
             assert m == ql and np.array_equal(ws.cand[:m], order)
             np.testing.assert_allclose(ws.X[:m], x[ws.cand[:m]], rtol=1e-12, atol=1e-12)
             np.testing.assert_allclose(ws.ctx[2 * F.N_TASK :], g, rtol=1e-12, atol=1e-12)

@@ -78,6 +78,25 @@ WEEK_S = 7 * 86400.0
 HOUR_S = 3600.0
 
 
+class Model(NamedTuple):
+    """What the global features read of the scenario model and the scenario (the fields of the
+    same names of ``sched.learn.policy.kernel.Net``)."""
+
+    p_ref: float  #: the model's mean duration (seconds)
+    profile: np.ndarray  #: (168,) its expected offered load per hour of week (``ahead_1h``, ``ahead_4h``)
+    weekly: bool  #: whether ``profile`` varies (False: ``week_sin``, ``week_cos`` are 0)
+    week_start_s: float  #: the scenario's time 0, in seconds since Monday 00:00 UTC
+
+
+class Queue(NamedTuple):
+    """The waiting tasks of a decision as the global features read them."""
+
+    ql: int  #: how many wait
+    work: float  #: their total estimate on the deciding GPU
+    pbar: float  #: its mean
+    late: int  #: how many would finish late if started now
+
+
 @register_jitable
 def time_of_week(week_start_s, t):
     """Seconds since Monday 00:00 UTC, in [0, WEEK_S), of simulation time ``t`` in a scenario
@@ -122,8 +141,9 @@ def own_features(row, p, w, d, t, arrival, pbar):
 
 
 @nb.njit(cache=True)
-def _encode_slot(s, b, k, p_ref, profile, weekly, week_start_s, x, g):
-    """Fill x[:qlen] (per-task rows, queue order) and g for slot b; returns the ATC order."""
+def _encode_slot(s, b, k, model, x, g):
+    """Fill x[:qlen] (per-task rows, queue order) and g for slot b (``model``: a :class:`Model`);
+    returns the ATC order."""
     ql = s.qlen[b]
     t = s.t[b]
     m = s.pending[b]
@@ -162,25 +182,26 @@ def _encode_slot(s, b, k, p_ref, profile, weekly, week_start_s, x, g):
         x[q, 8] = max(-(x[q, 8] - wmdd_min), ATC_FLOOR)
         x[q, 9] = max(x[q, 9] - wspt_max, ATC_FLOOR)
         x[q, 11] = r / ql
-    global_features(
-        s.mfree[b], s.speed[b], m, t, ql, work, pbar, p_ref, late, profile, weekly, week_start_s, g
-    )
+    global_features(s.mfree[b], s.speed[b], m, t, Queue(ql, work, pbar, late), model, g)
     return order
 
 
 @nb.njit(cache=True)
-def global_features(mfree, speed, deciding, t, ql, work, pbar, p_ref, late, profile, weekly, week_start_s, g):
+def global_features(mfree, speed, deciding, t, queue, model, g):
     """Write the N_GLOBAL features of a decision into ``g``: the one definition.
 
     ``mfree``: the machines' free times, ``speed`` their speeds, ``deciding``
-    the machine the decision is for; ``t``: now; ``ql``: waiting tasks;
-    ``work``: their total estimate on the deciding machine and ``pbar`` its
-    mean; ``late``: how many would finish late if started now; ``profile``:
-    the scenario model's expected offered load per hour of the week (168,
-    ``ScenarioModel.load_profile``: constant, the load, without a workload);
-    ``weekly``: whether the profile varies (False: week_sin, week_cos are 0);
-    ``week_start_s``: the scenario's time 0 in seconds since Monday 00:00 UTC.
+    the machine the decision is for; ``t``: now; ``queue``: the waiting tasks
+    (a :class:`Queue`: how many, their total estimate on the deciding machine
+    and its mean, how many would finish late if started now); ``model``: a
+    :class:`Model` (``profile``: the scenario model's expected offered load per
+    hour of the week, ``ScenarioModel.load_profile``: constant, the load,
+    without a workload; ``weekly``: whether it varies, False: week_sin,
+    week_cos are 0; ``week_start_s``: the scenario's time 0 in seconds since
+    Monday 00:00 UTC).
     """
+    ql, work, pbar, late = queue.ql, queue.work, queue.pbar, queue.late
+    p_ref, profile, weekly, week_start_s = model.p_ref, model.profile, model.weekly, model.week_start_s
     M = mfree.shape[0]
     busy = 0.0
     free = 0
@@ -207,16 +228,17 @@ def global_features(mfree, speed, deciding, t, ql, work, pbar, p_ref, late, prof
 
 
 @nb.njit(cache=True)
-def encode_tasks(s, k, p_ref, profiles, weekly, weeks, x, mask, g):
+def encode_tasks(s, k, models, out):
     """Per-task encoding of every slot with a pending decision.
 
-    ``profiles``: (B, 168) the load profile of each slot's scenario model,
-    ``weekly`` whether they vary, ``weeks``: (B,) each slot's week start (s).
-    ``x``: (B, Q, N_TASK) float32 with Q >= the longest queue, ``mask``: (B, Q)
-    bool, ``g``: (B, N_GLOBAL) float32. Row q of slot b is the task at queue
-    position q, so an action is a queue position. Slots without a pending
-    decision are all zero and fully masked.
+    ``models``: a :class:`Model` of every slot: ``profiles`` (B, 168) the load profile of
+    each slot's scenario model, ``weekly`` whether they vary, ``week_start_s`` (B,) each
+    slot's week start (s). ``out``: an :class:`Observation` to fill, ``x`` (B, Q, N_TASK)
+    float32 with Q >= the longest queue, ``mask`` (B, Q) bool, ``globals_`` (B, N_GLOBAL)
+    float32. Row q of slot b is the task at queue position q, so an action is a queue
+    position. Slots without a pending decision are all zero and fully masked.
     """
+    x, mask, g = out.x, out.mask, out.globals_
     x[:] = 0.0
     mask[:] = False
     g[:] = 0.0
@@ -226,7 +248,8 @@ def encode_tasks(s, k, p_ref, profiles, weekly, weeks, x, mask, g):
         if s.pending[b] < 0:
             continue
         ql = s.qlen[b]
-        _encode_slot(s, b, k, p_ref, profiles[b], weekly, weeks[b], xb, gb)
+        model = Model(models.p_ref, models.profile[b], models.weekly, models.week_start_s[b])
+        _encode_slot(s, b, k, model, xb, gb)
         for q in range(ql):
             mask[b, q] = True
             for f in range(N_TASK):
@@ -283,8 +306,9 @@ class Encoder:
         x = np.empty((B, Q, N_TASK), dtype=np.float32)
         mask = np.empty((B, Q), dtype=np.bool_)
         g = np.empty((B, N_GLOBAL), dtype=np.float32)
-        encode_tasks(state, self.k, self.p_ref, profiles, self.weekly, weeks, x, mask, g)
-        return Observation(x, mask, g, None)
+        out = Observation(x, mask, g, None)
+        encode_tasks(state, self.k, Model(self.p_ref, profiles, self.weekly, weeks), out)
+        return out
 
 
 def load_profile(profile):

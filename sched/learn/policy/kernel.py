@@ -233,10 +233,8 @@ def observe(s, b, net, ws):
                 mx = x
         c[f] = tot / m
         c[N_TASK + f] = mx
-    F.global_features(
-        s.mfree[b], s.speed[b], mach, t, ql, work, pbar, net.p_ref, late, net.profile, net.weekly,
-        net.week_start_s, c[2 * N_TASK :],
-    )  # fmt: skip
+    model = F.Model(net.p_ref, net.profile, net.weekly, net.week_start_s)
+    F.global_features(s.mfree[b], s.speed[b], mach, t, F.Queue(ql, work, pbar, late), model, c[2 * N_TASK :])
     return m
 
 

@@ -127,16 +127,16 @@ def collect_groups(env, net, draw, max_steps):
     values = net.critic(store.ctx).squeeze(-1).numpy()
     zero = np.zeros(len(idx), dtype=np.float32)
     episodes, env.finished = env.finished, []
-    rollout = Rollout(
-        store,
-        torch.from_numpy(np.array(choice).reshape(-1)[idx]),
-        torch.from_numpy(np.array(logp).reshape(-1)[idx]),
-        values,
-        zero,
-        zero,
-        zero,
-        np.zeros(0, dtype=np.float32),
-        episodes,
+    rollout = Rollout(  # no hints, rewards or dones per decision: the returns are the group's
+        store=store,
+        actions=torch.from_numpy(np.array(choice).reshape(-1)[idx]),
+        logprobs=torch.from_numpy(np.array(logp).reshape(-1)[idx]),
+        values=values,
+        hints=zero,
+        rewards=zero,
+        dones=zero,
+        next_value=np.zeros(0, dtype=np.float32),
+        episodes=episodes,
     )
     var = np.var(ret)
     ev_base = float("nan") if var == 0 else float(1 - np.var(adv) / var)

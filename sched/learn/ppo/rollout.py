@@ -72,20 +72,8 @@ class CompiledSampler:
         if self.work is None:
             self.work = kernel.workspace(env.tasks, knet)
         env.action_rng.random(out=self.u)
-        sampler.sample_batch(
-            env.state,
-            knet,
-            env.slot_profile,
-            env.slot_week,
-            self.work,
-            self.u,
-            X,
-            C,
-            count,
-            choice,
-            logp,
-            self.qpos,
-        )
+        out = sampler.Samples(X, C, count, choice, logp, self.qpos)
+        sampler.sample_batch(env.state, knet, env.slot_profile, env.slot_week, self.work, self.u, out)
         return self.qpos
 
 
@@ -112,4 +100,14 @@ def collect_compiled(env, net, num_steps, draw):
     logp = torch.from_numpy(logp[:T].reshape(-1))
     next_value, values = values[T], values[:T]
     episodes, env.finished = env.finished, []
-    return Rollout(store, actions, logp, values, hints[:T], rewards[:T], dones[:T], next_value, episodes)
+    return Rollout(
+        store=store,
+        actions=actions,
+        logprobs=logp,
+        values=values,
+        hints=hints[:T],
+        rewards=rewards[:T],
+        dones=dones[:T],
+        next_value=next_value,
+        episodes=episodes,
+    )

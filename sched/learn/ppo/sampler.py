@@ -14,25 +14,36 @@ the first epoch's ratios start within about 1e-6 of 1). The critic's values
 are computed by torch, for the whole rollout in one batched forward.
 """
 
+from typing import NamedTuple
+
 import numba as nb
+import numpy as np
 
 from sched.learn.policy import kernel as K
 
 
+class Samples(NamedTuple):
+    """What :func:`sample_batch` writes, per slot b (one lockstep step)."""
+
+    X: np.ndarray  #: (B, K, N_TASK) ``X[b, :m]`` the m candidates' feature rows (ATC order)
+    C: np.ndarray  #: (B, N_CTX) the context
+    count: np.ndarray  #: (B,) m (0 where no decision is pending)
+    choice: np.ndarray  #: (B,) the sampled candidate (its ATC rank; -1: none)
+    logp: np.ndarray  #: (B,) its log-probability
+    qpos: np.ndarray  #: (B,) its queue position (-1: none)
+
+
 @nb.njit(cache=True)
-def sample_batch(s, net, profiles, weeks, ws, u, X, C, count, choice, logp, qpos):
-    """Sample one action for every slot of ``s`` with a pending decision.
+def sample_batch(s, net, profiles, weeks, ws, u, out):
+    """Sample one action for every slot of ``s`` with a pending decision, into ``out`` (a
+    :class:`Samples`).
 
     ``profiles``: (B, 168) the load profile of each slot's scenario model (the ``ahead_1h``,
     ``ahead_4h`` features), ``weeks``: (B,) each slot's week start (seconds since Monday
     00:00 UTC at its time 0: ``week_sin``, ``week_cos``).
-    ``u``: (B, K) uniforms in (0, 1), K = the candidate limit; writes, per
-    slot b: ``X[b, :m]`` the m candidates' feature rows (ATC order),
-    ``C[b]`` the context, ``count[b] = m``, ``choice[b]`` the sampled
-    candidate (its ATC rank), ``logp[b]`` its log-probability and ``qpos[b]``
-    its queue position (-1, and count 0, where no decision is pending).
-    ``ws``: ``kernel.workspace``.
+    ``u``: (B, K) uniforms in (0, 1), K = the candidate limit. ``ws``: ``kernel.workspace``.
     """
+    X, C, count, choice, logp, qpos = out
     for b in range(s.n.shape[0]):
         if s.pending[b] < 0:
             count[b] = 0
