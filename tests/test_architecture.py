@@ -269,3 +269,32 @@ def test_every_library_raise_is_a_sched_error():
     assert not offenders, f"raise a sched.errors.SchedError subclass instead: {offenders}"
     stale = sorted(f for f in RAISES_ALLOWED if not found.get(f))
     assert not stale, f"no builtin raise left: drop from RAISES_ALLOWED: {stale}"
+
+
+#: The most parameters a compiled function takes: settings, state arrays and outputs that
+#: travel together are NamedTuples (``kernel.Net``, ``lookahead.Lookahead``, ``plan.Gate``...).
+MAX_COMPILED_PARAMS = 8
+
+
+def _compiled(node):
+    """Whether a function definition is compiled by numba: decorated with ``njit``, ``jit``,
+    ``register_jitable`` or a name made of them (``core_jit``), called or not."""
+    for dec in node.decorator_list:
+        target = dec.func if isinstance(dec, ast.Call) else dec
+        name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+        if "jit" in name:
+            return True
+    return False
+
+
+def test_no_compiled_function_takes_more_than_eight_parameters():
+    over = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _compiled(node):
+                a = node.args
+                n = len(a.posonlyargs) + len(a.args) + len(a.kwonlyargs)
+                n += (a.vararg is not None) + (a.kwarg is not None)
+                if n > MAX_COMPILED_PARAMS:
+                    over.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({n})")
+    assert not over, f"bundle the parameters into NamedTuples: {over}"

@@ -35,6 +35,7 @@ from sched.learn.ppo.loop import Args
 from sched.learn.search import lookahead as L
 from sched.learn.search import teacher as T
 from sched.learn.search.distill import distill, imitation_loss, regrets
+from sched.learn.search.plan import Gate
 from sched.sim import core as S
 from sched.sim import rules
 
@@ -274,25 +275,13 @@ def _gated_labels(cfg, samples, z, follow=True):
     la = L.Lookahead(horizon, 0.0, True, rules.ATC, k)
     rows, decisions, moved, drawn = T.label_gated(
         state,
-        scratch,
-        pool,
-        la,
-        3,
-        samples,
-        samples,
-        z,
+        Gate(3, samples, samples, float(z)),
+        L.Evaluator(scratch, ws, pool, la, K.no_net()),
         0,
-        obs,
         rules.ATC,
         k,
-        K.no_net(),
-        ws,
         follow,
-        X,
-        C,
-        M,
-        Q,
-        QM,
+        T.Rows(obs, X, C, M, Q, QM),
     )
     np.testing.assert_allclose(QM[0], costs.mean(1) - costs[0].mean(), rtol=1e-9, atol=1e-9)
     start, _, _ = S._unpack(state, [order])[0]

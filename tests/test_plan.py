@@ -40,10 +40,8 @@ def _costs(planner, arr, dur, est, w, due):
     assert S._advance(state, 0, True)
     cands = P.candidates(state, st["candidates"], b.base, b.k, b.net, ws)
     costs = np.empty((len(cands), st["samples"]))
-    f0, z0 = P.futures_of(st["seed"], 0)
-    L.sample_costs(
-        state, scratch, cands, 0, st["samples"], costs, planner.pool, planner._lookahead(), b.net, ws, f0, z0
-    )
+    ev = L.Evaluator(scratch, ws, planner.pool, planner._lookahead(), b.net)
+    L.sample_costs(state, cands, 0, st["samples"], costs, ev, P.futures_of(st["seed"], 0))
     return cands, costs
 
 
@@ -286,26 +284,19 @@ def test_samples_interrupted_by_their_work_bound_are_the_unbounded_ones(pcfg):
     ws = kernel.workspace(scratch.queue.shape[1], b.net)
     assert S._advance(state, 0, True)
     cands = P.candidates(state, st["candidates"], b.base, b.k, b.net, ws)
-    la, (f0, z0) = planner._lookahead(), P.futures_of(st["seed"], 0)
+    ev = L.Evaluator(scratch, ws, planner.pool, planner._lookahead(), b.net)
+    seeds = P.futures_of(st["seed"], 0)
     full = np.empty((len(cands), st["samples"]))
-    L.sample_costs(state, scratch, cands, 0, st["samples"], full, planner.pool, la, b.net, ws, f0, z0)
-    done, work = L.sample_costs_upto(
-        state, scratch, cands, 0, st["samples"], full.copy(), planner.pool, la, b.net, ws, f0, z0, -1
-    )
+    L.sample_costs(state, cands, 0, st["samples"], full, ev, seeds)
+    done, work = L.sample_costs_upto(state, cands, 0, st["samples"], full.copy(), ev, seeds, -1)
     assert done == st["samples"] and work > 0
-    _, two = L.sample_costs_upto(
-        state, scratch, cands, 0, 2, full.copy(), planner.pool, la, b.net, ws, f0, z0, -1
-    )
+    _, two = L.sample_costs_upto(state, cands, 0, 2, full.copy(), ev, seeds, -1)
     cap = two + 30 + st["horizon"] + 5  # the third sample's first copy, then a few decisions
     part = np.full_like(full, np.nan)
-    done, used = L.sample_costs_upto(
-        state, scratch, cands, 0, st["samples"], part, planner.pool, la, b.net, ws, f0, z0, cap
-    )
+    done, used = L.sample_costs_upto(state, cands, 0, st["samples"], part, ev, seeds, cap)
     assert done == 2 and used > cap
     np.testing.assert_array_equal(part[:, :2], full[:, :2])
-    done, _ = L.sample_costs_upto(
-        state, scratch, cands, 2, st["samples"], part, planner.pool, la, b.net, ws, f0, z0, -1
-    )
+    done, _ = L.sample_costs_upto(state, cands, 2, st["samples"], part, ev, seeds, -1)
     assert done == st["samples"]
     np.testing.assert_array_equal(part, full)  # resumed from sample 2: the same costs
 

@@ -54,34 +54,28 @@ _M2 = np.uint64(0x94D049BB133111EB)
 
 
 class Jobs(NamedTuple):
-    """The tasks of a scenario as the search knows them (row order): arrivals, true
-    durations, weights and due dates; (n,) arrays, or (B, N) for a batch."""
+    """The tasks (row order) as the search knows them: (n,) arrays, or (B, N) for a batch."""
 
-    arr: np.ndarray
-    dur: np.ndarray
-    w: np.ndarray
-    due: np.ndarray
+    arr: np.ndarray  #: arrivals
+    dur: np.ndarray  #: true durations
+    w: np.ndarray  #: weights
+    due: np.ndarray  #: due dates
 
 
 class Saved(NamedTuple):
-    """The machine states along a sequence: ``FS[k]`` the machines' sorted free times and
-    ``CS[k]`` the cumulative cost before position k; ``F``, one machine state of scratch.
+    """Machine states along a sequence. Its readers allocate nothing and are compiled without
+    reference counting (``core_jit``): counting the arrays' references tripled the time."""
 
-    The functions that read it (and :class:`Jobs`) allocate nothing and are compiled without
-    numba's reference counting (``core_jit``, as the simulator's step functions are): counting
-    the references of the tuples' arrays at every placement tripled the search's time."""
-
-    FS: np.ndarray  #: (n + 1, M)
-    CS: np.ndarray  #: (n + 1,)
-    F: np.ndarray  #: (M,)
+    FS: np.ndarray  #: (n + 1, M) ``FS[k]``: the machines' sorted free times before position k
+    CS: np.ndarray  #: (n + 1,) ``CS[k]``: the cumulative cost before position k
+    F: np.ndarray  #: (M,) one machine state of scratch
 
 
 class Search(NamedTuple):
-    """The search's settings: moves within ``window`` positions, at most ``budget`` move
-    evaluations per scenario."""
+    """The search's settings."""
 
-    window: int
-    budget: int
+    window: int  #: moves within this many positions
+    budget: int  #: move evaluations per scenario
 
 
 @nb.njit(cache=True)
@@ -126,8 +120,7 @@ def _charge(F, t, jobs, c):
 def _forward(seq, lo, jobs, sv):
     """Recompute the saved states ``sv.FS[k]`` and cumulative costs ``sv.CS[k]`` for k > lo."""
     n = seq.shape[0]
-    FS, CS, F = sv.FS, sv.CS, sv.F
-    M = F.shape[0]
+    FS, CS, F, M = sv.FS, sv.CS, sv.F, sv.F.shape[0]
     for m in range(M):  # element by element: a slice copy may allocate (no NRT here)
         F[m] = FS[lo, m]
     c = CS[lo]
@@ -163,16 +156,15 @@ def _task_at(seq, k, kind, i, j):
 def _eval_move(seq, kind, i, j, jobs, sv, bound):
     """Total cost of the sequence after the move, or a value >= bound when it cannot beat it."""
     n = seq.shape[0]
-    FS, CS, F = sv.FS, sv.CS, sv.F
+    FS, CS, F, M = sv.FS, sv.CS, sv.F, sv.F.shape[0]
     lo, hi = min(i, j), max(i, j)
-    for m in range(F.shape[0]):
+    for m in range(M):
         F[m] = FS[lo, m]
     c = CS[lo]
     for k in range(lo, hi + 1):
         c = _charge(F, _task_at(seq, k, kind, i, j), jobs, c)
         if c >= bound:
             return c
-    M = F.shape[0]
     for k in range(hi + 1, n):
         same = True
         for m in range(M):
@@ -242,10 +234,8 @@ def _descent(seq, rlo, rhi, jobs, sv, search, evals):
 
 @nb.njit(cache=True)
 def _search_one(seq, jobs, mfree0, search, seed):
-    """Iterated local search from ``seq`` (changed in place to the best found).
-
-    Returns (best cost, evaluations used).
-    """
+    """Iterated local search from ``seq`` (changed in place to the best found); returns
+    (best cost, evaluations used)."""
     n = seq.shape[0]
     M = mfree0.shape[0]
     sv = Saved(np.empty((n + 1, M)), np.zeros(n + 1), np.empty(M))

@@ -124,32 +124,54 @@ def sampled(s, dst, fut, f, la, zseed, mfree):
     dst.wt_started[0] = 0.0
 
 
+class Evaluator(NamedTuple):
+    """What the candidate evaluator reads besides the decision's state: where its rollouts run,
+    on which futures, how, and the learned continuation."""
+
+    scratch: tuple  #: a ``State`` (slot 0: a sampled future, overwritten; queue + horizon tasks)
+    ws: tuple  #: a ``kernel.Work`` for ``scratch``'s queues (the learned policy's scratch)
+    fut: Futures  #: the pool of sampled futures
+    la: Lookahead  #: how the rollouts are sampled and continued
+    net: tuple  #: the ``kernel.Net`` of a learned continuation (``la.rule`` LEARNED)
+
+
+class Draws(NamedTuple):
+    """The draws of one decision's samples: sample r reads future ``(f0 + r) % len(pool)`` and
+    seeds its noise with ``zseed0 + 31 r``; ``mfree``: the GPUs' known free times."""
+
+    f0: int
+    zseed0: int
+    mfree: np.ndarray
+
+
 @nb.njit(cache=True, nogil=True)  # nogil: sched serve's other calls go on meanwhile
-def sample_costs(s, scratch, cands, r0, r1, costs, fut, la, net, ws, f0, zseed0):
+def sample_costs(s, cands, r0, r1, costs, ev, seeds):
     """costs[c, r] := weighted tardiness of starting ``cands[c]`` now in slot 0 of ``s``, then
-    following ``la``'s continuation (``net``, ``ws``: the learned one's), on sampled future r,
-    for r in [r0, r1): the same futures for every c."""
-    _sample(s, scratch, cands, r0, r1, costs, fut, la, net, ws, (f0, zseed0), known_free(s), -1)
+    following ``ev.la``'s continuation (``ev.net``: the learned one), on sampled future r, for
+    r in [r0, r1): the same futures for every c. ``ev``: an :class:`Evaluator`; ``seeds``:
+    the decision's (f0, zseed0) (module doc)."""
+    _sample(s, cands, r0, r1, costs, ev, Draws(seeds[0], seeds[1], known_free(s)), -1)
 
 
 @nb.njit(cache=True, nogil=True)
-def sample_costs_upto(s, scratch, cands, r0, r1, costs, fut, la, net, ws, f0, zseed0, max_work):
+def sample_costs_upto(s, cands, r0, r1, costs, ev, seeds, max_work):
     """:func:`sample_costs`, stopped once ``max_work`` units of work are spent (< 0: never);
     returns (r, work): samples [r0, r) are complete (those of an interrupted sample are not).
     A unit: one waiting task read, when a sampled future is copied or a rollout's decision
     scans its queue (a decision on q waiting tasks: q + 1 units), so that a rollout over a
     long queue is interrupted within it. The costs of the samples it completes are
     :func:`sample_costs`'s, whatever ``max_work``."""
-    return _sample(s, scratch, cands, r0, r1, costs, fut, la, net, ws, (f0, zseed0), known_free(s), max_work)
+    return _sample(s, cands, r0, r1, costs, ev, Draws(seeds[0], seeds[1], known_free(s)), max_work)
 
 
 @core_jit
-def _sample(s, scratch, cands, r0, r1, costs, fut, la, net, ws, seeds, mfree, max_work):
-    """The rollouts of :func:`sample_costs_upto` (``seeds``: (f0, zseed0); ``mfree``: the GPUs'
-    known free times), compiled without numba's reference counting: it allocates nothing,
-    and counting the references of a State's arrays would cost more than the rollouts."""
+def _sample(s, cands, r0, r1, costs, ev, draws, max_work):
+    """The rollouts of :func:`sample_costs_upto` (``draws``: a :class:`Draws`), compiled
+    without numba's reference counting: it allocates nothing, and counting the references of
+    a State's arrays would cost more than the rollouts."""
+    scratch, ws, fut, la, net = ev.scratch, ev.ws, ev.fut, ev.la, ev.net
     nf = fut.arr.shape[0]
-    f0, zseed0 = seeds
+    f0, zseed0, mfree = draws.f0, draws.zseed0, draws.mfree
     work = 0
     for r in range(r0, r1):
         f = (f0 + r) % nf

@@ -24,6 +24,7 @@ sample count gives the same decision for the same seed and inputs.
 """
 
 import math
+from typing import NamedTuple
 
 import numba as nb
 import numpy as np
@@ -40,6 +41,18 @@ LEARNED = L.LEARNED
 SAME = -2
 #: Stride between the futures of consecutive decisions in the pool (a prime).
 DECISION_STRIDE = 7919
+
+
+class Gate(NamedTuple):
+    """How a decision is planned: the base policy's ``candidates`` best tasks compared on at
+    most ``samples`` sampled futures, drawn ``chunk`` at a time between two checks of the
+    paired stopping rule (:func:`settled`; ``chunk`` >= ``samples``: every sample), the
+    deviation test's ``z`` (:func:`choose`)."""
+
+    candidates: int
+    samples: int
+    chunk: int
+    z: float
 
 
 @nb.njit(cache=True, nogil=True)
@@ -128,16 +141,17 @@ def settled(costs, n, z):
 
 
 @nb.njit(cache=True)
-def sample_gated(s, scratch, cands, samples, chunk, z, costs, fut, la, net, ws, f0, z0):
-    """Fill ``costs[:, :n]`` ``chunk`` samples at a time until :func:`settled` or ``samples``;
-    returns n. ``chunk`` >= ``samples``: every sample (plan's fixed count). The samples are
-    those :func:`lookahead.sample_costs` draws from (f0, z0): stopping early only drops the
-    last ones."""
+def sample_gated(s, cands, gate, costs, ev, seeds):
+    """Fill ``costs[:, :n]`` ``gate.chunk`` samples at a time until :func:`settled` or
+    ``gate.samples``; returns n. ``chunk`` >= ``samples``: every sample (plan's fixed count).
+    The samples are those :func:`lookahead.sample_costs` draws with the evaluator ``ev`` from
+    ``seeds``, (f0, z0): stopping early only drops the last ones."""
+    samples, z = gate.samples, gate.z
     n = 0
-    step = max(2, chunk)
+    step = max(2, gate.chunk)
     while n < samples:
         r1 = min(samples, n + step)
-        L.sample_costs(s, scratch, cands, n, r1, costs, fut, la, net, ws, f0, z0)
+        L.sample_costs(s, cands, n, r1, costs, ev, seeds)
         n = r1
         if n < samples and settled(costs[:, :n], n, z):
             break
@@ -151,12 +165,17 @@ def futures_of(seed, dec):
 
 
 @nb.njit(cache=True, nogil=True)  # nogil: the benchmark runs scenarios on threads side by side
-def plan_rollout(s, scratch, K, samples, z, fut, la, seed, base, k, net, ws, chunk=0):
+def plan_rollout(s, gate, seed, base, k, ev):
     """Schedule slot 0 of ``s`` with the planner from its start; returns (planned
-    decisions, decisions that deviated from the base policy, samples drawn). ``la``: the
-    rollouts (``lookahead.Lookahead``; its rule the continuation, LEARNED: ``net``); ``ws``: a
-    ``kernel.workspace`` for ``scratch``'s queues; ``chunk`` > 0: the paired stopping rule
-    (:func:`sample_gated`; the teacher's), else every sample."""
+    decisions, decisions that deviated from the base policy, samples drawn). ``gate``: a
+    :class:`Gate` (``chunk`` > 0: the paired stopping rule, :func:`sample_gated`, the
+    teacher's; 0: every sample); ``base``, ``k``: the base policy (a rule id and its k, or
+    LEARNED: ``ev.net``); ``ev``: the rollouts (``lookahead.Evaluator``; its ``la.rule`` the
+    continuation, LEARNED: ``ev.net``; ``ev.ws`` a ``kernel.workspace`` for its scratch's
+    queues)."""
+    K, samples, z = gate.candidates, gate.samples, gate.z
+    chunked = Gate(K, samples, gate.chunk if gate.chunk > 0 else samples, z)  # 0: all at once
+    net, ws = ev.net, ev.ws
     if base >= 0:
         S.set_rule(s, 0, base)
     else:
@@ -169,9 +188,7 @@ def plan_rollout(s, scratch, K, samples, z, fut, la, seed, base, k, net, ws, chu
         cands = candidates(s, K, base, k, net, ws)
         c = 0
         if cands.shape[0] >= 2 and samples >= 2:
-            f0, z0 = futures_of(seed, dec)
-            n = sample_gated(s, scratch, cands, samples, chunk if chunk > 0 else samples, z,
-                             costs, fut, la, net, ws, f0, z0)  # fmt: skip
+            n = sample_gated(s, cands, chunked, costs, ev, futures_of(seed, dec))
             drawn += n
             c = choose(costs[: cands.shape[0]], n, z)
         if c != 0:

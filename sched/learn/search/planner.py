@@ -141,10 +141,9 @@ class Planner:
         b = self.base
         net = kernel.at_week(b.net, week_start_s)
         ws = kernel.workspace(scratch.queue.shape[1], net)
-        dec, moved, drawn = P.plan_rollout(
-            state, scratch, st["candidates"], st["samples"], st["z"], self.pool, self._lookahead(),
-            st["seed"], b.base, b.k, net, ws, self.chunk,
-        )  # fmt: skip
+        gate = P.Gate(int(st["candidates"]), int(st["samples"]), self.chunk, float(st["z"]))
+        ev = L.Evaluator(scratch, ws, self.pool, self._lookahead(), net)
+        dec, moved, drawn = P.plan_rollout(state, gate, st["seed"], b.base, b.k, ev)
         if stats is not None:
             stats.update(decisions=int(dec), deviations=int(moved), samples=int(drawn))
         return S._unpack(state, [order])[0]
@@ -201,10 +200,10 @@ class Planner:
         did not complete are dropped."""
         st = self.settings
         total = st["samples"]
-        la = self._lookahead()
-        f0, z0 = P.futures_of(st["seed"], 0)
+        ev = L.Evaluator(scratch, ws, self.pool, self._lookahead(), net)
+        seeds = P.futures_of(st["seed"], 0)
         if budget is None:
-            L.sample_costs(state, scratch, cands, 0, total, costs, self.pool, la, net, ws, f0, z0)
+            L.sample_costs(state, cands, 0, total, costs, ev, seeds)
             return total, False
         tail = tail_units(int(state.qlen[0]) - 1)
         r, units, secs, cap = 0, 0, 0.0, PROBE
@@ -215,9 +214,7 @@ class Planner:
                 if cap <= 0:
                     return r, True
             t = time.perf_counter()
-            done, used = L.sample_costs_upto(
-                state, scratch, cands, r, total, costs, self.pool, la, net, ws, f0, z0, cap
-            )
+            done, used = L.sample_costs_upto(state, cands, r, total, costs, ev, seeds, cap)
             secs += time.perf_counter() - t
             probe, units, r = not units, units + used, done
             if r < total and not probe:  # interrupted at the budget's bound

@@ -69,21 +69,33 @@ class TeacherLabelError(SchedError):
     """A teacher label file is unreadable or does not match the others."""
 
 
-@nb.njit(cache=True)
-def label_gated(
-    s, scratch, fut, la, K, samples, chunk, z, f_first, obs, base, k, bnet, ws, follow, X, C, M, Q, QM
-):
-    """Run the gated teacher on slot 0 of ``s`` from its start, writing one row per labelled
-    decision (module doc); returns (rows, decisions, deviations, samples drawn).
+class Rows(NamedTuple):
+    """The student's rows the teacher writes (row i: one labelled decision), and how the
+    student observes a decision."""
 
-    ``K``: the teacher's candidates (``plan.candidates`` of ``base``, ``k``, ``bnet``: a rule
-    id and its k, or ``plan.LEARNED`` and its compiled net), evaluated by
-    ``plan.sample_gated`` (at most ``samples``, ``chunk`` at a time, ``z``) on futures from
-    pool index ``f_first + dec * samples`` continued by ``la``. ``obs``: the student's
-    observation settings. ``follow``: True starts the teacher's choice, False the base's.
-    Row i: ``X[i, :m]`` the student's candidates' features, ``C[i]`` the context, ``M[i] = m``,
-    ``Q[i, c]`` candidate c's label, ``QM[i, c]`` its mean paired difference (the bound at z = 0).
+    obs: kernel.Net  #: the student's observation settings (``kernel.observe``)
+    X: np.ndarray  #: (n, K, N_TASK) ``X[i, :m]`` the student's candidates' features
+    C: np.ndarray  #: (n, N_CTX) the context
+    M: np.ndarray  #: (n,) m, the candidates
+    Q: np.ndarray  #: (n, K) ``Q[i, c]`` candidate c's label
+    QM: np.ndarray  #: (n, K) its mean paired difference (the bound at z = 0)
+
+
+@nb.njit(cache=True)
+def label_gated(s, gate, ev, f_first, base, k, follow, rows):
+    """Run the gated teacher on slot 0 of ``s`` from its start, writing one row per labelled
+    decision into ``rows`` (a :class:`Rows`; module doc); returns (rows, decisions,
+    deviations, samples drawn).
+
+    ``gate.candidates``: the teacher's candidates (``plan.candidates`` of ``base``, ``k``,
+    ``ev.net``: a rule id and its k, or ``plan.LEARNED`` and its compiled net), evaluated by
+    ``plan.sample_gated`` (``gate``: at most ``samples``, ``chunk`` at a time, ``z``) on
+    futures from pool index ``f_first + dec * samples``, with the evaluator ``ev``
+    (``lookahead.Evaluator``: continued by ``ev.la``). ``follow``: True starts the teacher's
+    choice, False the base's.
     """
+    K, samples, z = gate.candidates, gate.samples, gate.z
+    bnet, ws = ev.net, ev.ws
     S.reset_slot(s, 0)
     S.set_rule(s, 0, base if base >= 0 else rules.ATC)  # the learned policy reads ATC's static parts
     costs = np.empty((K, max(samples, 2)))
@@ -99,14 +111,12 @@ def label_gated(
         c = 0
         if mt >= 2:
             f0 = f_first + dec * samples
-            n = P.sample_gated(
-                s, scratch, cands, samples, chunk, z, costs[:mt], fut, la, bnet, ws, f0, f0 + 1
-            )
+            n = P.sample_gated(s, cands, gate, costs[:mt], ev, (f0, f0 + 1))
             drawn += n
             P.bounds(costs[:mt], n, z, bnd[:mt])
             P.bounds(costs[:mt], n, 0.0, mean[:mt])
             c = P.best_of(bnd[:mt])  # plan.choose on the bounds just computed
-            if _label_row(s, cands, bnd[:mt], mean[:mt], obs, ws, X[row], C[row], M[row:], Q[row], QM[row]):
+            if _label_row(s, cands, bnd[:mt], mean[:mt], ws, rows, row):
                 row += 1
         if c != 0:
             moved += 1
@@ -116,11 +126,12 @@ def label_gated(
 
 
 @nb.njit(cache=True)
-def _label_row(s, cands, bnd, mean, obs, ws, X, C, M, Q, QM):
+def _label_row(s, cands, bnd, mean, ws, rows, row):
     """Write the student's observation of slot 0 and the labels ``bnd`` (and means ``mean``) of
-    the teacher's candidates ``cands`` into one row; False (nothing written) when the base's
-    choice ``cands[0]`` is not among the student's candidates."""
-    m = kernel.observe(s, 0, obs, ws)
+    the teacher's candidates ``cands`` into row ``row`` of ``rows``; False (nothing written)
+    when the base's choice ``cands[0]`` is not among the student's candidates."""
+    X, C, Q, QM = rows.X[row], rows.C[row], rows.Q[row], rows.QM[row]
+    m = kernel.observe(s, 0, rows.obs, ws)
     found = False
     for i in range(m):
         if ws.cand[i] == cands[0]:
@@ -146,7 +157,7 @@ def _label_row(s, cands, bnd, mean, obs, ws, X, C, M, Q, QM):
             X[i, f] = ws.X[i, f]
     for f in range(kernel.N_CTX):
         C[f] = ws.ctx[f]
-    M[0] = m
+    rows.M[row] = m
     return True
 
 
@@ -268,10 +279,11 @@ def _label_one(cfg, model, seed, n, scratch, pool, la, st, base, obs, ws, follow
     q = np.zeros((n, K))
     qm = np.zeros((n, K))
     first = first_future(seed, cfg.seeds.train.start)
+    gate = P.Gate(int(st.candidates), int(st.samples), int(st.chunk), float(st.z))
+    ev = L.Evaluator(scratch, ws, pool, la, bnet)
     rows, dec, moved, drawn = label_gated(
-        state, scratch, pool, la, st.candidates, st.samples, st.chunk, st.z, first, obs,
-        base.base, base.k, bnet, ws, bool(follow), x, c, m, q, qm,
-    )  # fmt: skip
+        state, gate, ev, first, base.base, base.k, bool(follow), Rows(obs, x, c, m, q, qm)
+    )
     part = {
         "x": x[:rows].astype(np.float32),
         "ctx": c[:rows].astype(np.float32),
