@@ -27,6 +27,8 @@ import yaml
 from sched.errors import SchedError, shorten  # noqa: F401  (shorten: also imported from here)
 from sched.limits import MAX_YAML_BYTES, MAX_YAML_NODES, SHOWN_CHARS
 
+# size: one concept, the config: reading it safely, the schema's defaults and the checks it
+# cannot express, the frozen records, and the values derived from several settings.
 SCHEMA_PATH = Path(__file__).resolve().with_name("config.schema.yaml")
 DEFAULT_CONFIG = "config.yaml"
 #: The environment variable naming the config file when no --config / config= is given.

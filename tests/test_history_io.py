@@ -37,7 +37,7 @@ def _write(path, lines):
 
 
 def _fit(cfg, calibrated, path, **workload):
-    c = dict(cfg, workload=dict(cfg["workload"], **workload))
+    c = cfg.replace(workload=workload)
     return calibrate_workload([path], c, calibrated.calibration)
 
 

@@ -267,7 +267,7 @@ def test_files_from_another_config_are_refused(built, tiny, tmp_path):  # noqa: 
     import yaml
 
     conf = tmp_path / "other.yaml"
-    conf.write_text(yaml.safe_dump(dict(tiny["cfg"], scenario=dict(tiny["cfg"]["scenario"], load=0.7))))
+    conf.write_text(yaml.safe_dump(tiny["cfg"].replace(scenario={"load": 0.7}).to_dict()))
     r = run_cli(
         "--config",
         conf,

@@ -68,7 +68,7 @@ def test_the_benchmark_runs_the_warm_starts_by_default_only_with_a_teacher(cfg):
     assert benchmark_policies(cfg) == HEURISTICS.split(",") + [
         name for s in seeds for name in (f"ppo-{s}", f"ppo-{s}-warm")
     ]
-    alone = dict(cfg, train=dict(cfg["train"], teacher_scenarios=0))
+    alone = cfg.replace(train={"teacher_scenarios": 0})
     assert (
         benchmark_policies(alone)
         == default_policies(alone)

@@ -109,7 +109,7 @@ def test_generated_load_matches_the_history(studio_cfg):
     # durations scaled to the history's mean measured duration (not the bench calibration's)
     assert d["duration"].mean() == pytest.approx(ld["mean_measured_duration_s"], rel=0.04)
     assert model.mean_duration == pytest.approx(ld["mean_measured_duration_s"], rel=1e-9)
-    unscaled = scenario_model({**cfg, "scenario": {**cfg["scenario"], "workload": None, "tasks": 400}})
+    unscaled = scenario_model(cfg.replace(scenario={"workload": None, "tasks": 400}))
     assert abs(unscaled.mean_duration / ld["mean_measured_duration_s"] - 1) > 0.05  # the calibration differs
     # generated load (work per hour over the capacity) against the history's, over about 5 weeks
     hours = d["arrival"][-1] / 3600.0

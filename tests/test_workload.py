@@ -186,7 +186,7 @@ def test_malformed_past_threshold_names_file_and_rows(tmp_path, wcfg, calibrated
     rows[20] = "t20,image,1717372800,vip,"
     rows[30] = "t30,image,1717372800,low"  # a field short
     p = _history(tmp_path / "h.csv", rows)
-    strict = dict(wcfg, workload=dict(wcfg["workload"], max_bad_share=0.01))
+    strict = wcfg.replace(workload={"max_bad_share": 0.01})
     with pytest.raises(HistoryError, match=r"h\.csv: 3 of 150 records are malformed .*line 11: submitted_at"):
         calibrate_workload([p], strict, calibrated.calibration)
     out = tmp_path / "o.json"
@@ -319,7 +319,7 @@ def test_bad_history_files_refused(tmp_path, wcfg, calibrated):
     rows[6] = json.dumps({"id": "t6", "kind": "image", "submitted_at": {"t": 1}, "priority": "low"})
     p = tmp_path / "j.jsonl"
     p.write_text("\n".join(rows) + "\n")
-    strict = dict(wcfg, workload=dict(wcfg["workload"], max_bad_share=0.0))
+    strict = wcfg.replace(workload={"max_bad_share": 0.0})
     with pytest.raises(HistoryError, match=r"line 6: kind: not text; line 7: submitted_at: a JSON list"):
         calibrate_workload([p], strict, calibrated.calibration)
 

@@ -14,6 +14,7 @@ import yaml
 from snakemake.exceptions import WorkflowError
 
 from sched import layout
+from sched.config import validate_config
 from sched.threads import usable_cpus
 from sched.evaluate.policies import HEURISTICS, default_policies, policy_key, round_name, warm_name
 from sched.evaluate.seeds import benchmark_seeds, plan_test_seeds, range_text, selection_seeds, shard_ranges
@@ -374,7 +375,8 @@ def step_config(step, setting=None):
 
 def setting_selection_seeds(setting=None):
     """The `--seeds` of a setting's selection run (the studio's: studio.selection_scenarios)."""
-    return range_text(selection_seeds(step_settings("select", setting)))
+    chosen = validate_config(copy.deepcopy(step_settings("select", setting)), "config")  # the frozen config
+    return range_text(selection_seeds(chosen))
 
 
 def studio_held_out(wildcards=None):
