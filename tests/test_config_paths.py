@@ -52,7 +52,7 @@ def test_relative_paths_are_read_from_the_config_folder(project, monkeypatch):
     assert cfg.workload.history == (str(d / "history/h.csv"),)
     assert cfg.calibration.bench == (str(d / "bench/a.csv"), "/abs/b.csv")
     assert cfg["plan"]["base"] == str(d / "policies/p.pt") and cfg["plan"]["rollout"] == "base"
-    assert resolve_paths(cfg, elsewhere) == cfg  # resolving again changes nothing
+    assert resolve_paths(cfg.to_dict(), elsewhere) == cfg  # resolving again changes nothing
 
 
 def test_from_the_config_folder_paths_stay_as_written(project, monkeypatch):

@@ -22,7 +22,6 @@ the ``PolicyFileError`` of :mod:`sched.learn.policy.policy_file` is its
 
 import json
 import os
-import threading
 import time
 from collections import namedtuple
 from collections.abc import Mapping
@@ -30,6 +29,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from sched import layout, setting
+from sched.cache import Cache
 from sched.config import Record
 from sched.errors import SchedError
 from sched.ranking.explain import explain_frame
@@ -210,8 +210,9 @@ def readiness(config=None):
 
 # --------------------------------------------------------------------------- settings
 
-_settings_cache = {}
-_settings_lock = threading.Lock()
+#: the Settings of each config (file or mapping); a Settings is never changed once built, so
+#: threads share it
+_settings_cache = Cache(33)
 
 
 def _settings(config):
@@ -234,21 +235,23 @@ def _settings(config):
         key = ("mapping", os.getcwd(), json.dumps(plain, sort_keys=True, default=str))
     else:
         raise RankInputError(f"config: expected a file path or a mapping, got {type(config).__name__}")
-    hit = _settings_cache.get(key)
-    if hit is not None:
-        return hit
+    return _settings_cache.get(key, lambda: _load_settings(path if from_file else plain, from_file))
+
+
+def _load_settings(source, from_file):
+    """The Settings of a config file's path (None: the schema's defaults) or of a mapping."""
     import copy
 
     from sched.config import load_config, validate_config
 
     try:
         if from_file:
-            cfg = load_config(path)
+            cfg = load_config(source)
         else:  # a mapping: its relative paths are read from the working directory
-            cfg = validate_config(copy.deepcopy(plain), "config", ".")
+            cfg = validate_config(copy.deepcopy(source), "config", ".")
     except SchedError as exc:  # ConfigError: the message names the file and field
         raise RankSetupError(str(exc)) from exc
-    st = Settings(
+    return Settings(
         weights={name: float(c["weight"]) for name, c in cfg.scenario.priorities.items()},
         atc_k=float(cfg.rules.atc_k),
         winner=cfg.rank.winner,
@@ -259,11 +262,6 @@ def _settings(config):
         config=cfg,
         root=cfg.root,
     )
-    with _settings_lock:  # a Settings is never changed once built: threads may share it
-        if len(_settings_cache) > 32:
-            _settings_cache.clear()
-        _settings_cache[key] = st
-    return st
 
 
 # --------------------------------------------------------------------------- policy
