@@ -143,6 +143,10 @@ def _thaw(value):
     return value
 
 
+#: What a dict or a list would change in place: a Record says it is frozen instead.
+_MUTATORS = ("update", "pop", "popitem", "setdefault", "clear", "append", "extend")
+
+
 class Record(Mapping):
     """A frozen section of a validated config: its settings as attributes.
 
@@ -166,6 +170,9 @@ class Record(Mapping):
             return self._data[name]
         except KeyError:
             where = self._path or "the config"
+            if name in _MUTATORS:
+                fix = "make a variant with Config.replace"
+                raise AttributeError(f"{where} is frozen, it has no {name}(): {fix}") from None
             raise AttributeError(f"{where} has no setting {name!r}") from None
 
     def __setattr__(self, name, value):

@@ -36,6 +36,8 @@ def test_the_config_is_frozen_and_its_variants_are_validated():
     assert isinstance(a.train.seeds, tuple) and a.to_dict()["train"]["seeds"] == list(a.train.seeds)
     with pytest.raises(ConfigError, match=r"scenario.load: -1 is less than or equal to the minimum"):
         a.replace(scenario={"load": -1})
+    with pytest.raises(AttributeError, match=r"train is frozen, it has no update\(\)"):
+        a.train.update(iterations=3)
     with pytest.raises(AttributeError, match="scenario has no setting 'lod'"):
         getattr(a.scenario, "lod")  # noqa: B009
 

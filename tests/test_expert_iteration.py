@@ -1,8 +1,6 @@
 """Issue 25: the paired stopping rule, the teacher as a policy, expert iteration's seeds and
 stages, the grouped baseline of PPO, and the commands' refusals."""
 
-import copy
-
 import numpy as np
 import pytest
 import torch
@@ -50,9 +48,8 @@ def test_the_stopping_rule_draws_fewer_samples_and_chunk_zero_is_plans_fixed_cou
 def test_the_teacher_policy_is_the_planner_with_the_teachers_settings(tiny_cfg):
     from sched.evaluate.policies import competes, resolve_policies
 
-    c = copy.deepcopy(tiny_cfg)
-    c["train"].update(
-        teacher_base="wmdd", teacher_samples=8, teacher_chunk=4, teacher_horizon=12, teacher_z=1.5
+    c = tiny_cfg.replace(
+        train=dict(teacher_base="wmdd", teacher_samples=8, teacher_chunk=4, teacher_horizon=12, teacher_z=1.5)
     )
     spec = resolve_policies(c, ["teacher"])[0]["teacher"]
     assert spec["kind"] == "plan" and spec["base_spec"]["rule"] == "wmdd" and spec["rollout_spec"] is None
@@ -181,7 +178,7 @@ def test_train_init_refuses_a_policy_of_another_architecture(tmp_path, tiny_cfg,
 def test_leave_one_out_takes_the_others_return_at_the_same_time():
     """Two groups of 3: each decision's baseline is the mean of the other slots' return from
     their first decision at or after its time (0 past their last decision), computed by hand."""
-    from sched.learn.ppo.grouped import leave_one_out
+    from sched.learn.ppo.rollout import leave_one_out
 
     nan = np.nan
     times = np.array([[0.0, 0.0, 0.0, 0, 0, 0], [5.0, 7.0, 3.0, 1, 1, 1], [9.0, nan, 8.0, 2, 2, 2]])

@@ -47,8 +47,7 @@ from sched.learn.policy import networks as P
 from sched.learn.policy import policy_file
 from sched.learn.ppo import checkpoint, train_log
 from sched.learn.ppo.checkpoint import RunProgress
-from sched.learn.ppo.grouped import GroupedQueue, collect_iteration
-from sched.learn.ppo.rollout import CompiledSampler
+from sched.learn.ppo.rollout import CompiledSampler, GroupedQueue, collect_iteration
 from sched.learn.ppo.update import ppo_update
 from sched.learn.ppo.validation import Validator
 from sched.learn.search.distill import distill, teacher_labels
@@ -64,6 +63,8 @@ SCENARIO_STREAM = 20240601
 ACTION_STREAM = 20261201
 
 
+# size: one concept, a PPO training run: its settings (Args, a docstring per field, as CleanRL's
+# are) and its loop, from the warm start to the policy file.
 #: The schema's defaults of the config section ``train``: Args's defaults, so that the two cannot
 #: differ (``seed``: the first of ``train.seeds``).
 _TRAIN = schema_defaults("train")

@@ -1,4 +1,5 @@
-"""Rollout collection for PPO: ``num_steps`` lockstep steps of the training scenarios.
+"""PPO's rollout: ``num_steps`` lockstep steps of the training scenarios, and the advantages of
+one iteration (:func:`collect_iteration`: GAE on the critic, or the grouped baseline).
 
 :func:`collect_compiled`: each step is one compiled call that observes,
 scores and samples every slot and keeps the log-probability of the sampled
@@ -6,6 +7,20 @@ action (``sched.learn.ppo.sampler`` on ``sched.learn.policy.kernel``, the policy
 decision), with a compact observation per decision (the candidates' rows and
 the queue context); torch then computes the critic's values of the whole
 rollout in one batched forward.
+
+Rollouts in groups, an input-dependent baseline (Mao et al., ICLR 2019). In a queue driven by
+an exogenous arrival process, most of the variance of a decision's return is the arrivals', not
+the action's: one scenario's total varies across scenarios far more than two policies differ. A
+baseline that depends on the input sequence removes it. With ``train.group_size`` K >= 2, each
+iteration draws ``num_envs / K`` training scenarios and runs each K times, to its end, in K
+slots: the same arrivals, durations, estimates, weights and due dates, each slot with its own
+action samples. The advantage of the decision a rollout takes at time t is its return from that
+decision on (the undiscounted sum of its rewards: minus the weighted tardiness it accrues from
+then) minus the mean, over the K - 1 other rollouts of its group, of their return from their
+first decision at or after t (leave-one-out, at the same time: the rollouts' decisions drift
+apart, their clocks do not). The other rollouts' actions are independent of this one's, so the
+baseline adds no bias. The critic is still trained on the returns (its explained variance is
+logged) but takes no part in the advantage.
 """
 
 from typing import NamedTuple
@@ -13,8 +28,12 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
+from sched.config import ConfigError
+from sched.learn.env.vec_env import VecQueue, reward
 from sched.learn.policy import kernel
 from sched.learn.ppo import sampler
+from sched.learn.ppo.update import compute_gae
+from sched.sim import core
 
 
 class Rollout(NamedTuple):
@@ -111,3 +130,134 @@ def collect_compiled(env, net, num_steps, draw):
         next_value=next_value,
         episodes=episodes,
     )
+
+
+class GroupedQueue(VecQueue):
+    """A :class:`VecQueue` whose ``num_envs`` slots hold ``num_envs / group_size`` scenarios, each in
+    ``group_size`` consecutive slots, run to their ends (a finished slot is not reloaded)."""
+
+    def __init__(self, *args, group_size=4, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.K = int(group_size)
+        if self.K < 2 or self.B % self.K:
+            raise ConfigError(f"train.group_size: expected >= 2 dividing num_envs ({self.B}), got {self.K}")
+        self.G = self.B // self.K
+
+    def reset(self):
+        """Nothing to load: each iteration's :meth:`load_groups` draws its own scenarios."""
+        return None
+
+    def load_groups(self):
+        """Put a new scenario in every group (the same one in each of its K slots), each run to its
+        first real decision; a scenario with no decision at all is drawn again."""
+        for g in range(self.G):
+            while True:
+                seed, load, d = self._draw_next()
+                live = [self._put(b, seed, load, d) for b in range(g * self.K, (g + 1) * self.K)]
+                if live[0]:
+                    break
+                self.finished.append((seed, load, float(self.state.wt_started[g * self.K])))
+
+    def step_group(self, actions):
+        """Apply one action per pending slot; returns the rewards (B,) (0 where a slot has ended)."""
+        s = self.state
+        live = s.pending >= 0
+        core.apply_batch(s, np.asarray(actions, dtype=np.int64))
+        core.advance_batch(s, True)
+        r = np.where(live, reward(s.accrued + self._before_first, self.reward_scale), 0.0).astype(np.float32)
+        self._before_first[:] = 0.0
+        return r
+
+
+def leave_one_out(times, returns, group_size):
+    """The baseline of every decision: for decision (t, b) (``times[t, b]`` its clock, NaN where the
+    slot had no decision at step t), the mean over the other slots of b's group of their return
+    (``returns``) from their first decision at or after that time (0 past a slot's last decision).
+    ``times``, ``returns``: (T, B). Returns (T, B), NaN where there is no decision."""
+    T, B = times.shape
+    out = np.full((T, B), np.nan)
+    for g in range(B // group_size):
+        slots = range(g * group_size, (g + 1) * group_size)
+        curves = []
+        for j in slots:
+            ok = ~np.isnan(times[:, j])
+            curves.append((times[ok, j], returns[ok, j]))
+        for i in slots:
+            ok = ~np.isnan(times[:, i])
+            t_i = times[ok, i]
+            acc = np.zeros(len(t_i))
+            for j, (tj, rj) in zip(slots, curves):
+                if j == i:
+                    continue
+                pos = np.searchsorted(tj, t_i, side="left")  # first decision of j at or after t
+                acc += np.where(pos < len(tj), rj[np.minimum(pos, len(tj) - 1)], 0.0)
+            out[ok, i] = acc / (group_size - 1)
+    return out
+
+
+@torch.no_grad()
+def collect_groups(env, net, draw, max_steps):
+    """Run every group of ``env`` (a :class:`GroupedQueue`) to its end under ``net``'s sampling
+    policy (``draw``: a ``rollout.CompiledSampler``); returns (Rollout of the decisions, flat
+    advantages, flat returns, explained variance of the baseline)."""
+    env.load_groups()
+    B, K = env.B, draw.K
+    X, C, count, choice, logp, rew, times = [], [], [], [], [], [], []
+    knet = env.kernel_net(net)
+    for _ in range(max_steps):
+        if env.state.done.all():
+            break
+        x = np.zeros((B, K, kernel.N_TASK), dtype=np.float32)
+        c = np.zeros((B, kernel.N_CTX), dtype=np.float32)
+        n, ch, lp = np.zeros(B, dtype=np.int64), np.zeros(B, dtype=np.int64), np.zeros(B, dtype=np.float32)
+        t = np.where(env.state.pending >= 0, env.state.t, np.nan)
+        qpos = draw(env, knet, x, c, n, ch, lp)
+        rew.append(env.step_group(qpos))
+        X.append(x), C.append(c), count.append(n), choice.append(ch), logp.append(lp), times.append(t)
+    times, rew = np.array(times), np.array(rew, dtype=np.float64)
+    returns = np.flip(np.cumsum(np.flip(rew, 0), 0), 0)  # undiscounted return from each step on
+    base = leave_one_out(times, returns, env.K)
+    valid = ~np.isnan(times)
+    for b in range(B):
+        env.finished.append((int(env.slot_seed[b]), float(env.slot_load[b]), float(env.state.wt_started[b])))
+    idx = np.flatnonzero(valid.reshape(-1))
+    cnt = np.array(count).reshape(-1)[idx]
+    store = CompactStore(
+        np.array(X).reshape(-1, K, kernel.N_TASK)[idx], np.array(C).reshape(-1, kernel.N_CTX)[idx], cnt
+    )
+    ret = returns.reshape(-1)[idx].astype(np.float32)
+    adv = (ret - base.reshape(-1)[idx]).astype(np.float32)
+    values = net.critic(store.ctx).squeeze(-1).numpy()
+    zero = np.zeros(len(idx), dtype=np.float32)
+    episodes, env.finished = env.finished, []
+    rollout = Rollout(  # no hints, rewards or dones per decision: the returns are the group's
+        store=store,
+        actions=torch.from_numpy(np.array(choice).reshape(-1)[idx]),
+        logprobs=torch.from_numpy(np.array(logp).reshape(-1)[idx]),
+        values=values,
+        hints=zero,
+        rewards=zero,
+        dones=zero,
+        next_value=np.zeros(0, dtype=np.float32),
+        episodes=episodes,
+    )
+    var = np.var(ret)
+    ev_base = float("nan") if var == 0 else float(1 - np.var(adv) / var)
+    return rollout, adv, ret, ev_base
+
+
+#: A grouped rollout's bound on its steps (every scenario of the group ends well before).
+GROUP_MAX_STEPS = 100_000
+
+
+def collect_iteration(env, net, args, draw):
+    """One PPO iteration's rollout and its (advantages, returns, baseline's explained variance):
+    with ``args.group_size`` >= 2 the grouped leave-one-out baseline (:func:`collect_groups`),
+    else ``num_steps`` lockstep steps and GAE on the critic (NaN: no grouped baseline)."""
+    if args.group_size >= 2:
+        return collect_groups(env, net, draw, GROUP_MAX_STEPS)
+    rollout = collect_compiled(env, net, args.num_steps, draw)
+    advantages, returns = compute_gae(
+        rollout.rewards, rollout.values, rollout.dones, rollout.next_value, args.gamma, args.gae_lambda
+    )
+    return rollout, advantages, returns, float("nan")

@@ -71,7 +71,7 @@ def ppo_update(net, optimizer, rollout, advantages, returns, args, gen, ev_basel
     """``update_epochs`` passes of shuffled minibatches over ``rollout``; returns :class:`UpdateStats`.
 
     ``args``: ``sched.learn.ppo.loop.Args``; ``gen`` shuffles the minibatches; ``ev_baseline``: the
-    grouped baseline's explained variance, reported as is (``sched.learn.ppo.grouped``).
+    grouped baseline's explained variance, reported as is (``sched.learn.ppo.rollout``).
     """
     flat = _Minibatch(
         rollout.actions,
