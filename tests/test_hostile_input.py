@@ -5,6 +5,7 @@ subprocess with a memory cap and a time limit, so a regression shows as a
 failure here, not as a machine brought down.
 """
 
+import os
 import resource
 import subprocess
 import sys
@@ -31,6 +32,7 @@ def probe(*args, cwd, input=None):
         input=input,
         timeout=TIME_LIMIT,
         preexec_fn=_cap_memory,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},  # this checkout's package, from any folder
     )
     return out.returncode, out.stdout, out.stderr
 

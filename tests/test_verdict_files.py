@@ -9,8 +9,6 @@ memory cap and a time limit, so a regression fails here instead of bringing the 
 import hashlib
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
@@ -18,25 +16,8 @@ from sched import rank
 from sched.errors import SchedError
 from sched.ranking.tasks import RankInputError
 
-from .conftest import ROOT
-from .test_hostile_input import _cap_memory, assert_one_line_error
+from .test_hostile_input import assert_one_line_error, probe
 from .test_rank import NOW, conf, static_queue, winner, write_json
-
-TIME_LIMIT = 60
-
-
-def probe(*args, cwd):
-    """`sched ARGS` under the memory cap and TIME_LIMIT; (exit status, stdout, stderr)."""
-    out = subprocess.run(
-        [sys.executable, "-m", "sched", *map(str, args)],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=TIME_LIMIT,
-        preexec_fn=_cap_memory,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
-    return out.returncode, out.stdout, out.stderr
 
 
 def rank_project(tmp_path):
