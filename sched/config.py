@@ -15,6 +15,7 @@ here too: :func:`seed_range`, :func:`under_root`, :func:`config_hash`,
 """
 
 import copy
+import functools
 import hashlib
 import json
 import math
@@ -93,9 +94,22 @@ def check_finite(data, source="config", path=()):
         raise ConfigError(f"{source}: {_field(path)}: must be a finite number, got {data}")
 
 
-def load_schema():
+@functools.cache
+def _schema():
+    # parsed once per process: a validation took 55 ms, most of it reading this file again
     with open(SCHEMA_PATH, encoding="utf-8") as fh:
         return yaml.safe_load(fh)
+
+
+def load_schema():
+    """The config schema, as a new mapping each call (the file is read once per process)."""
+    return copy.deepcopy(_schema())
+
+
+@functools.cache
+def _validator():
+    """The default-filling validator of the schema, built once (it never changes the schema)."""
+    return _default_filling_validator(_schema())
 
 
 def schema_defaults(section):
@@ -258,7 +272,7 @@ def validate_config(cfg, source="config", folder=None):
         raise ConfigError(f"{source}: expected a mapping of settings, got {type(cfg).__name__}")
     given = set(cfg)  # the sections the file sets; the schema's defaults fill the others
     check_finite(cfg, source)
-    validator = _default_filling_validator(load_schema())
+    validator = _validator()
     errors = sorted(validator.iter_errors(cfg), key=lambda e: list(e.absolute_path))
     if errors:
         e = errors[0]
