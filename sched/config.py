@@ -149,11 +149,13 @@ def _freeze(value, path):
     return value
 
 
-def _thaw(value):
+def thawed(value):
+    """A plain, mutable copy of a frozen value (mappings as dicts, tuples as lists), e.g. to
+    write it as JSON: a config :class:`Record`, or the scenario model's read-only fields."""
     if isinstance(value, Mapping):
-        return {k: _thaw(v) for k, v in value.items()}
+        return {k: thawed(v) for k, v in value.items()}
     if isinstance(value, tuple):
-        return [_thaw(v) for v in value]
+        return [thawed(v) for v in value]
     return value
 
 
@@ -208,7 +210,7 @@ class Record(Mapping):
 
     def __eq__(self, other):
         if isinstance(other, Mapping):
-            return self.to_dict() == _thaw(other)
+            return self.to_dict() == thawed(other)
         return NotImplemented
 
     __hash__ = None
@@ -224,7 +226,7 @@ class Record(Mapping):
 
     def to_dict(self):
         """The record as plain dicts and lists (a new copy each call)."""
-        return _thaw(self)
+        return thawed(self)
 
 
 def _merge(base, changes):
@@ -503,7 +505,7 @@ def seed_range(cfg, split):
 
 def config_hash(cfg, sections=None):
     """Short stable hash of the config (or of some of its sections)."""
-    data = _thaw(cfg) if sections is None else {k: _thaw(cfg.get(k)) for k in sections}
+    data = thawed(cfg) if sections is None else {k: thawed(cfg.get(k)) for k in sections}
     blob = json.dumps(data, sort_keys=True, default=str).encode()
     return hashlib.sha256(blob).hexdigest()[:16]
 

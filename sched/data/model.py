@@ -18,6 +18,7 @@ from types import MappingProxyType
 
 import numpy as np
 
+from sched.config import thawed
 from sched.data.distributions import mean_duration
 from sched.data.machines import speeds as parse_speeds
 from sched.errors import SchedError
@@ -42,15 +43,6 @@ def _readonly(array, dtype=np.float64):
     out = np.array(array, dtype=dtype)
     out.flags.writeable = False
     return out
-
-
-def thawed(value):
-    """A plain, mutable copy of a frozen value (dicts and lists), e.g. to write it as JSON."""
-    if isinstance(value, dict | MappingProxyType):
-        return {k: thawed(v) for k, v in value.items()}
-    if isinstance(value, tuple):
-        return [thawed(v) for v in value]
-    return value
 
 
 @dataclass(frozen=True, eq=False)
