@@ -276,7 +276,7 @@ def _gated_labels(cfg, samples, z, follow=True):
     rows, decisions, moved, drawn = T.label_gated(
         state,
         Gate(3, samples, samples, float(z)),
-        L.Evaluator(scratch, ws, pool, la, K.no_net()),
+        L.evaluator(scratch, ws, pool, la, K.no_net()),
         0,
         rules.ATC,
         k,

@@ -40,7 +40,7 @@ def _costs(planner, arr, dur, est, w, due):
     assert S._advance(state, 0, True)
     cands = P.candidates(state, st["candidates"], b.base, b.k, b.net, ws)
     costs = np.empty((len(cands), st["samples"]))
-    ev = L.Evaluator(scratch, ws, planner.pool, planner._lookahead(), b.net)
+    ev = L.evaluator(scratch, ws, planner.pool, planner._lookahead(), b.net)
     L.sample_costs(state, cands, 0, st["samples"], costs, ev, P.futures_of(st["seed"], 0))
     return cands, costs
 
@@ -284,7 +284,7 @@ def test_samples_interrupted_by_their_work_bound_are_the_unbounded_ones(pcfg):
     ws = kernel.workspace(scratch.queue.shape[1], b.net)
     assert S._advance(state, 0, True)
     cands = P.candidates(state, st["candidates"], b.base, b.k, b.net, ws)
-    ev = L.Evaluator(scratch, ws, planner.pool, planner._lookahead(), b.net)
+    ev = L.evaluator(scratch, ws, planner.pool, planner._lookahead(), b.net)
     seeds = P.futures_of(st["seed"], 0)
     full = np.empty((len(cands), st["samples"]))
     L.sample_costs(state, cands, 0, st["samples"], full, ev, seeds)

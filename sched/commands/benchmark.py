@@ -5,7 +5,7 @@ from pathlib import Path
 
 from sched import layout, threads
 from sched.cli import load_cfg
-from sched.commands import add_policy_inputs
+from sched.commands import add_plan_inputs, add_policy_inputs, plan_base_of
 
 
 def register(sub):
@@ -45,6 +45,7 @@ def register(sub):
         help="a full test run: gate winner.json on the held-out days (`sched replay --held-out`'s "
         "per_scenario.csv): a winner significantly worse than the best rule there is replaced by it",
     )
+    add_plan_inputs(s)
     add_policy_inputs(
         s,
         "`sched tune` output giving atc-tuned's k",
@@ -61,7 +62,7 @@ def register(sub):
         "--summary",
         action="store_true",
         help="with --seeds: write resume.csv over that subset too (every policy on the same seeds; "
-        "how the workflow benchmarks plan)",
+        "a subset's summary)",
     )
     threads.add_option(s)
     s.set_defaults(func=run)
@@ -105,9 +106,18 @@ def run(args):
                 f"--policies: a full run writes resume.csv, which compares to "
                 f"{' and '.join(missing)}; add {','.join(missing)}"
             )
-    specs, _ = resolve_policies(
-        cfg, names, tuned=args.tuned, policy_files=parse_policy_files(args.policy_file)
-    )
+    policy_files = parse_policy_files(args.policy_file)
+    base = plan_base_of(args, cfg, names, policy_files)
+    specs, _ = resolve_policies(cfg, names, tuned=args.tuned, policy_files=policy_files, plan_base=base)
+    plan_run = None
+    if args.plan_selection:
+        if not full:
+            raise BenchmarkError(
+                "--plan-selection: the winner is written by a full test run only (drop --seeds)"
+            )
+        from sched.evaluate.gate import read_plan_run
+
+        plan_run = read_plan_run(args.plan_selection)
     selection = None
     if args.selection:  # read before the run: a bad table stops it at once
         selection = gather(
@@ -123,8 +133,11 @@ def run(args):
     timings = {}
     frame = run_policies(cfg, seeds, specs, progress=True, timings=timings)
     written = write_outputs(
-        out, frame, cfg, specs, full, subset_summary=args.summary, selection=selection, held_out=held_out
-    )
+        out, frame, cfg, specs, full, subset_summary=args.summary, selection=selection, held_out=held_out,
+        plan_run=plan_run,
+    )  # fmt: skip
+    if selecting and base is not None:  # plan's validation run: what its verdict records
+        written.append(_write_plan_run(out, cfg, specs, seeds, base))
     means = frame.groupby("policy")["total_weighted_tardiness_s"].mean()
     kind = " (selection seeds)" if selecting else "" if full else " (shard)"
     print(f"{len(seeds)} scenarios ({range_text(seeds)}), {len(specs)} policies{kind}")
@@ -133,6 +146,24 @@ def run(args):
         print(f"{name:12} {means[name] / UNIT:17.3f} {timings[name]:9.3f}")
     for p in written:
         print(f"wrote {p}", file=sys.stderr)
+
+
+def _write_plan_run(out, cfg, specs, seeds, base):
+    """plan.json beside plan's validation table: its base, settings and measured decision time."""
+    from sched import files
+    from sched.evaluate.gate import PLAN_RUN, plan_run_record
+    from sched.evaluate.policies import PLAN
+    from sched.evaluate.runs import generate_scenarios, plan_decision_times
+    from sched.learn.search.planner import check_settings
+
+    settings = check_settings(specs[PLAN].get("settings") or cfg.plan)
+    settings["rollout"] = cfg.plan.rollout
+    scenarios = generate_scenarios(cfg, list(seeds)[:10])
+    times = plan_decision_times(cfg, specs[PLAN], scenarios, cfg.scenario.machines)
+    print(f"plan on {base}: {times['p50']:.3f} ms p50, {times['p99']:.3f} ms p99 a decision (one thread)")
+    path = Path(out) / PLAN_RUN
+    files.write_set([(path, files.json_writer(plan_run_record(base, settings, times)))])
+    return path
 
 
 def _split_seeds(cfg, selecting):

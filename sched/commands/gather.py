@@ -28,6 +28,12 @@ def register(sub):
         f"confirmed on the test shards (the workflow: {layout.SELECTION_TABLE}); without it, "
         "chosen on the test shards",
     )
+    s.add_argument(
+        "--plan-selection",
+        metavar="DIR",
+        help="plan's validation run (`sched benchmark --split selection --plan-on`: per_scenario.csv and "
+        "plan.json); plan on the winner becomes the verdict when significantly better than it there",
+    )
     s.add_argument("--out", default=layout.BENCH_DIR, help="output folder (default: %(default)s)")
     s.set_defaults(func=run)
 
@@ -45,10 +51,19 @@ def run(args):
         paths = [Path(p) for p in args.selection]
         selection = gather(paths, selection_seeds(cfg), "selection", "selection tables")
     names = sorted(set(frame["policy"]), key=policy_key)
+    plan_run = None
+    if args.plan_selection:
+        from sched.evaluate.gate import read_plan_run
+
+        plan_run = read_plan_run(args.plan_selection)
     specs, _ = resolve_policies(
-        cfg, names, tuned=args.tuned, policy_files=parse_policy_files(args.policy_file)
+        cfg,
+        names,
+        tuned=args.tuned,
+        policy_files=parse_policy_files(args.policy_file),
+        plan_base=plan_run[1]["base"] if plan_run else None,
     )
-    written = write_outputs(args.out, frame, cfg, specs, full=True, selection=selection)
+    written = write_outputs(args.out, frame, cfg, specs, full=True, selection=selection, plan_run=plan_run)
     print(
         f"gathered {len(args.shards)} shard(s): {frame['scenario_seed'].nunique()} scenarios x "
         f"{len(names)} policies"

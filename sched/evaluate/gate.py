@@ -1,4 +1,11 @@
-"""The held-out gate of a verdict chosen on validation scenarios (the studio setting).
+"""The gates a verdict passes after the choice among the rules and the learned policies.
+
+:func:`plan_gate` (every setting): lookahead on the verdict, ``plan`` on the policy
+chosen on the validation scenarios, replaces it when the paired interval of their
+difference on validation scenarios of its own run lies entirely below zero; the test
+scenarios only confirm. :func:`held_out_gate` (the studio setting), described below.
+
+The held-out gate of a verdict chosen on validation scenarios (the studio setting).
 
 The studio's winner is chosen on validation scenarios generated from the fitted
 workload and confirmed on test scenarios from the same fit; both come from the
@@ -14,7 +21,7 @@ deployed (docs/workload.md, "The studio setting").
 
 from sched.evaluate.errors import BenchmarkError
 from sched.evaluate.per_scenario import check_complete, matrix
-from sched.evaluate.policies import best_heuristic, is_heuristic
+from sched.evaluate.policies import PLAN, best_heuristic, is_heuristic
 from sched.evaluate.statistics import bootstrap_counts, paired_difference
 
 
@@ -77,3 +84,121 @@ def held_out_gate(winner, held, specs, bench):
         )
     winner["held_out"] = record
     return winner
+
+
+#: The keys of winner.json's ``plan`` record (docs/file-contract.md).
+PLAN_KEYS = ("base", "chosen", "settings", "budget_ms", "decision_ms", "validation", "test")
+
+
+def plan_gate(winner, plan_run, selection, test, bench):
+    """``winner`` (a winner record chosen on ``selection``, changed in place and returned) with
+    lookahead as a candidate: the record gains ``plan`` (:data:`PLAN_KEYS`), and becomes
+    ``plan`` when plan on the winner is significantly better than it on validation.
+
+    ``plan_run``: (per-scenario table of ``plan`` on validation seeds of the selection, the
+    run's record: base, settings, budget_ms, decision_ms; ``sched benchmark --plan-on``).
+    ``selection``: the selection table (the base's totals on those seeds, paired). ``test``: the
+    test table, which confirms when it holds ``plan``. ``bench``: the config's benchmark section.
+    A plan winner keeps its base's rule, k and policy file: what ``rank()`` runs under it."""
+    table, run = plan_run
+    base = winner["policy"]
+    if run.get("base") != base:
+        raise BenchmarkError(
+            f"plan selection: plan ran on {run.get('base')!r}, but the selection table chooses {base!r}; "
+            "rerun it with --plan-on the same selection table"
+        )
+    check_complete(table, "plan selection table")
+    seeds, twt = matrix(table)
+    sel_seeds, sel = matrix(selection)
+    missing = sorted(set(seeds.tolist()) - set(sel_seeds.tolist()))
+    if PLAN not in twt or missing:
+        what = f"seed {missing[0]} is not a selection seed" if missing else "it holds no plan rows"
+        raise BenchmarkError(f"plan selection table: {what}")
+    pos = {int(x): i for i, x in enumerate(sel_seeds)}
+    ref = sel[base][[pos[int(x)] for x in seeds]]
+    level = bench["ci_level"]
+    counts = bootstrap_counts(len(seeds), bench["bootstrap_resamples"], bench["bootstrap_seed"])
+    d, lo, hi = paired_difference(twt[PLAN], ref, counts, level)
+    chosen = bool(hi < 0)  # NaN (no tardiness at all): not chosen
+    record = {
+        "base": base,
+        "chosen": chosen,
+        "settings": run["settings"],
+        "budget_ms": run.get("budget_ms"),
+        "decision_ms": run["decision_ms"],
+        "validation": {
+            "seeds": [int(seeds[0]), len(seeds)],
+            "mean_difference_pct": d,
+            "ci95_pct": [lo, hi],
+        },
+        "test": None,
+    }
+    said = (
+        f"plan on {base} against {base} on {len(seeds)} validation scenarios: {d:+.2f} % "
+        f"[{lo:+.2f} %, {hi:+.2f} %]"
+    )
+    t_seeds, t_twt = matrix(test)
+    if PLAN in t_twt and base in t_twt:
+        tc = bootstrap_counts(len(t_seeds), bench["bootstrap_resamples"], bench["bootstrap_seed"])
+        td, tlo, thi = paired_difference(t_twt[PLAN], t_twt[base], tc, level)
+        record["test"] = {"scenarios": len(t_seeds), "mean_difference_pct": td, "ci95_pct": [tlo, thi]}
+        confirm = f" On the test scenarios, plan against {base}: {td:+.2f} % [{tlo:+.2f} %, {thi:+.2f} %]."
+    else:
+        td, tlo, thi, confirm = float("nan"), float("nan"), float("nan"), ""
+    if chosen:
+        winner.update(
+            policy=PLAN,
+            significant=True,
+            runner_up=base,
+            mean_difference_pct=td,
+            ci95_pct=[tlo, thi],
+            reason=(
+                f"{winner['reason']} Lookahead: {said}, which lies entirely below zero: plan on {base} "
+                f"is the verdict.{confirm}"
+            ),
+        )
+    else:
+        winner["reason"] += (
+            f" Lookahead: {said}, which does not lie entirely below zero: {base} stays.{confirm}"
+        )
+    winner["plan"] = record
+    return winner
+
+
+#: The file beside plan's validation table (``sched benchmark --split selection --plan-on``).
+PLAN_RUN = "plan.json"
+PLAN_RUN_KEYS = ("base", "settings", "budget_ms", "decision_ms")
+
+
+def plan_run_record(base, settings, decision_ms):
+    """What ``plan.json`` holds: the base policy plan ran on, its settings (``budget_ms`` apart)
+    and what one decision costs (``sched.evaluate.runs.plan_decision_times``)."""
+    st = {k: v for k, v in settings.items() if k not in ("budget_ms", "scenarios", "test_offset")}
+    return {"base": base, "settings": st, "budget_ms": settings.get("budget_ms"), "decision_ms": decision_ms}
+
+
+def read_plan_run(folder):
+    """(per-scenario table, record) of plan's validation run in ``folder`` (per_scenario.csv and
+    plan.json), each checked: a malformed one is a BenchmarkError naming the file and field."""
+    import json
+    from pathlib import Path
+
+    from sched import layout
+    from sched.evaluate.per_scenario import read_per_scenario
+
+    path = Path(folder) / PLAN_RUN
+    try:
+        run = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise BenchmarkError(f"{path}: cannot read plan's run record ({type(exc).__name__}: {exc})") from None
+    if not isinstance(run, dict) or sorted(run) != sorted(PLAN_RUN_KEYS):
+        got = ", ".join(map(str, run)) if isinstance(run, dict) else type(run).__name__
+        raise BenchmarkError(f"{path}: keys {got}; expected {', '.join(PLAN_RUN_KEYS)}")
+    if not isinstance(run["base"], str) or not run["base"]:
+        raise BenchmarkError(f"{path}: field base: expected a policy name, got {run['base']!r:.40}")
+    if not isinstance(run["settings"], dict):
+        raise BenchmarkError(f"{path}: field settings: expected an object, got {run['settings']!r:.40}")
+    dm = run["decision_ms"]
+    if not isinstance(dm, dict) or not {"p50", "p99"} <= set(dm):
+        raise BenchmarkError(f"{path}: field decision_ms: expected {{p50, p99, ...}}, got {dm!r:.60}")
+    return read_per_scenario(Path(folder) / layout.PER_SCENARIO), run

@@ -200,7 +200,7 @@ def read_tuned(path):
     return data
 
 
-def resolve_policies(cfg, names, tuned=None, policy_files=None, missing_ok=False):
+def resolve_policies(cfg, names, tuned=None, policy_files=None, missing_ok=False, plan_base=None):
     """How to run each named policy: ({name: spec}, [skipped]).
 
     ``tuned``: path of ``sched tune``'s file (needed for atc-tuned; default
@@ -208,10 +208,13 @@ def resolve_policies(cfg, names, tuned=None, policy_files=None, missing_ok=False
     policy file of a learned policy (:func:`sched.layout.policy_file` for ``ppo-<S>``,
     :func:`sched.layout.warm_policy_file` for ``ppo-<S>-warm``). A missing
     file is an error, unless ``missing_ok``: then the policy is left out and
-    described in the list of skipped policies.
+    described in the list of skipped policies. ``plan_base``: the name of plan's base policy
+    (one of ``policy_files``' or a rule), instead of config ``plan.base``: the other files may
+    then go unused.
     """
     policy_files = dict(policy_files or {})
-    unused = set(policy_files) - set(names)
+    # with plan on a base chosen elsewhere, the files are those of the policies it was chosen among
+    unused = set() if plan_base is not None and PLAN in names else set(policy_files) - set(names)
     if unused:
         raise BenchmarkError(
             f"--policy-file: {', '.join(sorted(unused))} is not among the policies run ({', '.join(names)})"
@@ -219,7 +222,7 @@ def resolve_policies(cfg, names, tuned=None, policy_files=None, missing_ok=False
     specs, skipped = {}, []
     for name in names:
         if name == PLAN:
-            specs[name] = plan_spec(cfg, tuned, policy_files.get(PLAN))
+            specs[name] = plan_spec(cfg, tuned, policy_files.get(PLAN), plan_base, policy_files)
         elif name == TEACHER:
             specs[name] = teacher_spec(cfg, tuned)
         elif name == "atc-tuned":
@@ -299,10 +302,15 @@ def teacher_spec(cfg, tuned=None):
     }
 
 
-def plan_spec(cfg, tuned=None, policy_file=None):
-    """The spec of ``plan``: its base policy's spec (config ``plan.base``, or the policy
-    file ``policy_file``) under ``base_spec``, its name under ``base``, and the rule that
-    continues its rollouts (config ``plan.rollout``) under ``rollout_spec`` (None: the base)."""
+def plan_spec(cfg, tuned=None, policy_file=None, base=None, policy_files=None):
+    """The spec of ``plan``: its base policy's spec (``base``, a policy name found in
+    ``policy_files`` or a rule; else config ``plan.base``, or the policy file ``policy_file``)
+    under ``base_spec``, its name under ``base``, and the rule that continues its rollouts
+    (config ``plan.rollout``) under ``rollout_spec`` (None: the base)."""
+    if base is not None:
+        files = {base: policy_files[base]} if base in (policy_files or {}) else None
+        spec = resolve_policies(cfg, [base], tuned=tuned, policy_files=files)[0][base]
+        return _plan_spec(cfg, tuned, base, spec)
     base = str(policy_file) if policy_file is not None else cfg.plan.base
     if base == "auto":
         path = Path(cfg.rank.winner)
@@ -329,6 +337,11 @@ def plan_spec(cfg, tuned=None, policy_file=None):
             f"plan.base: unknown base policy {base[:40]!r}; expected auto, {', '.join(HEURISTICS)}, "
             f"ppo-<training seed> or an existing policy file"
         )
+    return _plan_spec(cfg, tuned, name, spec)
+
+
+def _plan_spec(cfg, tuned, name, spec):
+    """plan's spec on the base policy ``name`` of spec ``spec`` (:func:`plan_spec`)."""
     roll = cfg.plan.rollout
     if roll == "base":
         roll_spec = None

@@ -153,3 +153,49 @@ def run_on_stream(cfg, scenario, day, days, specs, progress=False):
         for d, (m, sub) in enumerate(zip(masks, subsets)):
             rows.append({"scenario_seed": d, "policy": name, **schedule_metrics(sub, start[m], end[m])})
     return sort_frame(pd.DataFrame(rows, columns=list(PER_SCENARIO_COLUMNS)))
+
+
+#: Decisions :func:`plan_decision_times` times (evenly spread over its scenarios' decisions).
+TIMED_DECISIONS = 300
+
+
+def plan_decision_times(cfg, spec, scenarios, machines, most=TIMED_DECISIONS):
+    """What one planned decision costs as ``rank()`` runs it (``Planner.order``: the first start
+    planned, the rest by the base policy) on this thread: {"p50", "p99"} in milliseconds,
+    ``decisions`` timed and their ``median_queue``. The queues are those ATC meets in
+    ``scenarios`` (each decision's waiting tasks and the GPUs' known free times), ``most`` of
+    them spread evenly; the compilation is left out of the timings."""
+    from sched.data.machines import speeds
+    from sched.sim.core import simulate
+
+    planner = make_planner(cfg, spec)
+    sp = speeds(machines)
+    queues = []
+    for sc in scenarios:
+        arr, _dur, est, w, due = sc.arrays
+        start, end, mach = simulate(*sc.arrays, "atc", machines=machines)
+        for i in np.argsort(start, kind="stable"):
+            t = start[i]
+            wait = (arr <= t) & (start >= t)
+            if wait.sum() < 2:
+                continue
+            free = np.full(len(sp), t)
+            for j in np.flatnonzero((start < t) & (end > t)):  # busy: its known end, start + estimate
+                free[mach[j]] = max(t, start[j] + est[j] / sp[mach[j]])
+            queues.append((arr[wait], est[wait], w[wait], due[wait], free, sc.week_start_s))
+    if not queues:
+        return {"p50": None, "p99": None, "decisions": 0, "median_queue": None}
+    picked = [queues[i] for i in np.unique(np.linspace(0, len(queues) - 1, most).astype(int))]
+    a, e, w, d, f, wk = picked[0]
+    planner.order(a, e, w, d, f, week_start_s=wk)  # compiled (or loaded from the cache) here
+    ms = []
+    for a, e, w, d, f, wk in picked:
+        t0 = time.perf_counter()
+        planner.order(a, e, w, d, f, week_start_s=wk)
+        ms.append((time.perf_counter() - t0) * 1e3)
+    return {
+        "p50": float(np.percentile(ms, 50)),
+        "p99": float(np.percentile(ms, 99)),
+        "decisions": len(ms),
+        "median_queue": float(np.median([len(q[0]) for q in picked])),
+    }

@@ -56,6 +56,9 @@ WINNER_KEYS = (
     "reason",
     "setting",  # sched.setting.of_config: the farm and load the verdict was measured on
 )
+#: The key of lookahead's candidacy (sched.evaluate.gate.plan_gate), after ``setting`` when
+#: plan competed (absent from files of earlier versions and from runs without it).
+PLAN_KEY = "plan"
 #: The keys of a winner.json of earlier versions (no policy_sha256): still read.
 EARLIER_WINNER_KEYS = tuple(k for k in WINNER_KEYS if k != "policy_sha256")
 #: The last key of a winner chosen on validation scenarios (absent from one chosen on the test
@@ -320,9 +323,20 @@ def _reason(winner, inc, champion, steps, level, on_selection):
     return f"{verdict}." + (f" Compared: {lines}." if lines else "")
 
 
+def chosen_on(selection, specs, b):
+    """The policy the selection table alone chooses (:func:`choose_winner` on it): the base of
+    ``plan``'s candidacy (``sched benchmark --plan-on``). ``b``: the config's benchmark section."""
+    check_complete(selection, "selection table")
+    seeds, sel = matrix(selection)
+    sel = {p: v for p, v in sel.items() if competes(p)}
+    counts = bootstrap_counts(len(seeds), b["bootstrap_resamples"], b["bootstrap_seed"])
+    return choose_winner(sel, specs, counts, b["ci_level"])["policy"]
+
+
 def write_outputs(
-    out_dir, frame, cfg, specs, full, subset_summary=False, selection=None, extra=(), held_out=None
-):
+    out_dir, frame, cfg, specs, full, subset_summary=False, selection=None, extra=(), held_out=None,
+    plan_run=None,
+):  # fmt: skip
     """per_scenario.csv, and for a full run resume.csv and winner.json, into ``out_dir``.
 
     ``subset_summary``: a run on part of the test seeds writes resume.csv too (every
@@ -330,7 +344,9 @@ def write_outputs(
     ``selection``: the selection table the winner is chosen on (see :func:`summarise`).
     ``extra``: more (file name, frame) to write in the same set (the replay's windows.csv).
     ``held_out``: the held-out days' per-scenario table the winner is gated on
-    (:func:`sched.evaluate.gate.held_out_gate`; the studio setting).
+    (:func:`sched.evaluate.gate.held_out_gate`; the studio setting). ``plan_run``: plan's
+    validation run (:func:`sched.evaluate.gate.plan_gate`, before the held-out gate), which
+    needs ``selection``.
     Everything is computed before anything is written, and the files are written as one
     set (:func:`sched.files.write_set`): winner.json (else resume.csv) renamed last,
     after its old version was removed, so a kill never leaves new tables beside an old
@@ -340,6 +356,12 @@ def write_outputs(
     if full or subset_summary:
         summary, winner = summarise(frame, cfg, specs, selection if full else None)
         chosen = winner.pop(SELECTION_KEY, None)
+        if plan_run is not None and full:
+            from sched.evaluate.gate import plan_gate
+
+            if selection is None:
+                raise BenchmarkError("the plan selection needs the selection table it was run beside")
+            plan_gate(winner, plan_run, selection, frame, cfg.benchmark)
         if held_out is not None and full:
             from sched.evaluate.gate import held_out_gate
 

@@ -22,27 +22,27 @@ from sched.sim import rules
 _planners = Cache(9)
 
 
-def plan_order(q, cfg, resolve, budget_ms, started=None):
+def plan_order(q, cfg, resolve, budget_ms, started=None, verdict=None):
     """(order, start, end, machine, note) of queue ``q`` under the planner on config
-    ``plan.base`` (``resolve``: rank's policy name -> Choice; ``started``: the call's start, a
-    ``time.perf_counter()``; ``note``: which starts were planned, :func:`note`). Bad settings
-    or a bad base raise RankInputError naming them."""
+    ``plan.base`` with config ``plan``'s settings, or, ``verdict`` (a winner.json's plan
+    Choice), on its base with its settings (``resolve``: rank's policy name -> Choice;
+    ``started``: the call's start, a ``time.perf_counter()``; ``note``: which starts were
+    planned, :func:`note`). Bad settings or a bad base raise RankInputError naming them."""
     from sched.errors import SchedError
     from sched.learn.search.planner import check_budget
 
-    if np.any(np.asarray(q.speed) != 1.0):
-        from sched.data.machines import describe
-
-        raise RankInputError(
-            f"policy plan: plans GPUs of speed 1 only, got {describe(q.speed)} (its sampled futures "
-            f"do not model speeds yet); use policy auto or a rule"
-        )
-
-    try:
-        base = resolve(cfg.plan.base)
-    except RankInputError as exc:
-        raise RankSetupError(f"plan.base: {exc}") from exc
-    roll = cfg.plan.rollout
+    if verdict is not None:
+        base = base_of(verdict)
+        settings = verdict.plan["settings"]
+        roll = settings["rollout"]
+        if budget_ms is None:
+            budget_ms = settings["budget_ms"]
+    else:
+        try:
+            base = resolve(cfg.plan.base)
+        except RankInputError as exc:
+            raise RankSetupError(f"plan.base: {exc}") from exc
+        settings, roll = cfg.plan, cfg.plan.rollout
     if roll != "base":
         try:
             roll = resolve(roll)
@@ -54,10 +54,11 @@ def plan_order(q, cfg, resolve, budget_ms, started=None):
         check_budget(budget_ms)
         from sched.config import config_hash
 
-        key = (config_hash(cfg, ["scenario", "seeds", "plan"]), base, roll)
+        frozen = tuple(sorted((k, str(v)) for k, v in dict(settings).items()))
+        key = (config_hash(cfg, ["scenario", "seeds"]), frozen, base, roll)
         if key not in _planners and base.name == "plan":
             raise RankSetupError("plan.base: plan cannot be its own base policy")
-        planner = _planners.get(key, lambda: _planner(cfg, base, roll))  # built by one thread
+        planner = _planners.get(key, lambda: _planner(cfg, base, roll, settings))  # built by one thread
         stats = {}
         start, end, mach = planner.order(
             q.arrival, q.estimate, q.weight, q.due, q.machine_free, budget_ms, started, stats, WEEK_START_S
@@ -88,8 +89,13 @@ def note(stats):
     return "planned: no start, one sample per decision (no paired test); every start by the base policy"
 
 
-def _planner(cfg, base, roll):
-    """A new Planner on the resolved ``base`` and ``roll`` (a Choice, or "base")."""
+def base_of(verdict):
+    """The base policy of a plan verdict (a Choice with its ``plan`` record), as a Choice."""
+    return verdict._replace(name=verdict.plan["base"], why="", plan=None)
+
+
+def _planner(cfg, base, roll, settings):
+    """A new Planner on the resolved ``base`` and ``roll`` (a Choice, or "base") with ``settings``."""
     from sched.learn.search.planner import Planner, learned_base, rule_base
 
     if base.rule is not None:
@@ -99,4 +105,4 @@ def _planner(cfg, base, roll):
 
         b = learned_base(load_cached(base.policy_file), base.name)
     rollout = None if roll == "base" else rule_base(rules.RULES[roll.rule], roll.k)
-    return Planner(cfg, b, cfg.plan, rollout)
+    return Planner(cfg, b, settings, rollout)

@@ -151,7 +151,12 @@ def run(call):
         from sched.ranking.plan_rank import plan_order
 
         order, start, end, mach, note = plan_order(
-            q, st.config, lambda b: _choice(b, None, st, _farm_of(q)), call.budget_ms, call.started
+            q,
+            st.config,
+            lambda b: _choice(b, None, st, _farm_of(q)),
+            call.budget_ms,
+            call.started,
+            choice if choice.plan is not None else None,
         )
         choice = choice._replace(why=f"{choice.why}; {note}")
     elif choice.rule is not None:
@@ -194,6 +199,18 @@ def tuned_rule(call):
     except RankInputError:  # no tuned k for these GPUs, or tuned.json unreadable
         choice, how = Choice("atc", rules.ATC, call.st.atc_k, None, ""), "config rules.atc_k"
     return run(call._replace(choice=choice)), how
+
+
+def fallback(call):
+    """The prepared call's answer when its own policy is too late: for the verdict plan, its
+    base policy's order (a rule's in microseconds, a learned policy's in about 5 microseconds a
+    task); for any other policy, :func:`tuned_rule`'s. Returns (Decision, how it was chosen)."""
+    if call.choice.name == "plan" and call.choice.plan is not None:
+        from sched.ranking.plan_rank import base_of
+
+        base = base_of(call.choice)
+        return run(call._replace(choice=base, budget_ms=None)), f"plan's base policy, {base.name}"
+    return tuned_rule(call)
 
 
 def readiness(config=None):

@@ -12,8 +12,10 @@ from sched import setting
 from sched.ranking.tasks import RankInputError
 from sched.sim import rules
 
-# rule: rule id, or None for PPO; why: the reason it runs, in words (explain's column)
-Choice = namedtuple("Choice", "name rule k policy_file why sha256", defaults=("", None))
+# rule: rule id, or None for PPO; why: the reason it runs, in words (explain's column); plan:
+# for the verdict plan, its record (base, settings, budget_ms; rule, k and policy_file are then
+# its base's), else None
+Choice = namedtuple("Choice", "name rule k policy_file why sha256 plan", defaults=("", None, None))
 
 
 def _positive_field(value, path, field):
@@ -46,6 +48,10 @@ def check_winner(data, path, root="."):
     where = _setting_field(data, path, None)
     _check_selection(data.get("selection"), path)
     gate = _held_out_note(data.get("held_out"), path)
+    plan = _plan_record(data.get("plan"), path) if name == "plan" else None
+    if plan is not None:
+        d = plan["validation"]["mean_difference_pct"]
+        gate = f"; plan on {plan['base']}, chosen on validation: {d:+.1f} % against {plan['base']}{gate}"
     rule, k, pfile = data.get("rule"), data.get("atc_k"), data.get("policy_file")
     if rule is not None:
         if rule not in rules.RULES:
@@ -54,7 +60,7 @@ def check_winner(data, path, root="."):
             )
         if k is not None:
             k = _positive_field(k, path, "atc_k")
-        return Choice(name, rules.rule_id(rule), k, None, gate), where
+        return Choice(name, rules.rule_id(rule), k, None, gate, None, plan), where
     if pfile is None:
         raise RankInputError(
             f"{path}: fields rule and policy_file are both null: nothing says how to run the winner"
@@ -76,7 +82,34 @@ def check_winner(data, path, root="."):
             beside = Path(path).parent / pfile
             if beside.exists():
                 p = beside
-    return Choice(name, None, None, p, gate, sha), where
+    return Choice(name, None, None, p, gate, sha, plan), where
+
+
+def _plan_record(plan, path):
+    """winner.json's ``plan`` record of a plan verdict (``sched.evaluate.gate.plan_gate``): its
+    base's name, settings (checked as config ``plan``'s) and budget; the base's rule, k and policy
+    file are the record's own fields."""
+    from sched.learn.search.planner import PlanError, check_settings
+    from sched.ranking.tasks import RankSetupError
+
+    if not isinstance(plan, dict):
+        raise RankInputError(f"{path}: field plan: the verdict plan needs its record, got {plan!r:.40}")
+    base, st, val = plan.get("base"), plan.get("settings"), plan.get("validation")
+    if not (isinstance(base, str) and 0 < len(base) < 200) or base == "plan":
+        raise RankInputError(f"{path}: field plan.base: expected the base policy's name, got {base!r:.40}")
+    if not isinstance(st, dict) or st.get("rollout", "base") not in ("base", "atc-tuned", *rules.RULES):
+        raise RankInputError(f"{path}: field plan.settings: expected plan's settings, got {st!r:.60}")
+    d = val.get("mean_difference_pct") if isinstance(val, dict) else None
+    if isinstance(d, bool) or not isinstance(d, (int, float)) or not math.isfinite(d):
+        raise RankInputError(
+            f"{path}: field plan.validation.mean_difference_pct: expected a number, got {d!r:.40}"
+        )
+    try:
+        settings = check_settings({**st, "budget_ms": plan.get("budget_ms")}, f"{path}: field plan.settings")
+    except PlanError as exc:
+        raise RankSetupError(str(exc)) from None
+    settings["rollout"] = st.get("rollout", "base")
+    return {"base": base, "settings": settings, "validation": {"mean_difference_pct": float(d)}}
 
 
 def _held_out_note(held, path):

@@ -161,7 +161,9 @@ def auto_choice(st, farm):
         note = ""
         if choice.rule is None:
             wfile = _winner_file(st, v)
-            choice = ppo_choice(choice.name, choice.policy_file, wfile)._replace(sha256=choice.sha256)
+            choice = ppo_choice(choice.name, choice.policy_file, wfile)._replace(
+                sha256=choice.sha256, plan=choice.plan
+            )
             if choice.sha256 is None:
                 note = (
                     f"; note: {wfile} records no policy_sha256 (written by an earlier version): "
@@ -189,7 +191,7 @@ def auto_choice(st, farm):
                 return choice._replace(why=why)
             why = (
                 f"auto: the winner of {v.source}, measured on {setting.describe(v.setting)}: "
-                f"the call's {gpus}{more}{note}{_missing_winner(st)}{stale}"
+                f"the call's {gpus}{more}{v.winner.why}{note}{_missing_winner(st)}{stale}"
             )
             _warn(why, force=bool(stale))
             return choice._replace(why=why)

@@ -11,7 +11,8 @@ loop itself; any other on a worker thread, body parsing included, so that a big 
 stalls the loop (the compiled rollouts release the GIL). A call not answered within its time
 budget (the service's ``deadline_ms`` from the request's start, plus the body's ``budget_ms``,
 policy plan's own anytime budget) is answered by the tuned rule (ATC with the k tuned for the
-call's GPUs, else config ``rules.atc_k``) with ``"fallback": true``: for a long queue under a
+call's GPUs, else config ``rules.atc_k``), or under the verdict plan by plan's base policy, with
+``"fallback": true``: for a long queue under a
 learned policy or the planner that answer is computed beside the policy from the start, so it
 is ready at the deadline. A policy that cannot run because the service's own files are not
 usable (config, verdicts, policy file: a ``RankSetupError``) is answered the same way, never
@@ -211,7 +212,9 @@ class Service:
         out = {"order": d.ids, "policy": d.policy, "why": d.why, "decision_id": uuid.uuid4().hex}
         if fell is not None:
             out["fallback"] = True
-            (self.metrics.fallbacks if fell == "deadline" else self.metrics.setup_faults).inc()
+            (self.metrics.setup_faults if fell == "setup" else self.metrics.fallbacks).inc()
+            if fell == "base":
+                self.metrics.base_fallbacks.inc()
         if records is not None:
             out["plan"] = records
         self.metrics.latency.observe(time.perf_counter() - got)
@@ -333,24 +336,25 @@ class Service:
         rule = asyncio.wrap_future(spare)
         await asyncio.wait({done, rule}, return_when=asyncio.FIRST_COMPLETED)
         if rule.done() and not rule.cancelled():
-            asked, d, records, _ = rule.result()
+            asked, d, records, fell = rule.result()
             why = f"{_late(budget_ms)}; {d.why}"
-            return asked, d._replace(why=why), records, "deadline"
+            return asked, d._replace(why=why), records, fell
         return done.result()
 
     def _fallback(self, call, kw, cause=None):
-        """The prepared call answered by the tuned rule. ``cause``: its budget in ms (it ran
-        past it), a RankSetupError (its policy cannot run), or None (computed ahead; the
-        caller says why)."""
-        d, how = ranker.tuned_rule(call)
+        """The prepared call answered by the tuned rule, or past its deadline under the verdict
+        plan by plan's base policy (``ranker.fallback``). ``cause``: its budget in ms (it ran
+        past it), a RankSetupError (its policy cannot run: the tuned rule), or None (computed
+        ahead; the caller says why)."""
+        late = not isinstance(cause, RankSetupError)
+        d, how = ranker.fallback(call) if late else ranker.tuned_rule(call)
         answered = f"answered by {d.policy} ({how})"
         if isinstance(cause, RankSetupError):
             self._fault(cause)
             why, fell = f"fallback: {_cannot_run(kw)}; {answered}", "setup"
-        elif cause is not None:
-            why, fell = f"{_late(cause)}; {answered}", "deadline"
         else:
-            why, fell = answered, "deadline"
+            fell = "base" if call.choice.plan is not None and call.choice.name == "plan" else "deadline"
+            why = f"{_late(cause)}; {answered}" if cause is not None else answered
         d = d._replace(why=why)
         return kw["policy"], d, _records(d), fell
 

@@ -28,7 +28,15 @@ class Metrics:
             "sched_rank_calls", "decisions answered, by the policy that ran", ["policy"], registry=r
         )
         self.fallbacks = Counter(
-            "sched_rank_fallbacks", "calls over their time budget, answered by the tuned rule", registry=r
+            "sched_rank_fallbacks",
+            "calls over their time budget, answered by the tuned rule (the verdict plan: by its base policy)",
+            registry=r,
+        )
+        self.base_fallbacks = Counter(
+            "sched_rank_plan_base_fallbacks",
+            "calls under the verdict plan over their time budget, answered by plan's base policy "
+            "(counted in sched_rank_fallbacks too)",
+            registry=r,
         )
         self.setup_faults = Counter(
             "sched_rank_setup_faults",

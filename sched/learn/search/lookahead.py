@@ -61,13 +61,16 @@ class Lookahead(NamedTuple):
     sigma: float  #: the estimate noise (log scale) the waiting tasks' durations are drawn with
     estimates_only: bool  #: True: only what a scheduler knows (module doc); False: true durations
     rule: int  #: the continuation: a rule id, or LEARNED (``net``)
-    k: float  #: ATC's k of a rule continuation
+    k: float  #: ATC's k of a rule continuation (and of the terminal estimate's frozen ATC order)
+    #: decisions a rollout takes after the candidate's start, then :func:`terminal`; < 0: to the end
+    depth: int = -1
 
 
 @nb.njit(cache=True)
 def known_free(s):
     """When each GPU of slot 0 frees as a scheduler knows it: a free GPU's time, a busy
-    one's running task's start plus its estimate (not its true end), at least now."""
+    one's running task's start plus its estimate at that GPU's speed (not its true end), at
+    least now."""
     t = s.t[0]
     M = s.mfree.shape[1]
     out = np.empty(M)
@@ -76,7 +79,7 @@ def known_free(s):
         if s.mfree[0, m] <= t or j < 0:
             out[m] = s.mfree[0, m]
         else:
-            out[m] = max(t, s.start[0, j] + s.est[0, j])
+            out[m] = max(t, s.start[0, j] + s.est[0, j] / s.speed[0, m])
     return out
 
 
@@ -126,13 +129,94 @@ def sampled(s, dst, fut, f, la, zseed, mfree):
 
 class Evaluator(NamedTuple):
     """What the candidate evaluator reads besides the decision's state: where its rollouts run,
-    on which futures, how, and the learned continuation."""
+    on which futures, how, and the learned continuation (built by :func:`evaluator`)."""
 
     scratch: tuple  #: a ``State`` (slot 0: a sampled future, overwritten; queue + horizon tasks)
     ws: tuple  #: a ``kernel.Work`` for ``scratch``'s queues (the learned policy's scratch)
     fut: Futures  #: the pool of sampled futures
     la: Lookahead  #: how the rollouts are sampled and continued
     net: tuple  #: the ``kernel.Net`` of a learned continuation (``la.rule`` LEARNED)
+    keys: np.ndarray  #: (N,) scratch of :func:`terminal` (N: ``scratch``'s tasks)
+    order: np.ndarray  #: (N,) int64, scratch of :func:`terminal`
+
+
+def evaluator(scratch, ws, fut, la, net):
+    """An :class:`Evaluator`, with :func:`terminal`'s scratch sized for ``scratch``'s tasks."""
+    n = scratch.arr.shape[1]
+    return Evaluator(scratch, ws, fut, la, net, np.empty(n), np.empty(n, np.int64))
+
+
+@core_jit
+def _sift(keys, order, root, end):
+    """Restore the heap of ``order[:end]`` below ``root``, its top the task :func:`_above` puts last."""
+    while True:
+        child = 2 * root + 1
+        if child >= end:
+            return
+        if child + 1 < end and _above(keys, order[child + 1], order[child]):
+            child += 1
+        if not _above(keys, order[child], order[root]):
+            return
+        order[root], order[child] = order[child], order[root]
+        root = child
+
+
+@core_jit
+def _above(keys, a, b):
+    """Whether task ``a`` comes after task ``b`` in :func:`terminal`'s order: highest key first,
+    equal keys by the lower index (arrival order, the simulator's tie rule)."""
+    return keys[a] < keys[b] or (keys[a] == keys[b] and a > b)
+
+
+@core_jit
+def terminal(s, k, keys, order):
+    """A cheap estimate of what the rest of a truncated rollout costs, the same function for
+    every candidate: the tasks still to start in slot 0 of ``s`` (waiting and not yet arrived)
+    are ranked once by ATC's index frozen at the current time (k = ``k``), then each is started,
+    in that order, on the GPU that would end it first, at the earliest when it arrives; returns
+    its weighted tardiness. O(R log R + R M) for R tasks and M GPUs: a rollout's per-decision
+    scan of the queue, O(R^2), is what a truncated rollout avoids. Writes ``s.mfree`` (the
+    scratch state is rebuilt for every rollout)."""
+    t = s.t[0]
+    ql = s.qlen[0]
+    r = 0
+    pbar = 0.0
+    for q in range(ql):
+        order[r] = s.queue[0, q]
+        r += 1
+    for j in range(s.nxt[0], s.n[0]):
+        order[r] = j
+        r += 1
+    if r == 0:
+        return 0.0
+    for i in range(r):
+        pbar += s.est[0, order[i]]
+    pbar /= r
+    at = rules.Decision(t, pbar, 1.0)
+    for i in range(r):
+        j = order[i]
+        e, w = s.est[0, j], s.w[0, j]
+        static = rules.static_part(rules.ATC, e, w)
+        keys[j] = rules.priority(rules.ATC, k, at, s.arr[0, j], e, w, s.due[0, j], static)
+    for root in range(r // 2 - 1, -1, -1):  # heapsort in place (it allocates nothing)
+        _sift(keys, order, root, r)
+    for end in range(r - 1, 0, -1):
+        order[0], order[end] = order[end], order[0]
+        _sift(keys, order, 0, end)
+    M = s.mfree.shape[1]
+    cost = 0.0
+    for i in range(r):
+        j = order[i]
+        best_m, best_end = 0, np.inf
+        for m in range(M):
+            e = max(s.mfree[0, m], s.arr[0, j], t) + s.dur[0, j] / s.speed[0, m]
+            if e < best_end:
+                best_m, best_end = m, e
+        s.mfree[0, best_m] = best_end
+        late = best_end - s.due[0, j]
+        if late > 0.0:
+            cost += s.w[0, j] * late
+    return cost
 
 
 class Draws(NamedTuple):
@@ -183,12 +267,22 @@ def _sample(s, cands, r0, r1, costs, ev, draws, max_work):
             sampled(s, scratch, fut, f, la, zseed, mfree)
             S._start(scratch, 0, cands[c], scratch.pending[0])
             rule, k = la.rule, la.k
+            d = 0
+            tail = 0.0
             while S._advance(scratch, 0, True):
+                if d == la.depth:  # truncated: the rest by the terminal estimate
+                    rest = scratch.qlen[0] + scratch.n[0] - scratch.nxt[0]
+                    work += 2 * rest
+                    if 0 <= max_work < work:
+                        return r, work
+                    tail = terminal(scratch, k, ev.keys, ev.order)
+                    break
                 work += scratch.qlen[0] + 1
                 if 0 <= max_work < work:
                     return r, work
                 # a rule's pick or, LEARNED, the learned policy's (its arguments read only where it acts)
                 q = S.pick(scratch, 0, rule, k) if rule >= 0 else kernel.greedy(scratch, 0, net, ws)
                 S._start(scratch, 0, q, scratch.pending[0])
-            costs[c, r] = scratch.wt_started[0]
+                d += 1
+            costs[c, r] = scratch.wt_started[0] + tail
     return r1, work

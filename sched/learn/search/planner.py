@@ -22,7 +22,6 @@ from collections import namedtuple
 import numpy as np
 
 from sched.cache import Cache
-from sched.data.machines import describe, speeds
 from sched.errors import SchedError
 from sched.learn.policy import kernel
 from sched.learn.search import lookahead as L
@@ -60,7 +59,19 @@ def check_settings(plan, where="plan"):
             raise PlanError(f"{where}.{key}: expected {kind} in [{lo}, {hi}], got {str(v)[:30]}")
         out[key] = int(v) if integral else float(v)
     out["budget_ms"] = check_budget(out.get("budget_ms"), f"{where}.budget_ms")
+    out["depth"] = check_depth(out.get("depth"), f"{where}.depth")
     return out
+
+
+def check_depth(depth, where="depth"):
+    """None (every rollout to its end) or the decisions a rollout takes before its terminal
+    estimate (``lookahead.terminal``): an integer in [1, 100000]."""
+    if depth is None:
+        return None
+    number = not isinstance(depth, bool) and isinstance(depth, (int, float)) and math.isfinite(depth)
+    if not number or depth != int(depth) or not 1 <= depth <= 100000:
+        raise PlanError(f"{where}: expected null or an integer in [1, 100000], got {str(depth)[:30]}")
+    return int(depth)
 
 
 def check_budget(budget_ms, where="budget_ms"):
@@ -121,7 +132,8 @@ class Planner:
         rollout rule, or by the base policy."""
         st, b, r = self.settings, self.base, self.rollout
         rule, k = (b.base, b.k) if r is None else (r.base, r.k)
-        return L.Lookahead(st["horizon"], self.sigma, True, rule, k)
+        depth = -1 if st["depth"] is None else st["depth"]
+        return L.Lookahead(st["horizon"], self.sigma, True, rule, k, depth)
 
     def schedule(self, scenario, machines=1, machine_free=None, stats=None, week_start_s=0.0):
         """(start, end, machine) of one scenario (arrays in row order) under the planner;
@@ -130,19 +142,13 @@ class Planner:
         itself holds no state of a call.
         ``week_start_s``: the scenario's week start (a learned base policy's time of week)."""
         st = self.settings
-        sp = speeds(machines)
-        if np.any(sp != 1.0):
-            raise PlanError(
-                f"machines: the planner plans GPUs of speed 1 only, got {describe(sp)} (its sampled "
-                f"futures do not model speeds yet)"
-            )
         state, (order,) = S.pack([scenario], machines, machine_free)
         scratch = S.empty_state(1, state.arr.shape[1] + st["horizon"], machines)
         b = self.base
         net = kernel.at_week(b.net, week_start_s)
         ws = kernel.workspace(scratch.queue.shape[1], net)
         gate = P.Gate(int(st["candidates"]), int(st["samples"]), self.chunk, float(st["z"]))
-        ev = L.Evaluator(scratch, ws, self.pool, self._lookahead(), net)
+        ev = L.evaluator(scratch, ws, self.pool, self._lookahead(), net)
         dec, moved, drawn = P.plan_rollout(state, gate, st["seed"], b.base, b.k, ev)
         if stats is not None:
             stats.update(decisions=int(dec), deviations=int(moved), samples=int(drawn))
@@ -200,7 +206,7 @@ class Planner:
         did not complete are dropped."""
         st = self.settings
         total = st["samples"]
-        ev = L.Evaluator(scratch, ws, self.pool, self._lookahead(), net)
+        ev = L.evaluator(scratch, ws, self.pool, self._lookahead(), net)
         seeds = P.futures_of(st["seed"], 0)
         if budget is None:
             L.sample_costs(state, cands, 0, total, costs, ev, seeds)

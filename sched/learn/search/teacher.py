@@ -280,7 +280,7 @@ def _label_one(cfg, model, seed, n, scratch, pool, la, st, base, obs, ws, follow
     qm = np.zeros((n, K))
     first = first_future(seed, cfg.seeds.train.start)
     gate = P.Gate(int(st.candidates), int(st.samples), int(st.chunk), float(st.z))
-    ev = L.Evaluator(scratch, ws, pool, la, bnet)
+    ev = L.evaluator(scratch, ws, pool, la, bnet)
     rows, dec, moved, drawn = label_gated(
         state, gate, ev, first, base.base, base.k, bool(follow), Rows(obs, x, c, m, q, qm)
     )
