@@ -2,7 +2,8 @@
 per decision. The script that chooses plan's settings (config ``plan``), so by default it reads no test seed.
 
     NUMBA_NUM_THREADS=1 python benchmarks/plan_quality.py --base ppo-1=results/train/seed-1/politique.pt \
-        --scenarios 30 --candidates 4 --samples 16 --horizon 50 --z 2 [--skip N] [--split test --confirm]
+        --scenarios 30 --candidates 4 --samples 16 --horizon 50 --z 2 [--depth D] [--skip N] \
+        [--split test --confirm]
 
 ``--base``: ``atc-tuned`` (k from results/benchmark/tuned.json), a rule name (k = ``--atc-k``
 or rules.atc_k), or ``NAME=POLICY_FILE``. The other settings default to config ``plan``.
@@ -62,6 +63,7 @@ def parser():
     ap.add_argument("--scenarios", type=int, default=30)
     add_chooser_options(ap)
     ap.add_argument("--load", type=float)
+    ap.add_argument("--depth", type=int, help="decisions a rollout takes before its terminal estimate")
     for key, typ in (("candidates", int), ("samples", int), ("horizon", int), ("z", float), ("seed", int)):
         ap.add_argument(f"--{key}", type=typ)
     ap.add_argument("--out")
@@ -81,7 +83,7 @@ def main(argv=None):
     settings.update(
         {
             k: getattr(a, k)
-            for k in ("candidates", "samples", "horizon", "z", "seed")
+            for k in ("candidates", "samples", "horizon", "z", "seed", "depth")
             if getattr(a, k) is not None
         }
     )
@@ -128,7 +130,7 @@ def main(argv=None):
     counts = bootstrap_counts(len(f), bench["bootstrap_resamples"], bench["bootstrap_seed"])
     diff, lo, hi = paired_difference(f["plan"], f["base"], counts, bench["ci_level"])
     w, t, lz = win_tie_loss(f["plan"], f["base"], bench["tie_relative"], bench["tie_absolute_s"])
-    shown = {k: settings[k] for k in ("candidates", "samples", "horizon", "z", "seed")}
+    shown = {k: settings.get(k) for k in ("candidates", "samples", "horizon", "z", "seed", "depth")}
     print(
         f"settings {json.dumps(shown)} rollout {a.rollout or 'the base'} "
         f"on {a.split} seeds {range_text(seeds)}"
