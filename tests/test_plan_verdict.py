@@ -84,22 +84,11 @@ def test_a_depth_beyond_every_decision_is_the_full_rollout_and_a_short_one_diffe
 
 def _first_costs(cfg, sc, depth):
     """The sampled costs of the first decision's candidates (15 tasks waiting) at ``depth``."""
-    from sched.learn.policy import kernel
-    from sched.learn.search import plan as P
+    from tests.test_plan import _costs
 
     planner = Planner(cfg, rule_base("atc", 2.0), {**cfg.plan, "depth": depth})
-    st, b = planner.settings, planner.base
-    arr = np.zeros(15)
-    state, _ = S.pack([(arr, *(a[:15] for a in sc[1:4]), sc[4][:15] - sc[0][:15])], 1)
-    S.set_rule(state, 0, b.base)
-    scratch = S.empty_state(1, 15 + st["horizon"], 1)
-    ws = kernel.workspace(scratch.queue.shape[1], b.net)
-    assert S._advance(state, 0, True)
-    cands = P.candidates(state, st["candidates"], b.base, b.k, b.net, ws)
-    costs = np.empty((len(cands), st["samples"]))
-    ev = L.evaluator(scratch, ws, planner.pool, planner._lookahead(), b.net)
-    L.sample_costs(state, cands, 0, st["samples"], costs, ev, P.futures_of(st["seed"], 0))
-    return costs
+    arr, dur, est, w, due = (a[:15] for a in sc)
+    return _costs(planner, np.zeros(15), dur, est, w, due - arr)[1]
 
 
 @pytest.mark.parametrize("depth", [0, -1, 1.5, True, "3"])

@@ -56,9 +56,6 @@ WINNER_KEYS = (
     "reason",
     "setting",  # sched.setting.of_config: the farm and load the verdict was measured on
 )
-#: The key of lookahead's candidacy (sched.evaluate.gate.plan_gate), after ``setting`` when
-#: plan competed (absent from files of earlier versions and from runs without it).
-PLAN_KEY = "plan"
 #: The keys of a winner.json of earlier versions (no policy_sha256): still read.
 EARLIER_WINNER_KEYS = tuple(k for k in WINNER_KEYS if k != "policy_sha256")
 #: The last key of a winner chosen on validation scenarios (absent from one chosen on the test
