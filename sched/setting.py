@@ -11,9 +11,10 @@ Record: ``{"machines": M, "speeds": [v, ...] or null, "load": rho}``;
 ``speeds`` null means M identical GPUs of speed 1. A setting measured on a
 fitted workload (``scenario.workload``: the studio setting) adds
 ``"workload": {"sha256", "history", "fitted": [FIRST_DAY, LAST_DAY],
-"held_out": [FIRST_DAY, LAST_DAY] or null}`` (the workload file's hash, the
-history files' names, the days fitted and held out), and its ``load`` is the
-fitted history's (measured durations).
+"validation": [FIRST_DAY, LAST_DAY] or null, "held_out": [FIRST_DAY, LAST_DAY] or null}``
+(the workload file's hash, the history files' names, the three periods: the days fitted,
+those the verdict was chosen on and those that confirm it), and its ``load`` is the fitted
+history's (measured durations).
 """
 
 import math
@@ -81,6 +82,7 @@ def of_workload(path, scale=1.0):
         "sha256": files.sha256_file(path, WorkloadFileError, MAX_CALIBRATION_BYTES),
         "history": [h for h in history if h],
         "fitted": list(fitted) if fitted else None,
+        "validation": list(split["validation"]) if split.get("validation") else None,
         "held_out": list(split["held_out"]) if split.get("held_out") else None,
     }
     return {"load": float(load) * scale if load else 1.0, "workload": record}
@@ -102,7 +104,7 @@ def _check_workload(w, where):
     hist = w.get("history", [])
     if not (isinstance(hist, list) and all(isinstance(h, str) and len(h) <= 200 for h in hist)):
         raise SettingError(f"{where}.workload.history: expected a list of names, got {hist!r:.40}")
-    for key in ("fitted", "held_out"):
+    for key in ("fitted", "validation", "held_out"):
         v = w.get(key)
         if v is None:
             continue
@@ -112,6 +114,7 @@ def _check_workload(w, where):
         "sha256": w["sha256"],
         "history": list(hist),
         "fitted": list(w["fitted"]) if w.get("fitted") else None,
+        "validation": list(w["validation"]) if w.get("validation") else None,
         "held_out": list(w["held_out"]) if w.get("held_out") else None,
     }
 

@@ -42,6 +42,26 @@ def _history(path, days, per_day=40, seed=0):
 # ------------------------------------------------------------------ the split
 
 
+def test_split_keeps_validation_days_before_the_held_out_ones():
+    cut, split = held_out_split(MONDAY + 100, MONDAY + 27 * DAY + 5000, 7, validation_days=7)
+    assert cut == MONDAY + 14 * DAY  # the fit reads neither period
+    assert split["fitted"] == ["2024-06-03", "2024-06-16"]
+    assert split["validation"] == ["2024-06-17", "2024-06-23"]
+    assert split["held_out"] == ["2024-06-24", "2024-06-30"] and split["note"] is None
+
+
+@pytest.mark.parametrize("days, why", [(20, "leave fewer than 7"), (28, "hold no task with a measured")])
+def test_too_little_history_for_validation_days_says_so_in_one_line(days, why):
+    t0, t1 = MONDAY + 100, MONDAY + (days - 1) * DAY + 5000
+    first = int(t0 // DAY)
+    measured = set(range(first, first + days)) - set(range(first + days - 14, first + days - 7))
+    cut, split = held_out_split(t0, t1, 7, measured, validation_days=7)
+    # the held-out days stay; the fit reads every day before them, as without validation days
+    assert cut == MONDAY + (days - 7) * DAY and split["validation"] is None
+    assert split["held_out"] is not None and why in split["note"] and "\n" not in split["note"]
+    assert "generated validation scenarios alone" in split["note"]
+
+
 def test_split_holds_out_the_last_days():
     cut, split = held_out_split(MONDAY + 100, MONDAY + 27 * DAY + 5000, 7)
     assert cut == MONDAY + 21 * DAY
@@ -237,7 +257,9 @@ def test_main_policies_are_benchmarked_never_winners(cfg):
 def test_setting_record_names_the_workload_and_round_trips(studio_cfg):
     cfg, w = studio_cfg
     rec = setting.of_config(cfg)
-    assert rec["workload"]["fitted"] == ["2024-06-03", "2024-06-23"]
+    # three periods: fitted, validation (workload.validation_days = 7) and held out
+    assert rec["workload"]["fitted"] == ["2024-06-03", "2024-06-16"]
+    assert rec["workload"]["validation"] == ["2024-06-17", "2024-06-23"]
     assert rec["workload"]["held_out"] == ["2024-06-24", "2024-06-30"]
     assert rec["workload"]["history"] == ["example_history"]
     assert rec["load"] == pytest.approx(w["load"]["implied_load_measured"])
@@ -272,8 +294,10 @@ def test_the_workflow_builds_the_studio_only_when_the_fit_holds_days_out(tmp_pat
     assert r.returncode == 0, r.output[-3000:]
     log = (ws / "results/logs/calibrate-workload.log").read_text()
     notes = [line for line in log.splitlines() if "note:" in line]
-    # a short history: the step says so in one line, and no studio job is planned
-    assert len(notes) == (0 if built else 1) and (built or "studio setting is skipped" in notes[0])
+    # a short history: the step says so in one line, and no studio job is planned; 15 days hold
+    # 7 out but leave too few to keep validation days: one line says that
+    assert len(notes) == 1
+    assert ("no validation days (workload.validation_days = 7)" if built else "studio setting is skipped") in notes[0]
     plan = planned_jobs(ws)
     assert ("studio_benchmark" in plan) == built and ("studio_replay" in plan) == built
     assert plan.get("report") == 1
@@ -382,3 +406,21 @@ def test_replay_held_out_refuses_a_workload_fitted_on_another_history(tmp_path, 
     r = cli("replay", "--held-out", workload, fitted_on, "--policies", "fifo,atc", "--out", tmp_path / "out")
     assert r.returncode == 0, r.stderr
     assert pd.read_csv(tmp_path / "out" / "windows.csv")["window"].tolist()[0] == "2024-06-11"
+
+
+@pytest.mark.parametrize(
+    "validation, match",
+    [
+        (["2024-06-24", "2024-06-26"], "before the held-out ones"),  # inside the held-out days
+        (["2024-06-10", "2024-06-12"], "after the fitted ones"),  # inside the fitted days
+        (["2024-06-17"], r"\[FIRST_DAY, LAST_DAY\]"),
+    ],
+)
+def test_a_workload_file_with_impossible_validation_days_is_refused(studio_cfg, validation, match):
+    from sched.data.workload.workload import WorkloadFileError, check_workload
+
+    w = copy.deepcopy(studio_cfg[1])
+    check_workload(w)  # the fit's own three periods pass
+    w["split"]["validation"] = validation
+    with pytest.raises(WorkloadFileError, match=f"split.validation: .*{match}"):
+        check_workload(w)

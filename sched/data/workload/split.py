@@ -1,9 +1,12 @@
-"""The history in time: the bulk of its span, and the last ``workload.test_days`` UTC days
-held out of the fit.
+"""The history in time: the bulk of its span, and three periods (rolling-origin evaluation).
 
-``sched calibrate-workload`` fits the days before them (``sched.data.workload.workload_fit``) and records
-the split in the workload file (``split``); the studio setting is judged on the held-out days,
-replayed as one stream (``sched.data.workload.replay.held_out_stream``). docs/workload.md, "Held-out days".
+The last ``workload.test_days`` UTC days are held out (the test days); the
+``workload.validation_days`` days just before them are the validation days; the fit reads
+only the days before both (``sched.data.workload.workload_fit``). ``sched calibrate-workload``
+records the three periods in the workload file (``split``): the studio's verdict is chosen
+on the validation days (with generated validation scenarios) and confirmed on the held-out
+days, each replayed as one stream (``sched.data.workload.replay.held_out_stream``).
+docs/workload.md, "Held-out days".
 """
 
 from datetime import UTC, datetime
@@ -32,14 +35,16 @@ def _day(t):
     return datetime.fromtimestamp(float(t), UTC).date().isoformat()
 
 
-def held_out_split(t0, t1, test_days, measured_days=None):
+def held_out_split(t0, t1, test_days, measured_days=None, validation_days=0):
     """The split of a history spanning [t0, t1] (s since 1970, UTC) in time: the last
-    ``test_days`` UTC calendar days are held out (``workload.test_days``).
+    ``test_days`` UTC calendar days are held out (``workload.test_days``), and the
+    ``validation_days`` before them are the validation days (``workload.validation_days``).
 
-    Returns ``(cut, split)``: ``cut`` the first held-out second (UTC midnight; inf when
-    nothing is held out) and ``split`` the workload file's ``split`` record (the fitted
-    and held-out first and last days, the history's days, and a ``note`` when it is too
-    short to hold out). Raises HistoryError naming ``workload.test_days`` when it is
+    Returns ``(cut, split)``: ``cut`` the first second the fit does not read (UTC midnight of
+    the first validation day, else of the first held-out day; inf when nothing is held out)
+    and ``split`` the workload file's ``split`` record (the fitted, validation and held-out
+    first and last days, the history's days, and a ``note`` when it is too short to hold
+    days out, or to keep validation days before the held-out ones: one line each). Raises HistoryError naming ``workload.test_days`` when it is
     longer than the history or leaves less than a week to fit.
 
     ``measured_days``: the days (``floor(t / DAY_S)``) holding a task with a measured
@@ -77,21 +82,50 @@ def held_out_split(t0, t1, test_days, measured_days=None):
             "(workload.test_days), the fit reads them all and the studio setting is skipped"
         )
         return np.inf, _nothing_held(days, test_days, span, note)
-    split = {
-        "history_days": days,
-        "test_days": test_days,
-        "fitted": [span[0], _day((cut_day - 1) * DAY_S)],
-        "held_out": held,
-        "held_out_start": _iso(cut_day * DAY_S),
-        "note": None,
-    }
+    notes = []
     if empty:
-        split["note"] = (
+        notes.append(
             f"held-out day(s) {', '.join(_day(d * DAY_S) for d in empty)} hold no task with a measured "
             f"duration: sched replay --held-out skips them, {test_days - len(empty)} of the "
             f"{test_days} held-out days ({held[0]} to {held[1]}) judged"
         )
-    return cut_day * DAY_S, split
+    val_day, validation = _validation(first, cut_day, validation_days, measured_days, notes)
+    split = {
+        "history_days": days,
+        "test_days": test_days,
+        "validation_days": validation_days,
+        "fitted": [span[0], _day((val_day - 1) * DAY_S)],
+        "validation": validation,
+        "held_out": held,
+        "held_out_start": _iso(cut_day * DAY_S),
+        "note": "; ".join(notes) or None,
+    }
+    return val_day * DAY_S, split
+
+
+def _validation(first, cut_day, validation_days, measured_days, notes):
+    """(first day the fit does not read, the validation period [FIRST_DAY, LAST_DAY] or None):
+    the ``validation_days`` before ``cut_day`` (the first held-out day), when a week is left to
+    fit before them and one of them holds a measured task; else None, and ``notes`` says why."""
+    if validation_days <= 0:
+        return cut_day, None
+    val_day = cut_day - validation_days
+    week = int(MIN_HISTORY_SPAN_S // DAY_S)
+    if val_day - first < week:
+        notes.append(
+            f"no validation days (workload.validation_days = {validation_days}): the {cut_day - first} days "
+            f"before the held-out ones leave fewer than {week} to fit before them; the studio's verdict is "
+            "chosen on generated validation scenarios alone"
+        )
+        return cut_day, None
+    if measured_days is not None and not any(d in measured_days for d in range(val_day, cut_day)):
+        notes.append(
+            f"no validation days: the {validation_days} days before the held-out ones "
+            f"({_day(val_day * DAY_S)} to {_day((cut_day - 1) * DAY_S)}) hold no task with a measured "
+            "duration; the studio's verdict is chosen on generated validation scenarios alone"
+        )
+        return cut_day, None
+    return val_day, [_day(val_day * DAY_S), _day((cut_day - 1) * DAY_S)]
 
 
 def bulk_window(times):
@@ -129,4 +163,11 @@ def duration_text(seconds):
 
 def _nothing_held(days, test_days, span, note):
     """The split of a history that holds no day out (``note``: why)."""
-    return {"history_days": days, "test_days": test_days, "fitted": span, "held_out": None, "note": note}
+    return {
+        "history_days": days,
+        "test_days": test_days,
+        "fitted": span,
+        "validation": None,
+        "held_out": None,
+        "note": note,
+    }

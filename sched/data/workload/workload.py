@@ -180,20 +180,36 @@ def check_split(split, fail):
     :func:`~sched.data.workload.workload_fit.held_out_split`)."""
     if not isinstance(split, dict):
         fail("split", f"expected an object, got {type(split).__name__}")
-    for key in ("fitted", "held_out"):
+    for key in ("fitted", "validation", "held_out"):
         v = split.get(key)
-        if key == "held_out" and v is None:
+        if key != "fitted" and v is None:
             continue
         if not (isinstance(v, list) and len(v) == 2 and all(is_day(x) for x in v) and v[0] <= v[1]):
             fail(f"split.{key}", f"expected [FIRST_DAY, LAST_DAY] as ISO dates, got {str(v)[:60]}")
+    if split.get("validation") is not None:
+        if split.get("held_out") is None:
+            fail("split.validation", "validation days need held-out days after them")
+        if not split["fitted"][1] < split["validation"][0] <= split["validation"][1] < split["held_out"][0]:
+            fail("split.validation", "expected days after the fitted ones and before the held-out ones")
     if split.get("held_out") is not None and not split["fitted"][1] < split["held_out"][0]:
         fail("split.held_out", "expected days after the fitted ones")
 
 
+#: The periods of a workload file's ``split`` that a stream can replay (``sched replay``).
+PERIODS = ("validation", "held_out")
+
+
+def period_days(workload, period):
+    """[FIRST_DAY, LAST_DAY] (ISO dates) of the workload's ``period`` (:data:`PERIODS`), or None."""
+    if period not in PERIODS:
+        raise ValueError(f"period: expected one of {PERIODS}, got {period!r}")
+    split = workload.get("split") or {}
+    return list(split[period]) if split.get(period) else None
+
+
 def held_out_days(workload):
     """[FIRST_DAY, LAST_DAY] (ISO dates) of the days the fit held out, or None."""
-    split = workload.get("split") or {}
-    return list(split["held_out"]) if split.get("held_out") else None
+    return period_days(workload, "held_out")
 
 
 # --------------------------------------------------------------------------- drawing

@@ -361,14 +361,17 @@ def calibrate_workload(paths, cfg, calibration_path, seed=0, chunk_size=None):
             "a week (sched.limits.MIN_HISTORY_SPAN_S): every hour of the week must be observed to fit "
             "its rate"
         )
-    cut, split = held_out_split(acc.t0, acc.t1, int(opts.get("test_days", 7)), acc.measured_days)
-    if np.isfinite(cut):  # the fit reads the days before the held-out ones only
+    cut, split = held_out_split(
+        acc.t0, acc.t1, int(opts.get("test_days", 7)), acc.measured_days, int(opts.get("validation_days", 0))
+    )
+    if np.isfinite(cut):  # the fit reads the days before the validation and held-out ones only
         acc, stats = read(window, cut)
         acc.times = []
         if acc.n < opts["min_tasks"]:
             raise HistoryError(
-                f"{names}: {acc.n} valid tasks before the held-out days ({split['held_out'][0]} on), fewer "
-                f"than workload.min_tasks ({opts['min_tasks']}); hold fewer days out (workload.test_days)"
+                f"{names}: {acc.n} valid tasks before the days held out of the fit "
+                f"({(split['validation'] or split['held_out'])[0]} on), fewer than workload.min_tasks "
+                f"({opts['min_tasks']}); hold fewer days out (workload.test_days, workload.validation_days)"
             )
     data, arrays = acc.fit(cfg.scenario.machines, cfg.scenario.priorities)
     data["sources"] = [

@@ -126,9 +126,11 @@ def summary_lines(result):
     ]
     split = d.get("split")
     if split and split.get("held_out"):
+        validation = split.get("validation")
         lines.append(
-            f"fitted on {split['fitted'][0]} to {split['fitted'][1]}; held out (not fitted): "
-            f"{split['held_out'][0]} to {split['held_out'][1]} "
+            f"fitted on {split['fitted'][0]} to {split['fitted'][1]}; "
+            + (f"validation (not fitted): {validation[0]} to {validation[1]}; " if validation else "")
+            + f"held out (not fitted): {split['held_out'][0]} to {split['held_out'][1]} "
             f"({split['test_days']} of {split['history_days']} days)"
         )
     return lines
