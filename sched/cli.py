@@ -25,6 +25,7 @@ COMMANDS = (
     "tune",
     "benchmark",
     "replay",
+    "fidelity",
     "gather",
     "clairvoyant",
     "report",

@@ -136,6 +136,22 @@ def studio_replay_dir():
     return f"{robust_root(STUDIO)}/replay"
 
 
+def studio_validation_dir():
+    """The studio's validation-day replay (`sched replay --validation`): per_scenario.csv, resume.csv,
+    windows.csv."""
+    return f"{robust_root(STUDIO)}/replay-validation"
+
+
+def fidelity_dir():
+    """The studio's fidelity check (`sched fidelity`): FIDELITY_TABLE, FIDELITY_RECORD, FIDELITY_FIGURE."""
+    return f"{robust_root(STUDIO)}/fidelity"
+
+
+FIDELITY_TABLE = "fidelity.csv"
+FIDELITY_RECORD = "fidelity.json"
+FIDELITY_FIGURE = "fidelity.png"
+
+
 def robust_selection_table(name):
     """One robustness setting's selection table (its winner.json is chosen on it)."""
     return f"{robust_root(name)}/selection/{PER_SCENARIO}"

@@ -297,7 +297,8 @@ def test_the_workflow_builds_the_studio_only_when_the_fit_holds_days_out(tmp_pat
     # a short history: the step says so in one line, and no studio job is planned; 15 days hold
     # 7 out but leave too few to keep validation days: one line says that
     assert len(notes) == 1
-    assert ("no validation days (workload.validation_days = 7)" if built else "studio setting is skipped") in notes[0]
+    said = "no validation days (workload.validation_days = 7)" if built else "studio setting is skipped"
+    assert said in notes[0]
     plan = planned_jobs(ws)
     assert ("studio_benchmark" in plan) == built and ("studio_replay" in plan) == built
     assert plan.get("report") == 1

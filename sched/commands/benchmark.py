@@ -42,8 +42,22 @@ def register(sub):
     s.add_argument(
         "--held-out",
         metavar="CSV",
-        help="a full test run: gate winner.json on the held-out days (`sched replay --held-out`'s "
-        "per_scenario.csv): a winner significantly worse than the best rule there is replaced by it",
+        help="a full test run: confirm winner.json on the held-out days (`sched replay --held-out`'s "
+        "per_scenario.csv) against the best rule of the validation days (--validation-days); without "
+        "them, a winner significantly worse than the best rule there is replaced by it",
+    )
+    s.add_argument(
+        "--validation-days",
+        metavar="CSV",
+        help="a full test run with --selection: weigh the winner with the validation days (`sched "
+        "replay --validation`'s per_scenario.csv): a winner significantly worse there than the best "
+        'rule there is replaced by it (docs/workload.md, "Three periods")',
+    )
+    s.add_argument(
+        "--fidelity",
+        metavar="JSON",
+        help="with --validation-days: `sched fidelity`'s record; when it says the generator ranks the "
+        "rules unlike the real days, the validation days decide alone",
     )
     add_plan_inputs(s)
     add_policy_inputs(
@@ -130,11 +144,12 @@ def run(args):
         from sched.evaluate.per_scenario import read_per_scenario
 
         held_out = read_per_scenario(args.held_out)
+    validation_days = _validation_days(args, cfg, full, selection)
     timings = {}
     frame = run_policies(cfg, seeds, specs, progress=True, timings=timings)
     written = write_outputs(
         out, frame, cfg, specs, full, subset_summary=args.summary, selection=selection, held_out=held_out,
-        plan_run=plan_run,
+        plan_run=plan_run, validation_days=validation_days,
     )  # fmt: skip
     if selecting and base is not None:  # plan's validation run: what its verdict records
         written.append(_write_plan_run(out, cfg, specs, seeds, base))
@@ -185,3 +200,25 @@ def _default_out(seeds, whole, selecting):
     if selecting:
         return Path(layout.SELECTION_DIR if whole else layout.selection_shard_dir(range_text(seeds)))
     return Path(layout.BENCH_DIR if whole else layout.shard_dir(range_text(seeds)))
+
+
+def _validation_days(args, cfg, full, selection):
+    """``(table, period, lean)`` of --validation-days and --fidelity, read before the run (a bad
+    file stops it at once); None without --validation-days."""
+    from sched.errors import UsageError
+
+    if not args.validation_days:
+        if args.fidelity:
+            raise UsageError("--fidelity: it weighs the validation days; give --validation-days too")
+        return None
+    if not full or selection is None:
+        raise UsageError("--validation-days: a full test run with --selection only (drop --seeds)")
+    from sched.data.workload.fidelity import read_fidelity
+    from sched.data.workload.workload import load_workload, period_days
+    from sched.evaluate.per_scenario import read_per_scenario
+
+    period = (
+        period_days(load_workload(cfg.scenario.workload), "validation") if cfg.scenario.workload else None
+    )
+    lean = read_fidelity(args.fidelity)["lean_on_days"] if args.fidelity else False
+    return read_per_scenario(args.validation_days), period, lean

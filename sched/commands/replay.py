@@ -47,6 +47,14 @@ def register(sub):
         f"{layout.WORKLOAD}) held out of its fit, as one continuous stream from the day before "
         "(the backlog carried over midnight stays queued); each task counts toward its submission day",
     )
+    s.add_argument(
+        "--validation",
+        nargs="?",
+        const="",
+        metavar="WORKLOAD",
+        help="as --held-out, on the validation days the workload file kept before its held-out days "
+        "(split.validation, workload.validation_days): the days the studio's verdict is chosen on",
+    )
     s.add_argument("--out", default=layout.REPLAY_DIR, help="output folder (default: %(default)s)")
     s.add_argument("--scenarios-out", help="also write each window as a scenario CSV in this folder")
     threads.add_option(s)
@@ -71,8 +79,12 @@ def run(args):
         )
     if args.min_tasks < 1:
         raise UsageError(f"--min-tasks: must be >= 1, got {args.min_tasks}")
+    if args.held_out is not None and args.validation is not None:
+        raise UsageError("--held-out, --validation: give one period to replay, not both")
     if args.held_out is not None:
-        return run_held_out(args, cfg, calibration)
+        return run_held_out(args, cfg, calibration, "held_out", args.held_out)
+    if args.validation is not None:
+        return run_held_out(args, cfg, calibration, "validation", args.validation)
     replay = replay_scenarios(
         args.history or cfg.workload.history, cfg, calibration, args.window_hours, args.min_tasks
     )
@@ -150,23 +162,32 @@ def remove_old_windows(folder, kept):
     return removed
 
 
-def run_held_out(args, cfg, calibration):
-    """`sched replay --held-out`: the held-out days as one stream, a row per day and policy."""
+#: What each period of `sched replay`'s streams is called in its messages, and its option.
+PERIOD_WORDS = {
+    "held_out": ("held-out", "--held-out", "workload.test_days"),
+    "validation": ("validation", "--validation", "workload.validation_days"),
+}
+
+
+def run_held_out(args, cfg, calibration, period="held_out", given=""):
+    """`sched replay --held-out` (or ``--validation``): the days of that period of the workload
+    file's split as one stream, a row per day and policy."""
     import pandas as pd
 
     from sched.data.workload.replay import held_out_stream
-    from sched.data.workload.workload import held_out_days, load_workload
+    from sched.data.workload.workload import load_workload, period_days
     from sched.errors import UsageError
     from sched.evaluate.runs import run_on_stream
     from sched.evaluate.summary import write_outputs
 
-    path = args.held_out or cfg.scenario.workload or layout.WORKLOAD
+    word, option, field = PERIOD_WORDS[period]
+    path = given or cfg.scenario.workload or layout.WORKLOAD
     workload = load_workload(path)
-    days = held_out_days(workload)
+    days = period_days(workload, period)
     if days is None:
+        why = (workload.get("split") or {}).get("note") or f"see {field}"
         raise UsageError(
-            f"--held-out: workload file {path} holds no days out (split.held_out is null: the history is "
-            "too short, see workload.test_days)"
+            f"{option}: workload file {path} holds no {word} days (split.{period} is null: {why})"
         )
     stream = held_out_stream(
         args.history or cfg.workload.history,
@@ -174,6 +195,7 @@ def run_held_out(args, cfg, calibration):
         calibration,
         days,
         fitted_on=(path, workload.get("sources")),
+        label=word,
     )
     if stream.unmeasured:
         print(
@@ -182,9 +204,9 @@ def run_held_out(args, cfg, calibration):
         )
     if stream.skipped:
         print(
-            f"sched replay: note: held-out day(s) {', '.join(stream.skipped)} hold no task with a measured "
+            f"sched replay: note: {word} day(s) {', '.join(stream.skipped)} hold no task with a measured "
             f"duration: skipped, {len(stream.days)} of the {len(stream.days) + len(stream.skipped)} "
-            "held-out days judged (the stream runs on through them)",
+            f"{word} days judged (the stream runs on through them)",
             file=sys.stderr,
         )
     specs = _specs(args, cfg)
@@ -203,7 +225,7 @@ def run_held_out(args, cfg, calibration):
         out, frame, cfg, specs, full=False, subset_summary=True, extra=[(layout.REPLAY_WINDOWS, windows)]
     )
     print(
-        f"{len(stream.days)} held-out days replayed as one stream ({len(stream.scenario)} tasks, "
+        f"{len(stream.days)} {word} days replayed as one stream ({len(stream.scenario)} tasks, "
         f"{int((stream.day < 0).sum())} of them the day before's), {len(specs)} policies"
     )
     _print_means(frame, "k w.s a day")

@@ -251,7 +251,7 @@ def _check_drawn(seed, **times):
             )
 
 
-def draw(model, seed, tasks=None, load=None, machines=None):
+def draw(model, seed, tasks=None, load=None, machines=None, week_start_s=None):
     """The random part of :func:`generate`: a dict of task arrays, no table.
 
     ``model``: the :class:`~sched.data.model.ScenarioModel` of the config
@@ -261,7 +261,9 @@ def draw(model, seed, tasks=None, load=None, machines=None):
 
     Keys: arrival, duration, estimate, weight, due (float64), kind and
     priority (int indices into ``kinds`` and ``classes``, also returned), and
-    week_start_s (the time of week of time 0 in seconds; 0.0 without a workload).
+    week_start_s (the time of week of time 0 in seconds; 0.0 without a workload). With a
+    workload, ``week_start_s`` fixes that time of week instead of drawing it (the fidelity
+    check's streams over the hours of the real days, ``sched.data.workload.fidelity``).
     Training draws thousands of scenarios through this, so it avoids pandas.
     """
     model = _model(model)
@@ -275,14 +277,14 @@ def draw(model, seed, tasks=None, load=None, machines=None):
     check_size(n, None)
     # an overflow (a huge sigma, say) is refused below in one line, without warnings
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-        d = _draw(model, seed, n, rho, capacity)
+        d = _draw(model, seed, n, rho, capacity, week_start_s)
     _check_drawn(
         seed, arrival_s=d["arrival"], duration_s=d["duration"], estimate_s=d["estimate"], due_s=d["due"]
     )
     return d
 
 
-def _draw(model, seed, n, rho, capacity):
+def _draw(model, seed, n, rho, capacity, week_start_s=None):
     specs, kinds = model.specs, list(model.kinds)
     r_arrival, r_kind, r_duration, r_priority, r_due, r_noise = (
         np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(6)
@@ -290,7 +292,8 @@ def _draw(model, seed, n, rho, capacity):
     workload = model.workload
     if workload is not None:
         # the queue history's weekly profile (scenario.workload), from a seeded time of the week
-        arrival, how, start_hour = draw_arrivals(workload, r_arrival, n, model.workload_scale)
+        start = None if week_start_s is None else week_start_s / 3600.0
+        arrival, how, start_hour = draw_arrivals(workload, r_arrival, n, model.workload_scale, start)
     else:
         # Poisson arrivals: rate lambda such that rho = lambda * E[p] / (sum of the speeds)
         rate = rho * capacity / model.mean_duration
@@ -338,9 +341,12 @@ def _draw(model, seed, n, rho, capacity):
     }
 
 
-def generate(model, seed, tasks=None, load=None, machines=None):
-    """Generate the scenario of ``seed`` from ``model`` (a :class:`~sched.data.model.ScenarioModel`)."""
-    d = draw(_model(model, "generate"), seed, tasks=tasks, load=load, machines=machines)
+def generate(model, seed, tasks=None, load=None, machines=None, week_start_s=None):
+    """Generate the scenario of ``seed`` from ``model`` (a :class:`~sched.data.model.ScenarioModel`;
+    ``week_start_s``: as :func:`draw`'s)."""
+    d = draw(
+        _model(model, "generate"), seed, tasks=tasks, load=load, machines=machines, week_start_s=week_start_s
+    )
     frame = pd.DataFrame(
         {
             "id": [str(i) for i in range(len(d["arrival"]))],

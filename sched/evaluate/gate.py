@@ -3,7 +3,9 @@
 :func:`plan_gate` (every setting): lookahead on the verdict, ``plan`` on the policy
 chosen on the validation scenarios, replaces it when the paired interval of their
 difference on validation scenarios of its own run lies entirely below zero; the test
-scenarios only confirm. :func:`held_out_gate` (the studio setting), described below.
+scenarios only confirm. :func:`validation_days_gate` and :func:`held_out_gate` (the studio
+setting): the first weighs the validation days with the generated validation scenarios and
+names the best rule there; the second, described below, confirms on the held-out days.
 
 The held-out gate of a verdict chosen on validation scenarios (the studio setting).
 
@@ -21,16 +23,113 @@ deployed (docs/workload.md, "The studio setting").
 
 from sched.evaluate.errors import BenchmarkError
 from sched.evaluate.per_scenario import check_complete, matrix
-from sched.evaluate.policies import PLAN, best_heuristic, is_heuristic
+from sched.evaluate.policies import PLAN, best_heuristic, is_heuristic, policy_key
 from sched.evaluate.statistics import bootstrap_counts, paired_difference
 
 
-def held_out_gate(winner, held, specs, bench):
+def _against(twt, chosen, best, days, bench):
+    """(difference %, low %, high %) of ``chosen`` against ``best``, paired over the days."""
+    if chosen == best:
+        return 0.0, 0.0, 0.0
+    counts = bootstrap_counts(len(days), bench["bootstrap_resamples"], bench["bootstrap_seed"])
+    return paired_difference(twt[chosen], twt[best], counts, bench["ci_level"])
+
+
+def _rule_verdict(winner, best, specs, d, lo, hi, reason):
+    """``winner`` made the rule ``best`` (its paired difference to the policy it replaces:
+    ``d`` [``lo``, ``hi``] %, the policy against the rule)."""
+    spec = specs.get(best) or {}
+    if not is_heuristic(best):
+        raise BenchmarkError(f"verdict gate: {best} is not a rule")
+    chosen = winner["policy"]
+    winner.update(
+        policy=best,
+        rule=spec.get("rule"),
+        atc_k=spec.get("atc_k") if spec.get("rule") == "atc" else None,
+        policy_file=None,
+        policy_sha256=None,
+        significant=False,
+        runner_up=chosen,
+        mean_difference_pct=-d,
+        ci95_pct=[-hi, -lo],
+        reason=reason,
+    )
+
+
+#: How the validation days and the generated validation scenarios are weighed (winner.json
+#: ``selection.days.weighing``; docs/workload.md, "Three periods").
+WEIGHING = (
+    "the generated validation scenarios choose (many, so they resolve small differences, but drawn "
+    "from a fit that may not imitate the real days); the validation days veto (few, so their "
+    "intervals are wide, but real): a choice significantly worse there than the best rule there "
+    "becomes that rule; when the generator ranks the rules unlike the real days (fidelity), the "
+    "validation days decide alone, on their means"
+)
+
+
+def validation_days_gate(winner, days_table, specs, bench, lean=False, period=None):
+    """``winner`` (chosen on the generated validation scenarios; changed in place and returned)
+    weighed with the validation days (:data:`WEIGHING`): the best rule on the days, the winner's
+    paired difference to it, and the verdict.
+
+    ``days_table``: the validation-day replay's per-scenario table (a row per day and policy,
+    ``sched replay --validation``); ``lean``: whether the generator ranks the rules unlike the
+    real days (``sched.data.workload.fidelity``), when the days decide alone; ``period``: the
+    days ([FIRST_DAY, LAST_DAY]). Returns the record for winner.json's ``selection.days``.
+    """
+    check_complete(days_table, "validation-day table")
+    days, twt = matrix(days_table)
+    chosen = winner["policy"]
+    if chosen not in twt:
+        raise BenchmarkError(
+            f"validation-day table: no rows for {chosen}, the winner chosen on the validation scenarios; "
+            "run it on the validation days too (`sched replay --validation`)"
+        )
+    best = best_heuristic(twt)  # the best rule on the validation days: the held-out days' reference
+    d, lo, hi = _against(twt, chosen, best, days, bench)
+    if lean:
+        replaced = bool(d > 0)  # NaN: kept
+        why = "has the higher mean there, and the generator ranks the rules unlike the real days"
+    else:
+        replaced = bool(lo > 0)
+        why = "is significantly worse there"
+    record = {
+        "period": list(period) if period else None,
+        "days": len(days),
+        "means": {p: float(twt[p].mean()) for p in sorted(twt, key=policy_key)},
+        "best_rule": best,
+        "chosen": chosen,
+        "mean_difference_pct": d,
+        "ci95_pct": [lo, hi],
+        "leaned_on_days": bool(lean),
+        "kept": not replaced,
+        "weighing": WEIGHING,
+    }
+    said = f"{d:+.2f} % [{lo:+.2f} %, {hi:+.2f} %] (paired bootstrap over the days)"
+    if replaced:
+        _rule_verdict(
+            winner, best, specs, d, lo, hi,
+            f"{chosen} was chosen on the generated validation scenarios ({winner['reason']}) but on the "
+            f"{len(days)} validation days, against the best rule there, {best}, it is {said}: it {why}; "
+            f"the verdict is {best}.",
+        )  # fmt: skip
+    elif chosen != best:
+        winner["reason"] += (
+            f" On the {len(days)} validation days, against the best rule there ({best}): {said}: kept."
+        )
+    return record
+
+
+def held_out_gate(winner, held, specs, bench, best_rule=None):
     """``winner`` (a winner record, changed in place and returned) gated on the held-out days.
 
     ``held``: the held-out replay's per-scenario table (a row per day and policy);
     ``specs``: the benchmark's policy specs; ``bench``: the config's benchmark section
-    (bootstrap resamples, seed and level).
+    (bootstrap resamples, seed and level). ``best_rule``: the best rule on the validation
+    days (:func:`validation_days_gate`), named before the held-out days are read: they then
+    only confirm the verdict against it and change nothing. Without validation days (a
+    history too short for them) the best rule is the held-out days' own, and a verdict
+    significantly worse than it there becomes that rule.
     """
     check_complete(held, "held-out table")
     days, twt = matrix(held)
@@ -40,43 +139,39 @@ def held_out_gate(winner, held, specs, bench):
             f"held-out table: no rows for {chosen}, the winner chosen on validation; run it on the "
             "held-out days too (`sched replay --held-out`)"
         )
-    best = best_heuristic(twt)  # the best rule on the held-out days
-    counts = bootstrap_counts(len(days), bench["bootstrap_resamples"], bench["bootstrap_seed"])
-    level = bench["ci_level"]
-    if chosen == best:
-        d, lo, hi = 0.0, 0.0, 0.0
-    else:
-        d, lo, hi = paired_difference(twt[chosen], twt[best], counts, level)
+    confirm_only = best_rule is not None
+    if confirm_only and best_rule not in twt:
+        raise BenchmarkError(f"held-out table: no rows for {best_rule}, the best rule on the validation days")
+    best = best_rule if confirm_only else best_heuristic(twt)
+    d, lo, hi = _against(twt, chosen, best, days, bench)
     worse = bool(lo > 0)  # NaN (no tardiness at all): not worse
     record = {
         "days": len(days),
         "best_rule": best,
+        "best_rule_on": "validation days" if confirm_only else "held-out days",
         "chosen": chosen,
         "mean_difference_pct": d,
         "ci95_pct": [lo, hi],
-        "deployed": not worse,
+        "deployed": confirm_only or not worse,
+        "confirmed": not worse,
     }
+    if confirm_only:
+        said = f"{d:+.2f} % [{lo:+.2f} %, {hi:+.2f} %]"
+        winner["reason"] += (
+            f" On the {len(days)} held-out days, against {best} (the best rule on the validation days): "
+            f"{said}: " + ("significantly worse: not confirmed (the held-out days only confirm)." if worse
+                           else "not significantly worse: confirmed.")
+        )  # fmt: skip
+        winner["held_out"] = record
+        return winner
     if worse:
-        spec = specs.get(best) or {}
-        if not is_heuristic(best):
-            raise BenchmarkError(f"held-out gate: {best} is not a rule")
-        winner.update(
-            policy=best,
-            rule=spec.get("rule"),
-            atc_k=spec.get("atc_k") if spec.get("rule") == "atc" else None,
-            policy_file=None,
-            policy_sha256=None,
-            significant=False,
-            runner_up=chosen,
-            mean_difference_pct=-d,
-            ci95_pct=[-hi, -lo],
-            reason=(
-                f"{chosen} was chosen on the validation scenarios ({winner['reason']}) but on the "
-                f"{len(days)} held-out days it is significantly worse than the best rule there, {best}: "
-                f"{d:+.2f} % [{lo:+.2f} %, {hi:+.2f} %] (paired bootstrap over the days); the verdict "
-                f"is {best}."
-            ),
-        )
+        _rule_verdict(
+            winner, best, specs, d, lo, hi,
+            f"{chosen} was chosen on the validation scenarios ({winner['reason']}) but on the "
+            f"{len(days)} held-out days it is significantly worse than the best rule there, {best}: "
+            f"{d:+.2f} % [{lo:+.2f} %, {hi:+.2f} %] (paired bootstrap over the days); the verdict "
+            f"is {best} (no validation days: the held-out days choose their own best rule).",
+        )  # fmt: skip
     elif chosen != best:
         winner["reason"] += (
             f" On the {len(days)} held-out days, against the best rule there ({best}): {d:+.2f} % "

@@ -216,3 +216,15 @@ def check_within(
             f"{what}: seed {bad} is not one of {allowed_name} {range_text(allowed)} ({source})"
         )
     return seeds
+
+
+def fidelity_seeds(cfg, count):
+    """The seeds of the fidelity check's generated streams (``sched fidelity``): the last ``count``
+    of seeds.validation, far from the tuning, checkpoint and selection seeds at its start."""
+    r = cfg.seeds["validation"]
+    if not 1 <= count <= r["count"]:
+        raise ConfigError(
+            f"fidelity streams: expected 1 to {r['count']} (seeds.validation.count), got {count}"
+        )
+    end = r["start"] + r["count"]
+    return range(end - count, end)

@@ -62,6 +62,8 @@ EARLIER_WINNER_KEYS = tuple(k for k in WINNER_KEYS if k != "policy_sha256")
 #: scenarios, as the robustness settings and the replay still do, and from earlier files).
 SELECTION_KEY = "selection"
 SELECTION_KEYS = ("on", "seeds", "means")
+#: ``selection.days``, the studio's validation days (:func:`sched.evaluate.gate.validation_days_gate`).
+SELECTION_DAYS_KEY = "days"
 #: Weighted seconds per reporting unit ("k" columns: thousands of weighted seconds).
 UNIT = 1000.0
 
@@ -332,7 +334,7 @@ def chosen_on(selection, specs, b):
 
 def write_outputs(
     out_dir, frame, cfg, specs, full, subset_summary=False, selection=None, extra=(), held_out=None,
-    plan_run=None,
+    plan_run=None, validation_days=None,
 ):  # fmt: skip
     """per_scenario.csv, and for a full run resume.csv and winner.json, into ``out_dir``.
 
@@ -343,7 +345,11 @@ def write_outputs(
     ``held_out``: the held-out days' per-scenario table the winner is gated on
     (:func:`sched.evaluate.gate.held_out_gate`; the studio setting). ``plan_run``: plan's
     validation run (:func:`sched.evaluate.gate.plan_gate`, before the held-out gate), which
-    needs ``selection``.
+    needs ``selection``. ``validation_days``: ``(table, period, lean)``, the validation days'
+    per-scenario table, their [FIRST_DAY, LAST_DAY] and whether they decide alone
+    (:func:`sched.evaluate.gate.validation_days_gate`, after plan's gate and before the
+    held-out one, which then confirms against the best rule of the validation days); its
+    record becomes ``selection.days``.
     Everything is computed before anything is written, and the files are written as one
     set (:func:`sched.files.write_set`): winner.json (else resume.csv) renamed last,
     after its old version was removed, so a kill never leaves new tables beside an old
@@ -359,10 +365,19 @@ def write_outputs(
             if selection is None:
                 raise BenchmarkError("the plan selection needs the selection table it was run beside")
             plan_gate(winner, plan_run, selection, frame, cfg.benchmark)
+        best_rule = None
+        if validation_days is not None and full:
+            from sched.evaluate.gate import validation_days_gate
+
+            if chosen is None:
+                raise BenchmarkError("the validation days weigh a winner chosen on a selection table")
+            table, period, lean = validation_days
+            chosen["days"] = validation_days_gate(winner, table, specs, cfg.benchmark, lean, period)
+            best_rule = chosen["days"]["best_rule"]
         if held_out is not None and full:
             from sched.evaluate.gate import held_out_gate
 
-            held_out_gate(winner, held_out, specs, cfg.benchmark)
+            held_out_gate(winner, held_out, specs, cfg.benchmark, best_rule)
         if winner["policy_file"] is not None:  # winner.json binds the file it names (rank() checks it)
             try:
                 winner["policy_sha256"] = files.sha256_file(

@@ -120,12 +120,19 @@ def _held_out_note(held, path):
     if not isinstance(held, dict):
         raise RankInputError(f"{path}: field held_out: expected an object or null, got {held!r:.40}")
     days, chosen, best, deployed = (held.get(k) for k in ("days", "chosen", "best_rule", "deployed"))
+    confirmed = held.get("confirmed", deployed)  # files before the validation days lack it
     if isinstance(days, bool) or not isinstance(days, int) or days < 1 or not isinstance(deployed, bool):
         raise RankInputError(f"{path}: field held_out: expected days >= 1 and deployed true/false")
     if not (isinstance(chosen, str) and isinstance(best, str) and len(chosen) + len(best) < 200):
         raise RankInputError(f"{path}: field held_out: expected the chosen and best_rule policy names")
+    if not isinstance(confirmed, bool):
+        raise RankInputError(f"{path}: field held_out.confirmed: expected true/false, got {confirmed!r:.40}")
     if deployed and chosen == best:
         return f"; also the best rule on the {days} held-out days"
+    if deployed and not confirmed:
+        return (
+            f"; significantly worse than {best} (the validation days' best rule) on the {days} held-out days"
+        )
     if deployed:
         return f"; not significantly worse than {best} on the {days} held-out days"
     return (
@@ -143,7 +150,7 @@ def _check_selection(sel, path):
     if sel is None:
         return
     want = ("on", "seeds", "means")
-    if not isinstance(sel, dict) or tuple(sel) != want:
+    if not isinstance(sel, dict) or tuple(sel) not in (want, (*want, "days")):
         got = ", ".join(map(str, sel)) if isinstance(sel, dict) else type(sel).__name__
         raise RankInputError(f"{path}: field selection: keys {got}; expected exactly {', '.join(want)}")
     seeds = sel["seeds"]
@@ -153,6 +160,8 @@ def _check_selection(sel, path):
         raise RankInputError(
             f"{path}: field selection.means: expected {{POLICY: MEAN, ...}}, got {sel['means']!r}"
         )
+    if "days" in sel and not isinstance(sel["days"], dict):
+        raise RankInputError(f"{path}: field selection.days: expected an object, got {sel['days']!r:.40}")
 
 
 def check_tuned(data, path, root="."):

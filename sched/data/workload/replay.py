@@ -180,7 +180,7 @@ class Stream:
     skipped: list = field(default_factory=list)
 
 
-def held_out_stream(paths, cfg, calibration_path, held_out, warm_up_days=1, fitted_on=None):
+def held_out_stream(paths, cfg, calibration_path, held_out, warm_up_days=1, fitted_on=None, label="held-out"):
     """The held-out days ``held_out`` ([FIRST_DAY, LAST_DAY], ISO dates: the workload file's
     ``split.held_out``) of the history as one :class:`Stream`.
 
@@ -194,6 +194,9 @@ def held_out_stream(paths, cfg, calibration_path, held_out, warm_up_days=1, fitt
     ``fitted_on``: ``(workload file, its sources)``, the history files the workload was fitted
     on (``sources``: path and sha256 of each); a history of other bytes is refused, naming
     both, since its days are not the ones the fit held out.
+
+    ``label``: what the period is called in messages and in the stream's name (``held-out``, or
+    ``validation`` for the validation days, ``split.validation``).
     """
     from datetime import date
 
@@ -201,7 +204,7 @@ def held_out_stream(paths, cfg, calibration_path, held_out, warm_up_days=1, fitt
         datetime.combine(date.fromisoformat(d), datetime.min.time(), UTC).timestamp() for d in held_out
     )
     if last < first:
-        raise HistoryError(f"held-out days: {held_out[0]} is after {held_out[1]}")
+        raise HistoryError(f"{label} days: {held_out[0]} is after {held_out[1]}")
     tasks, stats = read_tasks(paths, cfg, calibration_path)
     if fitted_on is not None:
         _check_fitted_on(*fitted_on, stats)
@@ -221,17 +224,17 @@ def held_out_stream(paths, cfg, calibration_path, held_out, warm_up_days=1, fitt
     kept = np.flatnonzero(counts > 0)
     if not len(kept):
         raise HistoryError(
-            f"held-out days {held_out[0]} to {held_out[1]}: no task with a measured duration (started_at "
+            f"{label} days {held_out[0]} to {held_out[1]}: no task with a measured duration (started_at "
             "and finished_at) in the history: nothing to judge the studio on"
         )
     # the days judged, numbered 0, 1, ... in order; the skipped ones hold no task to renumber
     index = np.full(len(span), -1, dtype=np.int64)
     index[kept] = np.arange(len(kept))
     day = np.where(day >= 0, index[np.maximum(day, 0)], -1)
-    name = f"held-out-{span[0]}-to-{span[-1]}"
-    check_ids(g, paths, f"the held-out stream ({held_out[0]} to {held_out[1]}, with the day before)")
+    name = f"{label}-{span[0]}-to-{span[-1]}"
+    check_ids(g, paths, f"the {label} stream ({held_out[0]} to {held_out[1]}, with the day before)")
     week_start = float((start + EPOCH_WEEK_OFFSET_S) % (7 * DAY_S))  # the stream's time of week
-    scenario = Scenario(name, validate_frame(_frame(g, start), f"held-out stream {name}"), week_start)
+    scenario = Scenario(name, validate_frame(_frame(g, start), f"{label} stream {name}"), week_start)
     days = [span[i] for i in kept]
     skipped = [d for i, d in enumerate(span) if counts[i] == 0]
     return Stream(scenario, day, days, stats, unmeasured, skipped)

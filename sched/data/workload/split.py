@@ -44,7 +44,8 @@ def held_out_split(t0, t1, test_days, measured_days=None, validation_days=0):
     the first validation day, else of the first held-out day; inf when nothing is held out)
     and ``split`` the workload file's ``split`` record (the fitted, validation and held-out
     first and last days, the history's days, and a ``note`` when it is too short to hold
-    days out, or to keep validation days before the held-out ones: one line each). Raises HistoryError naming ``workload.test_days`` when it is
+    days out, or to keep validation days before the held-out ones: one line each). Raises
+    HistoryError naming ``workload.test_days`` when it is
     longer than the history or leaves less than a week to fit.
 
     ``measured_days``: the days (``floor(t / DAY_S)``) holding a task with a measured

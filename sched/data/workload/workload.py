@@ -215,16 +215,19 @@ def held_out_days(workload):
 # --------------------------------------------------------------------------- drawing
 
 
-def draw_arrivals(workload, rng, n, scale=1.0):
+def draw_arrivals(workload, rng, n, scale=1.0, start_hour=None):
     """(arrival times in s from the scenario start, hour of week of each, start hour of week).
 
     A non-homogeneous Poisson process with the workload's 168 hourly rates
-    times ``scale``, from a start drawn uniformly over the week, by thinning:
-    candidates at the peak rate, each kept with probability rate / peak.
+    times ``scale``, from a start drawn uniformly over the week (or ``start_hour``, an hour
+    of the week), by thinning: candidates at the peak rate, each kept with probability
+    rate / peak. The start is drawn either way, so a fixed one leaves the rest unchanged.
     """
     rate = np.asarray(workload["arrivals"]["rate_per_hour"], dtype=np.float64) * float(scale)
     top = rate.max() / 3600.0  # per second
     start = rng.uniform(0.0, HOURS_PER_WEEK * 3600.0)
+    if start_hour is not None:
+        start = float(start_hour) * 3600.0 % (HOURS_PER_WEEK * 3600.0)
     out = np.empty(0)
     t = 0.0
     while len(out) < n:

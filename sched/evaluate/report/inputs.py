@@ -16,6 +16,7 @@ from sched.evaluate.policies import is_ppo, ppo_seed
 from sched.evaluate.seeds import train_seeds
 from sched.evaluate.summary import (
     EARLIER_WINNER_KEYS,
+    SELECTION_DAYS_KEY,
     SELECTION_KEY,
     SELECTION_KEYS,
     SUMMARY_COLUMNS,
@@ -81,7 +82,8 @@ def read_winner(path):
 def check_selection_record(sel, path):
     """winner.json's ``selection``: {"on": "validation", "seeds": [START, COUNT], "means": {...}}."""
     field = f"{path}: field {SELECTION_KEY}"
-    if not isinstance(sel, dict) or tuple(sel) != SELECTION_KEYS:
+    shapes = (SELECTION_KEYS, (*SELECTION_KEYS, SELECTION_DAYS_KEY))
+    if not isinstance(sel, dict) or tuple(sel) not in shapes:
         got = ", ".join(sel) if isinstance(sel, dict) else type(sel).__name__
         raise ReportError(f"{field}: keys {got}; expected exactly {', '.join(SELECTION_KEYS)}")
     if sel["on"] != "validation":
@@ -100,6 +102,13 @@ def check_selection_record(sel, path):
     for name, v in means.items():
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
             raise ReportError(f"{field}.means.{name}: expected a finite number >= 0, got {v!r}")
+    if SELECTION_DAYS_KEY in sel:
+        days = sel[SELECTION_DAYS_KEY]
+        need = {"days": int, "best_rule": str, "chosen": str, "kept": bool, "leaned_on_days": bool}
+        for key, kind in need.items():
+            v = days.get(key) if isinstance(days, dict) else None
+            if not isinstance(v, kind) or (kind is int and (isinstance(v, bool) or v < 1)):
+                raise ReportError(f"{field}.days.{key}: expected {kind.__name__}, got {v!r:.40}")
 
 
 def read_clairvoyant(path):

@@ -1,0 +1,90 @@
+"""`sched fidelity`: the generator checked against the validation days it imitates."""
+
+import sys
+
+from sched import layout, threads
+from sched.cli import load_cfg
+
+
+def register(sub):
+    s = sub.add_parser(
+        "fidelity",
+        help="compare the validation days with scenarios generated from the fit (table, figure, tau)",
+        description="Replay the workload file's validation days (split.validation) as one stream and "
+        "compare them with streams generated from the fit over the same hours of the week (a warm-up "
+        "day first) and with generated validation scenarios: arrivals, queue and backlog at each hour, "
+        "late tasks, each rule's tardiness and Kendall's tau of the rules' order (docs/workload.md, "
+        '"Fidelity"). Writes fidelity.csv, fidelity.json and fidelity.png.',
+    )
+    s.add_argument(
+        "history", nargs="*", metavar="HISTORY", help="history files; default: config workload.history"
+    )
+    s.add_argument("--workload", help=f"workload file (default: scenario.workload, else {layout.WORKLOAD})")
+    s.add_argument(
+        "--streams", type=int, help="generated streams and scenarios (default: studio.fidelity_streams)"
+    )
+    s.add_argument("--out", default=layout.fidelity_dir(), help="output folder (default: %(default)s)")
+    threads.add_option(s)
+    s.set_defaults(func=run)
+
+
+def run(args):
+    from pathlib import Path
+
+    from sched import files
+    from sched.data.model import scenario_model
+    from sched.data.workload.fidelity import (
+        check,
+        real_sample,
+        render_figure,
+        scenario_samples,
+        stream_samples,
+        verdict_text,
+    )
+    from sched.data.workload.replay import held_out_stream
+    from sched.data.workload.workload import load_workload, period_days
+    from sched.errors import UsageError
+    from sched.evaluate.runs import generate_scenarios
+    from sched.evaluate.seeds import fidelity_seeds, selection_seeds
+
+    cfg = load_cfg(args)
+    threads.apply(args.threads)
+    path = args.workload or cfg.scenario.workload or layout.WORKLOAD
+    workload = load_workload(path)
+    period = period_days(workload, "validation")
+    if period is None:
+        why = (workload.get("split") or {}).get("note") or "see workload.validation_days"
+        raise UsageError(
+            f"--workload: workload file {path} holds no validation days (split.validation is null: {why})"
+        )
+    if not cfg.scenario.calibration:
+        raise UsageError("scenario.calibration: null; the replay's estimates need the calibration")
+    n = args.streams if args.streams is not None else int(cfg.studio.get("fidelity_streams", 16))
+    if n < 1:
+        raise UsageError(f"--streams: must be >= 1, got {n}")
+    cfg = cfg.replace(scenario={"workload": str(path)})
+    stream = held_out_stream(
+        args.history or cfg.workload.history, cfg, cfg.scenario.calibration, period,
+        fitted_on=(path, workload.get("sources")), label="validation",
+    )  # fmt: skip
+    real = real_sample(stream)
+    model = scenario_model(cfg)
+    streams = stream_samples(model, fidelity_seeds(cfg, n), stream.scenario.week_start_s, real.days)
+    scenarios = scenario_samples(generate_scenarios(cfg, selection_seeds(cfg)[:n]))
+    machines = cfg.scenario.machines
+    threshold = float(cfg.studio.get("fidelity_tau", 0.8))
+    table, record, queues = check(real, streams, scenarios, machines, float(cfg.rules.atc_k), threshold)
+    record["period"] = list(period)
+    out = Path(args.out)
+    png = render_figure(table, record, queues)
+    files.write_set(
+        [
+            (out / layout.FIDELITY_TABLE, files.csv_writer(table)),
+            (out / layout.FIDELITY_FIGURE, files.bytes_writer(png)),
+            (out / layout.FIDELITY_RECORD, files.json_writer(record)),
+        ]
+    )
+    print(table.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+    print(verdict_text(record))
+    for name in (layout.FIDELITY_TABLE, layout.FIDELITY_FIGURE, layout.FIDELITY_RECORD):
+        print(f"wrote {out / name}", file=sys.stderr)

@@ -1,0 +1,279 @@
+"""The fidelity check of the generator: do scenarios drawn from the fit imitate the days they
+stand for?
+
+The validation days (``split.validation``), replayed as one stream from the day before
+(``sched.data.workload.replay.held_out_stream``), are compared with two kinds of generated
+scenario, each run by the dispatching rules at their default settings (:data:`RULES`):
+
+- **streams**: drawn from the fit over the same hours of the week, as long as the real stream
+  and with the same warm-up day, whose tasks count toward nothing, so that each counted day
+  starts with the backlog the generator carries into it (as the real days start);
+- **scenarios**: the generated validation scenarios as the studio setting draws them today
+  (``scenario.tasks: day``, each from an empty queue at a random hour of the week).
+
+For each: arrivals per hour; the queue length and the backlog's work (GPU-hours still to run,
+queued or running) at each hour, and at midnight; the share of late tasks (these under
+:data:`REFERENCE`); each rule's mean weighted tardiness a day, its ratio to the reference's,
+and Kendall's tau between the rules' rank order on the real days and on the generated ones.
+
+Why :data:`TAU_THRESHOLD` = 0.8: with the 6 rules (15 pairs) a tau of at least 0.8 allows one
+pair of rules swapped (13/15 - 2/15 = 0.73 is two pairs). A generator that swaps two pairs
+would choose differently between rules that matter; below it the studio's verdict leans on
+the real days (``sched.evaluate.gate.validation_days_gate``). docs/workload.md, "Fidelity".
+"""
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from sched.errors import SchedError
+
+FORMAT = "sched-fidelity/1"
+#: The rules compared, at their default settings (no tuned k: the check runs before tuning).
+RULES = ("fifo", "spt", "edd", "wspt", "atc", "wmdd")
+#: The rule whose schedules give the queue, backlog and late-task figures, and the ratios' base.
+REFERENCE = "wmdd"
+#: Kendall's tau below which the generator is said to rank the rules unlike the real days.
+TAU_THRESHOLD = 0.8
+#: The kinds of sample, in the table's column order.
+KINDS = ("real", "streams", "scenarios")
+TABLE_COLUMNS = ("metric", "rule", *KINDS)
+DAY_S = 86400.0
+HOUR_S = 3600.0
+
+
+class FidelityError(SchedError):
+    """A fidelity record is missing or malformed; the message names the file and field."""
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One scenario of the check: its tasks count from ``counted_from`` (s, from its start) for
+    ``days`` days (``scenario``: a :class:`~sched.data.scenario.Scenario`)."""
+
+    scenario: object
+    counted_from: float
+    days: float
+
+
+def real_sample(stream, warm_up_days=1):
+    """The validation days' :class:`Sample` (a replayed ``Stream``): counted after the warm-up
+    day, over the days judged and those skipped between them."""
+    days = len(stream.days) + len(stream.skipped)
+    return Sample(stream.scenario, warm_up_days * DAY_S, float(days))
+
+
+def _expected_arrivals(workload, week_start_s, span_s, scale):
+    rate = np.asarray(workload["arrivals"]["rate_per_hour"], dtype=np.float64) * scale
+    hours = (int(week_start_s // HOUR_S) + np.arange(int(math.ceil(span_s / HOUR_S)))) % len(rate)
+    return float(rate[hours].sum())
+
+
+def stream_samples(model, seeds, week_start_s, days, warm_up_days=1):
+    """Streams drawn from ``model``'s workload over the hours of the real stream: from
+    ``week_start_s`` (its time of week), ``warm_up_days + days`` days long, one per seed."""
+    from sched.data.scenario import Scenario, generate
+
+    span = (warm_up_days + days) * DAY_S
+    expected = _expected_arrivals(model.workload, week_start_s, span, model.workload_scale)
+    out = []
+    for seed in seeds:
+        n = int(1.2 * expected + 5 * math.sqrt(expected) + 50)
+        while True:  # enough tasks to cover the span (the first try almost always is)
+            sc = generate(model, seed, tasks=n, week_start_s=week_start_s)
+            if sc.frame["arrival_s"].iloc[-1] >= span:
+                break
+            n *= 2
+        frame = sc.frame[sc.frame["arrival_s"] < span].reset_index(drop=True)
+        out.append(Sample(Scenario(sc.name, frame, sc.week_start_s), warm_up_days * DAY_S, float(days)))
+    return out
+
+
+def scenario_samples(scenarios):
+    """Generated scenarios of today's kind, every task counted over the span of its arrivals."""
+    out = []
+    for sc in scenarios:
+        arr = sc.frame["arrival_s"].to_numpy()
+        out.append(Sample(sc, 0.0, max(float(arr.max() - arr.min()), HOUR_S) / DAY_S))
+    return out
+
+
+def _hour_marks(sample):
+    return sample.counted_from + HOUR_S * np.arange(int(round(sample.days * 24)))
+
+
+def sample_metrics(sample, schedules):
+    """{metric: value} of one sample; ``schedules``: {rule: (start, end)} of :data:`RULES`."""
+    arr, _dur, _est, w, due = sample.scenario.arrays
+    counted = arr >= sample.counted_from
+    start, end = schedules[REFERENCE]
+    t = _hour_marks(sample)[:, None]
+    arrived = arr[None, :] <= t
+    queue = (arrived & (start[None, :] > t)).sum(axis=1)
+    backlog = np.where(arrived & (end[None, :] > t), end[None, :] - np.maximum(start[None, :], t), 0.0)
+    backlog = backlog.sum(axis=1) / HOUR_S
+    midnight = np.arange(len(queue)) % 24 == 0
+    out = {
+        ("arrivals_per_hour", ""): float(counted.sum() / (sample.days * 24)),
+        ("queue_length_mean", REFERENCE): float(queue.mean()),
+        ("backlog_gpu_hours_mean", REFERENCE): float(backlog.mean()),
+        ("backlog_gpu_hours_at_midnight", REFERENCE): float(backlog[midnight].mean()),
+        ("late_share", REFERENCE): float(np.mean(end[counted] > due[counted])) if counted.any() else 0.0,
+    }
+    for rule in RULES:
+        s, e = schedules[rule]
+        twt = float(np.sum(w[counted] * np.maximum(0.0, e[counted] - due[counted])))
+        out[("weighted_tardiness_k_per_day", rule)] = twt / 1000.0 / sample.days
+    return out, queue
+
+
+def schedule_rules(samples, machines, k):
+    """{rule: (start, end)} for each sample, every rule of :data:`RULES` (ATC's k: ``k``)."""
+    from sched.sim.core import simulate_batch
+
+    arrays = [s.scenario.arrays for s in samples]
+    per = [{} for _ in samples]
+    for rule in RULES:
+        for i, (start, end, _m) in enumerate(simulate_batch(arrays, rule, machines=machines, k=k)):
+            per[i][rule] = (start, end)
+    return per
+
+
+def kendall_tau(a, b):
+    """Kendall's tau (tau-b, scipy) between two orderings' scores; 1.0 when either is constant."""
+    from scipy.stats import kendalltau
+
+    if np.ptp(a) == 0 or np.ptp(b) == 0:
+        return 1.0 if np.ptp(a) == np.ptp(b) == 0 else 0.0
+    return float(kendalltau(a, b).statistic)
+
+
+def check(real, streams, scenarios, machines, k, threshold=TAU_THRESHOLD):
+    """The fidelity table (:data:`TABLE_COLUMNS`), the record ``fidelity.json`` holds (without its
+    ``period``), and the hourly queue lengths (real, streams: an array per stream) for the figure."""
+    groups = {"real": [real], "streams": list(streams), "scenarios": list(scenarios)}
+    means, queues = {}, {}
+    for kind, samples in groups.items():
+        metrics = []
+        for sample, sched in zip(samples, schedule_rules(samples, machines, k)):
+            m, q = sample_metrics(sample, sched)
+            metrics.append(m)
+            queues.setdefault(kind, []).append(q)
+        means[kind] = {key: float(np.mean([m[key] for m in metrics])) for key in metrics[0]}
+    rows = [
+        {"metric": key[0], "rule": key[1], **{kind: means[kind][key] for kind in KINDS}}
+        for key in means["real"]
+    ]
+    twt = {
+        kind: np.array([means[kind][("weighted_tardiness_k_per_day", r)] for r in RULES]) for kind in KINDS
+    }
+    for i, rule in enumerate(RULES):
+        ref = RULES.index(REFERENCE)
+        rows.append(
+            {
+                "metric": "ratio_to_" + REFERENCE,
+                "rule": rule,
+                **{kd: _ratio(twt[kd][i], twt[kd][ref]) for kd in KINDS},
+            }
+        )
+    tau = {kind: kendall_tau(twt["real"], twt[kind]) for kind in ("streams", "scenarios")}
+    rows.append({"metric": "kendall_tau", "rule": "", "real": 1.0, **tau})
+    record = {
+        "format": FORMAT,
+        "days": real.days,
+        "streams": len(groups["streams"]),
+        "scenarios": len(groups["scenarios"]),
+        "rules": list(RULES),
+        "reference": REFERENCE,
+        "tau": tau,
+        "threshold": threshold,
+        # the generated validation scenarios choose the studio's verdict: their tau decides
+        "lean_on_days": bool(tau["scenarios"] < threshold),
+        "best_rule": {kind: RULES[int(np.argmin(twt[kind]))] for kind in KINDS},
+    }
+    return pd.DataFrame(rows, columns=list(TABLE_COLUMNS)), record, queues
+
+
+def _ratio(x, ref):
+    return float(x / ref) if ref > 0 else float("nan")
+
+
+def verdict_text(record):
+    """One line: whether the generator ranks the rules as the real days do."""
+    tau, th = record["tau"], record["threshold"]
+    agree = not record["lean_on_days"]
+    return (
+        f"Kendall's tau between the rules' order on the {record['days']:g} validation days and on the "
+        f"generated scenarios {tau['scenarios']:.2f} (streams with a warm-up day: {tau['streams']:.2f}); "
+        + (
+            f"at least {th:g}: the generator ranks the rules as the real days do."
+            if agree
+            else f"below {th:g}: the generator ranks the rules unlike the real days, by "
+            f"{th - tau['scenarios']:.2f}; the studio's verdict leans on the validation days."
+        )
+    )
+
+
+def read_fidelity(path):
+    """A ``fidelity.json``, checked (no code runs): the record, or FidelityError naming the field."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise FidelityError(f"fidelity file {path}: cannot read it ({type(exc).__name__}: {exc})") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        got = data.get("format") if isinstance(data, dict) else type(data).__name__
+        raise FidelityError(f"fidelity file {path}: field format: expected {FORMAT!r}, got {str(got)[:40]!r}")
+    if not isinstance(data.get("lean_on_days"), bool):
+        raise FidelityError(f"fidelity file {path}: field lean_on_days: expected true/false")
+    tau = data.get("tau")
+    if not isinstance(tau, dict) or not all(
+        isinstance(tau.get(k), (int, float)) and not isinstance(tau.get(k), bool)
+        for k in ("streams", "scenarios")
+    ):
+        raise FidelityError(f"fidelity file {path}: field tau: expected {{streams, scenarios}} numbers")
+    return data
+
+
+def render_figure(table, record, queues):
+    """PNG bytes: the queue at each hour of the validation days against the generated streams
+    (median and 10-90 % band), and each rule's tardiness over the reference's for each kind."""
+    import io
+
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(12, 7.5), layout="constrained")
+    FigureCanvasAgg(fig)
+    ax_q, ax_r = fig.subplots(2, 1)
+    real = queues["real"][0]
+    hours = np.arange(len(real))
+    ax_q.plot(hours, real, color="black", lw=1.4, label="validation days (real)")
+    streams = np.array([q[: len(real)] for q in queues.get("streams", []) if len(q) >= len(real)])
+    if len(streams):
+        lo, mid, hi = np.percentile(streams, [10, 50, 90], axis=0)
+        ax_q.fill_between(hours, lo, hi, color="tab:orange", alpha=0.25, label="generated streams, 10-90 %")
+        ax_q.plot(hours, mid, color="tab:orange", lw=1.2, label="generated streams, median")
+    ax_q.set_xlabel(f"hour of the validation days ({record['period'][0]} on), tasks queued under {REFERENCE}")
+    ax_q.set_ylabel("tasks waiting")
+    ax_q.legend(fontsize=8, loc="upper left")
+    ratios = table[table["metric"] == "ratio_to_" + REFERENCE]
+    x = np.arange(len(ratios))
+    for i, (kind, color) in enumerate(zip(KINDS, ("black", "tab:orange", "tab:blue"))):
+        ax_r.bar(x + (i - 1) * 0.27, ratios[kind].to_numpy(), width=0.27, color=color, label=kind)
+    ax_r.set_xticks(x, ratios["rule"].tolist())
+    ax_r.set_yscale("log")
+    ax_r.set_ylabel(f"weighted tardiness / {REFERENCE}'s (log)")
+    tau = record["tau"]
+    ax_r.set_title(
+        f"Kendall's tau of the rules' order against the real days: streams {tau['streams']:.2f}, "
+        f"scenarios {tau['scenarios']:.2f} (threshold {record['threshold']:g})",
+        fontsize=10,
+    )
+    ax_r.legend(fontsize=8)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90)
+    return buf.getvalue()
