@@ -23,6 +23,11 @@ def register(sub):
     s.add_argument(
         "--streams", type=int, help="generated streams and scenarios (default: studio.fidelity_streams)"
     )
+    s.add_argument(
+        "--threshold",
+        type=float,
+        help="Kendall's tau below which the verdict leans on the real days (default: studio.fidelity_tau)",
+    )
     s.add_argument("--out", default=layout.fidelity_dir(), help="output folder (default: %(default)s)")
     threads.add_option(s)
     s.set_defaults(func=run)
@@ -72,7 +77,9 @@ def run(args):
     streams = stream_samples(model, fidelity_seeds(cfg, n), stream.scenario.week_start_s, real.days)
     scenarios = scenario_samples(generate_scenarios(cfg, selection_seeds(cfg)[:n]))
     machines = cfg.scenario.machines
-    threshold = float(cfg.studio.get("fidelity_tau", 0.8))
+    threshold = args.threshold if args.threshold is not None else float(cfg.studio.get("fidelity_tau", 0.8))
+    if not -1.0 <= threshold <= 1.0:
+        raise UsageError(f"--threshold: Kendall's tau lies in [-1, 1], got {threshold}")
     table, record, queues = check(real, streams, scenarios, machines, float(cfg.rules.atc_k), threshold)
     record["period"] = list(period)
     out = Path(args.out)

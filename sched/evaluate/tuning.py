@@ -10,12 +10,20 @@ from sched.evaluate.progress import bar
 from sched.evaluate.runs import generate_scenarios
 from sched.evaluate.seeds import benchmark_seeds, overlap, validation_seeds
 
+#: A k tuned on generated scenarios is kept only when its weighted tardiness on the validation
+#: days is at most this many times the default k's (issue 35's guard: 5 % worse at most).
+DAYS_GUARD = 1.05
 
-def tune_atc_k(cfg, progress=False):
+
+def tune_atc_k(cfg, progress=False, days=None):
     """ATC's k with the lowest mean total weighted tardiness on the validation seeds.
 
     Returns the record ``sched tune`` writes (``tuned.json``): the chosen k,
     the mean at each k of ``benchmark.atc_k_grid``, and what it was tuned on.
+
+    ``days``: ``(stream, lean)``, the validation days replayed as one stream
+    (``sched.data.workload.replay.held_out_stream``) and whether they decide alone
+    (``sched.data.workload.fidelity``): see :func:`guard_on_days`.
     """
     from sched.sim.core import simulate_batch
 
@@ -30,6 +38,9 @@ def tune_atc_k(cfg, progress=False):
         twt = [schedule_metrics(a, s, e)["total_weighted_tardiness_s"] for a, (s, e, _) in zip(arrays, res)]
         grid.append({"atc_k": float(k), "mean_twt_s": float(np.mean(twt))})
     best = min(range(len(grid)), key=lambda i: (grid[i]["mean_twt_s"], i))
+    record_days = None
+    if days is not None:
+        best, record_days = guard_on_days(cfg, grid, best, *days)
     return {
         "rule": "atc",
         "atc_k": grid[best]["atc_k"],
@@ -41,4 +52,64 @@ def tune_atc_k(cfg, progress=False):
         "reference_atc_k": float(cfg.rules.atc_k),
         "grid": grid,
         "config_hash": config_mod.config_hash(cfg, ["scenario", "rules", "seeds", "benchmark"]),
+        **({"validation_days": record_days} if record_days is not None else {}),
     }
+
+
+def guard_on_days(cfg, grid, best, stream, lean=False):
+    """(index of the chosen k in ``grid``, the record ``tuned.json``'s ``validation_days`` holds).
+
+    Each k of the grid, and the default k (``rules.atc_k``), runs ATC on the validation days
+    (``stream``, counted after its warm-up day). The k the generated scenarios chose is kept when
+    its weighted tardiness there is at most :data:`DAYS_GUARD` times the default k's; else the
+    k of lowest generated mean among those within the guard (the default k always is, when it
+    is in the grid). With ``lean`` (the generator ranks the rules unlike the real days), the k
+    of lowest tardiness on the days is chosen."""
+    from sched.sim.core import simulate
+
+    arrays = stream.scenario.arrays
+    counted = np.asarray(stream.day) >= 0
+    _arr, _dur, _est, w, due = arrays
+    ndays = max(1, len(stream.days))
+
+    def on_days(k):
+        _start, end, _m = simulate(*arrays, "atc", machines=cfg.scenario.machines, k=float(k))
+        return float(np.sum(w[counted] * np.maximum(0.0, end[counted] - due[counted]))) / ndays
+
+    default_k = float(cfg.rules.atc_k)
+    real = [on_days(g["atc_k"]) for g in grid]
+    ref = on_days(default_k)
+    within = [i for i in range(len(grid)) if real[i] <= DAYS_GUARD * ref]
+    generated_k = grid[best]["atc_k"]
+    if lean:
+        chosen = min(range(len(grid)), key=lambda i: (real[i], i))
+        why = (
+            "the generator ranks the rules unlike the real days: the lowest tardiness on the validation days"
+        )
+    elif best in within:
+        chosen, why = (
+            best,
+            f"the generated scenarios' k, within {DAYS_GUARD:g} x the default k's on the validation days",
+        )
+    elif within:
+        chosen = min(within, key=lambda i: (grid[i]["mean_twt_s"], i))
+        why = (
+            f"the generated scenarios' k = {generated_k:g} is {real[best] / ref - 1:+.1%} against the "
+            f"default k = {default_k:g} on the validation days, beyond the guard ({DAYS_GUARD:g} x): the "
+            "best k on the generated scenarios among those within it"
+        )
+    else:  # the default k is not in the grid, and no k of it is within the guard
+        chosen = best
+        why = f"no k of the grid within {DAYS_GUARD:g} x the default k's on the validation days: kept"
+    record = {
+        "period": [stream.days[0], stream.days[-1]] if stream.days else None,
+        "days": len(stream.days),
+        "default_atc_k": default_k,
+        "default_twt_s_per_day": ref,
+        "grid": [{"atc_k": g["atc_k"], "twt_s_per_day": r} for g, r in zip(grid, real)],
+        "guard": DAYS_GUARD,
+        "leaned_on_days": bool(lean),
+        "generated_atc_k": generated_k,
+        "reason": why,
+    }
+    return chosen, record

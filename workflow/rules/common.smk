@@ -388,12 +388,29 @@ def studio_held_out(wildcards=None):
     return [f"{layout.studio_replay_dir()}/{name}" for name in names]
 
 
+def studio_validation_days(wildcards=None):
+    """The studio's validation-day replay files (results/robustness/studio/replay-validation/)."""
+    if STUDIO not in ROBUST or (wildcards is not None and not studio_built()):
+        return []
+    names = (layout.PER_SCENARIO, layout.SUMMARY, layout.REPLAY_WINDOWS)
+    return [f"{layout.studio_validation_dir()}/{name}" for name in names]
+
+
+def studio_fidelity(wildcards=None):
+    """The studio's fidelity check (results/robustness/studio/fidelity/): table, record, figure."""
+    if STUDIO not in ROBUST or (wildcards is not None and not studio_built()):
+        return []
+    names = (layout.FIDELITY_TABLE, layout.FIDELITY_RECORD, layout.FIDELITY_FIGURE)
+    return [f"{layout.fidelity_dir()}/{name}" for name in names]
+
+
 def studio_report_inputs(wildcards):
     """What the report reads of the studio setting: its held-out replay and its winner.json (the
     summary comes with robust_summaries); none when the studio is not built."""
     if not studio_built():
         return []
-    return studio_held_out(wildcards) + [f"{layout.robust_root(STUDIO)}/{layout.WINNER}"]
+    return (studio_held_out(wildcards) + studio_validation_days(wildcards) + studio_fidelity(wildcards)
+            + [f"{layout.robust_root(STUDIO)}/{layout.WINNER}"])
 
 
 def plan_seeds():

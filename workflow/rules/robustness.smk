@@ -32,6 +32,8 @@ use rule tune as robust_tune with:
         layout.log("robustness/{setting}/tune"),
     benchmark:
         layout.usage("robustness/{setting}/tune")
+    wildcard_constraints:   # the studio's below: its k is also weighed on the validation days
+        setting="|".join(n for n in ROBUST if n != STUDIO) or "^$",
 
 
 use rule teach as robust_teach with:
@@ -160,6 +162,89 @@ use rule benchmark as robust_benchmark with:
 if STUDIO in ROBUST:
     STUDIO_ROOT = layout.robust_root(STUDIO)
 
+    rule studio_fidelity:
+        """Compare the validation days with scenarios generated from the fit over the same hours (a
+        warm-up day first) and with generated validation scenarios: fidelity.csv, .json and .png.
+        Runs `sched fidelity` (sched/commands/fidelity.py -> sched.data.workload.fidelity.check)."""
+        input:
+            config=step_config("select", STUDIO),
+            calibration=[CALIBRATION] if CALIBRATION else [],
+            history=HISTORY,
+            workload=layout.WORKLOAD,
+        output:
+            studio_fidelity(),
+        params:
+            out=layout.fidelity_dir(),
+            streams=(config.get("studio") or {}).get("fidelity_streams", 16),
+            tau=(config.get("studio") or {}).get("fidelity_tau", 0.8),
+        log:
+            layout.log("robustness/studio/fidelity"),
+        benchmark:
+            layout.usage("robustness/studio/fidelity")
+        threads: cores(1)
+        shadow:
+            "minimal"
+        shell:
+            "python -m sched --config {input.config:q} fidelity {input.history:q} --workload {input.workload:q}"
+            " --streams {params.streams} --threshold {params.tau} --out {params.out:q} --threads {threads}"
+            " > {log:q} 2>&1"
+
+
+    rule studio_tune:
+        """Choose ATC's k on the studio's generated validation scenarios, kept only when at most 5 %
+        worse than rules.atc_k on the validation days (chosen there alone when the fidelity check
+        says the generator ranks the rules unlike them).
+        Runs `sched tune` (sched/commands/tune.py -> sched.evaluate.tuning.tune_atc_k)."""
+        input:
+            config=step_config("tune", STUDIO),
+            calibration=calibration_input(STUDIO),
+            history=HISTORY,
+            fidelity=studio_fidelity()[1],
+        output:
+            f"{STUDIO_ROOT}/{layout.TUNED}",
+        log:
+            layout.log("robustness/studio/tune"),
+        benchmark:
+            layout.usage("robustness/studio/tune")
+        threads: cores(1)
+        shadow:
+            "minimal"
+        shell:
+            "python -m sched --config {input.config:q} tune --out {output:q} --threads {threads}"
+            " --validation-days {input.history:q} --fidelity {input.fidelity:q} > {log:q} 2>&1"
+
+
+    rule studio_validation_replay:
+        """Run every policy of the studio setting on its validation days, replayed as one stream
+        (--validation): what the verdict is weighed on with the generated validation scenarios.
+        Runs `sched replay` (sched/commands/replay.py -> sched.data.workload.replay.held_out_stream,
+        sched.evaluate.runs.run_on_stream)."""
+        input:
+            config=step_config("replay", STUDIO),
+            calibration=[CALIBRATION] if CALIBRATION else [],
+            history=HISTORY,
+            workload=layout.WORKLOAD,
+            tuned=f"{STUDIO_ROOT}/{layout.TUNED}",
+            policies=policy_files(STUDIO),
+        output:
+            studio_validation_days(),
+        params:
+            policies=bench_policies(STUDIO),
+            policy_files=policy_file_args(STUDIO),
+            out=lambda wildcards, output: os.path.dirname(output[0]),
+        log:
+            layout.log("robustness/studio/replay-validation"),
+        benchmark:
+            layout.usage("robustness/studio/replay-validation")
+        threads: cores(1)
+        shadow:
+            "minimal"
+        shell:
+            "python -m sched --config {input.config:q} replay {input.history:q} --validation {input.workload:q}"
+            " --policies {params.policies} --tuned {input.tuned:q} {params.policy_files} --out {params.out:q}"
+            " --threads {threads} > {log:q} 2>&1"
+
+
     rule studio_replay:
         """Run every policy of the studio setting (the rules, atc-tuned, its ppo-<S> and their warm
         starts, the main setting's policies as main-ppo-<S>) on the days the fit held out, replayed as
@@ -205,6 +290,8 @@ if STUDIO in ROBUST:
             policies=policy_files(STUDIO),
             selection=layout.robust_selection_table(STUDIO),
             held_out=studio_held_out()[0],
+            validation_days=studio_validation_days()[0],
+            fidelity=studio_fidelity()[1],
         output:
             per_scenario=f"{STUDIO_ROOT}/{layout.PER_SCENARIO}",
             summary=f"{STUDIO_ROOT}/{layout.SUMMARY}",
@@ -213,7 +300,10 @@ if STUDIO in ROBUST:
             policies=bench_policies(STUDIO),
             seeds=TEST_SEEDS,
             policy_files=policy_file_args(STUDIO),
-            selection=lambda wildcards, input: f"--selection {input.selection} --held-out {input.held_out}",
+            selection=lambda wildcards, input: (
+                f"--selection {input.selection} --held-out {input.held_out}"
+                f" --validation-days {input.validation_days} --fidelity {input.fidelity}"
+            ),
         log:
             layout.log("robustness/studio/benchmark"),
         benchmark:

@@ -3,7 +3,9 @@
 Reads the studio's files under the robustness folder (``studio/``): its
 summary on test scenarios drawn from the fit (``resume.csv``), its winner
 (``winner.json``, gated on the held-out days) and the held-out replay
-(``replay/resume.csv``, ``replay/per_scenario.csv``, ``replay/windows.csv``).
+(``replay/resume.csv``, ``replay/per_scenario.csv``, ``replay/windows.csv``), the
+validation-day replay (``replay-validation/``), the fidelity check (``fidelity/``) and the
+tuned k (``tuned.json``).
 """
 
 import json
@@ -37,6 +39,26 @@ def read_studio(robust_dir):
         out["held_summary"] = read_summary(r / layout.SUMMARY)
         out["held_per"] = read_per_scenario(r / layout.PER_SCENARIO)
         out["windows"] = read_csv(r / layout.REPLAY_WINDOWS, ReportError)
+    v = d / Path(layout.studio_validation_dir()).name
+    out["validation_summary"] = read_summary(v / layout.SUMMARY) if (v / layout.SUMMARY).exists() else None
+    if out["validation_summary"] is not None:
+        out["validation_windows"] = read_csv(v / layout.REPLAY_WINDOWS, ReportError)
+    f = d / Path(layout.fidelity_dir()).name
+    out["fidelity"] = None
+    if (f / layout.FIDELITY_RECORD).exists():
+        from sched.data.workload.fidelity import FidelityError, read_fidelity
+
+        try:
+            record = read_fidelity(f / layout.FIDELITY_RECORD)
+        except FidelityError as exc:
+            raise ReportError(str(exc)) from None
+        out["fidelity"] = (read_csv(f / layout.FIDELITY_TABLE, ReportError), record)
+    out["tuned"] = None
+    if (d / layout.TUNED).exists():
+        try:
+            out["tuned"] = json.loads(read_text(d / layout.TUNED, ReportError))
+        except json.JSONDecodeError as exc:
+            raise ReportError(f"{d / layout.TUNED}: not valid JSON ({exc})") from None
     return out
 
 
@@ -62,8 +84,11 @@ def studio_section(cfg, studio, fit):
         "## Studio",
         "",
         f'The studio\'s own queue (docs/workload.md, "The studio setting"): the workload fitted on '
-        f"**{_span(split, 'fitted')}** of its history; **{_span(split, 'held_out')}** held out "
-        f"(config `workload.test_days`), never read by the fit. Policies `ppo-<S>` trained for it on "
+        f"**{_span(split, 'fitted')}** of its history; the validation days **{_span(split, 'validation')}** "
+        f"(config `workload.validation_days`), where the verdict and its tuned k are chosen with the "
+        f"generated validation scenarios; **{_span(split, 'held_out')}** held out "
+        f"(config `workload.test_days`), which only confirm. The fit reads neither. Policies "
+        f"`ppo-<S>` trained for it on "
         f"scenarios drawn from the fit (arrivals by hour of the week, priorities by hour, deadline "
         f"allowances, durations scaled to the history's load), each spanning at least a day; "
         f"`main-ppo-<S>` are the main setting's policies, run as they are. Mean total weighted "
@@ -74,6 +99,20 @@ def studio_section(cfg, studio, fit):
         "",
         *paired_table(s, bh, lv),
     ]
+    lines += _fidelity_lines(studio.get("fidelity"))
+    lines += _tuned_lines(studio.get("tuned"))
+    val = studio.get("validation_summary")
+    if val is not None:
+        v = _ordered(val)
+        vb = v["best_heuristic"].iloc[0]
+        vw = studio["validation_windows"]
+        lines += [
+            "",
+            f"**Validation days** ({len(vw)} days, {int(vw['tasks'].sum()):,} tasks, replayed as one stream "
+            f"from the day before; best rule **{vb}**, the reference the held-out days confirm against):",
+            "",
+            *paired_table(v, vb, lv),
+        ]
     held = studio.get("held_summary")
     if held is not None:
         h = _ordered(held)
@@ -91,6 +130,45 @@ def studio_section(cfg, studio, fit):
         ]
     lines += ["", *_verdict_lines(studio.get("winner"))]
     return lines
+
+
+def _fidelity_lines(fidelity):
+    """The fidelity table and figure (``sched fidelity``)."""
+    if fidelity is None:
+        return []
+    from sched.data.workload.fidelity import KINDS, verdict_text
+
+    table, record = fidelity
+    lines = [
+        "",
+        f'**Fidelity of the generator** (docs/workload.md, "Fidelity"): the validation days against '
+        f"{record['streams']} streams generated from the fit over the same hours of the week (a warm-up "
+        f"day first, counted toward nothing, as the real stream) and {record['scenarios']} generated "
+        f"validation scenarios as the studio draws them (each from an empty queue); queue, backlog and "
+        f"late tasks under {record['reference']}. {verdict_text(record)}",
+        "",
+        "| metric | rule | " + " | ".join(KINDS) + " |",
+        "|---|---|" + "---:|" * len(KINDS),
+    ]
+    for row in table.itertuples(index=False):
+        rule = row.rule if isinstance(row.rule, str) else ""
+        lines.append(
+            f"| {row.metric} | {rule} | " + " | ".join(f"{getattr(row, kd):.3f}" for kd in KINDS) + " |"
+        )
+    fig = f"{Path(layout.fidelity_dir()).relative_to(layout.RESULTS)}/{layout.FIDELITY_FIGURE}"
+    return [*lines, "", f"![fidelity of the generator]({fig})"]
+
+
+def _tuned_lines(tuned):
+    """ATC's k of the studio, and how the validation days weighed it (tuned.json)."""
+    days = (tuned or {}).get("validation_days")
+    if not days:
+        return []
+    return [
+        "",
+        f"**ATC's k**: {tuned['atc_k']:g} (generated scenarios: {days['generated_atc_k']:g}; default "
+        f"{days['default_atc_k']:g}); on the {days['days']} validation days: {days['reason']}.",
+    ]
 
 
 def _per_day(per, windows, best):
