@@ -67,7 +67,9 @@ def run(args):
     n = args.streams if args.streams is not None else int(cfg.studio.get("fidelity_streams", 16))
     if n < 1:
         raise UsageError(f"--streams: must be >= 1, got {n}")
-    cfg = cfg.replace(scenario={"workload": str(path)})
+    if cfg.scenario.workload != str(path):  # the studio's scenarios: the fit, studio.tasks a scenario
+        tasks = cfg.studio.get("tasks", "day")
+        cfg = cfg.replace(scenario={"workload": str(path), "tasks": tasks}, robustness={"settings": []})
     stream = held_out_stream(
         args.history or cfg.workload.history, cfg, cfg.scenario.calibration, period,
         fitted_on=(path, workload.get("sources")), label="validation",

@@ -79,28 +79,14 @@ def guard_on_days(cfg, grid, best, stream, lean=False):
     default_k = float(cfg.rules.atc_k)
     real = [on_days(g["atc_k"]) for g in grid]
     ref = on_days(default_k)
-    within = [i for i in range(len(grid)) if real[i] <= DAYS_GUARD * ref]
     generated_k = grid[best]["atc_k"]
-    if lean:
-        chosen = min(range(len(grid)), key=lambda i: (real[i], i))
-        why = (
-            "the generator ranks the rules unlike the real days: the lowest tardiness on the validation days"
-        )
-    elif best in within:
-        chosen, why = (
-            best,
-            f"the generated scenarios' k, within {DAYS_GUARD:g} x the default k's on the validation days",
-        )
-    elif within:
-        chosen = min(within, key=lambda i: (grid[i]["mean_twt_s"], i))
+    chosen, why = choose_k([g["mean_twt_s"] for g in grid], real, ref, best, lean)
+    if why is None:
         why = (
             f"the generated scenarios' k = {generated_k:g} is {real[best] / ref - 1:+.1%} against the "
             f"default k = {default_k:g} on the validation days, beyond the guard ({DAYS_GUARD:g} x): the "
             "best k on the generated scenarios among those within it"
         )
-    else:  # the default k is not in the grid, and no k of it is within the guard
-        chosen = best
-        why = f"no k of the grid within {DAYS_GUARD:g} x the default k's on the validation days: kept"
     record = {
         "period": [stream.days[0], stream.days[-1]] if stream.days else None,
         "days": len(stream.days),
@@ -113,3 +99,24 @@ def guard_on_days(cfg, grid, best, stream, lean=False):
         "reason": why,
     }
     return chosen, record
+
+
+def choose_k(generated, real, ref, best, lean=False):
+    """(index of the chosen k, why; None when it replaced the generated scenarios' choice by the
+    best within the guard, whose words need the k values) from the grid's means on the
+    generated scenarios and its tardiness on the validation days (``real``; ``ref``: the default
+    k's there); ``best``: the generated scenarios' choice. See :func:`guard_on_days`."""
+    if lean:
+        return min(range(len(real)), key=lambda i: (real[i], i)), (
+            "the generator ranks the rules unlike the real days: the lowest tardiness on the days"
+        )
+    within = [i for i in range(len(real)) if real[i] <= DAYS_GUARD * ref]
+    if best in within:
+        return (
+            best,
+            f"the generated scenarios' k, within {DAYS_GUARD:g} x the default k's on the validation days",
+        )
+    if within:
+        return min(within, key=lambda i: (generated[i], i)), None
+    # the default k is not in the grid, and no k of it is within the guard
+    return best, f"no k of the grid within {DAYS_GUARD:g} x the default k's on the validation days: kept"

@@ -1,0 +1,334 @@
+"""Issue 35: the studio's verdict chosen on real days. Three periods in time, the validation
+days weighed with the generated validation scenarios, the held-out days that only confirm,
+the tuned k guarded on the validation days, and the fidelity check of the generator."""
+
+import copy
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sched.data.scenario import Scenario, validate_frame
+from sched.data.workload import fidelity as fid
+from sched.data.workload.workload import draw_arrivals
+from sched.evaluate.gate import WEIGHING, held_out_gate, validation_days_gate
+from sched.evaluate.tuning import DAYS_GUARD, choose_k
+from tests.test_studio import BENCH, SPECS, _held, _winner
+
+DAY = 86400.0
+
+
+def _record():
+    """A winner chosen on generated validation scenarios, with its selection record."""
+    return _winner()
+
+
+# ------------------------------------------------------------------ the validation-day gate
+
+
+def test_validation_days_keep_a_winner_not_significantly_worse_there():
+    days = _held(7, 0.97)
+    w = _record()
+    rec = validation_days_gate(w, days, SPECS, BENCH, lean=False, period=["2024-06-17", "2024-06-23"])
+    assert w["policy"] == "ppo-1" and rec["kept"] is True and rec["best_rule"] == "wmdd"
+    assert rec["days"] == 7 and rec["period"] == ["2024-06-17", "2024-06-23"]
+    assert rec["mean_difference_pct"] == pytest.approx(-3.0) and rec["weighing"] == WEIGHING
+    assert set(rec["means"]) == {"fifo", "atc", "wmdd", "ppo-1"} and rec["leaned_on_days"] is False
+
+
+def test_validation_days_veto_a_winner_significantly_worse_there():
+    w = _record()
+    rec = validation_days_gate(w, _held(7, 1.2), SPECS, BENCH)
+    assert rec["kept"] is False and w["policy"] == "wmdd" and w["rule"] == "wmdd"
+    assert w["policy_file"] is None and w["runner_up"] == "ppo-1"
+    assert "7 validation days" in w["reason"] and "significantly worse there" in w["reason"]
+    assert rec["ci95_pct"][0] > 0
+
+
+def test_when_the_generator_disagrees_the_validation_days_decide_on_their_means():
+    # 1 % worse on the days: not significant, but the days decide alone when the generator
+    # ranks the rules unlike them (lean), so the best rule there is the verdict
+    noisy = _held(7, 1.0)
+    ppo = noisy.policy == "ppo-1"
+    noisy.loc[ppo, "total_weighted_tardiness_s"] *= [1.3, 0.8, 1.1, 0.9, 1.05, 0.95, 1.0]
+    kept = validation_days_gate(_record(), noisy, SPECS, BENCH, lean=False)
+    assert kept["mean_difference_pct"] > 0 > kept["ci95_pct"][0]
+    assert kept["kept"] is True
+    w = _record()
+    rec = validation_days_gate(w, noisy, SPECS, BENCH, lean=True)
+    assert rec["kept"] is False and rec["leaned_on_days"] is True and w["policy"] == "wmdd"
+    assert "ranks the rules unlike the real days" in w["reason"]
+
+
+def test_the_validation_days_need_the_winner_replayed():
+    days = _held(7, 1.0)
+    with pytest.raises(Exception, match="no rows for ppo-1.*sched replay --validation"):
+        validation_days_gate(_record(), days[days.policy != "ppo-1"], SPECS, BENCH)
+
+
+# ------------------------------------------------------------------ the held-out days only confirm
+
+
+def test_held_out_days_only_confirm_against_the_validation_days_best_rule():
+    # significantly worse than atc on the held-out days: recorded, not acted on
+    held = _held(7, 1.3)
+    w = held_out_gate(_record(), held, SPECS, BENCH, best_rule="atc")
+    h = w["held_out"]
+    assert w["policy"] == "ppo-1" and h["deployed"] is True and h["confirmed"] is False
+    assert h["best_rule"] == "atc" and h["best_rule_on"] == "validation days"
+    assert "not confirmed (the held-out days only confirm)" in w["reason"]
+    # wmdd is the best rule on these held-out days, but it was not named on the validation days
+    assert h["best_rule"] != "wmdd"
+
+
+def test_held_out_confirmation_when_not_worse():
+    w = held_out_gate(_record(), _held(7, 1.0), SPECS, BENCH, best_rule="wmdd")
+    assert w["held_out"]["confirmed"] is True and "confirmed." in w["reason"]
+
+
+def test_without_validation_days_the_held_out_gate_still_picks_its_own_best_rule():
+    w = held_out_gate(_record(), _held(7, 1.3), SPECS, BENCH)
+    assert w["policy"] == "wmdd" and w["held_out"]["best_rule_on"] == "held-out days"
+    assert w["held_out"]["deployed"] is False and "no validation days" in w["reason"]
+
+
+# ------------------------------------------------------------------ the tuned k's guard
+
+
+@pytest.mark.parametrize(
+    "generated, real, best, lean, want",
+    [
+        # the generated k (index 2) is 3 % worse than the default (ref 100) on the days: kept
+        ([30, 20, 10], [100, 100, 103], 2, False, 2),
+        # 10 % worse: the best generated k within the guard (index 1) instead
+        ([30, 20, 10], [100, 104, 110], 2, False, 1),
+        # the generator disagrees: the lowest on the days
+        ([30, 20, 10], [99, 104, 110], 2, True, 0),
+    ],
+)
+def test_the_tuned_k_is_at_most_5_percent_worse_than_the_default_on_the_days(
+    generated, real, best, lean, want
+):
+    chosen, why = choose_k(generated, real, 100.0, best, lean)
+    assert chosen == want
+    assert lean or real[chosen] <= DAYS_GUARD * 100.0
+    assert (why is None) == (not lean and chosen != best)
+
+
+def test_a_k_beyond_the_guard_is_kept_only_when_no_k_is_within_it_and_says_so():
+    chosen, why = choose_k([3, 2, 1], [120, 130, 140], 100.0, 2)
+    assert chosen == 2 and "no k of the grid within" in why
+
+
+# ------------------------------------------------------------------ fidelity
+
+
+def _workload(rate=30.0):
+    return {"arrivals": {"rate_per_hour": [rate] * 168}}
+
+
+def test_arrivals_start_at_a_given_time_of_week_and_keep_the_rest_of_the_draws():
+    w = {"arrivals": {"rate_per_hour": list(np.linspace(1, 60, 168))}}
+    a, how_a, start_a = draw_arrivals(w, np.random.default_rng(5), 200)
+    b, how_b, start_b = draw_arrivals(w, np.random.default_rng(5), 200, start_hour=30.0)
+    assert start_b == 30.0 and start_a != 30.0
+    assert how_b[0] == 30 + int(b[0] // 3600)  # hours counted from Monday 00:00 + 30 h
+    c, _, _ = draw_arrivals(w, np.random.default_rng(5), 200, start_hour=30.0)
+    assert np.array_equal(b, c)
+
+
+def _sample(arrival, duration, due, weight=None, counted_from=0.0, days=1.0):
+    n = len(arrival)
+    frame = pd.DataFrame(
+        {
+            "id": [str(i) for i in range(n)],
+            "kind": "image",
+            "arrival_s": arrival,
+            "duration_s": duration,
+            "weight": np.ones(n) if weight is None else weight,
+            "due_s": due,
+            "estimate_s": duration,
+        }
+    )
+    return fid.Sample(Scenario("s", validate_frame(frame), 0.0), counted_from, days)
+
+
+def _reference_metrics(sample, start, end):
+    """Queue length and backlog at each hour mark, one task at a time (plain Python)."""
+    arr, dur, _est, _w, _due = sample.scenario.arrays
+    queue, backlog = [], []
+    for h in range(int(round(sample.days * 24))):
+        t = sample.counted_from + 3600.0 * h
+        q = sum(1 for i in range(len(arr)) if arr[i] <= t < start[i])
+        b = sum(end[i] - max(start[i], t) for i in range(len(arr)) if arr[i] <= t < end[i])
+        queue.append(q)
+        backlog.append(b / 3600.0)
+    return np.array(queue), np.array(backlog)
+
+
+def test_sample_metrics_match_a_plain_reference():
+    rng = np.random.default_rng(3)
+    n = 300
+    arr = np.sort(rng.uniform(0, 2 * DAY, n))
+    dur = rng.uniform(100, 900, n)
+    due = arr + rng.uniform(0, 3000, n)
+    w = rng.choice([1.0, 2.0, 4.0], n)
+    sample = _sample(arr, dur, due, w, counted_from=DAY, days=1.0)
+    from sched.sim.core import simulate
+
+    sched = {r: simulate(*sample.scenario.arrays, r, machines=1, k=2.0)[:2] for r in fid.RULES}
+    m, queue = fid.sample_metrics(sample, sched)
+    q_ref, b_ref = _reference_metrics(sample, *sched["wmdd"])
+    assert np.array_equal(queue, q_ref)
+    assert m[("backlog_gpu_hours_mean", "wmdd")] == pytest.approx(b_ref.mean())
+    assert m[("backlog_gpu_hours_at_midnight", "wmdd")] == pytest.approx(b_ref[0])
+    counted = arr >= DAY
+    assert m[("arrivals_per_hour", "")] == pytest.approx(counted.sum() / 24)
+    end = sched["edd"][1]
+    twt = np.sum(w[counted] * np.maximum(0, end[counted] - due[counted]))
+    assert m[("weighted_tardiness_k_per_day", "edd")] == pytest.approx(twt / 1000.0)
+
+
+def test_a_generator_that_is_the_real_days_agrees_and_one_that_reverses_them_does_not():
+    rng = np.random.default_rng(4)
+    samples = []
+    for _ in range(3):
+        arr = np.sort(rng.uniform(0, 2 * DAY, 400))
+        dur = rng.lognormal(5.5, 0.8, 400)
+        samples.append(
+            _sample(arr, dur, arr + rng.uniform(0, 2000, 400), rng.choice([1.0, 8.0], 400), DAY, 1.0)
+        )
+    table, record, queues = fid.check(samples[0], [samples[0]], [samples[0]], 1, 2.0)
+    assert (
+        record["tau"] == pytest.approx({"streams": 1.0, "scenarios": 1.0}) and record["lean_on_days"] is False
+    )
+    assert np.allclose(table["real"], table["streams"]) and set(fid.TABLE_COLUMNS) == set(table.columns)
+    assert len(queues["real"][0]) == 24
+    # a threshold no order can reach: the verdict leans on the days, and the record says so
+    _t, rec, _q = fid.check(samples[0], samples[1:], samples[1:], 1, 2.0, threshold=1.01)
+    assert rec["lean_on_days"] is True and "below 1.01" in fid.verdict_text(rec)
+    assert fid.kendall_tau(np.arange(6.0), -np.arange(6.0)) == pytest.approx(-1.0)
+
+
+def test_streams_cover_the_real_hours_from_the_same_time_of_week(wcfg_workload):
+    model, week_start = wcfg_workload
+    streams = fid.stream_samples(model, range(5, 8), week_start, 2.0)
+    assert len(streams) == 3
+    for s in streams:
+        arr = s.scenario.frame["arrival_s"].to_numpy()
+        assert s.scenario.week_start_s == week_start and s.counted_from == DAY and s.days == 2.0
+        assert arr.max() < 3 * DAY and arr.max() > 2.9 * DAY  # the span, no task beyond it
+    again = fid.stream_samples(model, [5], week_start, 2.0)[0]
+    assert again.scenario.frame.equals(streams[0].scenario.frame)  # seeded
+
+
+@pytest.fixture(scope="module")
+def wcfg_workload(cfg, calibrated, tmp_path_factory):
+    from sched.data.model import scenario_model
+    from sched.data.workload.workload_fit import calibrate_workload
+    from tests.test_studio import _history
+
+    d = tmp_path_factory.mktemp("periods")
+    path = _history(d / "h.csv", 9, per_day=120, seed=2)
+    c = cfg.replace(scenario={"calibration": str(calibrated.calibration)})
+    result = calibrate_workload([path], c, calibrated.calibration)
+    (d / "w.json").write_text(json.dumps(result.data))
+    model = scenario_model(c.replace(scenario={"workload": str(d / "w.json"), "tasks": "day"}))
+    return model, 2 * DAY + 5 * 3600.0  # Wednesday 05:00
+
+
+@pytest.mark.parametrize(
+    "change, field",
+    [({"format": "x"}, "format"), ({"lean_on_days": "no"}, "lean_on_days"), ({"tau": {"streams": 1}}, "tau")],
+)
+def test_a_malformed_fidelity_record_is_refused_naming_the_field(tmp_path, change, field):
+    good = {"format": fid.FORMAT, "lean_on_days": False, "tau": {"streams": 0.9, "scenarios": 1.0}}
+    (tmp_path / "ok.json").write_text(json.dumps(good))
+    assert fid.read_fidelity(tmp_path / "ok.json")["tau"]["streams"] == 0.9
+    (tmp_path / "bad.json").write_text(json.dumps({**copy.deepcopy(good), **change}))
+    with pytest.raises(fid.FidelityError, match=f"field {field}"):
+        fid.read_fidelity(tmp_path / "bad.json")
+
+
+# ------------------------------------------------------------------ the commands
+
+
+def test_replay_takes_one_period(cli):
+    r = cli("replay", "--held-out", "--validation")
+    assert r.returncode == 2 and "give one period to replay, not both" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+@pytest.fixture(scope="module")
+def example_fit(calibrated, tmp_path_factory):
+    """The shipped example history fitted with the three periods (its 28 days: 14, 7, 7)."""
+    from tests.conftest import run_cli
+
+    d = tmp_path_factory.mktemp("example-fit")
+    r = run_cli("--config", calibrated.config, "calibrate-workload", "--out", d / "workload.json")
+    assert r.returncode == 0, r.stderr
+    return d, json.loads((d / "workload.json").read_text())
+
+
+def test_the_example_history_has_three_periods_and_the_fit_reads_only_the_first(example_fit):
+    _d, w = example_fit
+    split = w["split"]
+    assert split["fitted"] == ["2024-06-03", "2024-06-16"] and split["validation"] == [
+        "2024-06-17",
+        "2024-06-23",
+    ]
+    assert split["held_out"] == ["2024-06-24", "2024-06-30"] and split["note"] is None
+    assert w["span"]["end"][:10] <= "2024-06-16"
+
+
+def test_fidelity_and_the_validation_replay_from_the_command_line(cli, example_fit, tmp_path):
+    d, _w = example_fit
+    wl = d / "workload.json"
+    r = cli("fidelity", "--workload", wl, "--streams", "2", "--out", tmp_path / "fid")
+    assert r.returncode == 0, r.stderr
+    table = pd.read_csv(tmp_path / "fid" / "fidelity.csv")
+    record = json.loads((tmp_path / "fid" / "fidelity.json").read_text())
+    assert tuple(table.columns) == fid.TABLE_COLUMNS and record["period"] == ["2024-06-17", "2024-06-23"]
+    assert (
+        record["streams"] == 2 and record["days"] == 7 and (tmp_path / "fid" / "fidelity.png").stat().st_size
+    )
+    assert "Kendall's tau" in r.stdout
+    r = cli("replay", "--validation", wl, "--policies", "fifo,atc,wmdd", "--out", tmp_path / "val")
+    assert r.returncode == 0, r.stderr
+    windows = pd.read_csv(tmp_path / "val" / "windows.csv")
+    assert windows["window"].tolist() == [f"2024-06-{d}" for d in range(17, 24)]
+    assert "7 validation days replayed as one stream" in r.stdout
+
+
+def test_a_workload_without_validation_days_is_refused_in_one_line(cli, tmp_path, example_fit):
+    _d, w = example_fit
+    w = copy.deepcopy(w)
+    w["split"]["validation"] = None
+    (tmp_path / "w.json").write_text(json.dumps(w))
+    for args in (
+        ("fidelity", "--workload", tmp_path / "w.json"),
+        ("replay", "--validation", tmp_path / "w.json"),
+    ):
+        r = cli(*args, "--out", tmp_path / "o")
+        assert r.returncode == 2 and "holds no validation days (split.validation is null" in r.stderr, (
+            r.stderr
+        )
+        assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_readers_accept_the_selection_days_record_and_refuse_a_malformed_one(tmp_path):
+    from sched.evaluate.errors import ReportError
+    from sched.evaluate.report.inputs import check_selection_record
+    from sched.ranking.tasks import RankInputError
+    from sched.ranking.verdict_files import _check_selection
+
+    days = {"days": 7, "best_rule": "wmdd", "chosen": "ppo-1", "kept": True, "leaned_on_days": False}
+    sel = {"on": "validation", "seeds": [1000, 300], "means": {"wmdd": 1.0}, "days": days}
+    check_selection_record(sel, "winner.json")
+    _check_selection(sel, "winner.json")
+    bad = {**sel, "days": {**days, "kept": "yes"}}
+    with pytest.raises(ReportError, match="selection.days.kept"):
+        check_selection_record(bad, "winner.json")
+    with pytest.raises(RankInputError, match="selection.days"):
+        _check_selection({**sel, "days": [1]}, "winner.json")
