@@ -83,8 +83,11 @@ def test_held_out_days_only_confirm_against_the_validation_days_best_rule():
 
 
 def test_held_out_confirmation_when_not_worse():
-    w = held_out_gate(_record(), _held(7, 1.0), SPECS, BENCH, best_rule="wmdd")
-    assert w["held_out"]["confirmed"] is True and "confirmed." in w["reason"]
+    w = held_out_gate(_record(), _held(7, 1.0), SPECS, BENCH, best_rule="atc")
+    assert w["held_out"]["confirmed"] is True and "not significantly worse: confirmed" in w["reason"]
+    # the held-out days' own best rule is reported, never chosen on
+    assert w["held_out"]["best_rule_there"] == "wmdd" and "for the record" in w["reason"]
+    assert w["policy"] == "ppo-1"
 
 
 def test_without_validation_days_the_held_out_gate_still_picks_its_own_best_rule():

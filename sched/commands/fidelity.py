@@ -20,8 +20,9 @@ def register(sub):
         "history", nargs="*", metavar="HISTORY", help="history files; default: config workload.history"
     )
     s.add_argument("--workload", help=f"workload file (default: scenario.workload, else {layout.WORKLOAD})")
+    s.add_argument("--streams", type=int, help="generated streams (default: studio.fidelity_streams)")
     s.add_argument(
-        "--streams", type=int, help="generated streams and scenarios (default: studio.fidelity_streams)"
+        "--scenarios", type=int, help="generated validation scenarios (default: studio.fidelity_scenarios)"
     )
     s.add_argument(
         "--threshold",
@@ -65,11 +66,18 @@ def run(args):
     if not cfg.scenario.calibration:
         raise UsageError("scenario.calibration: null; the replay's estimates need the calibration")
     n = args.streams if args.streams is not None else int(cfg.studio.get("fidelity_streams", 16))
-    if n < 1:
-        raise UsageError(f"--streams: must be >= 1, got {n}")
+    n_sc = args.scenarios if args.scenarios is not None else int(cfg.studio.get("fidelity_scenarios", 128))
+    for name, v in (("--streams", n), ("--scenarios", n_sc)):
+        if v < 1:
+            raise UsageError(f"{name}: must be >= 1, got {v}")
     if cfg.scenario.workload != str(path):  # the studio's scenarios: the fit, studio.tasks a scenario
-        tasks = cfg.studio.get("tasks", "day")
-        cfg = cfg.replace(scenario={"workload": str(path), "tasks": tasks}, robustness={"settings": []})
+        st = cfg.studio
+        scenario = {
+            "workload": str(path),
+            "tasks": st.get("tasks", "day"),
+            "warm_up_days": st.get("warm_up_days", 1),
+        }
+        cfg = cfg.replace(scenario=scenario, robustness={"settings": []})
     stream = held_out_stream(
         args.history or cfg.workload.history, cfg, cfg.scenario.calibration, period,
         fitted_on=(path, workload.get("sources")), label="validation",
@@ -77,7 +85,7 @@ def run(args):
     real = real_sample(stream)
     model = scenario_model(cfg)
     streams = stream_samples(model, fidelity_seeds(cfg, n), stream.scenario.week_start_s, real.days)
-    scenarios = scenario_samples(generate_scenarios(cfg, selection_seeds(cfg)[:n]))
+    scenarios = scenario_samples(generate_scenarios(cfg, selection_seeds(cfg)[:n_sc]))
     machines = cfg.scenario.machines
     threshold = args.threshold if args.threshold is not None else float(cfg.studio.get("fidelity_tau", 0.8))
     if not -1.0 <= threshold <= 1.0:

@@ -84,6 +84,9 @@ class ScenarioModel:
     speeds: np.ndarray
     calibration: str | None = None
     workload_file: str | None = None
+    #: ``scenario.warm_up_days`` in seconds, and the tasks drawn for it beyond ``tasks``.
+    warm_up_s: float = 0.0
+    warm_up_tasks: int = 0
 
     @property
     def capacity(self):
@@ -193,6 +196,11 @@ def scenario_model(cfg):
     tasks = sc["tasks"]
     if tasks == DAY:
         tasks = day_tasks(workload, float(sc.get("workload_scale", 1.0)))
+    warm_days = int(sc.get("warm_up_days", 0) or 0)
+    if warm_days and workload is None:
+        raise ModelError(f"scenario.warm_up_days: {warm_days} needs a workload (scenario.workload is null)")
+    # enough arrivals to cover the warm-up days wherever in the week they start
+    warm_tasks = warm_days * day_tasks(workload, float(sc.get("workload_scale", 1.0))) if warm_days else 0
     return ScenarioModel(
         specs=_frozen(specs),
         kinds=kinds,
@@ -213,4 +221,6 @@ def scenario_model(cfg):
         speeds=_readonly(parse_speeds(sc["machines"], "scenario.machines")),
         calibration=calibration,
         workload_file=workload_file,
+        warm_up_s=warm_days * 86400.0,
+        warm_up_tasks=int(warm_tasks),
     )

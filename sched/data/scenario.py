@@ -66,6 +66,9 @@ class Scenario:
     name: str
     frame: pd.DataFrame
     week_start_s: float = 0.0
+    #: Tasks arriving before this time (s) are a warm-up: scheduled, counted toward no metric
+    #: (``scenario.warm_up_days``; 0: every task counts).
+    counted_from_s: float = 0.0
 
     def __len__(self):
         return len(self.frame)
@@ -261,14 +264,16 @@ def draw(model, seed, tasks=None, load=None, machines=None, week_start_s=None):
 
     Keys: arrival, duration, estimate, weight, due (float64), kind and
     priority (int indices into ``kinds`` and ``classes``, also returned), and
-    week_start_s (the time of week of time 0 in seconds; 0.0 without a workload). With a
+    week_start_s (the time of week of time 0 in seconds; 0.0 without a workload) and
+    counted_from_s (``scenario.warm_up_days`` in seconds: the tasks arriving before it, drawn
+    beyond ``tasks``, are a warm-up that counts toward no metric). With a
     workload, ``week_start_s`` fixes that time of week instead of drawing it (the fidelity
     check's streams over the hours of the real days, ``sched.data.workload.fidelity``).
     Training draws thousands of scenarios through this, so it avoids pandas.
     """
     model = _model(model)
     seed = check_seed(seed)
-    n = int(tasks if tasks is not None else model.tasks)
+    n = int(tasks if tasks is not None else model.tasks) + model.warm_up_tasks
     rho = float(load if load is not None else model.load)
     # the farm's capacity in speed-1 GPUs: the sum of the speeds (M for identical GPUs)
     capacity = total_speed(machines) if machines is not None else model.capacity
@@ -338,6 +343,7 @@ def _draw(model, seed, n, rho, capacity, week_start_s=None):
         "kinds": kinds,
         "classes": classes,
         "week_start_s": float(start_hour) * 3600.0,
+        "counted_from_s": float(model.warm_up_s),
     }
 
 
@@ -359,4 +365,4 @@ def generate(model, seed, tasks=None, load=None, machines=None, week_start_s=Non
             "priority": np.array(d["classes"], dtype=object)[d["priority"]],
         }
     )
-    return Scenario(f"seed-{int(seed)}", frame, d["week_start_s"])
+    return Scenario(f"seed-{int(seed)}", frame, d["week_start_s"], d["counted_from_s"])

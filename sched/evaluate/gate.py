@@ -156,12 +156,20 @@ def held_out_gate(winner, held, specs, bench, best_rule=None):
         "confirmed": not worse,
     }
     if confirm_only:
-        said = f"{d:+.2f} % [{lo:+.2f} %, {hi:+.2f} %]"
-        winner["reason"] += (
-            f" On the {len(days)} held-out days, against {best} (the best rule on the validation days): "
-            f"{said}: " + ("significantly worse: not confirmed (the held-out days only confirm)." if worse
-                           else "not significantly worse: confirmed.")
-        )  # fmt: skip
+        own = best_heuristic(twt)  # reported only: the held-out days choose nothing
+        record["best_rule_there"] = own
+        if chosen == best:
+            said = f"{chosen} is the best rule of the validation days itself: confirmed"
+        else:
+            said = f"against {best}, the validation days' best rule: {d:+.2f} % [{lo:+.2f} %, {hi:+.2f} %]"
+            said += ": " + (
+                "significantly worse: not confirmed (the held-out days only confirm)" if worse
+                else "not significantly worse: confirmed"
+            )  # fmt: skip
+        if own != chosen:
+            od, olo, ohi = _against(twt, chosen, own, days, bench)
+            said += f"; the best rule there, {own}, for the record: {od:+.2f} % [{olo:+.2f} %, {ohi:+.2f} %]"
+        winner["reason"] += f" On the {len(days)} held-out days, {said}."
         winner["held_out"] = record
         return winner
     if worse:

@@ -29,9 +29,14 @@ PER_SCENARIO_COLUMNS = (
 )
 
 
-def schedule_metrics(arrays, start, end):
-    """The per-scenario columns (all but seed and policy) of one schedule."""
+def schedule_metrics(arrays, start, end, counted_from=0.0):
+    """The per-scenario columns (all but seed and policy) of one schedule; with ``counted_from``
+    (a scenario's warm-up, ``Scenario.counted_from_s``) only the tasks arriving from then on."""
     arrival, _duration, _estimate, weight, due = arrays
+    if counted_from > 0:
+        keep = arrival >= counted_from
+        arrival, weight, due = arrival[keep], weight[keep], due[keep]
+        end = np.asarray(end)[keep]
     tard = tardiness(end, due)
     return {
         "total_weighted_tardiness_s": weighted_tardiness(end, due, weight),

@@ -131,8 +131,9 @@ def run_on_scenarios(cfg, keys, scenarios, specs, progress=False, timings=None):
             timings[name] = time.perf_counter() - t0
         if len(results) != len(arrays):
             raise InternalError(f"policy {name}: {len(results)} schedules for {len(arrays)} scenarios")
-        for seed, arr, (start, end, _mach) in zip(seeds, arrays, results):
-            rows.append({"scenario_seed": seed, "policy": name, **schedule_metrics(arr, start, end)})
+        for seed, sc, arr, (start, end, _mach) in zip(seeds, scenarios, arrays, results):
+            metrics = schedule_metrics(arr, start, end, sc.counted_from_s)
+            rows.append({"scenario_seed": seed, "policy": name, **metrics})
     return sort_frame(pd.DataFrame(rows, columns=list(PER_SCENARIO_COLUMNS)))
 
 

@@ -31,11 +31,15 @@ def tune_atc_k(cfg, progress=False, days=None):
     if overlap(seeds, benchmark_seeds(cfg)):
         raise ConfigError("config: validation seeds overlap the test seeds")
     machines = cfg.scenario.machines
-    arrays = [s.arrays for s in generate_scenarios(cfg, seeds, progress)]
+    scenarios = generate_scenarios(cfg, seeds, progress)
+    arrays = [s.arrays for s in scenarios]
     grid = []
     for k in bar(cfg.benchmark.atc_k_grid, "atc k grid", progress):
         res = simulate_batch(arrays, "atc", machines=machines, k=float(k))
-        twt = [schedule_metrics(a, s, e)["total_weighted_tardiness_s"] for a, (s, e, _) in zip(arrays, res)]
+        twt = [
+            schedule_metrics(a, s, e, sc.counted_from_s)["total_weighted_tardiness_s"]
+            for sc, a, (s, e, _) in zip(scenarios, arrays, res)
+        ]
         grid.append({"atc_k": float(k), "mean_twt_s": float(np.mean(twt))})
     best = min(range(len(grid)), key=lambda i: (grid[i]["mean_twt_s"], i))
     record_days = None

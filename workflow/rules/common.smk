@@ -51,6 +51,7 @@ if HISTORY:
         raise WorkflowError(f"config robustness.settings: the name {STUDIO!r} is the studio setting's")
     _studio = config.get("studio") or {}
     ROBUST[STUDIO] = {"name": STUDIO, "workload": layout.WORKLOAD, "tasks": _studio.get("tasks", "day"),
+                      "warm_up_days": int(_studio.get("warm_up_days", 1)),
                       "train": dict(_studio.get("train") or {"atc_k": "tuned"})}
 
 
@@ -326,7 +327,7 @@ def _select(section, keys):
 
 
 # The scenario settings a robustness setting may override (the schema's robustness.settings).
-SETTING_SCENARIO_KEYS = ("load", "machines", "tasks", "workload")
+SETTING_SCENARIO_KEYS = ("load", "machines", "tasks", "workload", "warm_up_days")
 
 
 def step_settings(step, setting=None):

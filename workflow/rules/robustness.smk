@@ -176,6 +176,7 @@ if STUDIO in ROBUST:
         params:
             out=layout.fidelity_dir(),
             streams=(config.get("studio") or {}).get("fidelity_streams", 16),
+            scenarios=(config.get("studio") or {}).get("fidelity_scenarios", 128),
             tau=(config.get("studio") or {}).get("fidelity_tau", 0.8),
         log:
             layout.log("robustness/studio/fidelity"),
@@ -186,7 +187,7 @@ if STUDIO in ROBUST:
             "minimal"
         shell:
             "python -m sched --config {input.config:q} fidelity {input.history:q} --workload {input.workload:q}"
-            " --streams {params.streams} --threshold {params.tau} --out {params.out:q} --threads {threads}"
+            " --streams {params.streams} --scenarios {params.scenarios} --threshold {params.tau} --out {params.out:q} --threads {threads}"
             " > {log:q} 2>&1"
 
 

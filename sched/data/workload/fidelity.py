@@ -8,8 +8,9 @@ scenario, each run by the dispatching rules at their default settings (:data:`RU
 - **streams**: drawn from the fit over the same hours of the week, as long as the real stream
   and with the same warm-up day, whose tasks count toward nothing, so that each counted day
   starts with the backlog the generator carries into it (as the real days start);
-- **scenarios**: the generated validation scenarios as the studio setting draws them today
-  (``scenario.tasks: day``, each from an empty queue at a random hour of the week).
+- **scenarios**: the generated validation scenarios as the studio setting draws them
+  (``scenario.tasks: day`` from a random hour of the week, after ``scenario.warm_up_days``
+  warm-up days whose tasks count toward nothing; from an empty queue without them).
 
 For each: arrivals per hour; the queue length and the backlog's work (GPU-hours still to run,
 queued or running) at each hour, and at midnight; the share of late tasks (these under
@@ -94,16 +95,27 @@ def stream_samples(model, seeds, week_start_s, days, warm_up_days=1):
 
 
 def scenario_samples(scenarios):
-    """Generated scenarios of today's kind, every task counted over the span of its arrivals."""
+    """The studio's generated validation scenarios, their tasks counted from their warm-up's end
+    (``Scenario.counted_from_s``; 0 without one) over the span of the counted arrivals."""
     out = []
     for sc in scenarios:
         arr = sc.frame["arrival_s"].to_numpy()
-        out.append(Sample(sc, 0.0, max(float(arr.max() - arr.min()), HOUR_S) / DAY_S))
+        arr = arr[arr >= sc.counted_from_s]
+        span = max(float(arr.max() - sc.counted_from_s), HOUR_S) if len(arr) else HOUR_S
+        out.append(Sample(sc, sc.counted_from_s, span / DAY_S))
     return out
 
 
 def _hour_marks(sample):
-    return sample.counted_from + HOUR_S * np.arange(int(round(sample.days * 24)))
+    """The whole UTC hours of the counted span (s from the sample's start) and which are midnights:
+    a generated scenario starts at any second of the week, the real stream at a midnight."""
+    week0 = sample.scenario.week_start_s + sample.counted_from
+    first = sample.counted_from + (-week0) % HOUR_S
+    t = first + HOUR_S * np.arange(
+        max(1, int(np.floor(sample.days * 24 - (first - sample.counted_from) / HOUR_S)))
+    )
+    hour_of_day = np.round((sample.scenario.week_start_s + t) / HOUR_S).astype(np.int64) % 24
+    return t, hour_of_day == 0
 
 
 def sample_metrics(sample, schedules):
@@ -111,17 +123,19 @@ def sample_metrics(sample, schedules):
     arr, _dur, _est, w, due = sample.scenario.arrays
     counted = arr >= sample.counted_from
     start, end = schedules[REFERENCE]
-    t = _hour_marks(sample)[:, None]
+    marks, midnight = _hour_marks(sample)
+    t = marks[:, None]
     arrived = arr[None, :] <= t
     queue = (arrived & (start[None, :] > t)).sum(axis=1)
     backlog = np.where(arrived & (end[None, :] > t), end[None, :] - np.maximum(start[None, :], t), 0.0)
     backlog = backlog.sum(axis=1) / HOUR_S
-    midnight = np.arange(len(queue)) % 24 == 0
     out = {
         ("arrivals_per_hour", ""): float(counted.sum() / (sample.days * 24)),
         ("queue_length_mean", REFERENCE): float(queue.mean()),
         ("backlog_gpu_hours_mean", REFERENCE): float(backlog.mean()),
-        ("backlog_gpu_hours_at_midnight", REFERENCE): float(backlog[midnight].mean()),
+        ("backlog_gpu_hours_at_midnight", REFERENCE): float(backlog[midnight].mean())
+        if midnight.any()
+        else np.nan,
         ("late_share", REFERENCE): float(np.mean(end[counted] > due[counted])) if counted.any() else 0.0,
     }
     for rule in RULES:
@@ -163,7 +177,7 @@ def check(real, streams, scenarios, machines, k, threshold=TAU_THRESHOLD):
             m, q = sample_metrics(sample, sched)
             metrics.append(m)
             queues.setdefault(kind, []).append(q)
-        means[kind] = {key: float(np.mean([m[key] for m in metrics])) for key in metrics[0]}
+        means[kind] = {key: _mean([m[key] for m in metrics]) for key in metrics[0]}
     rows = [
         {"metric": key[0], "rule": key[1], **{kind: means[kind][key] for kind in KINDS}}
         for key in means["real"]
@@ -180,13 +194,14 @@ def check(real, streams, scenarios, machines, k, threshold=TAU_THRESHOLD):
                 **{kd: _ratio(twt[kd][i], twt[kd][ref]) for kd in KINDS},
             }
         )
-    tau = {kind: kendall_tau(twt["real"], twt[kind]) for kind in ("streams", "scenarios")}
+    tau = {kind: round(kendall_tau(twt["real"], twt[kind]), 9) for kind in ("streams", "scenarios")}
     rows.append({"metric": "kendall_tau", "rule": "", "real": 1.0, **tau})
     record = {
         "format": FORMAT,
         "days": real.days,
         "streams": len(groups["streams"]),
         "scenarios": len(groups["scenarios"]),
+        "scenario_warm_up_days": _warm_up_days(groups["scenarios"]),
         "rules": list(RULES),
         "reference": REFERENCE,
         "tau": tau,
@@ -196,6 +211,17 @@ def check(real, streams, scenarios, machines, k, threshold=TAU_THRESHOLD):
         "best_rule": {kind: RULES[int(np.argmin(twt[kind]))] for kind in KINDS},
     }
     return pd.DataFrame(rows, columns=list(TABLE_COLUMNS)), record, queues
+
+
+def _warm_up_days(samples):
+    """The generated scenarios' warm-up (days), as ``scenario.warm_up_days`` drew it."""
+    return float(samples[0].counted_from / DAY_S) if samples else 0.0
+
+
+def _mean(values):
+    """The mean of the samples' values, those without one (NaN: no midnight in a short span) aside."""
+    v = np.asarray(values, dtype=np.float64)
+    return float(v[np.isfinite(v)].mean()) if np.isfinite(v).any() else float("nan")
 
 
 def _ratio(x, ref):

@@ -144,8 +144,8 @@ def _fidelity_lines(fidelity):
         f'**Fidelity of the generator** (docs/workload.md, "Fidelity"): the validation days against '
         f"{record['streams']} streams generated from the fit over the same hours of the week (a warm-up "
         f"day first, counted toward nothing, as the real stream) and {record['scenarios']} generated "
-        f"validation scenarios as the studio draws them (each from an empty queue); queue, backlog and "
-        f"late tasks under {record['reference']}. {verdict_text(record)}",
+        f"validation scenarios as the studio draws them ({_warm_up_words(record)}); queue, backlog "
+        f"and late tasks under {record['reference']}. {verdict_text(record)}",
         "",
         "| metric | rule | " + " | ".join(KINDS) + " |",
         "|---|---|" + "---:|" * len(KINDS),
@@ -157,6 +157,13 @@ def _fidelity_lines(fidelity):
         )
     fig = f"{Path(layout.fidelity_dir()).relative_to(layout.RESULTS)}/{layout.FIDELITY_FIGURE}"
     return [*lines, "", f"![fidelity of the generator]({fig})"]
+
+
+def _warm_up_words(record):
+    days = record.get("scenario_warm_up_days") or 0
+    if not days:
+        return "each from an empty queue"
+    return f"after {days:g} warm-up day(s) whose tasks count toward nothing (`studio.warm_up_days`)"
 
 
 def _tuned_lines(tuned):
