@@ -3,6 +3,7 @@ days weighed with the generated validation scenarios, the held-out days that onl
 the tuned k guarded on the validation days, and the fidelity check of the generator."""
 
 import copy
+import dataclasses
 import json
 
 import numpy as np
@@ -335,3 +336,40 @@ def test_readers_accept_the_selection_days_record_and_refuse_a_malformed_one(tmp
         check_selection_record(bad, "winner.json")
     with pytest.raises(RankInputError, match="selection.days"):
         _check_selection({**sel, "days": [1]}, "winner.json")
+
+
+# ------------------------------------------------------------------ warm-up days
+
+
+def test_a_warm_up_needs_a_workload(cfg):
+    from sched.data.model import ModelError, scenario_model
+
+    with pytest.raises(ModelError, match="scenario.warm_up_days: 1 needs a workload"):
+        scenario_model(cfg.replace(scenario={"warm_up_days": 1, "calibration": None}))
+
+
+def test_warm_up_tasks_are_drawn_beyond_the_count_and_count_toward_nothing(wcfg_workload, cfg):
+    from sched.data.model import day_tasks
+    from sched.data.scenario import generate
+    from sched.evaluate.per_scenario import schedule_metrics
+    from sched.evaluate.policies import rule_spec
+    from sched.evaluate.runs import run_on_scenarios
+    from sched.sim.core import simulate
+
+    model, _ = wcfg_workload
+    warm = dataclasses.replace(model, warm_up_s=DAY, warm_up_tasks=day_tasks(model.workload))
+    sc = generate(warm, 11)
+    assert len(sc) == model.tasks + day_tasks(model.workload) and sc.counted_from_s == DAY
+    assert generate(model, 11).counted_from_s == 0.0
+    arr, _dur, _est, w, due = sc.arrays
+    start, end, _ = simulate(*sc.arrays, "wmdd", machines=1)
+    m = schedule_metrics(sc.arrays, start, end, sc.counted_from_s)
+    keep = arr >= DAY
+    assert 0 < keep.sum() < len(arr) and m["tasks"] == keep.sum()
+    assert m["total_weighted_tardiness_s"] == pytest.approx(
+        np.sum(w[keep] * np.maximum(0, end[keep] - due[keep]))
+    )
+    assert schedule_metrics(sc.arrays, start, end)["tasks"] == len(arr)
+    frame = run_on_scenarios(cfg, [11], [sc], {"wmdd": rule_spec("wmdd")})
+    assert frame["tasks"].tolist() == [keep.sum()]
+    assert frame["total_weighted_tardiness_s"].iloc[0] == pytest.approx(m["total_weighted_tardiness_s"])
