@@ -506,6 +506,7 @@ def test_each_rule_docstring_names_the_code_it_runs():
             "warm_start": "distill",
             "distill_round": "distill",
             "teach_round": "teach",
+            "validation_replay": "replay",  # studio_validation_replay: `sched replay --validation`
         }
         assert aliases.get(name, name) == command == module, (rule, doc)
         source = (ROOT / "sched/commands" / f"{module}.py").read_text()

@@ -110,11 +110,13 @@ def test_smoothing_chooses_more_with_less_data(truth):
 
 def test_example_history_fit(fitted, truth):
     d = fitted.data
-    # the last 7 of the 28 days are held out (workload.test_days): the fit reads the 3 weeks before
-    assert d["split"]["fitted"] == ["2024-06-03", "2024-06-23"]
+    # the last 7 of the 28 days are held out (workload.test_days), the 7 before them are the
+    # validation days (workload.validation_days): the fit reads the 2 weeks before both
+    assert d["split"]["fitted"] == ["2024-06-03", "2024-06-16"]
+    assert d["split"]["validation"] == ["2024-06-17", "2024-06-23"]
     assert d["split"]["held_out"] == ["2024-06-24", "2024-06-30"]
-    assert 12000 < d["tasks"] < sum(s.valid for s in fitted.stats)
-    assert d["span"]["end"] < "2024-06-24"
+    assert 8000 < d["tasks"] < 0.6 * sum(s.valid for s in fitted.stats)  # 2 of the 4 weeks
+    assert d["span"]["end"] < "2024-06-17"
     assert [s.bad_count for s in fitted.stats] == [3, 0]
     # hourly profile of the 4 shipped weeks (a weekend night hour holds about 11 tasks):
     # within 10 % on average over the 168 hours, the weekly mean within 3 standard errors

@@ -7,18 +7,18 @@ scenarios only confirm. :func:`validation_days_gate` and :func:`held_out_gate` (
 setting): the first weighs the validation days with the generated validation scenarios and
 names the best rule there; the second, described below, confirms on the held-out days.
 
-The held-out gate of a verdict chosen on validation scenarios (the studio setting).
-
-The studio's winner is chosen on validation scenarios generated from the fitted
-workload and confirmed on test scenarios from the same fit; both come from the
-fit, not from the studio's own days. Before ``rank()`` deploys it, the gate
-compares it with the best dispatching rule on the days the fit held out
-(``sched replay --held-out``: one continuous stream, a row per day): when the
-paired bootstrap interval over the days of its difference to that rule lies
-entirely above zero (significantly worse), the verdict becomes that rule, and
-``winner.json`` says why. The record gains ``held_out``: the days, the best
-rule on them, the chosen policy's paired difference to it and whether it was
-deployed (docs/workload.md, "The studio setting").
+The studio's verdict in three steps (docs/workload.md, "The studio setting"). Its
+winner is chosen on validation scenarios generated from the fitted workload; the
+validation days (``sched replay --validation``: one continuous stream, a row per
+day) weigh it (:data:`WEIGHING`): a winner significantly worse there than the best
+rule there (paired bootstrap interval over the days entirely above zero) becomes
+that rule, and when the generator ranks the rules unlike the real days
+(``sched.data.workload.fidelity``) the days decide on their means. The held-out days
+(``sched replay --held-out``) then only confirm it against that rule, named before
+they are read: ``winner.json``'s ``held_out`` says whether it is confirmed, and
+nothing changes. Without validation days the held-out gate is the earlier one: it
+picks its own best rule on the held-out days and replaces a winner significantly
+worse than it.
 """
 
 from sched.evaluate.errors import BenchmarkError
@@ -121,7 +121,7 @@ def validation_days_gate(winner, days_table, specs, bench, lean=False, period=No
 
 
 def held_out_gate(winner, held, specs, bench, best_rule=None):
-    """``winner`` (a winner record, changed in place and returned) gated on the held-out days.
+    """``winner`` (a winner record, changed in place and returned) confirmed on the held-out days.
 
     ``held``: the held-out replay's per-scenario table (a row per day and policy);
     ``specs``: the benchmark's policy specs; ``bench``: the config's benchmark section

@@ -44,7 +44,8 @@ ROBUST = {s["name"]: s for s in config["robustness"]["settings"]
           if config.get("profile", "default") == "full" or s.get("profile", "default") == "default"}
 # The studio setting (docs/workload.md): the queue's own fitted workload, when the config
 # names a history. Its policies train on scenarios drawn from results/workload.json; it is
-# judged on test scenarios from the fit and on the days the fit held out.
+# chosen on generated validation scenarios and the validation days, confirmed on test
+# scenarios from the fit and on the days the fit held out.
 STUDIO = layout.STUDIO
 if HISTORY:
     if STUDIO in ROBUST:

@@ -174,7 +174,7 @@ if STUDIO in ROBUST:
         output:
             studio_fidelity(),
         params:
-            out=layout.fidelity_dir(),
+            out=lambda wildcards, output: os.path.dirname(output[0]),
             streams=(config.get("studio") or {}).get("fidelity_streams", 16),
             scenarios=(config.get("studio") or {}).get("fidelity_scenarios", 128),
             tau=(config.get("studio") or {}).get("fidelity_tau", 0.8),
@@ -280,8 +280,9 @@ if STUDIO in ROBUST:
 
     use rule benchmark as studio_benchmark with:
         """Run every policy of the studio setting on its test scenarios (drawn from the fit): the
-        winner is chosen on its selection table, confirmed on these, and gated on the held-out days
-        (--held-out: not significantly worse than the best rule there, else that rule).
+        winner is chosen on its selection table, weighed on the validation days (--validation-days,
+        --fidelity), confirmed on these and on the held-out days (--held-out: against the
+        validation days' best rule; without validation days, the earlier gate).
         Runs `sched benchmark` (sched/commands/benchmark.py -> sched.evaluate.runs.run_policies,
         sched.evaluate.summary.write_outputs)."""
         input:

@@ -202,7 +202,9 @@ PERIODS = ("validation", "held_out")
 def period_days(workload, period):
     """[FIRST_DAY, LAST_DAY] (ISO dates) of the workload's ``period`` (:data:`PERIODS`), or None."""
     if period not in PERIODS:
-        raise ValueError(f"period: expected one of {PERIODS}, got {period!r}")
+        from sched.errors import InternalError
+
+        raise InternalError(f"period: expected one of {PERIODS}, got {period!r}")
     split = workload.get("split") or {}
     return list(split[period]) if split.get(period) else None
 
