@@ -373,3 +373,56 @@ def test_warm_up_tasks_are_drawn_beyond_the_count_and_count_toward_nothing(wcfg_
     frame = run_on_scenarios(cfg, [11], [sc], {"wmdd": rule_spec("wmdd")})
     assert frame["tasks"].tolist() == [keep.sum()]
     assert frame["total_weighted_tardiness_s"].iloc[0] == pytest.approx(m["total_weighted_tardiness_s"])
+
+
+# ------------------------------------------------------------------ the report
+
+
+def test_the_report_shows_the_periods_the_fidelity_table_the_k_and_the_validation_days(tmp_path, cfg):
+    from sched import layout
+    from sched.evaluate.report.studio import read_studio, studio_readme_line, studio_section
+    from sched.evaluate.summary import write_outputs
+
+    studio = tmp_path / "robustness" / layout.STUDIO
+    (tmp_path / "p.pt").write_bytes(b"weights")  # hashed into the summary's winner, never loaded
+    specs = {**SPECS, "ppo-1": {**SPECS["ppo-1"], "policy_file": str(tmp_path / "p.pt")}}
+    windows = pd.DataFrame({"scenario_seed": range(7), "window": [f"2024-06-{d}" for d in range(17, 24)],
+                            "tasks": 100, "window_hours": 24.0})  # fmt: skip
+    write_outputs(studio, _held(7, 0.99, seed=1), cfg, specs, full=False, subset_summary=True)
+    write_outputs(studio / "replay-validation", _held(7, 1.02, seed=2), cfg, specs, full=False,
+                  subset_summary=True, extra=[(layout.REPLAY_WINDOWS, windows)])  # fmt: skip
+    rng = np.random.default_rng(4)
+    arr = np.sort(rng.uniform(0, 2 * DAY, 300))
+    sample = _sample(arr, rng.lognormal(5.5, 0.8, 300), arr + rng.uniform(0, 2000, 300), None, DAY, 1.0)
+    table, record, _q = fid.check(sample, [sample], [sample], 1, 2.0, threshold=1.01)
+    record["period"] = ["2024-06-17", "2024-06-23"]
+    (studio / "fidelity").mkdir()
+    table.to_csv(studio / "fidelity" / layout.FIDELITY_TABLE, index=False)
+    (studio / "fidelity" / layout.FIDELITY_RECORD).write_text(json.dumps(record))
+    tuned = {"atc_k": 2.0, "validation_days": {"generated_atc_k": 4.0, "default_atc_k": 2.0, "days": 7,
+                                               "reason": "beyond the guard"}}  # fmt: skip
+    (studio / layout.TUNED).write_text(json.dumps(tuned))
+    winner = _record()
+    days = validation_days_gate(winner, _held(7, 1.02, seed=2), SPECS, BENCH, period=record["period"])
+    held_out_gate(winner, _held(7, 1.0), SPECS, BENCH, best_rule=days["best_rule"])
+    winner["selection"] = {"on": "validation", "seeds": [1000, 300], "means": {"wmdd": 1.0}, "days": days}
+    (studio / layout.WINNER).write_text(json.dumps(winner))
+    read = read_studio(tmp_path / "robustness")
+    fit = {"split": {"fitted": ["2024-06-03", "2024-06-16"], "validation": record["period"],
+                     "held_out": ["2024-06-24", "2024-06-30"]}}  # fmt: skip
+    text = "\n".join(studio_section(cfg, read, fit))
+    assert (
+        "the validation days **2024-06-17 to 2024-06-23**" in text and "**2024-06-03 to 2024-06-16**" in text
+    )
+    assert "**Fidelity of the generator**" in text and "below 1.01" in text
+    assert "| kendall_tau |  | 1.000 |" in text and "](robustness/studio/fidelity/fidelity.png)" in text
+    assert (
+        "**ATC's k**: 2 (generated scenarios: 4; default 2); on the 7 validation days: beyond the guard."
+        in text
+    )
+    assert "**Validation days** (7 days, 700 tasks" in text
+    line = studio_readme_line(read)[0]
+    assert "chosen on 7 validation days and generated validation scenarios" in line
+    assert (
+        "(confirmed on the held-out days)" in line and "on the validation days vs wmdd: ppo-1 +2.0 %" in line
+    )

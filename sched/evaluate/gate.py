@@ -57,7 +57,7 @@ def _rule_verdict(winner, best, specs, d, lo, hi, reason):
 
 
 #: How the validation days and the generated validation scenarios are weighed (winner.json
-#: ``selection.days.weighing``; docs/workload.md, "Three periods").
+#: ``selection.days.weighing``; docs/workload.md, "The studio setting").
 WEIGHING = (
     "the generated validation scenarios choose (many, so they resolve small differences, but drawn "
     "from a fit that may not imitate the real days); the validation days veto (few, so their "

@@ -227,11 +227,19 @@ def studio_readme_line(studio):
     s = studio["summary"].set_index("policy")
     ppo = [p for p in s.index if is_ppo(p)]
     test = ", ".join(f"{p} {pct(s.loc[p, 'diff_vs_best_heuristic_pct'])}" for p in ppo)
+    days = (w.get("selection") or {}).get("days")
+    chosen_on = f"{days['days']} validation days and " if days else ""
     line = (
-        f"**Studio** (the example history's fitted workload, {held.get('days', '?')} held-out days): "
-        f"rank() runs **{w['policy']}**. On test scenarios from the fit vs "
-        f"{s['best_heuristic'].iloc[0]}: {test or 'no learned policy'}"
+        f"**Studio** (the example history's fitted workload, chosen on {chosen_on}generated validation "
+        f"scenarios, {held.get('days', '?')} held-out days): rank() runs **{w['policy']}**"
+        + (" (confirmed on the held-out days)" if held.get("confirmed") else "")
+        + f". On test scenarios from the fit vs {s['best_heuristic'].iloc[0]}: {test or 'no learned policy'}"
     )
+    if studio.get("validation_summary") is not None:
+        v = studio["validation_summary"].set_index("policy")
+        line += f"; on the validation days vs {v['best_heuristic'].iloc[0]}: " + ", ".join(
+            f"{p} {pct(v.loc[p, 'diff_vs_best_heuristic_pct'])}" for p in v.index if is_ppo(p)
+        )
     if studio.get("held_summary") is not None:
         h = studio["held_summary"].set_index("policy")
         line += f"; on the held-out days vs {h['best_heuristic'].iloc[0]}: " + ", ".join(
