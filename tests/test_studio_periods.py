@@ -358,9 +358,11 @@ def test_warm_up_tasks_are_drawn_beyond_the_count_and_count_toward_nothing(wcfg_
 
     model, _ = wcfg_workload
     warm = dataclasses.replace(model, warm_up_s=DAY, warm_up_tasks=day_tasks(model.workload))
-    sc = generate(warm, 11)
+    sc = generate(warm, 11, warm_up=True)
     assert len(sc) == model.tasks + day_tasks(model.workload) and sc.counted_from_s == DAY
-    assert generate(model, 11).counted_from_s == 0.0
+    # without warm_up (the lookahead's futures, `sched scenario`) the model's warm-up is not drawn
+    plain = generate(warm, 11)
+    assert plain.counted_from_s == 0.0 and len(plain) == model.tasks
     arr, _dur, _est, w, due = sc.arrays
     start, end, _ = simulate(*sc.arrays, "wmdd", machines=1)
     m = schedule_metrics(sc.arrays, start, end, sc.counted_from_s)
@@ -426,3 +428,25 @@ def test_the_report_shows_the_periods_the_fidelity_table_the_k_and_the_validatio
     assert (
         "(confirmed on the held-out days)" in line and "on the validation days vs wmdd: ppo-1 +2.0 %" in line
     )
+
+
+def test_training_and_validation_hold_the_warm_up_and_count_only_after_it(wcfg_workload, cfg, tmp_path):
+    from types import SimpleNamespace
+
+    from sched.learn.env.vec_env import VecQueue
+    from sched.learn.ppo.validation import Validator
+
+    model, _ = wcfg_workload
+    c = cfg.replace(scenario={"workload": model.workload_file, "tasks": "day", "warm_up_days": 1,
+                              "calibration": model.calibration})  # fmt: skip
+    from sched.data.model import scenario_model
+
+    warm = scenario_model(c)
+    assert warm.warm_up_tasks > 0 and warm.warm_up_s == DAY
+    v = Validator(c, SimpleNamespace(validation_scenarios=2, tasks=None))
+    assert all(0 < m.sum() < len(m) for m in v.counted)
+    assert len(v.scenarios[0][0]) == warm.tasks + warm.warm_up_tasks
+    env = VecQueue(c, 2, np.random.default_rng(4), range(100000, 100100), "tasks", 2.0, model=warm)
+    assert env.tasks == warm.tasks + warm.warm_up_tasks
+    _seed, _load, d = env._draw_next()
+    assert len(d["arrival"]) == env.tasks and d["counted_from_s"] == DAY

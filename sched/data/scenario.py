@@ -254,7 +254,7 @@ def _check_drawn(seed, **times):
             )
 
 
-def draw(model, seed, tasks=None, load=None, machines=None, week_start_s=None):
+def draw(model, seed, tasks=None, load=None, machines=None, week_start_s=None, warm_up=False):
     """The random part of :func:`generate`: a dict of task arrays, no table.
 
     ``model``: the :class:`~sched.data.model.ScenarioModel` of the config
@@ -265,15 +265,17 @@ def draw(model, seed, tasks=None, load=None, machines=None, week_start_s=None):
     Keys: arrival, duration, estimate, weight, due (float64), kind and
     priority (int indices into ``kinds`` and ``classes``, also returned), and
     week_start_s (the time of week of time 0 in seconds; 0.0 without a workload) and
-    counted_from_s (``scenario.warm_up_days`` in seconds: the tasks arriving before it, drawn
-    beyond ``tasks``, are a warm-up that counts toward no metric). With a
+    counted_from_s. With ``warm_up`` (the scenarios that tune, train, validate and test), the
+    model's ``scenario.warm_up_days`` come first: ``model.warm_up_tasks`` more tasks are drawn,
+    and those arriving before ``counted_from_s`` (the warm-up in seconds) count toward no
+    metric; without it (futures of the lookahead, `sched scenario`), counted_from_s is 0. With a
     workload, ``week_start_s`` fixes that time of week instead of drawing it (the fidelity
     check's streams over the hours of the real days, ``sched.data.workload.fidelity``).
     Training draws thousands of scenarios through this, so it avoids pandas.
     """
     model = _model(model)
     seed = check_seed(seed)
-    n = int(tasks if tasks is not None else model.tasks) + model.warm_up_tasks
+    n = int(tasks if tasks is not None else model.tasks) + (model.warm_up_tasks if warm_up else 0)
     rho = float(load if load is not None else model.load)
     # the farm's capacity in speed-1 GPUs: the sum of the speeds (M for identical GPUs)
     capacity = total_speed(machines) if machines is not None else model.capacity
@@ -283,6 +285,7 @@ def draw(model, seed, tasks=None, load=None, machines=None, week_start_s=None):
     # an overflow (a huge sigma, say) is refused below in one line, without warnings
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
         d = _draw(model, seed, n, rho, capacity, week_start_s)
+    d["counted_from_s"] = float(model.warm_up_s) if warm_up else 0.0
     _check_drawn(
         seed, arrival_s=d["arrival"], duration_s=d["duration"], estimate_s=d["estimate"], due_s=d["due"]
     )
@@ -343,16 +346,16 @@ def _draw(model, seed, n, rho, capacity, week_start_s=None):
         "kinds": kinds,
         "classes": classes,
         "week_start_s": float(start_hour) * 3600.0,
-        "counted_from_s": float(model.warm_up_s),
     }
 
 
-def generate(model, seed, tasks=None, load=None, machines=None, week_start_s=None):
+def generate(model, seed, tasks=None, load=None, machines=None, week_start_s=None, warm_up=False):
     """Generate the scenario of ``seed`` from ``model`` (a :class:`~sched.data.model.ScenarioModel`;
-    ``week_start_s``: as :func:`draw`'s)."""
+    ``week_start_s``, ``warm_up``: as :func:`draw`'s)."""
     d = draw(
-        _model(model, "generate"), seed, tasks=tasks, load=load, machines=machines, week_start_s=week_start_s
-    )
+        _model(model, "generate"), seed, tasks=tasks, load=load, machines=machines,
+        week_start_s=week_start_s, warm_up=warm_up,
+    )  # fmt: skip
     frame = pd.DataFrame(
         {
             "id": [str(i) for i in range(len(d["arrival"]))],

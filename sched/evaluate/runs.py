@@ -43,11 +43,12 @@ def schedule_scenarios(
 
 
 def generate_scenarios(cfg, seeds, progress=False):
-    """The scenario of each seed, in order."""
+    """The scenario of each seed, in order, after the config's warm-up days (``scenario.warm_up_days``:
+    the tuning, validation and test scenarios)."""
     from sched.data.scenario import generate, scenario_model
 
     model = scenario_model(cfg)
-    return [generate(model, s) for s in bar(list(seeds), "scenarios", progress)]
+    return [generate(model, s, warm_up=True) for s in bar(list(seeds), "scenarios", progress)]
 
 
 def schedule_policy(spec, scenarios, arrays, machines, cfg=None):

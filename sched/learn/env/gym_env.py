@@ -108,7 +108,7 @@ class RenderQueueEnv(gym.Env):
             }
         )
         self.action_space = spaces.Discrete(self.max_queue)
-        self.state = core.empty_state(1, self.model.tasks, sc["machines"])
+        self.state = core.empty_state(1, self.model.tasks + self.model.warm_up_tasks, sc["machines"])
         self._rows = np.zeros(0, dtype=np.int64)  # queue position of each visible row
         self._before_first = 0.0
 
@@ -137,7 +137,7 @@ class RenderQueueEnv(gym.Env):
             self.scenario_seed = int(options["scenario_seed"])
         else:
             self.scenario_seed = int(self.np_random.integers(self.seeds.start, self.seeds.stop))
-        d = draw(self.model, self.scenario_seed)
+        d = draw(self.model, self.scenario_seed, warm_up=True)
         self.week_start_s = d["week_start_s"]
         core.load_slot(self.state, 0, d["arrival"], d["duration"], d["estimate"], d["weight"], d["due"])
         core.advance_slot(self.state, 0, False)

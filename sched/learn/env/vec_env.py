@@ -86,7 +86,8 @@ class VecQueue:
         self.B = int(num_envs)
         self.rng = rng
         self.seeds = seeds
-        self.tasks = int(tasks or self.model.tasks)
+        #: the state's tasks a scenario: its count and the warm-up's (``scenario.warm_up_days``)
+        self.tasks = int(tasks or self.model.tasks) + self.model.warm_up_tasks
         #: the GPUs' speeds (any form of sched.data.machines: a count, a spec)
         self.speeds = speeds(machines if machines is not None else cfg.scenario.machines)
         self.M = len(self.speeds)
@@ -162,7 +163,8 @@ class VecQueue:
         """The next training scenario: (seed, load, drawn arrays), from this environment's stream."""
         seed = int(self.rng.integers(self.seeds.start, self.seeds.stop))
         load = self.loads[int(self.rng.integers(len(self.loads)))] if len(self.loads) > 1 else self.loads[0]
-        return seed, load, draw(self.model, seed, tasks=self.tasks, load=load, machines=self.speeds)
+        n = self.tasks - self.model.warm_up_tasks
+        return seed, load, draw(self.model, seed, tasks=n, load=load, machines=self.speeds, warm_up=True)
 
     def _put(self, b, seed, load, d):
         """Load the drawn scenario ``d`` into slot b and run it to its first real decision; False

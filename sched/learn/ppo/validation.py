@@ -23,17 +23,22 @@ class Validator:
     def __init__(self, cfg, args):
         seeds = list(seed_range(cfg, "validation"))[: args.validation_scenarios]
         self.scenarios, self.weeks = [], []  # the task arrays, the week starts
+        self.counted = []  # the tasks after the warm-up (scenario.warm_up_days), the only ones counted
         model = scenario_model(cfg)
         for s in seeds:
-            d = draw(model, s, tasks=args.tasks)
+            d = draw(model, s, tasks=args.tasks, warm_up=True)
             self.scenarios.append((d["arrival"], d["duration"], d["estimate"], d["weight"], d["due"]))
             self.weeks.append(d["week_start_s"])
+            self.counted.append(d["arrival"] >= d["counted_from_s"])
         self.M = cfg.scenario.machines
         atc = core.simulate_batch(self.scenarios, "atc", machines=self.M, k=cfg.rules.atc_k)
         self.atc = self._mean_twt(atc)
 
     def _mean_twt(self, results):
-        costs = [weighted_tardiness(end, sc[4], sc[3]) for sc, (_, end, _) in zip(self.scenarios, results)]
+        costs = [
+            weighted_tardiness(end[m], sc[4][m], sc[3][m])
+            for sc, m, (_, end, _) in zip(self.scenarios, self.counted, results)
+        ]
         return float(np.mean(costs))
 
     def __call__(self, net, meta):

@@ -234,6 +234,7 @@ def make_labels(cfg, seeds, settings, base, top_k, follow=True, futures=FUTURES,
     follows = list(follow) if isinstance(follow, (list, tuple)) else [bool(follow)] * len(seeds)
     pool = L.Futures(*future_pool(cfg, seeds, settings.horizon, futures))
     n = int(cfg.train.get("tasks") or model.tasks)
+    total = n + model.warm_up_tasks  # a training scenario's tasks, its warm-up's included
     if base.base == P.LEARNED:
         obs = base.net
     else:
@@ -244,8 +245,8 @@ def make_labels(cfg, seeds, settings, base, top_k, follow=True, futures=FUTURES,
         from tqdm import tqdm
 
         it = tqdm(list(it), desc="teacher", unit="scenario", dynamic_ncols=True)
-    scratch = S.empty_state(1, n + settings.horizon, cfg.scenario.machines)  # queue + future
-    ws = kernel.workspace(n + settings.horizon, obs)
+    scratch = S.empty_state(1, total + settings.horizon, cfg.scenario.machines)  # queue + future
+    ws = kernel.workspace(total + settings.horizon, obs)
     parts, tot = [], np.zeros(3)
     for seed, fol in it:
         part, st = _label_one(cfg, model, seed, n, scratch, pool, la, settings, base, obs, ws, fol)
@@ -266,7 +267,8 @@ def make_labels(cfg, seeds, settings, base, top_k, follow=True, futures=FUTURES,
 def _label_one(cfg, model, seed, n, scratch, pool, la, st, base, obs, ws, follow):
     """The labels of training scenario ``seed`` (``n`` tasks), as :func:`make_labels` returns
     them, and (decisions, deviations, samples drawn)."""
-    d = draw(model, seed, tasks=n)
+    d = draw(model, seed, tasks=n, warm_up=True)
+    n = len(d["arrival"])  # its decisions: the warm-up's too
     obs = kernel.at_week(obs, d["week_start_s"])  # the scenario's time of week
     bnet = kernel.at_week(base.net, d["week_start_s"])
     state, _ = S.pack(
