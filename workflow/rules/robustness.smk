@@ -182,6 +182,9 @@ if STUDIO in ROBUST:
             layout.log("robustness/studio/fidelity"),
         benchmark:
             layout.usage("robustness/studio/fidelity")
+        # cheap, and they unlock the studio's training: started early, the studio's chain does not
+        # end the workflow alone on one core (docs/workflow.md)
+        priority: 25
         threads: cores(1)
         shadow:
             "minimal"
@@ -207,6 +210,7 @@ if STUDIO in ROBUST:
             layout.log("robustness/studio/tune"),
         benchmark:
             layout.usage("robustness/studio/tune")
+        priority: 25
         threads: cores(1)
         shadow:
             "minimal"
