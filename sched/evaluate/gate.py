@@ -166,7 +166,7 @@ def held_out_gate(winner, held, specs, bench, best_rule=None):
                 "significantly worse: not confirmed (the held-out days only confirm)" if worse
                 else "not significantly worse: confirmed"
             )  # fmt: skip
-        if own != chosen:
+        if own not in (chosen, best):
             od, olo, ohi = _against(twt, chosen, own, days, bench)
             said += f"; the best rule there, {own}, for the record: {od:+.2f} % [{olo:+.2f} %, {ohi:+.2f} %]"
         winner["reason"] += f" On the {len(days)} held-out days, {said}."
