@@ -15,6 +15,9 @@ use rule step_config as robust_config with:
         text=lambda wildcards: step_config_text(wildcards.step, wildcards.setting),
     log:
         layout.log("robustness/{setting}/config-{step}"),
+    # instant: written at once, so that no job of a setting waits for its config behind the main
+    # chain (priorities do not pass to a job's inputs)
+    priority: 50
     wildcard_constraints:
         setting="|".join(ROBUST) or "^$",
         step="tune|teach|train|select|gather|replay",
