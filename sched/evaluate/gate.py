@@ -27,6 +27,19 @@ from sched.evaluate.policies import PLAN, best_heuristic, is_heuristic, policy_k
 from sched.evaluate.statistics import bootstrap_counts, paired_difference
 
 
+def _days(table, what, chosen, option):
+    """(days, {policy: totals}) of a replayed period's per-scenario table, which must hold the
+    policy ``chosen`` on the validation scenarios (``sched replay OPTION`` replays it)."""
+    check_complete(table, f"{what} table")
+    days, twt = matrix(table)
+    if chosen not in twt:
+        raise BenchmarkError(
+            f"{what} table: no rows for {chosen}, the winner chosen on the validation scenarios; run it "
+            f"on the {what} days too (`sched replay {option}`)"
+        )
+    return days, twt
+
+
 def _against(twt, chosen, best, days, bench):
     """(difference %, low %, high %) of ``chosen`` against ``best``, paired over the days."""
     if chosen == best:
@@ -77,14 +90,8 @@ def validation_days_gate(winner, days_table, specs, bench, lean=False, period=No
     real days (``sched.data.workload.fidelity``), when the days decide alone; ``period``: the
     days ([FIRST_DAY, LAST_DAY]). Returns the record for winner.json's ``selection.days``.
     """
-    check_complete(days_table, "validation-day table")
-    days, twt = matrix(days_table)
     chosen = winner["policy"]
-    if chosen not in twt:
-        raise BenchmarkError(
-            f"validation-day table: no rows for {chosen}, the winner chosen on the validation scenarios; "
-            "run it on the validation days too (`sched replay --validation`)"
-        )
+    days, twt = _days(days_table, "validation-day", chosen, "--validation")
     best = best_heuristic(twt)  # the best rule on the validation days: the held-out days' reference
     d, lo, hi = _against(twt, chosen, best, days, bench)
     if lean:
@@ -131,14 +138,8 @@ def held_out_gate(winner, held, specs, bench, best_rule=None):
     history too short for them) the best rule is the held-out days' own, and a verdict
     significantly worse than it there becomes that rule.
     """
-    check_complete(held, "held-out table")
-    days, twt = matrix(held)
     chosen = winner["policy"]
-    if chosen not in twt:
-        raise BenchmarkError(
-            f"held-out table: no rows for {chosen}, the winner chosen on validation; run it on the "
-            "held-out days too (`sched replay --held-out`)"
-        )
+    days, twt = _days(held, "held-out", chosen, "--held-out")
     confirm_only = best_rule is not None
     if confirm_only and best_rule not in twt:
         raise BenchmarkError(f"held-out table: no rows for {best_rule}, the best rule on the validation days")
