@@ -126,9 +126,9 @@ def test_ppo_raises_the_probability_of_the_better_task(tmp_path, cfg, monkeypatc
 
     sc = two_tasks()
 
-    def the_example(model, seed, tasks=None, load=None, machines=None):
+    def the_example(model, seed, tasks=None, load=None, machines=None, warm_up=False):
         keys = ("arrival", "duration", "estimate", "weight", "due")
-        return {**{key: np.array(a) for key, a in zip(keys, sc)}, "week_start_s": 0.0}
+        return {**{key: np.array(a) for key, a in zip(keys, sc)}, "week_start_s": 0.0, "counted_from_s": 0.0}
 
     monkeypatch.setattr(vec_env, "draw", the_example)  # the training scenarios: only the example
     args = Args(
