@@ -20,10 +20,12 @@ rule tune:
     benchmark:
         layout.usage("tune")
     threads: cores(1)
+    resources:
+        job_threads=job_threads,   # its --threads: the threads, not the reservation
     shadow:
         "minimal"
     shell:
-        "python -m sched --config {input.config:q} tune --out {output:q} --threads {threads}"
+        "python -m sched --config {input.config:q} tune --out {output:q} --threads {resources.job_threads}"
         " > {log:q} 2>&1"
 
 
@@ -48,12 +50,14 @@ rule benchmark:
     benchmark:
         layout.usage("benchmark/{seeds}")
     threads: cores(1)
+    resources:
+        job_threads=job_threads,   # its --threads: the threads, not the reservation
     shadow:
         "minimal"
     shell:
         "python -m sched --config {input.config:q} benchmark --policies {params.policies}"
         " --seeds {params.seeds} --tuned {input.tuned:q} {params.policy_files} {params.selection}"
-        " --out {params.out:q} --threads {threads} > {log:q} 2>&1"
+        " --out {params.out:q} --threads {resources.job_threads} > {log:q} 2>&1"
 
 
 rule select:
@@ -78,12 +82,14 @@ rule select:
     benchmark:
         layout.usage("select")
     threads: cores(1)
+    resources:
+        job_threads=job_threads,   # its --threads: the threads, not the reservation
     shadow:
         "minimal"
     shell:
         "python -m sched --config {input.config:q} benchmark --split selection --policies {params.policies}"
         " --seeds {params.seeds} --tuned {input.tuned:q} {params.policy_files}"
-        " --out {params.out:q} --threads {threads} > {log:q} 2>&1"
+        " --out {params.out:q} --threads {resources.job_threads} > {log:q} 2>&1"
 
 
 rule gather:
@@ -129,11 +135,13 @@ rule clairvoyant:
     benchmark:
         layout.usage("clairvoyant")
     threads: cores(1)   # one thread, beside the training jobs (its result counts work, not time)
+    resources:
+        job_threads=job_threads,   # its --threads: the threads, not the reservation
     shadow:
         "minimal"
     shell:
         "python -m sched --config {input.config:q} clairvoyant --out {output:q}"
-        " --threads {threads} > {log:q} 2>&1"
+        " --threads {resources.job_threads} > {log:q} 2>&1"
 
 
 rule benchmark_plan:
@@ -161,9 +169,11 @@ rule benchmark_plan:
     benchmark:
         layout.usage("benchmark/plan")
     threads: cores(2)   # plan's scenarios run on two threads (sched.evaluate.runs.schedule_policy)
+    resources:
+        job_threads=job_threads,   # its --threads: the threads, not the reservation
     shadow:
         "minimal"
     shell:
         "NUMBA_NUM_THREADS=1 python -m sched --config {input.config:q} benchmark --policies {params.policies}"
         " --seeds {params.seeds} --tuned {input.tuned:q} {params.policy_files} --summary"
-        " --out {params.out:q} --threads {threads} > {log:q} 2>&1"
+        " --out {params.out:q} --threads {resources.job_threads} > {log:q} 2>&1"

@@ -153,17 +153,32 @@ def select_policies(setting=None):
     return ",".join(sorted(names, key=policy_key))
 
 
-def cores(n=1):
-    """The cores a job of n threads reserves: n x (the workflow's -j N // the machine's usable
-    CPUs), at least n. With -j above the CPUs (`snakemake -j4` on 2 cores) jobs then never
-    outnumber the CPUs: a training job's decisions per second (train_log.csv, the report's
-    throughput) are the trainer's own, not shared with neighbours. Commands given `--threads
-    {threads}` cap it at the usable CPUs (sched/threads.py)."""
+def _reservation():
+    """How many of -j N's cores one thread of a job reserves: -j N // the machine's usable
+    CPUs, at least 1 (1 without a local core count: --report, a cluster executor)."""
     try:
         given = workflow.cores
     except WorkflowError:  # --report, a cluster executor: no local core count, nothing to share
-        return n
-    return n * max(1, (given or 1) // usable_cpus())
+        return 1
+    return max(1, (given or 1) // usable_cpus())
+
+
+def cores(n=1):
+    """The cores a job of n threads reserves: n x _reservation(). With -j above the CPUs
+    (`snakemake -j4` on 2 cores) jobs then never outnumber the CPUs: a training job's decisions
+    per second (train_log.csv, the report's throughput) are the trainer's own, not shared with
+    neighbours. The job itself runs on job_threads, not on what it reserves."""
+    return n * _reservation()
+
+
+def job_threads(wildcards, threads, rulename):
+    """A job's `--threads` (its rule's `resources.job_threads`): the threads its rule reserves
+    over _reservation(), or a --set-threads value (a cluster profile's) as it is. Passing the
+    reservation itself would give a one-thread job two threads under `snakemake -j4` on 2 cores,
+    and two such jobs side by side four threads on two CPUs."""
+    if rulename in workflow.resource_settings._parsed_overwrite_threads:
+        return threads
+    return max(1, threads // _reservation())
 
 
 def teach_settings(teacher):

@@ -32,12 +32,14 @@ rule demo:
     benchmark:
         layout.usage("demo")
     threads: cores(1)
+    resources:
+        job_threads=job_threads,   # its --threads: the threads, not the reservation
     shadow:
         "minimal"
     shell:
         "python -m sched --config {input.config:q} demo --policies {params.policies}"
         " --tuned {input.tuned:q} {params.policy_files} --out {params.out:q}"
-        " --figures {params.figures:q} --threads {threads} > {log:q} 2>&1"
+        " --figures {params.figures:q} --threads {resources.job_threads} > {log:q} 2>&1"
 
 
 rule report:

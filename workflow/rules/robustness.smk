@@ -189,11 +189,13 @@ if STUDIO in ROBUST:
         # end the workflow alone on one core (docs/workflow.md)
         priority: 25
         threads: cores(1)
+        resources:
+            job_threads=job_threads,   # its --threads: the threads, not the reservation
         shadow:
             "minimal"
         shell:
             "python -m sched --config {input.config:q} fidelity {input.history:q} --workload {input.workload:q}"
-            " --streams {params.streams} --scenarios {params.scenarios} --threshold {params.tau} --out {params.out:q} --threads {threads}"
+            " --streams {params.streams} --scenarios {params.scenarios} --threshold {params.tau} --out {params.out:q} --threads {resources.job_threads}"
             " > {log:q} 2>&1"
 
 
@@ -215,10 +217,12 @@ if STUDIO in ROBUST:
             layout.usage("robustness/studio/tune")
         priority: 25
         threads: cores(1)
+        resources:
+            job_threads=job_threads,   # its --threads: the threads, not the reservation
         shadow:
             "minimal"
         shell:
-            "python -m sched --config {input.config:q} tune --out {output:q} --threads {threads}"
+            "python -m sched --config {input.config:q} tune --out {output:q} --threads {resources.job_threads}"
             " --validation-days {input.history:q} --fidelity {input.fidelity:q} > {log:q} 2>&1"
 
 
@@ -245,12 +249,14 @@ if STUDIO in ROBUST:
         benchmark:
             layout.usage("robustness/studio/replay-validation")
         threads: cores(1)
+        resources:
+            job_threads=job_threads,   # its --threads: the threads, not the reservation
         shadow:
             "minimal"
         shell:
             "python -m sched --config {input.config:q} replay {input.history:q} --validation {input.workload:q}"
             " --policies {params.policies} --tuned {input.tuned:q} {params.policy_files} --out {params.out:q}"
-            " --threads {threads} > {log:q} 2>&1"
+            " --threads {resources.job_threads} > {log:q} 2>&1"
 
 
     rule studio_replay:
@@ -277,12 +283,14 @@ if STUDIO in ROBUST:
         benchmark:
             layout.usage("robustness/studio/replay")
         threads: cores(1)
+        resources:
+            job_threads=job_threads,   # its --threads: the threads, not the reservation
         shadow:
             "minimal"
         shell:
             "python -m sched --config {input.config:q} replay {input.history:q} --held-out {input.workload:q}"
             " --policies {params.policies} --tuned {input.tuned:q} {params.policy_files} --out {params.out:q}"
-            " --threads {threads} > {log:q} 2>&1"
+            " --threads {resources.job_threads} > {log:q} 2>&1"
 
 
     use rule benchmark as studio_benchmark with:

@@ -43,11 +43,13 @@ rule warm_start:
         layout.usage("train/warm-{seed}")
     priority: 30   # the main chain first: the longest path of the workflow (docs/workflow.md)
     threads: cores(1)
+    resources:
+        job_threads=job_threads,   # its --threads: the threads, not the reservation
     shadow:
         "minimal"
     shell:
         "python -m sched --config {input.config:q} distill --labels {input.labels:q} --seed {wildcards.seed}"
-        " --stage warm --out {output:q} --threads {threads} --no-progress > {log:q} 2>&1"
+        " --stage warm --out {output:q} --threads {resources.job_threads} --no-progress > {log:q} 2>&1"
 
 
 rule teach_round:
@@ -90,11 +92,13 @@ rule distill_round:
         layout.usage("train/seed-{seed}-round-{round}")
     priority: 30   # the main chain first: the longest path of the workflow (docs/workflow.md)
     threads: cores(1)
+    resources:
+        job_threads=job_threads,   # its --threads: the threads, not the reservation
     shadow:
         "minimal"
     shell:
         "python -m sched --config {input.config:q} distill --labels {input.labels:q} --start {input.start:q}"
-        " --seed {wildcards.seed} --stage round-{wildcards.round} --out {output:q} --threads {threads}"
+        " --seed {wildcards.seed} --stage round-{wildcards.round} --out {output:q} --threads {resources.job_threads}"
         " --no-progress > {log:q} 2>&1"
 
 

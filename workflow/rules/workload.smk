@@ -56,9 +56,11 @@ if HISTORY:
         benchmark:
             layout.usage("replay")
         threads: cores(1)
+        resources:
+            job_threads=job_threads,   # its --threads: the threads, not the reservation
         shadow:
             "minimal"
         shell:
             "python -m sched --config {input.config:q} replay {input.history:q} --policies {params.policies}"
-            " --tuned {input.tuned:q} {params.policy_files} --out {params.out:q} --threads {threads}"
+            " --tuned {input.tuned:q} {params.policy_files} --out {params.out:q} --threads {resources.job_threads}"
             " > {log:q} 2>&1"
