@@ -232,6 +232,50 @@ def test_distillation_lowers_the_imitation_loss_and_picks_the_cheaper_task(cfg, 
     np.testing.assert_array_equal(choice_after, cheaper)
 
 
+def test_improved_target_moves_the_student_where_the_teacher_differs_and_holds_it_elsewhere(
+    cfg, one_torch_thread
+):
+    """distill_target "improved" against "mean" on the same 16 decisions: the 8 where ATC's
+    choice is the costlier (by 50 weighted seconds or more) keep their labels, the 8 others are
+    relabelled as ties (the teacher sees no difference). Both targets end picking the cheaper
+    candidate where the teacher found one. On the ties "mean" gives no gradient, so nothing holds
+    them while the shared weights move; "improved" aims there at the student's own policy and
+    moves their probabilities on average less than 0.1 and at least 5 times less than "mean"."""
+
+    def run(target):
+        args = Args(
+            seed=5,
+            hidden=16,
+            top_k=2,
+            distill_epochs=30,
+            distill_lr=1e-2,
+            distill_target=target,
+            distill_improve=4.0,
+        )
+        meta = PF.policy_meta(cfg, args)
+        labels, cheaper = decisions_with_labels(meta)
+        differs = cheaper == 1
+        labels["label"][~differs] = 0.0
+        labels["mean"] = labels["label"]
+        x, ctx = torch.from_numpy(labels["x"]), torch.from_numpy(labels["ctx"])
+        valid = torch.ones(x.shape[:2], dtype=torch.bool)
+        torch.manual_seed(args.seed)
+        net = P.build(meta["arch"])
+
+        def probs():
+            with torch.no_grad():
+                return torch.softmax(net.forward_compact(x, ctx, valid)[0], 1).numpy()
+
+        before = probs()
+        distill(net, labels, args, torch.Generator().manual_seed(args.seed))
+        after = probs()
+        assert (after[differs].argmax(1) == 1).all(), (target, after[differs])
+        return np.abs(after[~differs] - before[~differs]).mean()
+
+    held, drift = run("improved"), run("mean")
+    assert held < 0.1 and 5 * held < drift, (held, drift)
+
+
 # ------------------------------------------------------------------ the teacher
 
 #: The example with a third task, C (50 s, weight 1, due at 1,000 s: plenty of slack). ATC

@@ -219,3 +219,28 @@ def test_distillation_loss_on_a_two_decision_toy_batch():
     logits = torch.tensor([[np.log(2.0), 0.0, 0.0], [np.log(3.0), 0.0, 5.0]], dtype=torch.float32)
     loss = imitation_loss(logits, valid, reg)
     assert loss.item() == pytest.approx(0.5625, rel=1e-6)
+
+
+def test_improved_policy_and_its_cross_entropy_on_a_toy_batch():
+    """The improved target softmax(logits - c * regret) over the valid candidates.
+
+    Decision 0: logits 0, 0, 0 and regrets 0, ln 4, ln 4 (c = 1): target 4/6, 1/6, 1/6.
+    Decision 1: logits ln 3, 0 (and a padding) and regrets 0, 0: the teacher sees no difference,
+    the target is the student's own policy 3/4, 1/4 and the padding gets 0.
+    The cross-entropy of logits equal to the targets' logs is their entropy; with c = 0 the target
+    is the start's own policy whatever the regrets.
+    """
+    from sched.learn.search.distill import cross_entropy, improved_policy
+
+    valid = torch.tensor([[True, True, True], [True, True, False]])
+    logits = torch.tensor([[0.0, 0.0, 0.0], [np.log(3.0), 0.0, 7.0]], dtype=torch.float32)
+    reg = torch.tensor([[0.0, np.log(4.0), np.log(4.0)], [0.0, 0.0, 0.0]], dtype=torch.float32)
+    t = improved_policy(logits, valid, reg, 1.0)
+    np.testing.assert_allclose(t.numpy(), [[4 / 6, 1 / 6, 1 / 6], [0.75, 0.25, 0.0]], rtol=1e-6, atol=1e-7)
+    same = improved_policy(logits, valid, reg, 0.0)
+    np.testing.assert_allclose(same[0].numpy(), [1 / 3] * 3, rtol=1e-6)
+    ent = [-(4 / 6 * np.log(4 / 6) + 2 / 6 * np.log(1 / 6)), -(0.75 * np.log(0.75) + 0.25 * np.log(0.25))]
+    own = torch.log(t.clamp_min(1e-30))
+    assert cross_entropy(own, valid, t).item() == pytest.approx(np.mean(ent), rel=1e-5)
+    # any other logits cost more (Gibbs' inequality)
+    assert cross_entropy(logits, valid, t).item() > np.mean(ent) + 1e-3

@@ -162,8 +162,11 @@ class Args:
     and estimates; its own action samples) and takes each decision's advantage against the others of its
     group at the same time (leave-one-out); 0: GAE on the critic."""
     distill_target: str = _TRAIN["distill_target"]
-    """What the student imitates: "bound" (the teacher's pessimistic bounds) or "mean" (its mean
-    paired differences)."""
+    """What the student imitates: "bound" (the teacher's pessimistic bounds), "mean" (its mean
+    paired differences) or "improved" (softmax(own logits - distill_improve x mean regret))."""
+    distill_improve: float = _TRAIN["distill_improve"]
+    """With distill_target "improved": how far a unit of mean regret (distill_scale weighted
+    seconds) moves a candidate's logit in the target."""
     distill_epochs: int = _TRAIN["distill_epochs"]
     """Passes over the teacher's labels."""
     distill_lr: float = _TRAIN["distill_lr"]

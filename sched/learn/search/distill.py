@@ -24,25 +24,37 @@ def teacher_labels(cfg, args, progress=False):
 
 
 #: The label a distillation imitates (``train.distill_target``): the teacher's pessimistic bound
-#: (its decision rule, biased towards its base) or the mean paired difference (unbiased, noisier).
-LABEL_KEYS = {"bound": "label", "mean": "mean"}
+#: (its decision rule, biased towards its base), the mean paired difference (unbiased, noisier),
+#: or the improved policy built on the mean paired differences (:func:`improved_policy`).
+LABEL_KEYS = {"bound": "label", "mean": "mean", "improved": "mean"}
 
 
 def distill(net, labels, args, gen, progress=False):
     """Warm start: cost-sensitive imitation of the rollout teacher.
 
-    For each labelled decision the loss is the expected label (extra weighted
-    tardiness over ATC's choice, in units of ``distill_scale``) under the
-    policy's softmax over the teacher's candidates: the gradient pushes
-    probability towards the cheaper candidates in proportion to what a wrong
-    pick costs. The critic is left to PPO. ``gen`` shuffles the decisions.
-    Returns the mean loss of the last epoch.
+    With ``distill_target`` "bound" or "mean", for each labelled decision the
+    loss is the expected label (extra weighted tardiness over the base's
+    choice, in units of ``distill_scale``) under the policy's softmax over the
+    teacher's candidates: the gradient pushes probability towards the cheaper
+    candidates in proportion to what a wrong pick costs, and is zero where the
+    student already puts everything on the cheapest. With "improved" the loss
+    is the cross-entropy to :func:`improved_policy` of the network's own
+    logits before the distillation: a target at every labelled state, which
+    holds the student where the teacher agrees with it. The critic is left to
+    PPO. ``gen`` shuffles the decisions. Returns the mean loss of the last
+    epoch.
     """
     x, ctx = torch.from_numpy(labels["x"]), torch.from_numpy(labels["ctx"])
     lab = torch.from_numpy(labels[LABEL_KEYS[args.distill_target]])
     K = x.shape[1]
     valid = torch.arange(K).unsqueeze(0) < torch.from_numpy(labels["count"]).unsqueeze(1)
     regret = regrets(lab, valid, args.distill_scale)
+    loss_of = imitation_loss
+    if args.distill_target == "improved":
+        regret = improved_policy(
+            start_logits(net, x, ctx, valid, args.distill_batch), valid, regret, args.distill_improve
+        )
+        loss_of = cross_entropy
     opt = torch.optim.Adam(net.parameters(), lr=args.distill_lr)
     n = len(x)
     epochs = range(args.distill_epochs)
@@ -57,7 +69,7 @@ def distill(net, labels, args, gen, progress=False):
         for lo in range(0, n, args.distill_batch):
             idx = perm[lo : lo + args.distill_batch]
             logits, _ = net.forward_compact(x[idx], ctx[idx], valid[idx])
-            loss = imitation_loss(logits, valid[idx], regret[idx])
+            loss = loss_of(logits, valid[idx], regret[idx])
             opt.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(net.parameters(), args.max_grad_norm)
@@ -83,3 +95,38 @@ def imitation_loss(logits, valid, regret):
     """
     picked = logits.masked_fill(~valid, -1e9)
     return (torch.softmax(picked, 1) * regret).sum(1).mean()
+
+
+def start_logits(net, x, ctx, valid, batch):
+    """The network's logits on the labelled decisions before it learns from them."""
+    with torch.no_grad():
+        return (
+            torch.cat(
+                [
+                    net.forward_compact(x[lo : lo + batch], ctx[lo : lo + batch], valid[lo : lo + batch])[0]
+                    for lo in range(0, len(x), batch)
+                ]
+            )
+            if len(x)
+            else torch.zeros(valid.shape)
+        )
+
+
+def improved_policy(logits, valid, regret, c):
+    """The improved policy of a decision: softmax(logits - c * regret) over its valid candidates.
+
+    ``regret``: each candidate's mean paired cost against the cheapest, over ``distill_scale``
+    (:func:`regrets`); ``c`` (``train.distill_improve``): how far the teacher's evidence moves the
+    student's own policy (``logits``, before the distillation). Where the teacher finds no
+    difference the target is the student's own policy, as in the policy-improvement operators of
+    Gumbel MuZero (Danihelka et al., ICLR 2022: softmax(logits + sigma(completed Q))).
+    """
+    return torch.softmax((logits - c * regret).masked_fill(~valid, -1e9), 1).masked_fill(~valid, 0.0)
+
+
+def cross_entropy(logits, valid, target):
+    """The mean over decisions of the cross-entropy of the policy's softmax over each decision's
+    valid candidates to ``target`` (a distribution over them): its KL to the target, plus a
+    constant."""
+    logp = torch.log_softmax(logits.masked_fill(~valid, -1e9), 1)
+    return -(target * logp).sum(1).mean()
