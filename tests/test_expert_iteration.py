@@ -237,3 +237,39 @@ def test_plan_on_two_threads_gives_the_schedules_of_one(tiny_cfg):
     for a, b in zip(one, two):
         for x, y in zip(a, b):
             np.testing.assert_array_equal(x, y)
+
+
+def test_a_round_continued_by_atc_labels_the_policys_states_with_other_costs(tiny_cfg, tiny_policy):
+    """train.round_continuation: on the scenarios that follow the policy, a round whose rollouts
+    ATC continues labels the very states a round continued by the policy labels (the candidates
+    and the states are the policy's either way), with costs of other rollouts: the labels differ
+    somewhere. Both report their label yield, the share of labelled decisions where some
+    candidate's bound (yield_bound) or mean (yield_mean) is below the policy's choice's."""
+    from sched.learn.policy import policy_file
+    from sched.learn.ppo.loop import Args
+    from sched.learn.search.iterate import round_labels
+
+    start, _ = tiny_policy
+    pol = policy_file.load(start)
+    common = dict(
+        TINY_TRAIN,
+        seed=3,
+        teacher_scenarios=2,
+        round_scenarios=2,
+        round_teacher_share=0.0,
+        round_samples=6,
+        round_chunk=3,
+        round_horizon=8,
+    )
+    out = {}
+    for how in ("policy", "atc"):
+        labels, stats = round_labels(tiny_cfg, Args(**common, round_continuation=how), pol, 1)
+        out[how] = labels
+        assert stats["labelled"] == len(labels["count"]) > 0
+        assert stats["yield_bound"] == pytest.approx(float((labels["label"].min(1) < 0).mean()))
+        assert stats["yield_mean"] == pytest.approx(float((labels["mean"].min(1) < 0).mean()))
+        assert stats["yield_bound"] <= stats["yield_mean"] + 1e-12  # a bound below 0 has its mean below
+    p, a = out["policy"], out["atc"]
+    np.testing.assert_array_equal(p["x"], a["x"])
+    np.testing.assert_array_equal(p["count"], a["count"])
+    assert not np.array_equal(p["mean"], a["mean"])

@@ -106,6 +106,7 @@ def _round(cfg, args):
         "config_hash": training_hash(cfg),
         "teacher": list(settings_of(a, round_=True)),
         "base": f"round {args.round_ - 1}",
+        "continuation": a.round_continuation,
         "top_k": int(policy.meta["arch"]["top_k"]),
         "round": args.round_,
         "seeds": [seeds[0], seeds[-1]],

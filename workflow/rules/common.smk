@@ -268,11 +268,11 @@ SELECTION = ["selection_scenarios", "selection_offset"]
 # checks labels against them).
 TEACHER = ["teacher_scenarios", "teacher_base", "teacher_candidates", "teacher_samples", "teacher_chunk",
            "teacher_horizon", "teacher_z", "round_scenarios", "round_teacher_share", "round_samples",
-           "round_chunk", "round_horizon", "top_k", "tasks", "atc_k"]
+           "round_chunk", "round_horizon", "round_continuation", "top_k", "tasks", "atc_k"]
 # What a distillation (`sched distill`) reads: the student's architecture, the imitation, the
 # validation that keeps it or its start.
 DISTILL = ["architecture", "hidden", "atc_prior", "prior_scale", "prior_rule", "top_k", "atc_k", "tasks",
-           "teacher_scenarios", "distill_target", "distill_epochs", "distill_lr", "distill_batch", "distill_scale",
+           "teacher_scenarios", "distill_target", "distill_improve", "distill_epochs", "distill_lr", "distill_batch", "distill_scale",
            "max_grad_norm", "validation_scenarios"]
 # Every train setting but `seeds` (each training job's --seed) and `threads`
 # (its --threads, the rule's threads): checked against the schema below.
@@ -282,8 +282,8 @@ TRAIN = [
     "vf_coef", "max_grad_norm", "target_kl", "reward_scale", "architecture", "hidden", "atc_prior",
     "prior_scale", "prior_rule", "top_k", "atc_k", "teacher_scenarios", "teacher_shards", "teacher_base",
     "teacher_candidates", "teacher_samples", "teacher_chunk", "teacher_horizon", "teacher_z", "rounds",
-    "round_scenarios", "round_teacher_share", "round_samples", "round_chunk", "round_horizon", "distill_target",
-    "distill_epochs", "distill_lr", "distill_batch", "distill_scale",
+    "round_scenarios", "round_teacher_share", "round_samples", "round_chunk", "round_horizon", "round_continuation",
+    "distill_target", "distill_improve", "distill_epochs", "distill_lr", "distill_batch", "distill_scale",
     "privileged_critic", "tasks", "loads", "eval_every", "validation_scenarios", "checkpoint_every", "group_size",
 ]
 TRAIN_NOT_READ = ["seeds", "threads"]

@@ -157,6 +157,9 @@ class Args:
     """Samples between two checks of the paired stopping rule in a round."""
     round_horizon: int = _TRAIN["round_horizon"]
     """Future arrivals per sampled future in a round."""
+    round_continuation: str = _TRAIN["round_continuation"]
+    """Who continues a round's rollouts: "policy" (the round's base policy) or "atc" (ATC with the
+    training's k: cheaper labels, the candidates still the policy's)."""
     group_size: int = _TRAIN["group_size"]
     """PPO: >= 2 runs each training scenario this many times per iteration (the same arrivals, durations
     and estimates; its own action samples) and takes each decision's advantage against the others of its

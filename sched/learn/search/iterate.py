@@ -54,11 +54,12 @@ def round_follow(args, n):
 def round_labels(cfg, args, policy, r, progress=False):
     """Round ``r``'s labels (and the teacher's statistics) with ``policy`` (a loaded policy file,
     ``sched.learn.policy.policy_file.load``) as the gated teacher's base and continuation."""
-    from sched.learn.search.planner import learned_base
+    from sched.learn.search.planner import learned_base, rule_base
 
     seeds = round_seeds(cfg, args, r)
     base = learned_base(policy, name=f"round-{r - 1}")
     top_k = int(policy.meta["arch"]["top_k"])
+    rollout = rule_base("atc", base.k) if args.round_continuation == "atc" else None
     return make_labels(
         cfg,
         seeds,
@@ -67,6 +68,7 @@ def round_labels(cfg, args, policy, r, progress=False):
         top_k,
         round_follow(args, len(seeds)),
         progress=progress,
+        rollout=rollout,
     )
 
 

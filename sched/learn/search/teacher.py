@@ -220,14 +220,16 @@ def settings_of(args, round_=False):
     )
 
 
-def make_labels(cfg, seeds, settings, base, top_k, follow=True, futures=FUTURES, progress=False):
+def make_labels(cfg, seeds, settings, base, top_k, follow=True, futures=FUTURES, progress=False, rollout=None):
     """The gated teacher's labels on the training scenarios ``seeds`` (dict of arrays) and its
     statistics (decisions, labelled rows, deviations from the base, mean samples a decision).
 
     ``settings``: :class:`TeacherSettings`; ``base``: the teacher's base policy
     (``sched.learn.search.planner.rule_base`` or ``learned_base``), which continues its rollouts;
     ``top_k``: the student's candidates (a learned base's own when it has one); ``follow``:
-    True (the teacher's states), False (the base's), or one of these per seed.
+    True (the teacher's states), False (the base's), or one of these per seed; ``rollout``: a
+    ``rule_base`` that continues the rollouts instead of ``base`` (``train.round_continuation``
+    atc: cheaper, the candidates still ``base``'s), or None.
     """
     model = scenario_model(cfg)
     seeds = list(seeds)
@@ -239,7 +241,8 @@ def make_labels(cfg, seeds, settings, base, top_k, follow=True, futures=FUTURES,
         obs = base.net
     else:
         obs = kernel.no_net(top_k, base.k, p_ref_of(model), model.load_profile())
-    la = L.Lookahead(int(settings.horizon), float(model.sigma), True, base.base, base.k)
+    roll = base if rollout is None else rollout
+    la = L.Lookahead(int(settings.horizon), float(model.sigma), True, roll.base, roll.k)
     it = zip(seeds, follows)
     if progress:
         from tqdm import tqdm
@@ -259,6 +262,10 @@ def make_labels(cfg, seeds, settings, base, top_k, follow=True, futures=FUTURES,
         "decisions": int(tot[0]),
         "labelled": rows,
         "teacher_differs_from_base": float(tot[1] / max(tot[0], 1)),
+        # the label yield: labelled decisions where the teacher's choice (the bounds) or the
+        # mean paired differences' best candidate is not the base's choice (label 0)
+        "yield_bound": float((labels["label"].min(1) < 0).mean()) if rows else 0.0,
+        "yield_mean": float((labels["mean"].min(1) < 0).mean()) if rows else 0.0,
         "samples_per_decision": float(tot[2] / max(tot[0], 1)),
     }
     return labels, stats
