@@ -272,7 +272,7 @@ TEACHER = ["teacher_scenarios", "teacher_base", "teacher_candidates", "teacher_s
 # What a distillation (`sched distill`) reads: the student's architecture, the imitation, the
 # validation that keeps it or its start.
 DISTILL = ["architecture", "hidden", "atc_prior", "prior_scale", "prior_rule", "top_k", "atc_k", "tasks",
-           "teacher_scenarios", "distill_target", "distill_improve", "distill_epochs", "distill_lr", "distill_batch", "distill_scale",
+           "teacher_scenarios", "distill_target", "round_target", "distill_improve", "distill_epochs", "distill_lr", "distill_batch", "distill_scale",
            "max_grad_norm", "validation_scenarios"]
 # Every train setting but `seeds` (each training job's --seed) and `threads`
 # (its --threads, the rule's threads): checked against the schema below.
@@ -283,7 +283,7 @@ TRAIN = [
     "prior_scale", "prior_rule", "top_k", "atc_k", "teacher_scenarios", "teacher_shards", "teacher_base",
     "teacher_candidates", "teacher_samples", "teacher_chunk", "teacher_horizon", "teacher_z", "rounds",
     "round_scenarios", "round_teacher_share", "round_samples", "round_chunk", "round_horizon", "round_continuation",
-    "distill_target", "distill_improve", "distill_epochs", "distill_lr", "distill_batch", "distill_scale",
+    "distill_target", "round_target", "distill_improve", "distill_epochs", "distill_lr", "distill_batch", "distill_scale",
     "privileged_critic", "tasks", "loads", "eval_every", "validation_scenarios", "checkpoint_every", "group_size",
 ]
 TRAIN_NOT_READ = ["seeds", "threads"]

@@ -167,6 +167,8 @@ class Args:
     distill_target: str = _TRAIN["distill_target"]
     """What the student imitates: "bound" (the teacher's pessimistic bounds), "mean" (its mean
     paired differences) or "improved" (softmax(own logits - distill_improve x mean regret))."""
+    round_target: str = _TRAIN["round_target"]
+    """What a round of expert iteration imitates (as distill_target, which is the warm start's)."""
     distill_improve: float = _TRAIN["distill_improve"]
     """With distill_target "improved": how far a unit of mean regret (distill_scale weighted
     seconds) moves a candidate's logit in the target."""

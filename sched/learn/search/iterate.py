@@ -21,6 +21,7 @@ measured cost a decision): a round's samples and horizon are settings of
 their own (``train.round_*``).
 """
 
+import dataclasses
 import math
 
 import torch
@@ -81,6 +82,8 @@ def distill_stage(cfg, args, labels, out, start=None, progress=False, stage="war
     start's weights when it does worse (``kept`` says which). ``stage``: "warm" or "round-<r>",
     recorded in the file's meta (``stage``, ``val_start``, ``val_distilled``, ``kept``).
     """
+    if stage != "warm":  # a round imitates its own target (train.round_target)
+        args = dataclasses.replace(args, distill_target=args.round_target)
     meta = policy_file.policy_meta(cfg, args)
     torch.manual_seed(args.seed)
     gen = torch.Generator().manual_seed(args.seed)

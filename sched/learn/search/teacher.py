@@ -220,7 +220,9 @@ def settings_of(args, round_=False):
     )
 
 
-def make_labels(cfg, seeds, settings, base, top_k, follow=True, futures=FUTURES, progress=False, rollout=None):
+def make_labels(
+    cfg, seeds, settings, base, top_k, follow=True, futures=FUTURES, progress=False, rollout=None
+):
     """The gated teacher's labels on the training scenarios ``seeds`` (dict of arrays) and its
     statistics (decisions, labelled rows, deviations from the base, mean samples a decision).
 
