@@ -49,10 +49,8 @@ class FarmJob:
     avg_s: float
     #: its submission time, POSIX seconds
     submitted_s: float
-    #: the farm's own object for it (a pycue Job, a Deadline Cloud job summary)
+    #: the farm's own object for it (a pycue Job, Deadline Cloud's BatchGetJob item)
     handle: object = None
-    #: what its estimate and state were read from, for the skipped reason (a few words)
-    note: str = ""
 
 
 @dataclass
@@ -75,6 +73,8 @@ class SyncReport:
     #: (job name, reason) of waiting jobs left as they are
     skipped: list = field(default_factory=list)
     dry_run: bool = False
+    #: what went wrong without failing the sync (a decision-log record not written), one line each
+    warnings: list = field(default_factory=list)
 
 
 class Check:
