@@ -370,3 +370,49 @@ def test_a_fresh_queue_of_at_most_101_jobs_gets_distinct_levels_around_50(n):
     out = new_priorities([50] * n, 0, 100, shared=True, spread=True, middle=50)
     assert len(set(out)) == n and out == sorted(out, reverse=True) and out[(n - 1) // 2] == 50
     assert n < 101 or out == list(range(100, -1, -1))
+
+
+def test_with_a_botocore_without_the_batch_operations_each_job_is_read_and_set_alone(
+    client, conf, tmp_path, monkeypatch
+):
+    # botocore 1.40.0's Deadline Cloud model has GetJob and UpdateJob, not their batch forms
+    monkeypatch.setattr(deadline, "BATCHES", ("BatchGetJob", "NoSuchOperation"))
+    queue = Queue()
+    farm(queue, n=6, seed=4)
+    gone = queue.waiting()[2]  # deleted between ListJobs and GetJob: skipped, named
+    with Stubber(client) as stubber:
+        stubber.add_response(
+            "list_jobs",
+            {"jobs": [j.summary() for j in queue.jobs.values()]},
+            {"farmId": FARM, "queueId": QUEUE, "maxResults": 100},
+        )
+        for j in queue.waiting():
+            params = {"farmId": FARM, "queueId": QUEUE, "jobId": j.id}
+            if j is gone:
+                stubber.add_client_error("get_job", "ResourceNotFoundException", "no such job", 404, params)
+            else:
+                stubber.add_response(
+                    "get_job", {k: v for k, v in j.item().items() if k not in ("farmId", "queueId")}, params
+                )
+        for j in queue.waiting():
+            if j.done_s and j is not gone:
+                params = {
+                    "farmId": FARM,
+                    "queueIds": [QUEUE],
+                    "jobId": j.id,
+                    "itemOffset": 0,
+                    "pageSize": 100,
+                }
+                stubber.add_response(
+                    "search_tasks", {"tasks": j.tasks(), "totalResults": len(j.done_s)}, params
+                )
+        for _ in range(4):  # 5 ranked jobs, the middle one keeps 50
+            stubber.add_response("update_job", {})
+        (tmp_path / "map.csv").write_text(MAP_CSV)
+        rules = deadline.mapping.read_mapping(tmp_path / "map.csv", unit="task")
+        report = deadline.sync(FARM, QUEUE, rules, now=NOW, client=client, config=conf)
+        stubber.assert_no_pending_responses()
+    assert len(report.changes) == 4 and len(report.ranked) == 5
+    assert report.skipped == [
+        (gone.name, f"job {gone.name}: cannot read it (ResourceNotFoundException: no such job)")
+    ]

@@ -4,6 +4,8 @@
   that must change;
 * ``mapping``: how a farm's job becomes a task (weight, due time, estimate): the mapping
   CSV and a job's own ``sched`` values;
+* ``deadline``: ``sched deadline sync``, an AWS Deadline Cloud queue's waiting jobs as job
+  priorities (optional extra ``deadline``: boto3; docs/deadline.md);
 * ``opencue``: ``sched opencue sync``, a show's pending OpenCue jobs as job priorities
   (optional extra ``opencue``, docs/opencue.md).
 """

@@ -14,11 +14,12 @@ The calls, all paginated or batched within the service model's limits:
   (the model's ``itemOffset`` maximum) where ``rank()`` takes 20,000 jobs, and it has no
   paginator: ``ListJobs`` reads a queue of any size, and the filter is the adapter's.
 * ``BatchGetJob``, 100 jobs a call, for the waiting jobs only: their descriptions and
-  parameters, which carry the jobs' own ``sched`` values (ListJobs returns neither).
+  parameters, which carry the jobs' own ``sched`` values (ListJobs returns neither); ``GetJob``,
+  a job a call, with a botocore whose model has no batch operations (1.40.0's has none: BATCHES).
 * ``SearchTasks``, one page of at most 100 tasks, for each waiting job with succeeded tasks:
   the mean run time of the succeeded tasks among them, the job's measured seconds per task.
 * ``BatchUpdateJob``, 100 jobs a call, the priorities that must change (its per-job errors
-  are read: a call answered 200 may still have refused some).
+  are read: a call answered 200 may still have refused some); else ``UpdateJob`` a job.
 
 A job is ranked when its lifecycle lets it run (created, or updated), its task-run status is
 one that still runs tasks, nobody is suspending or cancelling it, and it has tasks waiting for
@@ -55,6 +56,9 @@ from sched.limits import MAX_RANK_TASKS
 LOWEST, HIGHEST, DEFAULT = 0, 100, 50
 #: Jobs a BatchGetJob or BatchUpdateJob call takes (the model's maximum of its list).
 BATCH = 100
+#: The batch operations, used when the installed botocore's model has them (1.40.0's has not):
+#: else GetJob and UpdateJob, one job a call.
+BATCHES = ("BatchGetJob", "BatchUpdateJob")
 #: Jobs a ListJobs page and tasks a SearchTasks page hold, at most (the model's maximum).
 PAGE = 100
 #: Task-run statuses of tasks waiting for a worker: what a priority orders.
@@ -160,6 +164,7 @@ class _Queue:
     def __init__(self, client, farm_id, queue_id):
         self.client, self.farm, self.queue = client, farm_id, queue_id
         self.where = f"farm {printable(farm_id)} queue {printable(queue_id)}"
+        self.batched = set(BATCHES) <= set(client.meta.service_model.operation_names)
 
     def _call(self, what, fn, **params):
         try:
@@ -182,23 +187,46 @@ class _Queue:
                 f"{self.where}: {len(waiting)} jobs with waiting tasks, more than rank()'s limit of "
                 f"{MAX_RANK_TASKS} (sched.limits.MAX_RANK_TASKS); no priority was set"
             )
+        details = self._details(waiting, report) if self.batched else self._each(waiting, report)
+        return [self._job(s, details[s["jobId"]]) for s in waiting if s["jobId"] in details]
+
+    def _details(self, waiting, report):
+        """BatchGetJob's item of each job of ``waiting``, by id; one it refuses is skipped."""
         details = {}
         for k in range(0, len(waiting), BATCH):
-            ids = [
-                {"farmId": self.farm, "queueId": self.queue, "jobId": s["jobId"]}
-                for s in waiting[k : k + BATCH]
-            ]
+            chunk = waiting[k : k + BATCH]
+            ids = [{"farmId": self.farm, "queueId": self.queue, "jobId": s["jobId"]} for s in chunk]
             got = self._call(
                 f"{self.where}: cannot read its jobs", self.client.batch_get_job, identifiers=ids
             )
             details.update({j["jobId"]: j for j in got["jobs"]})
             failed = {e["jobId"]: e for e in got["errors"]}
-            for s in waiting[k : k + BATCH]:
+            for s in chunk:
                 if s["jobId"] in failed:
                     e = failed[s["jobId"]]
                     why = f"{printable(e['code'])}: {_line(e['message'])}"
                     report.skipped.append((s["name"], f"job {printable(s['name'])}: cannot read it ({why})"))
-        return [self._job(s, details[s["jobId"]]) for s in waiting if s["jobId"] in details]
+        return details
+
+    def _each(self, waiting, report):
+        """GetJob's answer for each job of ``waiting``, by id; one gone since it was listed is skipped."""
+        import botocore.exceptions
+
+        details = {}
+        for s in waiting:
+            try:
+                details[s["jobId"]] = self.client.get_job(
+                    farmId=self.farm, queueId=self.queue, jobId=s["jobId"]
+                )
+            except botocore.exceptions.ClientError as exc:
+                if exc.response.get("Error", {}).get("Code") != "ResourceNotFoundException":
+                    raise DeadlineError(f"{self.where}: cannot read its jobs ({_first_line(exc)})") from None
+                report.skipped.append(
+                    (s["name"], f"job {printable(s['name'])}: cannot read it ({_first_line(exc)})")
+                )
+            except botocore.exceptions.BotoCoreError as exc:
+                raise DeadlineError(f"{self.where}: cannot read its jobs ({_first_line(exc)})") from None
+        return details
 
     def _job(self, summary, item):
         counts = summary.get("taskRunStatusCounts") or {}
@@ -227,8 +255,20 @@ class _Queue:
         return math.fsum(times) / len(times) if times else 0.0
 
     def set_priorities(self, planned, report):
-        """BatchUpdateJob for ``planned`` ((job, before, after)), 100 jobs a call; each change
-        made goes into ``report`` before the next call, so that a failure says how many were."""
+        """BatchUpdateJob for ``planned`` ((job, before, after)), 100 jobs a call (else UpdateJob,
+        one a call); each change made goes into ``report`` before the next call, so that a
+        failure says how many were."""
+        if not self.batched:
+            for job, before, after in planned:
+                try:
+                    self.client.update_job(
+                        farmId=self.farm, queueId=self.queue, jobId=job.id, priority=int(after)
+                    )
+                except _errors() as exc:
+                    raise self._partly(report, planned, job.name, _first_line(exc)) from None
+                report.changes.append((job.name, before, after))
+                report.changed_ids.append(job.id)
+            return
         for k in range(0, len(planned), BATCH):
             chunk = planned[k : k + BATCH]
             items = [
