@@ -33,6 +33,7 @@ COMMANDS = (
     "rank",
     "serve",
     "opencue",
+    "deadline",
 )
 
 

@@ -43,10 +43,14 @@ print("ok")
 
 WITHOUT_GYMNASIUM = without(["gymnasium"], ["sched.learn.env.gym_env"], "gym")
 WITHOUT_SERVING_EXTRAS = without(
-    ["starlette", "uvicorn", "prometheus_client", "opencue", "opencue_proto", "grpc"],
+    ["starlette", "uvicorn", "prometheus_client", "opencue", "opencue_proto", "grpc", "boto3", "botocore"],
     ["sched.serve.http", "sched.serve.connections", "sched.serve.metrics"],
     "serve",
-    [["serve"], ["opencue", "sync", "--show", "film"]],
+    [
+        ["serve"],
+        ["opencue", "sync", "--show", "film"],
+        ["deadline", "sync", "--farm-id", "f", "--queue-id", "q"],
+    ],
 )
 
 
@@ -58,14 +62,16 @@ def test_the_package_and_its_commands_work_without_gymnasium():
     assert out.stdout.strip().endswith("ok")
 
 
-def test_the_package_works_without_the_serve_and_opencue_extras_and_their_commands_name_them():
+def test_the_package_works_without_the_serve_opencue_and_deadline_extras_and_their_commands_name_them():
     out = subprocess.run(
         [sys.executable, "-c", WITHOUT_SERVING_EXTRAS], cwd=ROOT, capture_output=True, text=True, timeout=300
     )
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().endswith("ok")
     lines = out.stderr.strip().splitlines()
-    assert lines[-2].startswith("sched serve: error: sched serve needs the optional extra serve")
-    assert "pip install 'render-queue-sched[serve]'" in lines[-2]
-    assert lines[-1].startswith("sched opencue: error: sched opencue needs the optional extra opencue")
-    assert "pip install 'render-queue-sched[opencue]'" in lines[-1]
+    assert lines[-3].startswith("sched serve: error: sched serve needs the optional extra serve")
+    assert "pip install 'render-queue-sched[serve]'" in lines[-3]
+    assert lines[-2].startswith("sched opencue: error: sched opencue needs the optional extra opencue")
+    assert "pip install 'render-queue-sched[opencue]'" in lines[-2]
+    assert lines[-1].startswith("sched deadline: error: sched deadline needs the optional extra deadline")
+    assert "(boto3 is missing): pip install 'render-queue-sched[deadline]'" in lines[-1]

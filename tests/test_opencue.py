@@ -15,7 +15,7 @@ pytest.importorskip("opencue_proto", reason="optional extra opencue not installe
 pytest.importorskip("grpc", reason="optional extra opencue not installed")
 
 from sched import cli, rank  # noqa: E402
-from sched.farms import opencue_mapping as mapping  # noqa: E402
+from sched.farms import mapping  # noqa: E402
 from sched.farms.opencue import new_priorities  # noqa: E402
 
 from .conftest import run_cli  # noqa: E402

@@ -15,8 +15,7 @@ pytest.importorskip("opencue_proto", reason="optional extra opencue not installe
 pytest.importorskip("grpc", reason="optional extra opencue not installed")
 
 from sched import cli, limits  # noqa: E402
-from sched.farms import opencue  # noqa: E402
-from sched.farms import opencue_mapping as mapping  # noqa: E402
+from sched.farms import mapping, opencue  # noqa: E402
 
 from .fake_cuebot import FakeCuebot  # noqa: E402
 

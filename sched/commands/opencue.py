@@ -80,7 +80,7 @@ def _range(text, most):
 
 def run(args):
     from sched.commands.rank import parse_machines  # the same forms as sched rank --machines
-    from sched.farms import opencue, opencue_mapping
+    from sched.farms import mapping, opencue
     from sched.limits import MAX_SECONDS
 
     bounds = _range(args.priority_range, opencue.MAX_PRIORITY)
@@ -97,7 +97,7 @@ def run(args):
             f"--timeout-s: expected a finite number > 0 and at most {opencue.MAX_TIMEOUT_S:g} "
             f"(seconds), got {args.timeout_s:g}"
         )
-    rules = opencue_mapping.read_mapping(args.mapping) if args.mapping else []
+    rules = mapping.read_mapping(args.mapping) if args.mapping else []
     hosts = [h.strip() for item in args.cuebot or [] for h in item.split(",") if h.strip()] or None
     report = opencue.sync(
         args.show,
@@ -113,7 +113,7 @@ def run(args):
         timeout_s=args.timeout_s,
     )
     verb = "would set" if report.dry_run else "set"
-    shown = opencue_mapping.printable  # a name with a new line would forge a line of output
+    shown = mapping.printable  # a name with a new line would forge a line of output
     for name, before, after in report.changes:
         print(f"{verb} {shown(name)}: priority {before} -> {after}")
     for name, why in report.skipped:
@@ -121,7 +121,7 @@ def run(args):
     kept = len(report.ranked) - len(report.changes)
     policy = f" by {report.policy}" if report.policy else ""
     print(
-        f"show {shown(report.show)}: {len(report.ranked)} pending jobs ranked{policy}, "
+        f"{report.scope}: {len(report.ranked)} pending jobs ranked{policy}, "
         f"{len(report.changes)} priorities {'to change' if report.dry_run else 'changed'}, {kept} kept, "
         f"{len(report.skipped)} skipped" + (" (dry run: nothing set)" if report.dry_run else "")
     )

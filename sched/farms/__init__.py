@@ -1,6 +1,11 @@
 """Render-farm adapters: a farm's pending work ordered by ``rank()``.
 
+* ``adapter``: what the adapters share: jobs to tasks, ``rank()``'s order, the priorities
+  that must change;
+* ``mapping``: how a farm's job becomes a task (weight, due time, estimate): the mapping
+  CSV and a job's own ``sched`` values;
+* ``deadline``: ``sched deadline sync``, an AWS Deadline Cloud queue's waiting jobs as job
+  priorities (optional extra ``deadline``: boto3; docs/deadline.md);
 * ``opencue``: ``sched opencue sync``, a show's pending OpenCue jobs as job priorities
-  (optional extra ``opencue``, docs/opencue.md);
-* ``opencue_mapping``: how an OpenCue job becomes a task (weight, due time, estimate).
+  (optional extra ``opencue``, docs/opencue.md).
 """

@@ -1,9 +1,11 @@
-"""How an OpenCue job becomes a task for ``rank()``: its weight, due time and estimate (docs/opencue.md).
+"""How a render-farm job becomes a task for ``rank()``: its weight, due time and estimate
+(docs/opencue.md, docs/deadline.md); shared by the farm adapters.
 
 A job's fields, by precedence:
 
-1. its latest comment whose subject is ``sched`` (case aside): one ``key: value`` (or
-   ``key=value``) a line;
+1. the job's own ``sched`` values: on OpenCue its latest comment whose subject is ``sched``
+   (case aside), one ``key: value`` (or ``key=value``) a line; on Deadline Cloud its
+   ``sched:`` description lines and ``sched_*`` parameters (:mod:`sched.farms.deadline`);
 2. the first row of the mapping CSV (``--mapping FILE``, kept by production) whose ``job``
    pattern (shell-style, ``fnmatch``) matches the job's name (:class:`Mapping`: rows naming
    one job exactly are found by name, only the rows with a wildcard are tried in turn);
@@ -12,11 +14,12 @@ A job's fields, by precedence:
 Keys (comment) and columns (CSV): ``weight`` (a number > 0) or ``priority`` (a class of
 config ``scenario.priorities``); ``due`` (an ISO 8601 datetime; without a time zone, UTC)
 or ``due_after_h`` (hours after the job's submission); ``frame_s`` (seconds a frame takes,
-for a job none of whose frames has finished yet); ``kind`` and the duration model's
+for a job none of whose frames has finished yet; ``task_s`` on Deadline Cloud, whose unit of
+work is a task: the ``unit`` argument of the functions below); ``kind`` and the duration model's
 features (for the calibration's model: ``sched.data.bench.calibration``). Other comment keys are
-features. The estimate is the job's waiting frames times its average frame time, else
-times ``frame_s``, else the duration model's estimate for its kind and features with
-``frames`` = the waiting frames.
+features. The estimate is the job's waiting frames (tasks) times its average frame time, else
+times ``frame_s`` (``task_s``), else the duration model's estimate for its kind and features with
+``frames`` = the waiting frames (tasks).
 
 Limits: the numbers are bounded as ``rank()`` bounds them (``sched.limits``: a weight at most
 MAX_WEIGHT, a frame time and ``due_after_h`` hours at most MAX_SECONDS), so a value ``rank()``
@@ -41,8 +44,16 @@ MAX_MAPPING_BYTES = 16 * 1024**2
 #: against the name of every job it is not found for by name, so their count bounds a
 #: sync's time (rows naming one job exactly are found in a dict, and any number is fine).
 MAX_MAPPING_PATTERNS = 1000
-#: Keys with a meaning of their own; any other comment key is a feature of the duration model.
+#: Keys with a meaning of their own (OpenCue's, whose unit of work is a frame); any other
+#: comment key is a feature of the duration model. :func:`keys` gives them for another unit.
 KEYS = ("weight", "priority", "due", "due_after_h", "frame_s", "kind")
+
+
+def keys(unit="frame"):
+    """The keys with a meaning of their own for jobs counted in ``unit`` (``frame_s`` or ``task_s``)."""
+    return tuple(f"{unit}_s" if k == "frame_s" else k for k in KEYS)
+
+
 #: The subject of the job comments the adapter reads.
 SUBJECT = "sched"
 
@@ -80,7 +91,7 @@ class Mapping:
             if len(self.patterns) == MAX_MAPPING_PATTERNS:
                 raise MappingError(
                     f"{rule.where or 'rules'}: more than {MAX_MAPPING_PATTERNS} rows whose job has a "
-                    "wildcard (*, ?, [...]; sched.farms.opencue_mapping.MAX_MAPPING_PATTERNS): each is "
+                    "wildcard (*, ?, [...]; sched.farms.mapping.MAX_MAPPING_PATTERNS): each is "
                     "tried against every job; name jobs exactly in the others"
                 )
             # fnmatch.fnmatchcase's own matcher, compiled once rather than looked up per call
@@ -111,8 +122,9 @@ def as_mapping(rules):
     return rules if isinstance(rules, Mapping) else Mapping(rules)
 
 
-def read_mapping(path):
-    """The rules of the mapping CSV ``path``, in file order: a :class:`Mapping`.
+def read_mapping(path, unit="frame"):
+    """The rules of the mapping CSV ``path``, in file order: a :class:`Mapping` (its columns:
+    ``job`` and any of :func:`keys` of ``unit``).
 
     Lines may end in LF, CRLF or CR. Refused naming the file and line: text that is no CSV
     (a field over the csv module's limit, 131,072 characters), a column given twice, an
@@ -123,12 +135,12 @@ def read_mapping(path):
     # newline="": the csv module reads the line ends itself (a quoted field may hold one)
     reader = csv.reader(io.StringIO(text, newline=""))
     try:
-        return _rules(reader, path)
+        return _rules(reader, path, unit)
     except csv.Error as exc:
         raise MappingError(f"{path}: line {reader.line_num}: not a readable CSV file ({exc})") from None
 
 
-def _rules(reader, path):
+def _rules(reader, path, unit):
     cols, out, checked, end = None, Mapping(), {}, 0
     for record in reader:
         line, end = end + 1, reader.line_num  # a record's line is where it starts
@@ -136,7 +148,7 @@ def _rules(reader, path):
             continue  # a blank line, as csv.DictReader skips them
         if cols is None:
             cols = record
-            _check_columns(cols, path, line)
+            _check_columns(cols, path, line, unit)
             continue
         if len(record) > len(cols):
             raise MappingError(f"{path}: line {line}: more fields than columns")
@@ -148,25 +160,26 @@ def _rules(reader, path):
         values = {k: v.strip() for k, v in row.items() if v.strip()}
         key = tuple(values.items())
         if key not in checked:  # the rows of a long CSV mostly repeat a few values: checked once
-            checked[key] = check_values(values, where)
+            checked[key] = check_values(values, where, unit=unit)
         out.add(Rule(pattern, checked[key], where))
     if cols is None:
         raise MappingError(f"{path}: column job: missing (the job-name pattern of each row)")
     return out
 
 
-def _check_columns(cols, path, line):
+def _check_columns(cols, path, line, unit):
     files.check_header(cols, path, line, MappingError)
     if "job" not in cols:
         raise MappingError(f"{path}: column job: missing (the job-name pattern of each row)")
-    unknown = [c for c in cols if c != "job" and c not in KEYS]
+    known = keys(unit)
+    unknown = [c for c in cols if c != "job" and c not in known]
     if unknown:
         raise MappingError(
-            f"{path}: column {unknown[0]!r}: unknown; expected job and any of {', '.join(KEYS)}"
+            f"{path}: column {unknown[0]!r}: unknown; expected job and any of {', '.join(known)}"
         )
 
 
-def comment_values(message, where):
+def comment_values(message, where, unit="frame"):
     """The ``key: value`` lines of a ``sched`` comment, checked."""
     values = {}
     for n, raw in enumerate(message.splitlines(), start=1):
@@ -177,7 +190,7 @@ def comment_values(message, where):
         if not sep or not key.strip():
             raise MappingError(f"{where}: line {n}: expected key: value, got {line[:60]!r}")
         values[key.strip().lower()] = value.strip()
-    return check_values(values, where, features=True)
+    return check_values(values, where, features=True, unit=unit)
 
 
 #: The numbers, with their least and largest values and the limit that sets the largest:
@@ -186,14 +199,16 @@ _NUMBERS = {
     "weight": (math.ulp(0.0), MAX_WEIGHT, "sched.limits.MAX_WEIGHT"),
     "due_after_h": (0.0, MAX_SECONDS / 3600.0, "sched.limits.MAX_SECONDS in hours"),  # 0: due on submission
     "frame_s": (math.ulp(0.0), MAX_SECONDS, "sched.limits.MAX_SECONDS"),
+    "task_s": (math.ulp(0.0), MAX_SECONDS, "sched.limits.MAX_SECONDS"),
 }
 
 
-def check_values(values, where, features=False):
-    """``values`` (strings) as typed values; refused naming ``where`` and the key."""
-    out = {}
+def check_values(values, where, features=False, unit="frame"):
+    """``values`` (strings) as typed values; refused naming ``where`` and the key. ``features``:
+    keys other than :func:`keys` of ``unit`` are features of the duration model, not errors."""
+    out, known = {}, keys(unit)
     for key, text in values.items():
-        if key in _NUMBERS:
+        if key in _NUMBERS and key in known:
             try:
                 v = float(text)
             except ValueError:
@@ -213,7 +228,7 @@ def check_values(values, where, features=False):
         elif features:
             out[key] = _feature(text)
         else:
-            raise MappingError(f"{where}: {key}: unknown key; expected one of {', '.join(KEYS)}")
+            raise MappingError(f"{where}: {key}: unknown key; expected one of {', '.join(known)}")
     if "weight" in out and "priority" in out:
         raise MappingError(f"{where}: weight and priority: give one of them")
     if "due" in out and "due_after_h" in out:
@@ -241,24 +256,31 @@ def posix_seconds(text, where):
 
 
 def job_values(name, comment, rules):
-    """The values that hold for job ``name``: its ``sched`` comment's over the first matching
-    rule's (``comment``: the comment's checked values, or None; ``rules``: a Mapping, or Rules
+    """The values that hold for job ``name``: its own ``sched`` values over the first matching
+    rule's (``comment``: the job's checked values, or None; ``rules``: a Mapping, or Rules
     in order)."""
-    out = {}
     rule = as_mapping(rules).first(name)
-    if rule is not None:
-        out.update(rule.values)
-    if comment:
+    return overlay(rule.values if rule is not None else {}, comment)
+
+
+def overlay(base, top):
+    """``top``'s values over ``base``'s (neither changed): a choice of ``top`` between ``weight``
+    and ``priority``, or ``due`` and ``due_after_h``, replaces ``base``'s choice."""
+    out = dict(base)
+    if top:
         for pair in (("weight", "priority"), ("due", "due_after_h")):
-            if any(k in comment for k in pair):  # the comment's choice replaces the row's
+            if any(k in top for k in pair):
                 for k in pair:
                     out.pop(k, None)
-        out.update(comment)
+        out.update(top)
     return out
 
 
-def job_task(job_id, waiting, avg_frame_s, submitted_s, values, default_due_h):
-    """The task ``rank()`` reads for one job, and how its estimate was made (a few words)."""
+def job_task(job_id, waiting, avg_frame_s, submitted_s, values, default_due_h, unit="frame"):
+    """The task ``rank()`` reads for one job, and how its estimate was made (a few words):
+    ``waiting`` frames (``unit`` task: tasks) of ``avg_frame_s`` seconds each, measured (0: none
+    has finished), else of the mapped ``frame_s`` (``task_s``), else the duration model's."""
+    own = f"{unit}_s"
     task = {"id": job_id}
     if "priority" in values:
         task["priority"] = values["priority"]
@@ -270,17 +292,17 @@ def job_task(job_id, waiting, avg_frame_s, submitted_s, values, default_due_h):
         task["due"] = submitted_s + 3600.0 * values.get("due_after_h", default_due_h)
     if avg_frame_s > 0:
         task["estimate_s"] = waiting * avg_frame_s
-        how = f"{waiting} waiting frames x {avg_frame_s:g} s (the job's average)"
-    elif "frame_s" in values:
-        task["estimate_s"] = waiting * values["frame_s"]
-        how = f"{waiting} waiting frames x {values['frame_s']:g} s (frame_s)"
+        how = f"{waiting} waiting {unit}s x {avg_frame_s:g} s (the job's average)"
+    elif own in values:
+        task["estimate_s"] = waiting * values[own]
+        how = f"{waiting} waiting {unit}s x {values[own]:g} s ({own})"
     elif "kind" in values:
         task["kind"] = values["kind"]
-        task.update({k: v for k, v in values.items() if k not in KEYS})
+        task.update({k: v for k, v in values.items() if k not in keys(unit)})
         task.setdefault("frames", waiting)
         how = f"the duration model for kind {values['kind']!r}"
     else:
-        return None, "no estimate: no frame has finished, and neither frame_s nor kind is mapped"
+        return None, f"no estimate: no {unit} has finished, and neither {own} nor kind is mapped"
     return task, how
 
 

@@ -1,0 +1,262 @@
+"""A fake AWS Deadline Cloud queue, served two ways to ``sched deadline sync``:
+
+* :func:`stub_sync` queues, on botocore's ``Stubber`` around a real ``boto3.client("deadline")``,
+  the responses of one sync in the order the adapter calls (ListJobs pages, BatchGetJob,
+  SearchTasks, BatchUpdateJob), each with the parameters it must be called with; the Stubber
+  checks both against the installed botocore's service model;
+* :class:`DeadlineServer`: an HTTP server on 127.0.0.1 answering the REST paths of those
+  operations (``GET .../queues/{q}/jobs``, ``POST /2023-10-12/batch-get-job``,
+  ``POST .../search/tasks``, ``PATCH /2023-10-12/batch-update-job``) with JSON bodies, for a
+  sync through boto3's real transport, signing, serialisation and retries.
+
+Both apply the priorities the adapter sets to the queue's jobs and record them in
+``queue.updates`` ((job id, priority), in arrival order).
+"""
+
+import json
+import threading
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlparse
+
+FARM, QUEUE = "farm-" + "a" * 32, "queue-" + "b" * 32
+#: The fields of a job summary that a BatchGetJob item has too (ours: the required ones)
+ITEM_KEYS = (
+    "jobId",
+    "name",
+    "lifecycleStatus",
+    "lifecycleStatusMessage",
+    "priority",
+    "createdAt",
+    "createdBy",
+)
+
+
+@dataclass
+class Job:
+    id: str
+    name: str
+    created: datetime
+    waiting: int
+    priority: int = 50
+    #: run times of its succeeded tasks, seconds
+    done_s: list = field(default_factory=list)
+    running: int = 0
+    status: str = "READY"
+    lifecycle: str = "CREATE_COMPLETE"
+    #: its targetTaskRunStatus (None: none given)
+    target: str = None
+    description: str = ""
+    parameters: dict = field(default_factory=dict)
+
+    def counts(self):
+        c = {"READY": self.waiting, "RUNNING": self.running, "SUCCEEDED": len(self.done_s)}
+        return {k: v for k, v in c.items() if v}
+
+    def summary(self):
+        return {
+            "jobId": self.id,
+            "name": self.name,
+            "lifecycleStatus": self.lifecycle,
+            "lifecycleStatusMessage": "",
+            "priority": self.priority,
+            "createdAt": self.created,
+            "createdBy": "artist",
+            "taskRunStatus": self.status,
+            "taskRunStatusCounts": self.counts(),
+            **({"targetTaskRunStatus": self.target} if self.target else {}),
+        }
+
+    def item(self):
+        out = {
+            "farmId": FARM,
+            "queueId": QUEUE,
+            **{k: v for k, v in self.summary().items() if k in ITEM_KEYS},
+        }
+        if self.description:
+            out["description"] = self.description
+        if self.parameters:
+            out["parameters"] = self.parameters
+        return out
+
+    def tasks(self):
+        t0 = self.created + timedelta(minutes=5)
+        return [
+            {
+                "taskId": f"task-{self.id[4:]}-{k}",
+                "stepId": "step-" + "c" * 32,
+                "jobId": self.id,
+                "queueId": QUEUE,
+                "runStatus": "SUCCEEDED",
+                "startedAt": t0,
+                "endedAt": t0 + timedelta(seconds=s),
+            }
+            for k, s in enumerate(self.done_s)
+        ]
+
+
+class Queue:
+    """The jobs of one queue, in the order ListJobs returns them."""
+
+    def __init__(self):
+        self.jobs, self.updates = {}, []
+        self._lock = threading.Lock()
+
+    def add(self, name, waiting=10, created=None, **kw):
+        jid = f"job-{len(self.jobs):032x}"
+        self.jobs[jid] = Job(jid, name, created or datetime(2027, 1, 15, tzinfo=UTC), waiting, **kw)
+        return jid
+
+    def priorities(self):
+        return {j.name: j.priority for j in self.jobs.values()}
+
+    def by_priority(self):
+        return [j.name for j in sorted(self.jobs.values(), key=lambda j: -j.priority)]
+
+    def apply(self, items):
+        with self._lock:
+            for it in items:
+                self.updates.append((it["jobId"], it["priority"]))
+                self.jobs[it["jobId"]].priority = it["priority"]
+
+    def waiting(self):
+        """The jobs the adapter reads in detail, in its order (by name, then id)."""
+        ranked = [j for j in self.jobs.values() if j.waiting > 0 and j.status in ("READY", "RUNNING")]
+        ranked = [j for j in ranked if j.lifecycle == "CREATE_COMPLETE" and j.target in (None, "READY")]
+        return sorted(ranked, key=lambda j: (j.name, j.id))
+
+
+def stub_sync(stubber, queue, page=100, updates=0):
+    """Queue on ``stubber`` the responses of one sync of ``queue``: ListJobs pages of ``page``
+    jobs, BatchGetJob, SearchTasks, and ``updates`` BatchUpdateJob calls (their parameters
+    are the adapter's choice: recorded and applied by :func:`record_updates`, not expected)."""
+    jobs = list(queue.jobs.values())
+    for k in range(0, max(len(jobs), 1), page):
+        params = {"farmId": FARM, "queueId": QUEUE, "maxResults": 100}
+        if k:
+            params["nextToken"] = f"page-{k}"
+        body = {"jobs": [j.summary() for j in jobs[k : k + page]]}
+        if k + page < len(jobs):
+            body["nextToken"] = f"page-{k + page}"
+        stubber.add_response("list_jobs", body, params)
+    waiting = queue.waiting()
+    for k in range(0, len(waiting), 100):
+        ids = [{"farmId": FARM, "queueId": QUEUE, "jobId": j.id} for j in waiting[k : k + 100]]
+        stubber.add_response(
+            "batch_get_job",
+            {"jobs": [j.item() for j in waiting[k : k + 100]], "errors": []},
+            {"identifiers": ids},
+        )
+    for j in waiting:
+        if j.done_s:
+            params = {"farmId": FARM, "queueIds": [QUEUE], "jobId": j.id, "itemOffset": 0, "pageSize": 100}
+            stubber.add_response("search_tasks", {"tasks": j.tasks(), "totalResults": len(j.done_s)}, params)
+    for _ in range(updates):
+        stubber.add_response("batch_update_job", {"errors": []})
+
+
+def record_updates(client, queue):
+    """Apply each BatchUpdateJob the client makes to ``queue`` (its parameters, as the
+    adapter gave them, before the Stubber answers)."""
+
+    def hook(params, **_):
+        queue.apply(params["jobs"])
+
+    client.meta.events.register("before-parameter-build.deadline.BatchUpdateJob", hook)
+
+
+def _json(value):
+    if isinstance(value, datetime):
+        return value.isoformat().replace("+00:00", "Z")
+    raise TypeError(type(value))
+
+
+class DeadlineServer:
+    """Deadline Cloud's REST paths for ``queue`` on 127.0.0.1 (a free port), in a thread.
+
+    ``fail``: operation name -> [(status, error code), ...] answered, in turn, before the real
+    answer; ``calls``: (operation, method, path) of every request, in arrival order."""
+
+    def __init__(self, queue, page=100):
+        self.queue, self.page, self.fail, self.calls = queue, page, {}, []
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+
+    @property
+    def url(self):
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    def __enter__(self):
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def calls_of(self, op):
+        return [c for c in self.calls if c[0] == op]
+
+    def answer(self, method, path, query, body):
+        """(status, error code or None, JSON body) of one request."""
+        base = f"/2023-10-12/farms/{FARM}/queues/{QUEUE}"
+        if method == "GET" and path == base + "/jobs":
+            return self._guard("ListJobs") or self._list(query)
+        if method == "GET" and path.startswith("/2023-10-12/farms/") and path.endswith("/jobs"):
+            return 404, "ResourceNotFoundException", {"message": "Resource not found: queue"}
+        if method == "POST" and path == "/2023-10-12/batch-get-job":
+            wanted = [i["jobId"] for i in body["identifiers"]]
+            jobs = [self.queue.jobs[j].item() for j in wanted]
+            return self._guard("BatchGetJob") or (200, None, {"jobs": jobs, "errors": []})
+        if method == "POST" and path == f"/2023-10-12/farms/{FARM}/search/tasks":
+            tasks = self.queue.jobs[body["jobId"]].tasks()
+            return self._guard("SearchTasks") or (200, None, {"tasks": tasks, "totalResults": len(tasks)})
+        if method == "PATCH" and path == "/2023-10-12/batch-update-job":
+            denied = self._guard("BatchUpdateJob")
+            if denied:
+                return denied
+            self.queue.apply(body["jobs"])
+            return 200, None, {"errors": []}
+        return 404, "UnknownOperationException", {"message": f"no route {method} {path}"}
+
+    def _guard(self, op):
+        self.calls.append((op,))
+        queued = self.fail.get(op) or []
+        if queued:
+            status, code = queued.pop(0)
+            return status, code, {"message": f"{code} (from the test's server)"}
+        return None
+
+    def _list(self, query):
+        jobs = list(self.queue.jobs.values())
+        start = int(query.get("nextToken", ["0"])[0])
+        size = min(self.page, int(query.get("maxResults", ["100"])[0]))
+        body = {"jobs": [j.summary() for j in jobs[start : start + size]]}
+        if start + size < len(jobs):
+            body["nextToken"] = str(start + size)
+        return 200, None, body
+
+    def _handler(self):
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _serve(self):
+                url = urlparse(self.path)
+                n = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(n) or b"{}")
+                status, code, out = server.answer(self.command, url.path, parse_qs(url.query), body)
+                data = json.dumps(out, default=_json).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                if code:
+                    self.send_header("x-amzn-ErrorType", code)
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_POST = do_PATCH = _serve
+
+            def log_message(self, *args):
+                pass
+
+        return Handler
