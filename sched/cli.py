@@ -75,6 +75,89 @@ def chooser_seeds_or_exit(cfg, split, count, skip, confirm, script):
     return chosen
 
 
+def add_farm_sync_options(v, workers):
+    """A farm adapter's `sync` options that rank() reads (--policy, --machines, --now,
+    --default-due-h; read by :func:`farm_sync_arguments`); ``workers``: what the farm calls a
+    machine (hosts, workers)."""
+    v.add_argument("--policy", default="auto", help="rank()'s policy (default auto: the benchmark's verdict)")
+    v.add_argument(
+        "--machines",
+        default="1",
+        metavar="M",
+        help="the farm as rank() sees it, in sched rank --machines' forms: a count, a spec NxSPEED, "
+        f"a machines CSV or free times (default 1: one queue; 1xN: N {workers}' worth of work at once)",
+    )
+    v.add_argument(
+        "--now", type=float, metavar="T", help="current time in POSIX seconds (default: the clock)"
+    )
+    v.add_argument(
+        "--default-due-h",
+        dest="default_due_h",
+        type=float,
+        default=24.0,
+        metavar="H",
+        help="due time of an unmapped job, in hours after its submission (default 24)",
+    )
+
+
+def farm_sync_arguments(args, machines):
+    """The keyword arguments of a farm adapter's ``sync`` from :func:`add_farm_sync_options`'s
+    options, checked (a UsageError naming the option); ``machines``: ``--machines`` read by
+    ``sched.commands.rank.parse_machines`` (the forms of ``sched rank --machines``)."""
+    import math
+    import os
+
+    from sched.limits import MAX_SECONDS
+
+    # hours a due time may lie after a submission: rank() bounds every time by MAX_SECONDS
+    if not (math.isfinite(args.default_due_h) and 0 <= args.default_due_h <= MAX_SECONDS / 3600):
+        raise UsageError(
+            f"--default-due-h: expected hours >= 0 and at most {MAX_SECONDS / 3600:g} "
+            f"(sched.limits.MAX_SECONDS), got {args.default_due_h:g}"
+        )
+    return {
+        "now": args.now,
+        "machines": machines,
+        "policy": args.policy,
+        "config": os.path.abspath(args.config) if args.config else None,
+        "default_due_h": args.default_due_h,
+    }
+
+
+def priority_range(text, lowest, highest, farm):
+    """``--priority-range LO:HI`` as (LO, HI), within the farm's [lowest, highest]."""
+    lo, sep, hi = text.partition(":")
+    try:
+        lo, hi = int(lo), int(hi)
+    except ValueError:
+        raise UsageError(f"--priority-range: expected LO:HI (two integers), got {text!r}") from None
+    if not sep or not lowest <= lo < hi <= highest:  # the farm's own range: the dry run's too
+        raise UsageError(
+            f"--priority-range: expected {lowest} <= LO < HI <= {highest} ({farm}), got {text!r}"
+        )
+    return lo, hi
+
+
+def print_sync_report(report, waiting):
+    """A farm sync's report (``sched.farms.adapter.SyncReport``) on stdout: each change (or, in a
+    dry run, each change it would make), each skipped job with its reason, then one summary line;
+    ``waiting``: what the ranked jobs are called (pending, waiting)."""
+    from sched.farms.mapping import printable  # a name with a new line would forge a line of output
+
+    verb = "would set" if report.dry_run else "set"
+    for name, before, after in report.changes:
+        print(f"{verb} {printable(name)}: priority {before} -> {after}")
+    for name, why in report.skipped:
+        print(f"skipped {printable(name)}: {why}")
+    kept = len(report.ranked) - len(report.changes)
+    policy = f" by {report.policy}" if report.policy else ""
+    print(
+        f"{report.scope}: {len(report.ranked)} {waiting} jobs ranked{policy}, "
+        f"{len(report.changes)} priorities {'to change' if report.dry_run else 'changed'}, {kept} kept, "
+        f"{len(report.skipped)} skipped" + (" (dry run: nothing set)" if report.dry_run else "")
+    )
+
+
 def build_parser():
     p = argparse.ArgumentParser(
         prog="sched",

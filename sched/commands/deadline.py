@@ -1,10 +1,9 @@
 """`sched deadline sync`: set an AWS Deadline Cloud queue's job priorities in rank() order
 (docs/deadline.md; optional extra ``deadline``)."""
 
-import math
-import os
 import sys
 
+from sched.cli import add_farm_sync_options, farm_sync_arguments, print_sync_report, priority_range
 from sched.errors import UsageError
 
 
@@ -32,25 +31,7 @@ def register(sub):
         metavar="URL",
         help="the service's endpoint, as boto3's endpoint_url (a local or recorded one); used as given",
     )
-    v.add_argument("--policy", default="auto", help="rank()'s policy (default auto: the benchmark's verdict)")
-    v.add_argument(
-        "--machines",
-        default="1",
-        metavar="M",
-        help="the farm as rank() sees it, in sched rank --machines' forms: a count, a spec NxSPEED, "
-        "a machines CSV or free times (default 1: one queue; 1xN: N workers' worth of work at once)",
-    )
-    v.add_argument(
-        "--now", type=float, metavar="T", help="current time in POSIX seconds (default: the clock)"
-    )
-    v.add_argument(
-        "--default-due-h",
-        dest="default_due_h",
-        type=float,
-        default=24.0,
-        metavar="H",
-        help="due time of an unmapped job, in hours after its submission (default 24)",
-    )
+    add_farm_sync_options(v, "workers")
     v.add_argument(
         "--priority-range",
         dest="priority_range",
@@ -78,34 +59,19 @@ def register(sub):
 def _range(text, middle):
     from sched.farms.deadline import HIGHEST, LOWEST
 
-    lo, sep, hi = text.partition(":")
-    try:
-        lo, hi = int(lo), int(hi)
-    except ValueError:
-        raise UsageError(f"--priority-range: expected LO:HI (two integers), got {text!r}") from None
-    if not sep or not LOWEST <= lo < hi <= HIGHEST:
-        raise UsageError(
-            f"--priority-range: expected {LOWEST} <= LO < HI <= {HIGHEST} (Deadline Cloud's "
-            f"priorities), got {text!r}"
-        )
+    lo, hi = priority_range(text, LOWEST, HIGHEST, "Deadline Cloud's priorities")
     if not lo <= middle <= hi:
         raise UsageError(f"--middle-priority: expected a priority within {lo}:{hi}, got {middle}")
     return lo, hi
 
 
 def run(args):
-    from sched.commands.rank import parse_machines  # the same forms as sched rank --machines
+    from sched.commands.rank import parse_machines
     from sched.farms import deadline, mapping
-    from sched.limits import MAX_SECONDS
     from sched.serve.decision_log import DecisionLog
 
     bounds = _range(args.priority_range, args.middle)
-    machines = parse_machines(args.machines)
-    if not (math.isfinite(args.default_due_h) and 0 <= args.default_due_h <= MAX_SECONDS / 3600):
-        raise UsageError(
-            f"--default-due-h: expected hours >= 0 and at most {MAX_SECONDS / 3600:g} "
-            f"(sched.limits.MAX_SECONDS), got {args.default_due_h:g}"
-        )
+    ranking = farm_sync_arguments(args, parse_machines(args.machines))
     rules = mapping.read_mapping(args.mapping, unit="task") if args.mapping else []
     log = DecisionLog(args.decision_log) if args.decision_log else None  # refused now, not after
     try:
@@ -114,32 +80,16 @@ def run(args):
             args.queue_id,
             rules,
             dry_run=args.dry_run,
-            now=args.now,
-            machines=machines,
-            policy=args.policy,
-            config=os.path.abspath(args.config) if args.config else None,
-            default_due_h=args.default_due_h,
             bounds=bounds,
             middle=args.middle,
             region=args.region,
             endpoint_url=args.endpoint_url,
             decision_log=log,
+            **ranking,
         )
     finally:
         if log is not None:
             log.close()
-    verb = "would set" if report.dry_run else "set"
-    shown = mapping.printable  # a name with a new line would forge a line of output
-    for name, before, after in report.changes:
-        print(f"{verb} {shown(name)}: priority {before} -> {after}")
-    for name, why in report.skipped:
-        print(f"skipped {shown(name)}: {why}")
-    kept = len(report.ranked) - len(report.changes)
-    policy = f" by {report.policy}" if report.policy else ""
-    print(
-        f"{report.scope}: {len(report.ranked)} waiting jobs ranked{policy}, "
-        f"{len(report.changes)} priorities {'to change' if report.dry_run else 'changed'}, {kept} kept, "
-        f"{len(report.skipped)} skipped" + (" (dry run: nothing set)" if report.dry_run else "")
-    )
+    print_sync_report(report, "waiting")
     for line in report.warnings:
         print(f"sched deadline: warning: {line}", file=sys.stderr)

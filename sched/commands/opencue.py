@@ -2,8 +2,8 @@
 optional extra ``opencue``)."""
 
 import math
-import os
 
+from sched.cli import add_farm_sync_options, farm_sync_arguments, print_sync_report, priority_range
 from sched.errors import UsageError
 
 
@@ -28,25 +28,7 @@ def register(sub):
         metavar="HOST:PORT",
         help="Cuebot address (repeatable; default: $CUEBOT_HOSTS, else pycue's config)",
     )
-    v.add_argument("--policy", default="auto", help="rank()'s policy (default auto: the benchmark's verdict)")
-    v.add_argument(
-        "--machines",
-        default="1",
-        metavar="M",
-        help="the farm as rank() sees it, in sched rank --machines' forms: a count, a spec NxSPEED, "
-        "a machines CSV or free times (default 1: one queue; 1xN: N hosts' worth of work at once)",
-    )
-    v.add_argument(
-        "--now", type=float, metavar="T", help="current time in POSIX seconds (default: the clock)"
-    )
-    v.add_argument(
-        "--default-due-h",
-        dest="default_due_h",
-        type=float,
-        default=24.0,
-        metavar="H",
-        help="due time of an unmapped job, in hours after its submission (default 24)",
-    )
+    add_farm_sync_options(v, "hosts")
     v.add_argument(
         "--priority-range",
         dest="priority_range",
@@ -64,33 +46,14 @@ def register(sub):
     s.set_defaults(func=run)
 
 
-def _range(text, most):
-    lo, sep, hi = text.partition(":")
-    try:
-        lo, hi = int(lo), int(hi)
-    except ValueError:
-        raise UsageError(f"--priority-range: expected LO:HI (two integers), got {text!r}") from None
-    if not sep or not 0 <= lo < hi <= most:  # most: OpenCue's largest, the dry run's too
-        raise UsageError(
-            f"--priority-range: expected 0 <= LO < HI <= {most} (OpenCue's priorities are "
-            f"32-bit integers), got {text!r}"
-        )
-    return lo, hi
-
-
 def run(args):
-    from sched.commands.rank import parse_machines  # the same forms as sched rank --machines
+    from sched.commands.rank import parse_machines
     from sched.farms import mapping, opencue
-    from sched.limits import MAX_SECONDS
 
-    bounds = _range(args.priority_range, opencue.MAX_PRIORITY)
-    machines = parse_machines(args.machines)
-    # hours a due time may lie after a submission: rank() bounds every time by MAX_SECONDS
-    if not (math.isfinite(args.default_due_h) and 0 <= args.default_due_h <= MAX_SECONDS / 3600):
-        raise UsageError(
-            f"--default-due-h: expected hours >= 0 and at most {MAX_SECONDS / 3600:g} "
-            f"(sched.limits.MAX_SECONDS), got {args.default_due_h:g}"
-        )
+    bounds = priority_range(
+        args.priority_range, 0, opencue.MAX_PRIORITY, "OpenCue's priorities are 32-bit integers"
+    )
+    ranking = farm_sync_arguments(args, parse_machines(args.machines))
     # else pycue's calls fail at once, as if Cuebot could not be reached
     if not (math.isfinite(args.timeout_s) and 0 < args.timeout_s <= opencue.MAX_TIMEOUT_S):
         raise UsageError(
@@ -104,24 +67,8 @@ def run(args):
         rules,
         dry_run=args.dry_run,
         hosts=hosts,
-        now=args.now,
-        machines=machines,
-        policy=args.policy,
-        config=os.path.abspath(args.config) if args.config else None,
-        default_due_h=args.default_due_h,
         bounds=bounds,
         timeout_s=args.timeout_s,
+        **ranking,
     )
-    verb = "would set" if report.dry_run else "set"
-    shown = mapping.printable  # a name with a new line would forge a line of output
-    for name, before, after in report.changes:
-        print(f"{verb} {shown(name)}: priority {before} -> {after}")
-    for name, why in report.skipped:
-        print(f"skipped {shown(name)}: {why}")
-    kept = len(report.ranked) - len(report.changes)
-    policy = f" by {report.policy}" if report.policy else ""
-    print(
-        f"{report.scope}: {len(report.ranked)} pending jobs ranked{policy}, "
-        f"{len(report.changes)} priorities {'to change' if report.dry_run else 'changed'}, {kept} kept, "
-        f"{len(report.skipped)} skipped" + (" (dry run: nothing set)" if report.dry_run else "")
-    )
+    print_sync_report(report, "pending")
