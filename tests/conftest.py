@@ -1,3 +1,4 @@
+import itertools
 import os
 import subprocess
 import sys
@@ -160,3 +161,18 @@ def distinct_policy(tmp_path_factory, tiny_policy, tiny_cfg):
         arrays = generate(scenario_model(tiny_cfg), seed, tasks=AGREEMENT_TASKS, machines=machines).arrays
         assert starts_unlike_atc(out, arrays, machines, free) > 0, (seed, machines, free)
     return out
+
+
+def kept_most(current, lo, hi):
+    """Brute force over every subset: the most jobs that can keep their present priority
+    ``current`` (in rank order) with priorities strictly decreasing within [lo, hi] (the farm
+    adapters' ``new_priorities`` must keep that many)."""
+    n = len(current)
+    for size in range(n, -1, -1):
+        for keep in itertools.combinations(range(n), size):
+            anchors = [(-1, hi + 1)] + [(k, current[k]) for k in keep] + [(n, lo - 1)]
+            if all(lo <= current[k] <= hi for k in keep) and all(
+                p - q >= b - a for (a, p), (b, q) in zip(anchors, anchors[1:])
+            ):
+                return size
+    return 0

@@ -21,6 +21,7 @@ from sched import cli, rank  # noqa: E402
 from sched.farms import deadline  # noqa: E402
 from sched.farms.adapter import new_priorities  # noqa: E402
 
+from .conftest import kept_most  # noqa: E402
 from .fake_deadline import FARM, QUEUE, Queue, record_updates, stub_sync  # noqa: E402
 
 NOW = 1_800_000_000.0  # 2027-01-15T08:00:00Z, POSIX seconds
@@ -333,25 +334,12 @@ def test_the_client_retries_in_botocores_standard_mode_and_keeps_an_endpoint_url
     assert deadline.connect("us-west-2").meta.config.inject_host_prefix is True
 
 
-def _kept_most(current, lo, hi):
-    """Brute force: the most jobs that can keep their priority, priorities strictly decreasing."""
-    n = len(current)
-    for size in range(n, -1, -1):
-        for keep in itertools.combinations(range(n), size):
-            anchors = [(-1, hi + 1)] + [(k, current[k]) for k in keep] + [(n, lo - 1)]
-            if all(lo <= current[k] <= hi for k in keep) and all(
-                p - q >= b - a for (a, p), (b, q) in zip(anchors, anchors[1:])
-            ):
-                return size
-    return 0
-
-
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.integers(0, 12), min_size=0, max_size=7), st.integers(1, 3), st.integers(10, 14))
 def test_spread_priorities_decrease_along_the_order_and_keep_the_most_they_can(current, lo, hi):
     out = new_priorities(current, lo, hi, shared=True, spread=True, middle=(lo + hi) // 2)
     assert all(a > b for a, b in zip(out, out[1:])) and all(lo <= p <= hi for p in out)
-    assert sum(a == b for a, b in zip(out, current)) == _kept_most(current, lo, hi)
+    assert sum(a == b for a, b in zip(out, current)) == kept_most(current, lo, hi)
 
 
 @settings(max_examples=200, deadline=None)

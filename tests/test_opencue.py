@@ -2,7 +2,6 @@
 that arrive at the server hold rank()'s order, change only where they must, and a Cuebot that
 is down is one line and exit status 2 (docs/opencue.md)."""
 
-import itertools
 import random
 import socket
 
@@ -18,7 +17,7 @@ from sched import cli, rank  # noqa: E402
 from sched.farms import mapping  # noqa: E402
 from sched.farms.opencue import new_priorities  # noqa: E402
 
-from .conftest import run_cli  # noqa: E402
+from .conftest import kept_most, run_cli  # noqa: E402
 from .fake_cuebot import FakeCuebot  # noqa: E402
 
 NOW = 1_800_000_000.0  # 2027-01-15, POSIX seconds
@@ -202,23 +201,10 @@ def test_a_cuebot_that_is_down_is_one_line_and_exit_status_2(tmp_path):
     )
 
 
-def _kept_most(current, lo, hi):
-    """Brute force: the most jobs that can keep their priority."""
-    n = len(current)
-    for size in range(n, -1, -1):
-        for keep in itertools.combinations(range(n), size):
-            anchors = [(-1, hi + 1)] + [(k, current[k]) for k in keep] + [(n, lo - 1)]
-            if all(lo <= current[k] <= hi for k in keep) and all(
-                p - q >= b - a for (a, p), (b, q) in zip(anchors, anchors[1:])
-            ):
-                return size
-    return 0
-
-
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.integers(0, 12), min_size=0, max_size=7), st.integers(1, 3), st.integers(10, 14))
 def test_new_priorities_decrease_along_the_order_and_keep_the_most_they_can(current, lo, hi):
     out = new_priorities(current, lo, hi)
     assert all(a > b for a, b in zip(out, out[1:])) and all(lo <= p <= hi for p in out)
     kept = sum(a == b for a, b in zip(out, current))
-    assert kept == _kept_most(current, lo, hi)
+    assert kept == kept_most(current, lo, hi)
