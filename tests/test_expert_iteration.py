@@ -110,6 +110,7 @@ def _misleading_labels(policy, n=400):
         "ctx": rng.normal(size=(n, kernel.N_CTX)).astype(np.float32),
         "count": np.full(n, K, dtype=np.int64),
         "label": np.tile(np.r_[1e4, np.zeros(K - 1)], (n, 1)).astype(np.float32),
+        "mean": np.tile(np.r_[1e4, np.zeros(K - 1)], (n, 1)).astype(np.float32),
         "scenario_seed": np.zeros(n, dtype=np.int64),
     }
 
