@@ -48,13 +48,11 @@ def distill(net, labels, args, gen, progress=False):
     lab = torch.from_numpy(labels[LABEL_KEYS[args.distill_target]])
     K = x.shape[1]
     valid = torch.arange(K).unsqueeze(0) < torch.from_numpy(labels["count"]).unsqueeze(1)
-    regret = regrets(lab, valid, args.distill_scale)
-    loss_of = imitation_loss
+    # what each decision's loss compares the policy with: its regrets, or the improved policy
+    target, loss_of = regrets(lab, valid, args.distill_scale), imitation_loss
     if args.distill_target == "improved":
-        regret = improved_policy(
-            start_logits(net, x, ctx, valid, args.distill_batch), valid, regret, args.distill_improve
-        )
-        loss_of = cross_entropy
+        start = start_logits(net, x, ctx, valid, args.distill_batch)
+        target, loss_of = improved_policy(start, valid, target, args.distill_improve), cross_entropy
     opt = torch.optim.Adam(net.parameters(), lr=args.distill_lr)
     n = len(x)
     epochs = range(args.distill_epochs)
@@ -69,7 +67,7 @@ def distill(net, labels, args, gen, progress=False):
         for lo in range(0, n, args.distill_batch):
             idx = perm[lo : lo + args.distill_batch]
             logits, _ = net.forward_compact(x[idx], ctx[idx], valid[idx])
-            loss = loss_of(logits, valid[idx], regret[idx])
+            loss = loss_of(logits, valid[idx], target[idx])
             opt.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(net.parameters(), args.max_grad_norm)
