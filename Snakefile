@@ -65,6 +65,7 @@ include: "workflow/rules/train.smk"
 include: "workflow/rules/benchmark.smk"
 include: "workflow/rules/robustness.smk"
 include: "workflow/rules/workload.smk"
+include: "workflow/rules/manifest.smk"
 include: "workflow/rules/report.smk"
 
 
@@ -80,5 +81,6 @@ rule all:
         rules.benchmark_plan.output,
         rules.clairvoyant.output,
         rules.demo.output,
+        rules.manifest.output,
         rules.report.output,
         robust_summaries,

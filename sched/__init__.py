@@ -13,12 +13,18 @@ bottom (docs/architecture.md):
 
 Modules of this folder: ``cache`` (the one locked cache), ``cli``, ``config`` (the one
 frozen config), ``errors``, ``files`` (atomic writes), ``layout`` (every results path),
-``limits``, ``setting`` (a benchmark's GPUs and load), ``sim_numba`` (the compiled core at
+``limits``, ``determinism`` (the pinned code paths), ``manifest`` (the results' digests), ``run_record``
+(what a run ran on), ``setting`` (a benchmark's GPUs and load), ``sim_numba`` (the compiled core at
 the path the contract names), ``threads``.
 """
 
 import os
 import sys
+
+from sched import determinism
+
+# Before anything loads torch or numba: the code paths that compute a result (sched/determinism.py).
+determinism.pin()
 
 __version__ = "0.1.0"
 

@@ -29,6 +29,7 @@ COMMANDS = (
     "gather",
     "clairvoyant",
     "report",
+    "manifest",
     "demo",
     "rank",
     "serve",

@@ -17,6 +17,8 @@ RESULTS = "results"
 POLICY_FILE = "politique.pt"
 WARM_POLICY_FILE = "warm_start.pt"
 TRAIN_LOG = "train_log.csv"
+#: The training log's run record: each iteration's wall time and throughput (not a result).
+TRAIN_RUN_LOG = "train_log.run.csv"
 LEARNING_CURVE = "learning_curve.png"
 PER_SCENARIO = "per_scenario.csv"
 SUMMARY = "resume.csv"
@@ -98,6 +100,10 @@ def train_log(seed, root=RESULTS):
     return f"{seed_dir(seed, root)}/{TRAIN_LOG}"
 
 
+def train_run_log(seed, root=RESULTS):
+    return f"{seed_dir(seed, root)}/{TRAIN_RUN_LOG}"
+
+
 def learning_curve(seed, root=RESULTS):
     return f"{seed_dir(seed, root)}/{LEARNING_CURVE}"
 
@@ -165,6 +171,34 @@ def log(job):
 def usage(job):
     """The resource-usage table Snakemake's ``benchmark:`` writes for a job."""
     return f"{LOG_DIR}/{job}.usage.tsv"
+
+
+# ---------------------------------------------------------------- results and run records
+#
+# A result depends on the commit, the config and the input files only; a run record says how a
+# run ran (wall times, throughput, threads, host, versions) and is never hashed by a later step
+# nor listed in the manifest (sched/manifest.py). A run record is a file under results/logs/, a
+# Snakemake usage table, or a file whose name carries RUN_MARK (train_log.run.csv, plan.run.json,
+# run.json).
+MANIFEST = f"{RESULTS}/manifest.sha256"
+#: The run's own record (versions, processor, pins), beside the manifest.
+RUN_RECORD = f"{LOG_DIR}/run.json"
+RUN_MARK = ".run."
+
+
+def is_run_record(path):
+    """Whether ``path`` (relative to the project root, or to results/) is a run record."""
+    from pathlib import PurePosixPath
+
+    p = PurePosixPath(str(path).replace("\\", "/"))
+    parts = p.parts[1:] if p.parts[:1] == (RESULTS,) else p.parts
+    name = p.name
+    return (
+        parts[:1] == (LOG_DIR.split("/")[-1],)
+        or name.endswith(".usage.tsv")
+        or RUN_MARK in name
+        or name == "run.json"
+    )
 
 
 def demo_schedule(policy, folder=DEMO_DIR):

@@ -8,6 +8,13 @@ workflow passes each rule's ``threads`` (a training job: ``train.threads``; its
 rule's ``threads`` only reserves cores, see ``cores()`` in
 ``workflow/rules/common.smk``). Greedy PPO rollouts (benchmark, demo,
 rank) use no torch at all: they run the compiled decision (``sched.learn.policy.kernel``).
+
+Results never depend on the machine's CPU count (issue 45). torch gets exactly ``--threads``,
+the config's count, even on fewer usable CPUs: MKL's reproducible mode (``sched.determinism``)
+holds for a fixed thread count, and a split reduction's order follows the count. numba and the
+Python-level workers get at most the usable CPUs: they run independent units (scenarios,
+candidates) side by side, each computed whole by one thread and combined in a fixed order, so
+their count changes the speed, never a bit.
 """
 
 import os
@@ -44,8 +51,9 @@ def allowed():
 
 
 def apply(threads, torch=False):
-    """Limit numba (and torch when ``torch``) to ``threads`` threads, at most the usable CPUs
-    (``snakemake -j4`` on a 2-core machine gives a job 4 threads it cannot use)."""
+    """Give torch (when ``torch``) exactly ``threads`` threads, with its deterministic
+    algorithms; numba and the workers ``threads`` at most the usable CPUs (``snakemake -j4`` on a
+    2-core machine gives a job 4 threads it cannot use; they would only slow it)."""
     global _allowed
     if threads is None or threads < 1:
         raise UsageError(f"--threads: must be >= 1, got {threads}")
@@ -57,4 +65,5 @@ def apply(threads, torch=False):
     if torch:
         import torch as _torch
 
-        _torch.set_num_threads(n)
+        _torch.set_num_threads(int(threads))
+        _torch.use_deterministic_algorithms(True)

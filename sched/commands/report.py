@@ -41,6 +41,12 @@ def register(sub):
         "(default: %(default)s)",
     )
     s.add_argument(
+        "--manifest",
+        default=layout.MANIFEST,
+        help="the results' manifest (`sched manifest write`), whose digest the report prints "
+        "(default: %(default)s)",
+    )
+    s.add_argument(
         "--readme",
         metavar="README",
         help="also rewrite the results block of this README (its lines between the markers) "
@@ -65,6 +71,7 @@ def run(args):
         readme=args.readme,
         replay_dir=args.replay,
         workload=args.workload,
+        manifest_path=args.manifest,
     )
     for p in written:
         print(f"wrote {p}", file=sys.stderr)

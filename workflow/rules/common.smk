@@ -434,3 +434,15 @@ def plan_seeds():
     """The test seeds of the planner's benchmark, as ``A-B``: plan.scenarios from plan.test_offset
     on, after the test seeds that chose plan's settings (sched.evaluate.seeds.plan_test_seeds)."""
     return range_text(plan_test_seeds(CFG))
+
+
+def manifest_inputs(wildcards=None):
+    """Every result the workflow builds but the report's own: the manifest waits for all of them
+    (an input function: the studio's files are known once its checkpoint has run)."""
+    out = [*rules.calibrate.output, *expand(rules.train.output, seed=TRAIN_SEEDS),
+           *expand(rules.benchmark.output, seeds=SHARDS), *rules.select.output, *rules.gather.output,
+           *rules.benchmark_plan.output, *rules.clairvoyant.output, *rules.demo.output,
+           *robust_summaries(), *replay_outputs(), *([layout.WORKLOAD] if HISTORY else [])]
+    if STUDIO in ROBUST and studio_built():
+        out += studio_report_inputs(wildcards)
+    return out

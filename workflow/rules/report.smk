@@ -53,11 +53,13 @@ rule report:
         demo=f"{layout.DEMO_DIR}/{layout.DEMO_TABLE}",
         gantt=f"{FIGURES}/{layout.DEMO_GANTT}",
         train_logs=[layout.train_log(s) for s in TRAIN_SEEDS],
+        train_runs=[layout.train_run_log(s) for s in TRAIN_SEEDS],   # run records, shown apart
         robustness=robust_summaries,
         replay=replay_outputs(),
         studio=studio_report_inputs,
         workload=[layout.WORKLOAD] if HISTORY else [],
         plan=[f"{layout.PLAN_BENCH_DIR}/{name}" for name in (layout.PER_SCENARIO, layout.SUMMARY)],
+        manifest=layout.MANIFEST,   # its digest, printed in the report
     output:
         markdown=report(layout.REPORT_PATH, caption="../report/rapport.rst", category="5. Report"),
         figures=[report(f"{FIGURES}/{name}", caption=f"../report/{caption}",
@@ -79,4 +81,4 @@ rule report:
     shell:
         "python -m sched --config {input.config:q} report --bench {params.bench:q}"
         " --out {output.markdown:q} --figures {params.figures:q} --train-dir {params.train:q}"
-        " --demo {params.demo:q} --robustness {params.robustness:q} > {log:q} 2>&1"
+        " --demo {params.demo:q} --robustness {params.robustness:q} --manifest {input.manifest:q} > {log:q} 2>&1"

@@ -67,6 +67,7 @@ use rule train as robust_train with:
     output:
         policy=layout.policy_file("{seed}", ROBUST_ROOT),
         log_csv=layout.train_log("{seed}", ROBUST_ROOT),
+        run_csv=layout.train_run_log("{seed}", ROBUST_ROOT),
         curve=layout.learning_curve("{seed}", ROBUST_ROOT),
     params:
         atc_k=lambda wildcards, input: atc_k_arg(wildcards.setting, input.tuned),
@@ -95,6 +96,7 @@ use rule train as robust_train_warm with:
     output:
         policy=layout.policy_file("{seed}", ROBUST_ROOT),
         log_csv=layout.train_log("{seed}", ROBUST_ROOT),
+        run_csv=layout.train_run_log("{seed}", ROBUST_ROOT),
         curve=layout.learning_curve("{seed}", ROBUST_ROOT),
         warm=layout.warm_policy_file("{seed}", ROBUST_ROOT),
     params:

@@ -42,14 +42,14 @@ rule warm_start:
     benchmark:
         layout.usage("train/warm-{seed}")
     priority: 30   # the main chain first: the longest path of the workflow (docs/workflow.md)
+    params:
+        threads=config["train"]["threads"],   # torch's threads decide bits: the config's, never -j's
     threads: cores(1)
-    resources:
-        job_threads=job_threads,   # its --threads: the threads, not the reservation
     shadow:
         "minimal"
     shell:
         "python -m sched --config {input.config:q} distill --labels {input.labels:q} --seed {wildcards.seed}"
-        " --stage warm --out {output:q} --threads {resources.job_threads} --no-progress > {log:q} 2>&1"
+        " --stage warm --out {output:q} --threads {params.threads} --no-progress > {log:q} 2>&1"
 
 
 rule teach_round:
@@ -91,14 +91,14 @@ rule distill_round:
     benchmark:
         layout.usage("train/seed-{seed}-round-{round}")
     priority: 30   # the main chain first: the longest path of the workflow (docs/workflow.md)
+    params:
+        threads=config["train"]["threads"],   # torch's threads decide bits: the config's, never -j's
     threads: cores(1)
-    resources:
-        job_threads=job_threads,   # its --threads: the threads, not the reservation
     shadow:
         "minimal"
     shell:
         "python -m sched --config {input.config:q} distill --labels {input.labels:q} --start {input.start:q}"
-        " --seed {wildcards.seed} --stage round-{wildcards.round} --out {output:q} --threads {resources.job_threads}"
+        " --seed {wildcards.seed} --stage round-{wildcards.round} --out {output:q} --threads {params.threads}"
         " --no-progress > {log:q} 2>&1"
 
 
@@ -113,6 +113,7 @@ rule train:
     output:
         policy=layout.policy_file("{seed}"),
         log_csv=layout.train_log("{seed}"),
+        run_csv=layout.train_run_log("{seed}"),   # its run record: wall times, throughput
         curve=report(layout.learning_curve("{seed}"), caption="../report/learning_curve.rst",
                      category="2. Training", subcategory="seed {seed}"),
     params:

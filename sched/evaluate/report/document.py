@@ -22,6 +22,7 @@ from sched.evaluate.errors import ReportError
 from sched.evaluate.report.conclusion import conclusion_section, robustness_section
 from sched.evaluate.report.inputs import load, read_robustness
 from sched.evaluate.report.plan import plan_section, read_plan
+from sched.evaluate.report.rounds import rounds_section
 from sched.evaluate.report.sections import (
     FIGURES,
     clairvoyant_section,
@@ -40,6 +41,19 @@ __all__ = ["FIGURES", "README_BEGIN", "README_END", "ReportError", "build", "mak
 #: The README's results block lies between these lines; `sched report --readme` rewrites it.
 README_BEGIN = "<!-- results: written by `sched report --readme README.md`; do not edit by hand -->"
 README_END = "<!-- end of results -->"
+
+
+def read_manifest(path):
+    """{"path", "sha256", "artefacts"} of the results' manifest, or None when it is absent."""
+    from sched import manifest
+
+    if path is None or not Path(path).is_file():
+        return None
+    try:
+        entries = manifest.read(path)
+    except manifest.ManifestError as exc:
+        raise ReportError(str(exc)) from None
+    return {"path": str(path), "sha256": manifest.sha256(path), "artefacts": len(entries)}
 
 
 def make_figures(cfg, d, figures_dir):
@@ -97,19 +111,60 @@ def render(cfg, d, made, notes, paths):
         studio_section(cfg, d.get("studio"), d.get("workload_fit")),
         plan_section(cfg, d.get("plan"), d["winner"]),
         figures_section(made, notes, report_dir),
+        [
+            "## Evidence and run records",
+            "",
+            *evidence_lines(d),
+            "",
+            "The wall times and decisions per second in this report (the training's throughput) are run "
+            "records (`train_log.run.csv`, `results/logs/`): they say how this run ran, differ from machine "
+            "to machine, and are in no manifest. Every other number is a result.",
+        ],
         reproduce_section(cfg, d, paths),
     ]
     return "\n".join("\n".join(s) + "\n" for s in sections)
 
 
+def evidence_lines(d):
+    """The manifest's digest: what names this run's evidence (issue 45), and how to check a rerun."""
+    m = d.get("manifest")
+    if m is None:
+        return [
+            "No manifest (`results/manifest.sha256`) was found beside these results: they cannot be "
+            "checked against another run's (the workflow's rule `manifest` writes it)."
+        ]
+    return [
+        f"Evidence: `{m['path']}` lists {m['artefacts']:,} result artefacts (run records excluded); "
+        f"its sha256 is `{m['sha256']}`. A run of the same commit and config on any machine gives the "
+        f"same file: `sched manifest compare {m['path']} <theirs>` names the first artefact that "
+        f'differs (docs/workflow.md, "Reproducible to the bit").',
+    ]
+
+
+def summary_lines(cfg, d):
+    """The README's opening results: the conclusion's verdict, plan's gain against its base and the
+    stages of learning, each rendered from the results (the README's prose types none)."""
+    lines = ["### In short", "", conclusion_section(cfg, d)[2], ""]
+    plan = plan_section(cfg, d.get("plan"), d["winner"])
+    against = [x for x in plan if x.startswith("plan against its base")]
+    if against:
+        lines += [against[-1], ""]
+    stages = rounds_section(cfg, d["per"])
+    if stages:
+        lines += ["#" + x if x.startswith("### ") else x for x in stages] + [""]
+    return lines
+
+
 def readme_block(cfg, d):
-    """The README's results: the report's results and other-settings tables, one heading level down."""
-    lines = []
+    """The README's results: the verdict in short, the report's results and other-settings tables
+    one heading level down, the studio's verdict, and the manifest's digest."""
+    lines = summary_lines(cfg, d)
     for section in (results_section(cfg, d)[2:], robustness_section(cfg, d.get("robust"))):
         lines += ["#" + x if x.startswith("## ") else x for x in section] + [""]
     studio = studio_readme_line(d.get("studio"))
     if studio:
         lines += [*studio, ""]
+    lines += [*evidence_lines(d), ""]
     return [README_BEGIN, "", *lines, README_END]
 
 
@@ -141,6 +196,7 @@ def build(
     replay_dir=layout.REPLAY_DIR,
     workload=layout.WORKLOAD,
     plan_dir=layout.PLAN_BENCH_DIR,
+    manifest_path=layout.MANIFEST,
 ):
     """Write the figures and rapport.md (and the results block of ``readme``); returns the paths written."""
     d = load(bench_dir, train_dir, demo_dir, cfg)
@@ -149,6 +205,7 @@ def build(
     d["replay"] = read_replay(replay_dir)
     d["workload_fit"] = read_fit(workload)
     d["plan"] = read_plan(plan_dir)
+    d["manifest"] = read_manifest(manifest_path)
     paths = {
         "bench": str(bench_dir),
         "out": str(out),

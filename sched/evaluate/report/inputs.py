@@ -26,20 +26,18 @@ from sched.evaluate.summary import (
 from sched.files import read_csv
 from sched.limits import MAX_VERDICT_BYTES
 
-#: The columns of train_log.csv the report reads (sched.learn.ppo.train_log.LOG_COLUMNS has them).
+#: The columns of train_log.csv the report reads (sched.learn.ppo.train_log.RESULT_COLUMNS has them).
 TRAIN_LOG_COLUMNS = (
     "iteration",
     "env_steps",
     "mean_episode_weighted_tardiness_s",
-    "wall_s",
     "entropy",
     "approx_kl",
     "clip_fraction",
     "explained_variance",
-    "steps_per_s",
-    "collect_s",
-    "update_s",
 )
+#: The columns of its run record, train_log.run.csv (wall times and throughput; NaN without it).
+TRAIN_RUN_COLUMNS = ("iteration", "wall_s", "steps_per_s", "collect_s", "update_s")
 
 
 def read_json(path):
@@ -138,8 +136,24 @@ def read_train_logs(train_dir, seeds):
             raise ReportError(f"{p}: missing column(s) {', '.join(missing)}")
         if log.empty:
             raise ReportError(f"{p}: no rows")
-        logs[s] = log
+        logs[s] = _with_run_record(log, p.with_name(layout.TRAIN_RUN_LOG))
     return logs
+
+
+def _with_run_record(log, path):
+    """The log with its run record's timing columns (NaN where the record is absent or has no
+    row for an iteration): they are shown apart from the results, never decide anything."""
+    import numpy as np
+
+    log = log.drop(columns=[c for c in TRAIN_RUN_COLUMNS[1:] if c in log.columns])
+    if not path.exists():
+        return log.assign(**dict.fromkeys(TRAIN_RUN_COLUMNS[1:], np.nan))
+    run = read_csv(path, ReportError)
+    missing = [c for c in TRAIN_RUN_COLUMNS if c not in run.columns]
+    if missing:
+        raise ReportError(f"{path}: missing column(s) {', '.join(missing)}")
+    run = run[list(TRAIN_RUN_COLUMNS)].drop_duplicates("iteration", keep="last")
+    return log.merge(run, on="iteration", how="left")
 
 
 def read_robustness(cfg, robust_dir):

@@ -67,6 +67,10 @@ def arch_of(args):
     }
 
 
+#: Training arguments that say how a run ran, not what it computed: kept out of the file.
+RUN_ONLY_ARGS = ("threads",)
+
+
 def policy_meta(cfg, args):
     """The ``meta`` of a policy trained with ``args`` on ``cfg`` (training adds the validation scores)."""
     model = scenario_model(cfg)
@@ -78,7 +82,9 @@ def policy_meta(cfg, args):
         "task_features": list(F.TASK_FEATURES),
         "global_features": list(F.GLOBAL_FEATURES),
         "config_hash": training_hash(cfg),
-        "train_args": dataclasses.asdict(args),
+        # what trained it, less how many threads ran it: a run record's (sched.run_record), so
+        # that the file's sha256, which verdicts bind, changes only with weights and settings
+        "train_args": {k: v for k, v in dataclasses.asdict(args).items() if k not in RUN_ONLY_ARGS},
         "setting": setting.of_config(cfg),  # the farm it was trained for (rank()'s explanation)
     }
 

@@ -3,6 +3,10 @@
 One row per PPO iteration, and before them one row per starting point:
 iteration -1 the untrained network (the ATC prior) when there is a warm
 start, iteration 0 the warm start (or the untrained network without one).
+
+What the iterations computed (losses, scores) is a result; how fast they ran is a run record:
+the timing columns (:data:`RUN_COLUMNS`) go to ``train_log.run.csv`` beside it, so that the
+log's bytes depend on the commit, the config and the inputs only (issue 45).
 """
 
 import csv
@@ -11,11 +15,12 @@ import time
 
 import numpy as np
 
-from sched.files import atomic_path
+from sched import files, layout
 from sched.learn.ppo.checkpoint import RECENT_EPISODES
 
-#: The log's file name, beside the policy file.
-FILE_NAME = "train_log.csv"
+#: The log's file name, beside the policy file, and its run record's.
+FILE_NAME = layout.TRAIN_LOG
+RUN_FILE_NAME = layout.TRAIN_RUN_LOG
 
 LOG_COLUMNS = (
     "iteration",
@@ -38,6 +43,11 @@ LOG_COLUMNS = (
     "val_weighted_tardiness_s",
     "val_atc_weighted_tardiness_s",
 )
+
+#: The columns of the run record (the iteration, then wall times and throughput).
+RUN_COLUMNS = ("iteration", "steps_per_s", "collect_s", "update_s", "wall_s")
+#: The columns of the log itself: every other one.
+RESULT_COLUMNS = tuple(c for c in LOG_COLUMNS if c not in RUN_COLUMNS[1:])
 
 NAN = float("nan")
 
@@ -86,13 +96,28 @@ def iteration_row(iteration, progress, stats, timing, learning_rate, val, val_at
     }
 
 
-def write(path, rows):
-    """Write the log atomically."""
-    with atomic_path(path) as tmp:
+def run_path(path):
+    """The run record beside the log ``path``."""
+    from pathlib import Path
+
+    return Path(path).with_name(RUN_FILE_NAME)
+
+
+def _csv_writer(rows, columns):
+    def write(tmp):
         with open(tmp, "w", newline="") as fh:
-            w = csv.DictWriter(fh, fieldnames=LOG_COLUMNS)
+            w = csv.DictWriter(fh, fieldnames=columns, extrasaction="ignore")
             w.writeheader()
             w.writerows(rows)
+
+    return write
+
+
+def write(path, rows):
+    """Write the log and, beside it, its run record, atomically as a set."""
+    files.write_set(
+        [(run_path(path), _csv_writer(rows, RUN_COLUMNS)), (path, _csv_writer(rows, RESULT_COLUMNS))]
+    )
 
 
 class ProgressBar:
@@ -164,6 +189,6 @@ def plot_learning_curve(log_csv, png, title=None):
     ax.set_title(title or "PPO learning curve")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    with atomic_path(png) as tmp:
+    with files.atomic_path(png) as tmp:
         fig.savefig(tmp, format="png", dpi=110)
     plt.close(fig)

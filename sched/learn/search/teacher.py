@@ -41,10 +41,10 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 
+from sched import files
 from sched.config import ConfigError, training_hash
 from sched.data.scenario import draw, scenario_model
 from sched.errors import SchedError
-from sched.files import atomic_path
 from sched.learn.env.vec_env import p_ref_of
 from sched.learn.policy import kernel
 from sched.learn.search import lookahead as L
@@ -320,9 +320,7 @@ def label_settings(cfg, args):
 
 def save_labels(path, labels, meta):
     """Write teacher labels and their ``meta`` (settings, seeds) as one .npz file, atomically."""
-    with atomic_path(path) as tmp:
-        with open(tmp, "wb") as fh:
-            np.savez(fh, meta=np.array(json.dumps(meta)), **labels)
+    files.write_npz(path, {"meta": np.array(json.dumps(meta)), **labels})
 
 
 def load_labels(paths):

@@ -1,0 +1,73 @@
+"""A run record: what a run ran on, written apart from its results (issue 45).
+
+The versions of every installed distribution, the Python, the processor (model and the
+instruction-set flags that decide a library's code path), the pins in force
+(``sched.determinism``), the usable CPUs and the host. Nothing here is hashed by a later step
+or listed in the manifest: two runs that agree on their results may differ in all of it.
+"""
+
+import datetime
+import os
+import platform
+import sys
+
+#: The processor flags that pick a code path (MKL, ATen, oneDNN, numba), as /proc/cpuinfo names them.
+PATH_FLAGS = ("sse4_2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512_vnni", "amx_tile")
+
+
+def processor():
+    """{"model", "vendor", "flags"}: what /proc/cpuinfo says (Linux), the path flags only."""
+    model = vendor = platform.processor() or None
+    flags = []
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                key, _, value = line.partition(":")
+                key, value = key.strip(), value.strip()
+                if key == "model name" and model in (None, "", platform.processor()):
+                    model = value
+                elif key == "vendor_id":
+                    vendor = value
+                elif key in ("flags", "Features") and not flags:
+                    have = set(value.split())
+                    flags = [f for f in PATH_FLAGS if f in have] or sorted(have)[:40]
+    except OSError:
+        pass
+    return {"model": model, "vendor": vendor, "machine": platform.machine(), "flags": flags}
+
+
+def versions():
+    """{distribution: version} of every installed distribution, sorted by name."""
+    from importlib import metadata
+
+    out = {}
+    for dist in metadata.distributions():
+        name = dist.metadata["Name"]
+        if name:
+            out[name.lower()] = dist.version
+    return dict(sorted(out.items()))
+
+
+def record(**extra):
+    """The run record of this process, with ``extra`` fields (the step, its wall time...)."""
+    from sched import determinism, threads
+
+    return {
+        "written": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "host": platform.node(),
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "processor": processor(),
+        "usable_cpus": threads.usable_cpus(),
+        "determinism": determinism.state(),
+        **extra,
+        "versions": versions(),
+    }
+
+
+def write(path, **extra):
+    """Write the run record to ``path`` atomically."""
+    from sched import files
+
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    files.write_json(path, record(**extra))
