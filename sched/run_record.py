@@ -36,6 +36,28 @@ def processor():
     return {"model": model, "vendor": vendor, "machine": platform.machine(), "flags": flags}
 
 
+def commit():
+    """{"commit", "dirty"} of the checkout the package runs from (None outside a git checkout)."""
+    import subprocess
+
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    try:
+        head = subprocess.run(
+            ["git", "-C", here, "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10
+        )
+        status = subprocess.run(
+            ["git", "-C", here, "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return {"commit": None, "dirty": None}
+    if head.returncode != 0:
+        return {"commit": None, "dirty": None}
+    return {"commit": head.stdout.strip(), "dirty": bool(status.stdout.strip())}
+
+
 def versions():
     """{distribution: version} of every installed distribution, sorted by name."""
     from importlib import metadata
@@ -55,6 +77,7 @@ def record(**extra):
     return {
         "written": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "host": platform.node(),
+        **commit(),
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "processor": processor(),

@@ -39,12 +39,14 @@ def test_training_writes_a_loadable_policy_and_log(trained):
         "approx_kl",
         "clip_fraction",
         "explained_variance",
-        "steps_per_s",
-        "collect_s",
-        "update_s",
-        "wall_s",
     ):
         assert ppo[col].notna().all(), col
+    # how fast it ran is the run record's, beside the log, not the log's (issue 45)
+    run = pd.read_csv(out.with_name("train_log.run.csv"))
+    assert list(run.columns) == ["iteration", "steps_per_s", "collect_s", "update_s", "wall_s"]
+    assert not {"steps_per_s", "wall_s"} & set(log.columns)
+    assert list(run["iteration"]) == list(log["iteration"])
+    assert (run.loc[run["iteration"] > 0, "steps_per_s"] > 0).all()
     assert (ppo["entropy"] > 0).all() and (ppo["env_steps"].diff().dropna() == 32).all()
     assert log["val_weighted_tardiness_s"].notna().sum() == 4  # iterations -1, 0, 3 and 6
     pol = PF.load(out)
@@ -108,10 +110,8 @@ def test_resume_gives_the_same_trained_weights(tmp_path, tiny_cfg):
     assert any(not torch.equal(a["state_dict"][k], at_4[k]) for k in at_4)  # PPO moved them after 4
     for k in a["state_dict"]:
         assert torch.equal(a["state_dict"][k], b["state_dict"][k]), k
-    timing = ["wall_s", "steps_per_s", "collect_s", "update_s"]
-    la = pd.read_csv(ref.with_name("train_log.csv")).drop(columns=timing)
-    lb = pd.read_csv(full.with_name("train_log.csv")).drop(columns=timing)
-    pd.testing.assert_frame_equal(la, lb)
+    # the log holds no timing (its run record does): a resumed run writes the same bytes
+    assert ref.with_name("train_log.csv").read_bytes() == full.with_name("train_log.csv").read_bytes()
 
 
 class _Stop(Exception):

@@ -13,6 +13,7 @@ from sched.evaluate.policies import resolve_policies
 from sched.evaluate.report import document as report
 from sched.evaluate.statistics import bootstrap_counts, paired_difference
 from sched.evaluate.summary import best_heuristic, write_outputs
+from sched.learn.ppo import train_log
 
 from .conftest import run_cli
 from .test_benchmark import HEURISTICS, ok, tiny  # noqa: F401  (tiny: the shared fixture)
@@ -60,7 +61,7 @@ def built(tiny, tmp_path_factory):  # noqa: F811
     train = d / "train" / "seed-1"
     train.mkdir(parents=True)
     it = np.arange(1, 21)
-    pd.DataFrame(
+    rows = pd.DataFrame(
         {c: it * 1.0 for c in LOG_COLUMNS}
         | {
             "iteration": it,
@@ -68,7 +69,8 @@ def built(tiny, tmp_path_factory):  # noqa: F811
             "wall_s": it * 9.5,
             "mean_episode_weighted_tardiness_s": 20000.0 / it,
         }
-    ).to_csv(train / "train_log.csv", index=False)
+    ).to_dict("records")
+    train_log.write(train / "train_log.csv", rows)  # and its run record, train_log.run.csv
     paths = {
         "bench": bench,
         "out": d / "rapport.md",

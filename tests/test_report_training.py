@@ -26,6 +26,7 @@ from sched.evaluate.report import document as report
 from sched.evaluate.report.training import TARGETS, in_range, throughput, vital_signs
 from sched.evaluate.statistics import bootstrap_counts, paired_difference, win_tie_loss
 from sched.evaluate.summary import best_heuristic, choose_winner, write_outputs
+from sched.learn.ppo import train_log
 from sched.learn.ppo.train_log import LOG_COLUMNS
 
 from .conftest import run_cli
@@ -255,7 +256,8 @@ def reported(tiny, tmp_path_factory):  # noqa: F811
     write_outputs(alone, with_learned(per, bh, {"ppo-1": 1.2, "ppo-2": 0.8}, 2), cfg, specs_l, full=True)
     for s in (1, 2):
         (d / "train" / f"seed-{s}").mkdir(parents=True)
-        fake_log(s).to_csv(d / "train" / f"seed-{s}" / "train_log.csv", index=False)
+        # the log and its run record (the timing columns), as training writes them
+        train_log.write(d / "train" / f"seed-{s}" / "train_log.csv", fake_log(s).to_dict("records"))
     out = d / "rapport.md"
     report.build(cfg, bench, out, d / "figures", d / "train", None, robust_dir=d / "robustness")
     return {"cfg": cfg, "bench": bench, "alone": alone, "text": out.read_text(), "dir": d}

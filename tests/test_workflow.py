@@ -2,9 +2,12 @@
 
 Two full runs start together (they are independent, and the machine waits on
 imports more than it computes): one with Snakemake's local executor, as the
-README's main command runs it, and one through snakemake-executor-plugin-
-cluster-generic with a local submit script, each job a background process.
-The other checks are dry runs (`snakemake -n`) on the first one's results.
+README's main command runs it, with `-j1` on one usable CPU (the process's CPU
+affinity), and one through snakemake-executor-plugin-cluster-generic with a
+local submit script, each job a background process, with `-j4` on every CPU
+and a CPU-burning process beside it. Their manifests must be equal line for
+line (issue 45: a result depends on the commit, the config and the inputs
+only). The other checks are dry runs (`snakemake -n`) on the first one's results.
 """
 
 import copy
@@ -146,6 +149,7 @@ def expected_outputs():
         "results/benchmark/plan/resume.csv",
         "results/benchmark/clairvoyant.csv",
         "results/rapport.md",
+        "results/manifest.sha256",
         "results/demo/demo.csv",
         "results/figures/demo_gantt.png",
         "results/figures/benchmark_mean_ci.png",
@@ -217,13 +221,26 @@ def runs(tmp_path_factory):
         stdout=cl_log,
         stderr=subprocess.STDOUT,
     )
+    # a CPU-burning process beside the runs: load must change no result
+    burner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:
-        # the README's main command, on the small config
+        # the README's main command, on the small config, with -j1 on one usable CPU
         local = workspace(base / "local")
-        lr = snakemake(local, "-j4")
+        one_cpu = min(os.sched_getaffinity(0))
+        lr = subprocess.run(
+            snakemake_cmd("-j1"),
+            cwd=local,
+            env=environment(),
+            capture_output=True,
+            text=True,
+            preexec_fn=lambda: os.sched_setaffinity(0, {one_cpu}),
+        )
+        lr.output = lr.stdout + lr.stderr
     finally:
         cl_rc = cl_proc.wait(timeout=900)
         cl_log.close()
+        burner.kill()
+        burner.wait()
     return SimpleNamespace(
         local=local,
         local_run=lr,
@@ -259,6 +276,7 @@ def test_builds_every_output_and_one_log_per_job(built):
         "clairvoyant.log",
         "demo.log",
         "gather.log",
+        "manifest.log",
         "report.log",
         "select.log",
         "tune.log",
@@ -273,6 +291,64 @@ def test_builds_every_output_and_one_log_per_job(built):
     # each job's measured wall time and memory (Snakemake's benchmark directive)
     usage = (built / "results/logs/train/seed-1.usage.tsv").read_text().splitlines()
     assert usage[0].split("\t")[:3] == ["s", "h:m:s", "max_rss"] and len(usage) == 2
+
+
+def test_the_two_runs_give_the_same_manifest_line_for_line(runs, built):
+    """-j1 on one CPU (the local executor) and -j4 on every CPU beside a CPU burner (a cluster
+    executor, one process per job): the same bytes for every result artefact."""
+    assert runs.cluster_rc == 0, runs.cluster_log[-4000:]
+    local = (built / "results/manifest.sha256").read_text().splitlines()
+    cluster = (runs.cluster / "results/manifest.sha256").read_text().splitlines()
+    assert len(local) > 40
+    assert local == cluster
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "sched",
+            "manifest",
+            "compare",
+            built / "results/manifest.sha256",
+            runs.cluster / "results/manifest.sha256",
+        ],
+        capture_output=True,
+        text=True,
+        env=environment(),
+    )
+    assert r.returncode == 0 and r.stdout.startswith(f"identical: {len(local)} result artefacts"), r.stdout
+    # the run records say how each ran: one CPU against every CPU
+    one = json.loads((built / "results/logs/run.json").read_text())
+    assert one["usable_cpus"] == 1 and one["determinism"]["pinned"] is True
+    assert one["versions"]["torch"].startswith("2.13.0")
+
+
+def test_the_manifest_lists_every_result_and_no_run_record(built):
+    from sched import layout
+    from sched.manifest import REPORT_OUTPUTS
+
+    listed = {}
+    for line in (built / "results/manifest.sha256").read_text().splitlines():
+        digest, path = line.split("  ", 1)
+        listed[path] = digest
+    every = {p.relative_to(built).as_posix() for p in (built / "results").rglob("*") if p.is_file()}
+    records = {p for p in every if layout.is_run_record(p)}
+    report = {f"results/{p}" for p in REPORT_OUTPUTS} | {"results/manifest.sha256"}
+    assert "results/logs/run.json" in records and "results/train/seed-1/train_log.run.csv" in records
+    assert set(listed) == every - records - report
+    # sha256sum's format: each line checks its file (`sha256sum -c results/manifest.sha256`)
+    r = subprocess.run(
+        ["sha256sum", "--quiet", "-c", "results/manifest.sha256"], cwd=built, capture_output=True
+    )
+    assert r.returncode == 0, r.stdout[-2000:]
+    # in DAG order: the calibration before the training, the training before the benchmark
+    order = list(listed)
+    assert order.index("results/calibration.json") < order.index("results/train/seed-1/warm_start.pt")
+    assert order.index("results/train/seed-1/politique.pt") < order.index("results/benchmark/winner.json")
+    # the report prints its digest
+    digest = subprocess.run(
+        ["sha256sum", "results/manifest.sha256"], cwd=built, capture_output=True, text=True
+    )
+    assert digest.stdout.split()[0] in (built / "results/rapport.md").read_text()
 
 
 def test_second_run_has_nothing_to_do(built):

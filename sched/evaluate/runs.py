@@ -92,6 +92,10 @@ def make_planner(cfg, spec):
         b = learned_base(load(base["policy_file"]), spec["base"])
     roll = spec.get("rollout_spec")
     settings = spec.get("settings") or cfg.plan  # the teacher's own (policies.teacher_spec)
+    # what the benchmark scores is decided by counts (every sample), never by the clock: a wall-clock
+    # budget (plan.budget_ms) is rank()'s anytime guard only, and would make a result depend on the
+    # machine's speed and load (issue 45)
+    settings = {**dict(settings), "budget_ms": None}
     return Planner(cfg, b, settings, rule_of(roll) if roll else None, chunk=spec.get("chunk", 0))
 
 

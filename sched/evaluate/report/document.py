@@ -141,14 +141,52 @@ def evidence_lines(d):
     ]
 
 
+def verdict_lines(cfg, d):
+    """The main setting's verdict in a few lines: what rank() runs, how it was chosen and confirmed,
+    and where each learned policy stands against the best heuristic on the test scenarios."""
+    from sched.evaluate.policies import is_ppo, policy_key
+    from sched.evaluate.report.format import ci, level_text, pct
+
+    r = d["summary"].set_index("policy")
+    w = d["winner"]
+    lv = level_text(cfg.benchmark.ci_level)
+    x, bh = w["policy"], r["best_heuristic"].iloc[0]
+    sel = w.get("selection")
+    chosen = f"chosen on {sel['seeds'][1]:,} validation scenarios" if sel else "chosen on the test scenarios"
+
+    def vs_best(p):
+        row = r.loc[p]
+        lo, hi = row["diff_vs_best_heuristic_ci_lo_pct"], row["diff_vs_best_heuristic_ci_hi_pct"]
+        return f"{pct(row['diff_vs_best_heuristic_pct'])} {ci(lo, hi)}"
+
+    if x == bh:
+        lines = [f"**`rank()` runs {x}**, the best heuristic ({chosen}); no learned policy beat it there."]
+    else:
+        row = r.loc[x]
+        wtl = "/".join(str(int(row[f"{k}_vs_best_heuristic"])) for k in ("wins", "ties", "losses"))
+        lines = [
+            f"**`rank()` runs {x}** on the main setting ({chosen}, confirmed on {int(row['scenarios']):,} "
+            f"test scenarios that chose nothing). On those, against the best heuristic {bh}: {vs_best(x)} "
+            f"({lv} paired interval), W/T/L {wtl}."
+        ]
+    finals = sorted((p for p in r.index if is_ppo(p)), key=policy_key)
+    if finals:
+        lines.append(
+            f"Each training seed's final policy against {bh} on the test scenarios: "
+            + "; ".join(f"{p} {vs_best(p)}" for p in finals)
+            + "."
+        )
+    return [" ".join(lines)]
+
+
 def summary_lines(cfg, d):
-    """The README's opening results: the conclusion's verdict, plan's gain against its base and the
-    stages of learning, each rendered from the results (the README's prose types none)."""
-    lines = ["### In short", "", conclusion_section(cfg, d)[2], ""]
+    """The README's opening results: the verdict, plan's gain against its base and the stages of
+    learning, each rendered from the results (the README's prose types none)."""
+    lines = ["### In short", "", *verdict_lines(cfg, d), ""]
     plan = plan_section(cfg, d.get("plan"), d["winner"])
     against = [x for x in plan if x.startswith("plan against its base")]
     if against:
-        lines += [against[-1], ""]
+        lines += [against[-1].replace(" on these ", " on the lookahead benchmark's "), ""]
     stages = rounds_section(cfg, d["per"])
     if stages:
         lines += ["#" + x if x.startswith("### ") else x for x in stages] + [""]

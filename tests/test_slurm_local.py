@@ -1,0 +1,147 @@
+"""The small config through the SLURM profile, on a real (one-node) SLURM cluster.
+
+Two runs of tests/test_workflow.py's SMALL config start together, each in its own
+temporary project folder: one with Snakemake's local executor (-j2), one through
+`--profile profiles/slurm` (snakemake-executor-plugin-slurm: one sbatch job per rule
+instance). Both must write the same results/manifest.sha256, line for line.
+
+Skipped unless a SLURM cluster answers here: the test installs and starts nothing.
+`tools/slurm/start-local-cluster.sh` (root, Debian) starts one on localhost from
+Debian's packages (docs/slurm-local.md).
+
+The profile runs as it is, with three settings on the command line that a site without
+an accounting database, or with small nodes, needs:
+  --slurm-status-command squeue   `sacct` is installed but answers "Slurm accounting
+                                  storage is disabled"; squeue sees finished jobs for
+                                  MinJobAge (600 s in the script's slurm.conf);
+  --max-threads N                 N = the node's CPUs, at most 2 (the local run's -j2):
+                                  a rule asking more CPUs than a node has
+                                  (clairvoyant: 8) is refused by sbatch;
+  --slurm-init-seconds-before-status-checks 5   the first status check 5 s after a
+                                  submission rather than 40 (time only).
+"""
+
+import re
+import shutil
+import subprocess
+from collections import Counter
+
+import pytest
+
+from .conftest import ROOT
+from .test_workflow import CLUSTER_JOBS, SMALL, environment, snakemake_cmd, workspace
+
+pytestmark = pytest.mark.slow
+
+START = "tools/slurm/start-local-cluster.sh"
+RUN_TIMEOUT = 1800  # seconds, for each run (about 2-4 minutes here)
+READY = ("idle", "mixed", "allocated", "completing")
+
+
+def _sinfo(*args):
+    return subprocess.run(["sinfo", "--noheader", *args], capture_output=True, text=True, timeout=30)
+
+
+def cluster_cpus():
+    """The CPUs of the largest ready node, or pytest.skip saying why there is none."""
+    missing = [c for c in ("sbatch", "sinfo", "squeue", "scontrol") if shutil.which(c) is None]
+    if missing:
+        pytest.skip(
+            f"no SLURM client here ({', '.join(missing)} not on PATH); "
+            f"`{START}` (as root, on Debian) installs and starts a one-node cluster on localhost"
+        )
+    r = _sinfo("--Node", "--format=%T %c %N")
+    if r.returncode != 0:
+        pytest.skip(
+            f"SLURM is installed but no controller answers (sinfo: {r.stderr.strip()[:200]}); "
+            f"start the local cluster with `{START}` (as root)"
+        )
+    nodes = [line.split() for line in r.stdout.splitlines() if line.strip()]
+    ready = [int(cpus) for state, cpus, _ in nodes if state in READY]
+    if not ready:
+        states = ", ".join(f"{name} {state}" for state, _, name in nodes) or "no nodes"
+        pytest.skip(
+            f"no SLURM node is ready ({states}); (re)start the local cluster with `{START}` (as root)"
+        )
+    return max(ready)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    cpus = cluster_cpus()
+    base = tmp_path_factory.mktemp("slurm")
+    slurm_ws = workspace(base / "slurm", SMALL)
+    local_ws = workspace(base / "local", SMALL)
+    env = environment()
+    slurm_cmd = snakemake_cmd(
+        "--profile",
+        "profiles/slurm",
+        "--slurm-status-command",
+        "squeue",
+        "--slurm-init-seconds-before-status-checks",
+        "5",
+        "--max-threads",
+        min(cpus, 2),
+        "--shadow-prefix",
+        base / "scratch",
+        "--slurm-keep-successful-logs",
+    )
+    procs = {}
+    logs = {}
+    try:
+        for name, cwd, cmd in (
+            ("slurm", slurm_ws, slurm_cmd),
+            ("local", local_ws, snakemake_cmd("-j2")),
+        ):
+            logs[name] = open(base / f"{name}.log", "w")
+            procs[name] = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=logs[name], stderr=subprocess.STDOUT)
+        rcs = {name: p.wait(timeout=RUN_TIMEOUT) for name, p in procs.items()}
+    finally:
+        for p in procs.values():
+            if p.poll() is None:  # a timeout: end the run (Snakemake cancels its SLURM jobs)
+                p.terminate()
+                try:
+                    p.wait(timeout=60)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+        for f in logs.values():
+            f.close()
+    return {
+        name: {"dir": cwd, "rc": rcs[name], "log": (base / f"{name}.log").read_text()}
+        for name, cwd in (("slurm", slurm_ws), ("local", local_ws))
+    }
+
+
+def manifest(run):
+    assert run["rc"] == 0, run["log"][-4000:]
+    return (run["dir"] / "results/manifest.sha256").read_text().splitlines()
+
+
+def test_slurm_run_submits_every_cluster_rule_with_sbatch(runs):
+    assert runs["slurm"]["rc"] == 0, runs["slurm"]["log"][-4000:]
+    # "Job 3 has been submitted with SLURM jobid 17 (log: .../slurm_logs/rule_train/seed_1/17.log)."
+    submitted = Counter(
+        re.findall(r"submitted with SLURM jobid \d+ \(log: \S*/rule_(\w+)/", runs["slurm"]["log"])
+    )
+    assert set(submitted) == set(CLUSTER_JOBS), submitted  # the local rules run in Snakemake's process
+    assert sum(submitted.values()) >= sum(CLUSTER_JOBS.values())
+
+
+def test_slurm_and_local_runs_write_the_same_manifest(runs):
+    slurm, local = manifest(runs["slurm"]), manifest(runs["local"])
+    assert len(local) > 20
+    if slurm != local:
+        a = dict(reversed(line.split(maxsplit=1)) for line in slurm)
+        b = dict(reversed(line.split(maxsplit=1)) for line in local)
+        differ = sorted(p for p in a.keys() | b.keys() if a.get(p) != b.get(p))
+        pytest.fail(
+            f"{len(differ)} of {len(b)} artefacts differ between the SLURM and the local run: {differ}"
+        )
+    assert slurm == local
+
+
+def test_the_start_script_is_part_of_the_project():
+    script = ROOT / START
+    assert script.is_file() and script.stat().st_mode & 0o111
+    assert "--stop" in script.read_text()
+    assert START in (ROOT / "docs/slurm-local.md").read_text()
