@@ -18,6 +18,7 @@ import re
 import shutil
 import subprocess
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -191,6 +192,48 @@ if os.environ.get("PROBE_DIR") and "-m" in argv and argv[argv.index("-m") + 1:][
 """
 
 
+def cluster_run(cwd, submit, scratch, log, env):
+    """`snakemake -j4` through the cluster executor (each job a background process), started."""
+    cmd = snakemake_cmd(
+        "-j4",
+        "--executor",
+        "cluster-generic",
+        "--cluster-generic-submit-cmd",
+        submit,
+        "--shadow-prefix",
+        scratch,
+        "--seconds-between-status-checks",
+        "1",
+    )
+    return subprocess.Popen(cmd, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT)
+
+
+def on_one_cpu(cwd):
+    """`snakemake -j1` with one usable CPU (the process's affinity, which every job inherits)."""
+    one_cpu = min(os.sched_getaffinity(0))
+    r = subprocess.run(
+        snakemake_cmd("-j1"),
+        cwd=cwd,
+        env=environment(),
+        capture_output=True,
+        text=True,
+        preexec_fn=lambda: os.sched_setaffinity(0, {one_cpu}),
+    )
+    r.output = r.stdout + r.stderr
+    return r
+
+
+@contextmanager
+def cpu_burner():
+    """A CPU-burning process beside what runs inside: load must change no result."""
+    burner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        yield
+    finally:
+        burner.kill()
+        burner.wait()
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     base = tmp_path_factory.mktemp("workflow")
@@ -204,43 +247,15 @@ def runs(tmp_path_factory):
     submit.chmod(0o755)
     env = {**environment(probe), "PROBE_DIR": str(probe / "out")}
     cl_log = open(base / "cluster.log", "w")
-    cl_proc = subprocess.Popen(
-        snakemake_cmd(
-            "-j4",
-            "--executor",
-            "cluster-generic",
-            "--cluster-generic-submit-cmd",
-            submit,
-            "--shadow-prefix",
-            base / "scratch",
-            "--seconds-between-status-checks",
-            "1",
-        ),
-        cwd=cl,
-        env=env,
-        stdout=cl_log,
-        stderr=subprocess.STDOUT,
-    )
-    # a CPU-burning process beside the runs: load must change no result
-    burner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    cl_proc = cluster_run(cl, submit, base / "scratch", cl_log, env)
     try:
-        # the README's main command, on the small config, with -j1 on one usable CPU
-        local = workspace(base / "local")
-        one_cpu = min(os.sched_getaffinity(0))
-        lr = subprocess.run(
-            snakemake_cmd("-j1"),
-            cwd=local,
-            env=environment(),
-            capture_output=True,
-            text=True,
-            preexec_fn=lambda: os.sched_setaffinity(0, {one_cpu}),
-        )
-        lr.output = lr.stdout + lr.stderr
+        with cpu_burner():
+            # the README's main command, on the small config, with -j1 on one usable CPU
+            local = workspace(base / "local")
+            lr = on_one_cpu(local)
     finally:
         cl_rc = cl_proc.wait(timeout=900)
         cl_log.close()
-        burner.kill()
-        burner.wait()
     return SimpleNamespace(
         local=local,
         local_run=lr,
@@ -412,6 +427,7 @@ EVERYTHING = {
     "benchmark_plan": 1,
     "clairvoyant": 1,
     "demo": 1,
+    "manifest": 1,
     "report": 1,
     "all": 1,
 }
@@ -436,6 +452,7 @@ def unread_or_reordered(cfg):
                 "gather": 1,
                 "benchmark_plan": 1,
                 "demo": 1,
+                "manifest": 1,
                 "report": 1,
                 "all": 1,
             },
@@ -454,6 +471,7 @@ def unread_or_reordered(cfg):
                 "gather": 1,
                 "benchmark_plan": 1,
                 "demo": 1,
+                "manifest": 1,
                 "report": 1,
                 "all": 1,
             },
@@ -466,7 +484,7 @@ def unread_or_reordered(cfg):
         # the figures' resolution: the report and the demo's Gantt chart
         (
             lambda c: c.setdefault("report", {}).update(figure_dpi=80),
-            {"step_config": 2, "demo": 1, "report": 1, "all": 1},
+            {"step_config": 2, "demo": 1, "manifest": 1, "report": 1, "all": 1},
         ),
         # the bootstrap and the clairvoyant budget: the summary, that reference and the
         # report; no policy runs again
@@ -474,7 +492,15 @@ def unread_or_reordered(cfg):
             lambda c: c["benchmark"].update(
                 bootstrap_resamples=300, clairvoyant={**c["benchmark"]["clairvoyant"], "evaluations": 3000}
             ),
-            {"step_config": 4, "gather": 1, "clairvoyant": 1, "benchmark_plan": 1, "report": 1, "all": 1},
+            {
+                "step_config": 4,
+                "gather": 1,
+                "clairvoyant": 1,
+                "benchmark_plan": 1,
+                "manifest": 1,
+                "report": 1,
+                "all": 1,
+            },
         ),
         # a calibration setting: everything
         (lambda c: c.setdefault("calibration", {}).update(min_records=29), {"step_config": 1, **EVERYTHING}),
@@ -700,6 +726,7 @@ def test_robustness_settings_are_benchmarked_and_reported(built, tmp_path):
         "robust_train_warm": 2,
         "robust_select": 2,  # each setting's winner is chosen on its own selection seeds
         "robust_benchmark": 2,
+        "manifest": 1,
         "report": 1,
         "all": 1,
     }
@@ -756,6 +783,67 @@ def test_robustness_settings_are_benchmarked_and_reported(built, tmp_path):
         "robust_tune": 1,
         "robust_select": 1,
         "robust_benchmark": 1,
+        "manifest": 1,
         "report": 1,
         "all": 1,
     }
+
+
+#: The tiny config's other settings: one robustness setting and the studio (the example history's
+#: fit, its validation and held-out days), each as small as it goes.
+SETTINGS_AND_STUDIO = {
+    "robustness": {"settings": [{"name": "load-0.70", "load": 0.7}]},
+    "workload": {"history": ["resources/history/example_history.csv"]},
+    "studio": {
+        "selection_scenarios": 4,
+        "fidelity_streams": 2,
+        "fidelity_scenarios": 4,
+        "train": {
+            "atc_k": "tuned",
+            "teacher_scenarios": 0,
+            "prior_rule": "wmdd",
+            "iterations": 2,
+            "validation_scenarios": 2,
+        },
+    },
+}
+
+
+def test_a_robustness_setting_and_the_studio_give_the_same_manifest_on_both_runs(runs, built, tmp_path):
+    """The two runs' projects, with a robustness setting and the studio added: the local one built
+    on with -j1 on one CPU, the cluster one with its executor, -j4 and a CPU burner beside it;
+    every result artefact of both, the setting's and the studio's included, is the same."""
+    assert runs.cluster_rc == 0, runs.cluster_log[-4000:]
+    ignore = shutil.ignore_patterns("shadow", "incomplete")
+    local, cluster = tmp_path / "local", tmp_path / "cluster"
+    shutil.copytree(built, local, symlinks=True, ignore=ignore)
+    shutil.copytree(runs.cluster, cluster, symlinks=True, ignore=ignore)
+    for ws in (local, cluster):
+        cfg = yaml.safe_load((ws / "config.yaml").read_text())
+        cfg.update(copy.deepcopy(SETTINGS_AND_STUDIO))
+        (ws / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+    submit = runs.probes.parent / "submit.sh"
+    env = {**environment(), "PROBE_DIR": str(tmp_path)}
+    log = open(tmp_path / "cluster.log", "w")
+    cl = cluster_run(cluster, submit, tmp_path / "scratch", log, env)
+    try:
+        with cpu_burner():
+            lr = on_one_cpu(local)
+    finally:
+        rc = cl.wait(timeout=900)
+        log.close()
+    assert lr.returncode == 0, lr.output[-4000:]
+    assert rc == 0, (tmp_path / "cluster.log").read_text()[-4000:]
+    a = (local / "results/manifest.sha256").read_text().splitlines()
+    b = (cluster / "results/manifest.sha256").read_text().splitlines()
+    paths = [line.split("  ", 1)[1] for line in a]
+    # the setting's and the studio's results are listed: trained, chosen, replayed on real days
+    for want in (
+        "results/robustness/load-0.70/winner.json",
+        "results/workload.json",
+        "results/robustness/studio/train/seed-1/politique.pt",
+        "results/robustness/studio/replay/per_scenario.csv",
+        "results/robustness/studio/winner.json",
+    ):
+        assert want in paths, want
+    assert a == b

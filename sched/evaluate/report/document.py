@@ -141,6 +141,10 @@ def evidence_lines(d):
     ]
 
 
+#: The scenarios a comparison needs before its gain is a result rather than a hint (DEVELOPERS.md).
+RESULT_SCENARIOS = 300
+
+
 def verdict_lines(cfg, d):
     """The main setting's verdict in a few lines: what rank() runs, how it was chosen and confirmed,
     and where each learned policy stands against the best heuristic on the test scenarios."""
@@ -186,7 +190,15 @@ def summary_lines(cfg, d):
     plan = plan_section(cfg, d.get("plan"), d["winner"])
     against = [x for x in plan if x.startswith("plan against its base")]
     if against:
-        lines += [against[-1].replace(" on these ", " on the lookahead benchmark's "), ""]
+        from sched.evaluate.per_scenario import matrix
+
+        n = len(matrix(d["plan"][1])[0])
+        hint = (
+            f" On {n} scenarios, fewer than {RESULT_SCENARIOS}, this is a hint, not a result."
+            if n < RESULT_SCENARIOS
+            else ""
+        )
+        lines += [against[-1].replace(" on these ", " on the lookahead benchmark's ") + hint, ""]
     stages = rounds_section(cfg, d["per"])
     if stages:
         lines += ["#" + x if x.startswith("### ") else x for x in stages] + [""]
