@@ -11,12 +11,14 @@ Debian's packages (docs/slurm-local.md).
 
 The profile runs as it is, with three settings on the command line that a site without
 an accounting database, or with small nodes, needs:
-  --slurm-status-command squeue   `sacct` is installed but answers "Slurm accounting
-                                  storage is disabled"; squeue sees finished jobs for
+  --slurm-status-command squeue   `sacct` is installed, so the plugin polls it, but it
+                                  answers "Slurm accounting storage is disabled" and the
+                                  run waits for ever; squeue sees finished jobs for
                                   MinJobAge (600 s in the script's slurm.conf);
   --max-threads N                 N = the node's CPUs, at most 2 (the local run's -j2):
-                                  a rule asking more CPUs than a node has
-                                  (clairvoyant: 8) is refused by sbatch;
+                                  a rule asking more CPUs than the node has
+                                  (clairvoyant: 8) is refused by sbatch (it would
+                                  pend for ever without EnforcePartLimits=ALL);
   --slurm-init-seconds-before-status-checks 5   the first status check 5 s after a
                                   submission rather than 40 (time only).
 """

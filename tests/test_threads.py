@@ -37,3 +37,36 @@ def test_commands_refuse_fewer_than_one_thread(command, out, tmp_path):
     assert r.returncode == 2
     assert r.stderr.strip() == f"sched {command}: error: --threads: must be >= 1, got 0"
     assert not any(tmp_path.iterdir())
+
+
+def test_the_compiled_core_and_the_learned_decision_give_the_same_bits_on_any_thread_count(
+    tiny_cfg, tiny_policy
+):
+    """numba's threads run independent scenarios (prange over the batch), each computed whole by
+    one thread: 1 or 2 threads give the same schedules to the bit, for a rule and for the compiled
+    learned decision (issue 45)."""
+    import numba
+    import numpy as np
+
+    from sched.evaluate.runs import generate_scenarios, schedule_policy
+
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("numba has one thread here (NUMBA_NUM_THREADS=1)")
+    sc = generate_scenarios(tiny_cfg, range(2000000, 2000008))
+    arrays = [s.arrays for s in sc]
+    specs = [
+        {"kind": "rule", "rule": "atc", "atc_k": 2.0, "policy_file": None},
+        {"kind": "ppo", "rule": None, "atc_k": None, "policy_file": str(tiny_policy[0])},
+    ]
+    before = numba.get_num_threads()
+    try:
+        out = []
+        for n in (1, 2):
+            numba.set_num_threads(n)
+            out.append([schedule_policy(spec, sc, arrays, 1, tiny_cfg) for spec in specs])
+    finally:
+        numba.set_num_threads(before)
+    for one, two in zip(*out):
+        for a, b in zip(one, two):
+            for x, y in zip(a, b):
+                np.testing.assert_array_equal(x, y)

@@ -165,6 +165,9 @@ SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU_Memory
 SchedulerType=sched/backfill
 ReturnToService=2
+# refuse at sbatch a job no node can run (more CPUs or memory than the node has) rather
+# than leave it pending for ever (Reason=PartitionConfig)
+EnforcePartLimits=ALL
 # Finished jobs stay visible to squeue for 10 minutes: there is no accounting database
 # (no sacct), and the Snakemake SLURM executor polls squeue (slurm_status_command: squeue)
 # only when MinJobAge is at least 120 s.
