@@ -176,3 +176,13 @@ def kept_most(current, lo, hi):
             ):
                 return size
     return 0
+
+
+@pytest.fixture(scope="session")
+def workflow_runs(tmp_path_factory):
+    """The small config's two workflow runs, once a session: -j1 on one CPU with the local executor,
+    -j4 beside a CPU burner through a cluster executor (tests/test_workflow.py; the SLURM run of
+    tests/test_slurm_local.py is compared with the first)."""
+    from tests.test_workflow import make_runs
+
+    return make_runs(tmp_path_factory)

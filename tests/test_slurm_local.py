@@ -1,9 +1,10 @@
 """The small config through the SLURM profile, on a real (one-node) SLURM cluster.
 
-Two runs of tests/test_workflow.py's SMALL config start together, each in its own
-temporary project folder: one with Snakemake's local executor (-j2), one through
-`--profile profiles/slurm` (snakemake-executor-plugin-slurm: one sbatch job per rule
-instance). Both must write the same results/manifest.sha256, line for line.
+tests/test_workflow.py's SMALL config through `--profile profiles/slurm`
+(snakemake-executor-plugin-slurm: one sbatch job per rule instance), in its own temporary
+project folder, must write the same results/manifest.sha256, line for line, as that
+module's local run of the same config (-j1 on one usable CPU; conftest.py's
+``workflow_runs``).
 
 Skipped unless a SLURM cluster answers here: the test installs and starts nothing.
 `tools/slurm/start-local-cluster.sh` (root, Debian) starts one on localhost from
@@ -15,7 +16,7 @@ an accounting database, or with small nodes, needs:
                                   answers "Slurm accounting storage is disabled" and the
                                   run waits for ever; squeue sees finished jobs for
                                   MinJobAge (600 s in the script's slurm.conf);
-  --max-threads N                 N = the node's CPUs, at most 2 (the local run's -j2):
+  --max-threads N                 N = the node's CPUs, at most 2:
                                   a rule asking more CPUs than the node has
                                   (clairvoyant: 8) is refused by sbatch (it would
                                   pend for ever without EnforcePartLimits=ALL);
@@ -68,13 +69,19 @@ def cluster_cpus():
     return max(ready)
 
 
+@pytest.fixture(scope="session")
+def slurm_cpus():
+    """The CPUs of the cluster's node (the tests skip, saying why, where none answers)."""
+    return cluster_cpus()
+
+
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    cpus = cluster_cpus()
+def runs(slurm_cpus, tmp_path_factory, workflow_runs):
+    """The SLURM run, and the local one it is compared with: tests/test_workflow.py's run of the
+    same config with -j1 on one usable CPU (conftest.py's ``workflow_runs``)."""
+    cpus = slurm_cpus
     base = tmp_path_factory.mktemp("slurm")
     slurm_ws = workspace(base / "slurm", SMALL)
-    local_ws = workspace(base / "local", SMALL)
-    env = environment()
     slurm_cmd = snakemake_cmd(
         "--profile",
         "profiles/slurm",
@@ -88,29 +95,23 @@ def runs(tmp_path_factory):
         base / "scratch",
         "--slurm-keep-successful-logs",
     )
-    procs = {}
-    logs = {}
-    try:
-        for name, cwd, cmd in (
-            ("slurm", slurm_ws, slurm_cmd),
-            ("local", local_ws, snakemake_cmd("-j2")),
-        ):
-            logs[name] = open(base / f"{name}.log", "w")
-            procs[name] = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=logs[name], stderr=subprocess.STDOUT)
-        rcs = {name: p.wait(timeout=RUN_TIMEOUT) for name, p in procs.items()}
-    finally:
-        for p in procs.values():
-            if p.poll() is None:  # a timeout: end the run (Snakemake cancels its SLURM jobs)
-                p.terminate()
+    with open(base / "slurm.log", "w") as log:
+        proc = subprocess.Popen(
+            slurm_cmd, cwd=slurm_ws, env=environment(), stdout=log, stderr=subprocess.STDOUT
+        )
+        try:
+            rc = proc.wait(timeout=RUN_TIMEOUT)
+        finally:
+            if proc.poll() is None:  # a timeout: end the run (Snakemake cancels its SLURM jobs)
+                proc.terminate()
                 try:
-                    p.wait(timeout=60)
+                    proc.wait(timeout=60)
                 except subprocess.TimeoutExpired:
-                    p.kill()
-        for f in logs.values():
-            f.close()
+                    proc.kill()
+    local = workflow_runs
     return {
-        name: {"dir": cwd, "rc": rcs[name], "log": (base / f"{name}.log").read_text()}
-        for name, cwd in (("slurm", slurm_ws), ("local", local_ws))
+        "slurm": {"dir": slurm_ws, "rc": rc, "log": (base / "slurm.log").read_text()},
+        "local": {"dir": local.local, "rc": local.local_run.returncode, "log": local.local_run.output},
     }
 
 

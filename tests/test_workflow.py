@@ -234,8 +234,9 @@ def cpu_burner():
         burner.wait()
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory):
+def make_runs(tmp_path_factory):
+    """The two runs of the small config (the session fixture ``workflow_runs`` of conftest.py,
+    which tests/test_slurm_local.py compares its SLURM run with too)."""
     base = tmp_path_factory.mktemp("workflow")
     # the cluster run, in the background
     cl = workspace(base / "cluster")
@@ -265,6 +266,11 @@ def runs(tmp_path_factory):
         probes=probe / "out",
         scratch=base / "scratch",
     )
+
+
+@pytest.fixture(scope="module")
+def runs(workflow_runs):
+    return workflow_runs
 
 
 @pytest.fixture(scope="module")

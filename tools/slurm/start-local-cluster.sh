@@ -10,8 +10,9 @@
 # writes a munge key (if the package made none) and /etc/slurm/slurm.conf (one node,
 # `localhost`, the machine's CPUs, a partition `debug`, no accounting database), and
 # starts munged, slurmctld and slurmd as background daemons (no systemd needed). Idempotent:
-# a second call with the cluster up and the same configuration changes nothing. Everything
-# listens and talks on this machine only (the node's address is 127.0.0.1).
+# a second call with the cluster up and the same configuration changes nothing. The daemons
+# talk to 127.0.0.1 only (controller and node); slurmctld and slurmd listen on ports 6817 and
+# 6818 of every interface (SLURM has no bind address), munge-authenticated.
 #
 # Needs root (apt-get, /etc, daemons). Debian or Ubuntu only.
 set -euo pipefail
@@ -86,7 +87,7 @@ case "${1:-}" in
         ;;
     "" | --start) ;;
     -h | --help)
-        sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
+        sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
         exit 0
         ;;
     *) die "unknown option '$1' (use --start, --stop, --status or --help)" ;;
