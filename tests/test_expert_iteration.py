@@ -240,6 +240,27 @@ def test_plan_on_two_threads_gives_the_schedules_of_one(tiny_cfg):
             np.testing.assert_array_equal(x, y)
 
 
+def test_the_gated_teacher_as_a_policy_gives_the_same_schedules_call_after_call(tiny_cfg):
+    """Its paired stopping rule reads the candidates' rows of its costs only: with fewer waiting
+    tasks than candidates, the rows past them are uninitialised memory, which made the teacher's
+    row of the plan benchmark change from one call to the next (issue 45)."""
+    from sched.evaluate.policies import teacher_spec
+    from sched.evaluate.runs import generate_scenarios, schedule_policy
+
+    c = tiny_cfg.replace(
+        train=dict(teacher_samples=8, teacher_chunk=2, teacher_horizon=8, teacher_candidates=6)
+    )
+    c = c.replace(plan={"futures": 50})
+    spec = teacher_spec(c)
+    sc = generate_scenarios(c, range(2000000, 2000006))
+    arrays = [s.arrays for s in sc]
+    first = schedule_policy(spec, sc, arrays, 1, c)
+    for _ in range(4):
+        for a, b in zip(first, schedule_policy(spec, sc, arrays, 1, c)):
+            for x, y in zip(a, b):
+                np.testing.assert_array_equal(x, y)
+
+
 def test_a_round_continued_by_atc_labels_the_policys_states_with_other_costs(tiny_cfg, tiny_policy):
     """train.round_continuation: on the scenarios that follow the policy, a round whose rollouts
     ATC continues labels the very states a round continued by the policy labels (the candidates
