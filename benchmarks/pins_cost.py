@@ -1,4 +1,4 @@
-"""What the pinned code paths cost (sched/determinism.py): PPO's decisions per second with the pins
+"""What the pinned code paths cost (sched/evidence/determinism.py): PPO's decisions per second with the pins
 and without them (``SCHED_UNPINNED=1``), in the same run, alternated.
 
     python benchmarks/pins_cost.py [--iterations 6] [--repeats 2] [--config config.yaml] [--out FILE.json]

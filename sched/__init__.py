@@ -9,21 +9,21 @@ bottom (docs/architecture.md):
 * ``evaluate``: the benchmark, its verdict and its report;
 * ``ranking``: ``rank()``, the in-process decision;
 * ``serve`` and ``farms``: ``rank()`` over HTTP, and into render farms;
-* ``commands`` with ``cli``: the ``sched`` command line, one module a subcommand.
+* ``commands`` with ``cli``: the ``sched`` command line, one module a subcommand;
+* ``evidence``: the pinned code paths, the results' manifest and the run records (issue 45).
 
 Modules of this folder: ``cache`` (the one locked cache), ``cli``, ``config`` (the one
 frozen config), ``errors``, ``files`` (atomic writes), ``layout`` (every results path),
-``limits``, ``determinism`` (the pinned code paths), ``manifest`` (the results' digests), ``run_record``
-(what a run ran on), ``setting`` (a benchmark's GPUs and load), ``sim_numba`` (the compiled core at
+``limits``, ``setting`` (a benchmark's GPUs and load), ``sim_numba`` (the compiled core at
 the path the contract names), ``threads``.
 """
 
 import os
 import sys
 
-from sched import determinism
+from sched.evidence import determinism
 
-# Before anything loads torch or numba: the code paths that compute a result (sched/determinism.py).
+# Before anything loads torch or numba: the code paths that compute a result (sched/evidence/determinism.py).
 determinism.pin()
 
 __version__ = "0.1.0"

@@ -177,7 +177,7 @@ def usage(job):
 #
 # A result depends on the commit, the config and the input files only; a run record says how a
 # run ran (wall times, throughput, threads, host, versions) and is never hashed by a later step
-# nor listed in the manifest (sched/manifest.py). A run record is a file under results/logs/, a
+# nor listed in the manifest (sched/evidence/manifest.py). A run record is a file under results/logs/, a
 # Snakemake usage table, or a file whose name carries RUN_MARK (train_log.run.csv).
 MANIFEST = f"{RESULTS}/manifest.sha256"
 #: The run's own record (versions, processor, pins), beside the manifest.

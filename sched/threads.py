@@ -10,7 +10,7 @@ rule's ``threads`` only reserves cores, see ``cores()`` in
 rank) use no torch at all: they run the compiled decision (``sched.learn.policy.kernel``).
 
 Results never depend on the machine's CPU count (issue 45). torch gets exactly ``--threads``,
-the config's count, even on fewer usable CPUs: MKL's reproducible mode (``sched.determinism``)
+the config's count, even on fewer usable CPUs: MKL's reproducible mode (``sched.evidence.determinism``)
 holds for a fixed thread count, and a split reduction's order follows the count. numba and the
 Python-level workers get at most the usable CPUs: they run independent units (scenarios,
 candidates) side by side, each computed whole by one thread and combined in a fixed order, so

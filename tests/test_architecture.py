@@ -31,6 +31,7 @@ SUBPACKAGES = (
     "serve",
     "farms",
     "commands",
+    "evidence",
 )
 #: No folder holds more than this many modules (``commands/``, one module a subcommand, aside).
 MAX_FOLDER_MODULES = 12

@@ -1,4 +1,4 @@
-"""results/manifest.sha256 (sched/manifest.py, `sched manifest`): every result artefact in DAG
+"""results/manifest.sha256 (sched/evidence/manifest.py, `sched manifest`): every result artefact in DAG
 order, run records and the report's own outputs left out; two manifests compared name the first
 artefact that differs."""
 
@@ -6,7 +6,7 @@ import hashlib
 
 import pytest
 
-from sched import manifest
+from sched.evidence import manifest
 
 from .conftest import run_cli
 

@@ -1,4 +1,4 @@
-"""The pinned code paths (sched/determinism.py) take effect: on this machine, a result computed
+"""The pinned code paths (sched/evidence/determinism.py) take effect: on this machine, a result computed
 with the pins equals the one computed with the processor capped to the pinned path.
 
 Each case runs in a fresh interpreter (the pins must be set before torch and numba load), with
@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from sched import determinism
+from sched.evidence import determinism
 
 from .conftest import ROOT
 

@@ -345,7 +345,7 @@ def test_the_two_runs_give_the_same_manifest_line_for_line(runs, built):
 
 def test_the_manifest_lists_every_result_and_no_run_record(built):
     from sched import layout
-    from sched.manifest import REPORT_OUTPUTS
+    from sched.evidence.manifest import REPORT_OUTPUTS
 
     listed = {}
     for line in (built / "results/manifest.sha256").read_text().splitlines():

@@ -30,7 +30,8 @@ def register(sub):
 
 
 def run_write(args):
-    from sched import files, manifest, run_record
+    from sched import files
+    from sched.evidence import manifest, run_record
 
     text = manifest.manifest_text(args.results)
     files.write_text(args.out, text)
@@ -40,7 +41,7 @@ def run_write(args):
 
 
 def run_compare(args):
-    from sched import manifest
+    from sched.evidence import manifest
 
     diffs = manifest.compare(args.a, args.b)
     n = len(manifest.read(args.a))

@@ -1,5 +1,5 @@
 # The manifest: one sha256 line per result artefact under results/, run records excluded
-# (sched/manifest.py), written once every result is, before the report that prints its digest.
+# (sched/evidence/manifest.py), written once every result is, before the report that prints its digest.
 # Two runs of one commit and config, on any machine, -j or executor, give the same file
 # (docs/workflow.md, "Reproducible to the bit").
 
@@ -7,8 +7,8 @@
 rule manifest:
     """Hash every result artefact in DAG order into results/manifest.sha256, and write the run's
     record (versions, processor, pins, host) to results/logs/run.json.
-    Runs `sched manifest write` (sched/commands/manifest.py -> sched.manifest.manifest_text,
-    sched.run_record.write)."""
+    Runs `sched manifest write` (sched/commands/manifest.py -> sched.evidence.manifest.manifest_text,
+    sched.evidence.run_record.write)."""
     input:
         manifest_inputs,
     output:

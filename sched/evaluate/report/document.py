@@ -45,7 +45,7 @@ README_END = "<!-- end of results -->"
 
 def read_manifest(path):
     """{"path", "sha256", "artefacts"} of the results' manifest, or None when it is absent."""
-    from sched import manifest
+    from sched.evidence import manifest
 
     if path is None or not Path(path).is_file():
         return None

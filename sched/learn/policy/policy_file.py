@@ -82,7 +82,7 @@ def policy_meta(cfg, args):
         "task_features": list(F.TASK_FEATURES),
         "global_features": list(F.GLOBAL_FEATURES),
         "config_hash": training_hash(cfg),
-        # what trained it, less how many threads ran it: a run record's (sched.run_record), so
+        # what trained it, less how many threads ran it: a run record's (sched.evidence.run_record), so
         # that the file's sha256, which verdicts bind, changes only with weights and settings
         "train_args": {k: v for k, v in dataclasses.asdict(args).items() if k not in RUN_ONLY_ARGS},
         "setting": setting.of_config(cfg),  # the farm it was trained for (rank()'s explanation)

@@ -2,7 +2,7 @@
 
 The versions of every installed distribution, the Python, the processor (model and the
 instruction-set flags that decide a library's code path), the pins in force
-(``sched.determinism``), the usable CPUs and the host. Nothing here is hashed by a later step
+(``sched.evidence.determinism``), the usable CPUs and the host. Nothing here is hashed by a later step
 or listed in the manifest: two runs that agree on their results may differ in all of it.
 """
 
@@ -72,7 +72,8 @@ def versions():
 
 def record(**extra):
     """The run record of this process, with ``extra`` fields (the step, its wall time...)."""
-    from sched import determinism, threads
+    from sched import threads
+    from sched.evidence import determinism
 
     return {
         "written": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),

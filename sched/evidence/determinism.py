@@ -23,7 +23,7 @@ x86-64's (docs/workflow.md, "Reproducible to the bit").
 
 ``SCHED_UNPINNED=1`` leaves every path to the processor: only to measure what the pins cost
 (``benchmarks/pins_cost.py``) or show that they take effect (``tests/test_pins.py``); the run
-record (``sched.run_record``) says when a run had it.
+record (``sched.evidence.run_record``) says when a run had it.
 """
 
 import os
