@@ -691,6 +691,12 @@ def test_each_cluster_job_sees_only_its_declared_files(runs):
         for s in runs.probes.glob("job-*.sh")
     }
     probes = [json.loads(p.read_text()) for p in runs.probes.glob("sched-*.json")]
+    # the local rules' commands run in Snakemake's own folder: the manifest's alone (it reads results/)
+    local = [p for p in probes if p["job"] is None]
+    assert [p["argv"][p["argv"].index("sched") + 1 : p["argv"].index("sched") + 3] for p in local] == [
+        ["manifest", "write"]
+    ]
+    probes = [p for p in probes if p["job"] is not None]
     assert sorted(p["job"] for p in probes) == sorted(jobs)  # one sched process per job
     assert len({p["pid"] for p in probes}) == len(probes)
     for p in probes:

@@ -131,7 +131,7 @@ def test_the_ppo_only_setting_trains_without_a_teacher(with_teacher):
         seed = re.search(r"seed=(\d+)", job["wildcards"]).group(1)
         assert job["output"].split(", ") == [
             f"{root}/train/seed-{seed}/{name}"
-            for name in ("politique.pt", "train_log.csv", "learning_curve.png")
+            for name in ("politique.pt", "train_log.csv", "train_log.run.csv", "learning_curve.png")
         ]
         command = job["Shell command"]
         assert "--teacher" not in command and "teacher/labels" not in job["input"]

@@ -5,9 +5,9 @@
 
 
 rule manifest:
-    """Hash every result artefact in DAG order into results/manifest.sha256, and write the run's
-    record (versions, processor, pins, host) to results/logs/run.json.
-    Runs `sched manifest write` (sched/commands/manifest.py -> sched.evidence.manifest.manifest_text,
+    """Hash every result artefact in DAG order into results/manifest.sha256 (the action `write`),
+    and write the run's record (versions, processor, pins, host) to results/logs/run.json.
+    Runs `sched manifest` (sched/commands/manifest.py -> sched.evidence.manifest.manifest_text,
     sched.evidence.run_record.write)."""
     input:
         manifest_inputs,
@@ -15,7 +15,7 @@ rule manifest:
         manifest=layout.MANIFEST,
         record=layout.RUN_RECORD,
     params:
-        results=layout.RESULTS,
+        results=lambda wildcards, output: os.path.dirname(output.manifest),   # results/
     log:
         layout.log("manifest"),
     localrule: True   # reads the whole results folder where it lies
