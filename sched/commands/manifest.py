@@ -35,8 +35,9 @@ def run_write(args):
 
     text = manifest.manifest_text(args.results)
     files.write_text(args.out, text)
-    run_record.write(args.record, manifest=manifest.sha256(args.out), artefacts=text.count("\n"))
-    print(f"{args.out}: {text.count(chr(10))} result artefacts, sha256 {manifest.sha256(args.out)}")
+    digest, count = manifest.sha256(args.out), text.count("\n")
+    run_record.write(args.record, manifest=digest, artefacts=count)
+    print(f"{args.out}: {count} result artefacts, sha256 {digest}")
     print(f"wrote {args.out} and the run record {args.record}", file=sys.stderr)
 
 

@@ -86,13 +86,11 @@ def dag_key(rel):
 def is_result(rel):
     """Whether a path relative to results/ is listed: a result, not a run record, not the
     report's, not hidden."""
-    name = rel.rsplit("/", 1)[-1]
     return not (
         layout.is_run_record(rel)
         or rel in REPORT_OUTPUTS
         or rel == MANIFEST_NAME
-        or name.startswith(".")
-        or any(part.startswith(".") for part in rel.split("/"))
+        or any(part.startswith(".") for part in rel.split("/"))  # temporaries, hidden files
     )
 
 

@@ -16,24 +16,24 @@ PATH_FLAGS = ("sse4_2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl",
 
 
 def processor():
-    """{"model", "vendor", "flags"}: what /proc/cpuinfo says (Linux), the path flags only."""
-    model = vendor = platform.processor() or None
-    flags = []
+    """{"model", "vendor", "machine", "flags"}: what /proc/cpuinfo says of the first CPU (Linux),
+    the path flags only; the model and vendor Python knows elsewhere."""
+    found = {}
     try:
         with open("/proc/cpuinfo") as fh:
             for line in fh:
-                key, _, value = line.partition(":")
-                key, value = key.strip(), value.strip()
-                if key == "model name" and model in (None, "", platform.processor()):
-                    model = value
-                elif key == "vendor_id":
-                    vendor = value
-                elif key in ("flags", "Features") and not flags:
-                    have = set(value.split())
-                    flags = [f for f in PATH_FLAGS if f in have] or sorted(have)[:40]
+                key, _, value = (x.strip() for x in line.partition(":"))
+                if key in ("model name", "vendor_id", "flags", "Features"):
+                    found.setdefault(key, value)
     except OSError:
         pass
-    return {"model": model, "vendor": vendor, "machine": platform.machine(), "flags": flags}
+    have = set((found.get("flags") or found.get("Features") or "").split())
+    return {
+        "model": found.get("model name") or platform.processor() or None,
+        "vendor": found.get("vendor_id"),
+        "machine": platform.machine(),
+        "flags": [f for f in PATH_FLAGS if f in have] or sorted(have)[:40],
+    }
 
 
 def commit():
