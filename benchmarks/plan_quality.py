@@ -64,6 +64,12 @@ def parser():
     add_chooser_options(ap)
     ap.add_argument("--load", type=float)
     ap.add_argument("--depth", type=int, help="decisions a rollout takes before its terminal estimate")
+    ap.add_argument(
+        "--chunk",
+        type=int,
+        default=0,
+        help="> 0: the paired stopping rule, checked every CHUNK samples (the teacher's); 0: every sample",
+    )
     for key, typ in (("candidates", int), ("samples", int), ("horizon", int), ("z", float), ("seed", int)):
         ap.add_argument(f"--{key}", type=typ)
     ap.add_argument("--out")
@@ -106,7 +112,7 @@ def main(argv=None):
     if a.rollout:
         rk = _k(a.rollout, cfg)
         roll = rule_base("atc" if a.rollout == "atc-tuned" else a.rollout, rk)
-    planner = Planner(cfg, base, settings, roll)
+    planner = Planner(cfg, base, settings, roll, chunk=a.chunk)
     model = scenario_model(cfg)
     rows = []
     for seed in seeds:
@@ -117,7 +123,12 @@ def main(argv=None):
         p = _twt(d, planner.schedule(sc, stats=stats))
         cpu = time.process_time() - c0
         dec = stats["decisions"]
-        rows.append(dict(seed=seed, base=b, plan=p, decisions=dec, deviations=stats["deviations"], cpu_s=cpu))
+        rows.append(
+            dict(
+                seed=seed, base=b, plan=p, decisions=dec, deviations=stats["deviations"],
+                samples=stats["samples"], cpu_s=cpu,
+            )
+        )  # fmt: skip
         print(
             f"{seed} base {b / 1e3:9.3f} plan {p / 1e3:9.3f} {100 * (p / b - 1):+6.2f} % "
             f"deviated {rows[-1]['deviations']:3d}/{dec} {1e3 * cpu / max(dec, 1):6.1f} ms/decision",
@@ -131,6 +142,7 @@ def main(argv=None):
     diff, lo, hi = paired_difference(f["plan"], f["base"], counts, bench["ci_level"])
     w, t, lz = win_tie_loss(f["plan"], f["base"], bench["tie_relative"], bench["tie_absolute_s"])
     shown = {k: settings.get(k) for k in ("candidates", "samples", "horizon", "z", "seed", "depth")}
+    shown["chunk"] = a.chunk
     print(
         f"settings {json.dumps(shown)} rollout {a.rollout or 'the base'} "
         f"on {a.split} seeds {range_text(seeds)}"

@@ -178,11 +178,59 @@ def kept_most(current, lo, hi):
     return 0
 
 
-@pytest.fixture(scope="session")
-def workflow_runs(tmp_path_factory):
-    """The small config's two workflow runs, once a session: -j1 on one CPU with the local executor,
-    -j4 beside a CPU burner through a cluster executor (tests/test_workflow.py; the SLURM run of
-    tests/test_slurm_local.py is compared with the first)."""
-    from tests.test_workflow import make_runs
+def pytest_collection_modifyitems(session, config, items):
+    """The tests that read the background workflow runs (tests/background_runs.py) go last, in
+    their order: the other tests run while those runs work. Which runs to start is noted here."""
+    from tests.background_runs import FIXTURES
 
-    return make_runs(tmp_path_factory)
+    reads = [bool(set(FIXTURES) & set(getattr(item, "fixturenames", ()))) for item in items]
+    config.sched_background = set().union(
+        *(set(FIXTURES) & set(item.fixturenames) for item, r in zip(items, reads) if r)
+    )
+    items[:] = [i for i, r in zip(items, reads) if not r] + [i for i, r in zip(items, reads) if r]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def background_runs(request, tmp_path_factory):
+    """The workflow runs the selected tests read, started at the session's first test, in threads
+    (tests/background_runs.py); None when no selected test reads one."""
+    wanted = getattr(request.config, "sched_background", set())
+    if not wanted:
+        yield None
+        return
+    from tests.background_runs import BackgroundRuns
+
+    runs = BackgroundRuns(tmp_path_factory.mktemp("background"), wanted)
+    try:
+        yield runs
+    finally:
+        runs.close()
+
+
+@pytest.fixture(scope="session")
+def workflow_runs(background_runs):
+    """The small config's two workflow runs: -j1 on one CPU with the local executor, -j4 beside a
+    CPU burner through a cluster executor (tests/test_workflow.py; the SLURM run of
+    tests/test_slurm_local.py is compared with the first)."""
+    return background_runs.result("workflow_runs")
+
+
+@pytest.fixture(scope="session")
+def studio_runs(background_runs):
+    """Both projects built on with a robustness setting and the studio (tests/test_workflow.py)."""
+    return background_runs.result("studio_runs")
+
+
+@pytest.fixture(scope="session")
+def robust_run(background_runs):
+    """The local project built on with two robustness settings (tests/test_workflow.py)."""
+    return background_runs.result("robust_run")
+
+
+@pytest.fixture(scope="session")
+def slurm_run(background_runs):
+    """The small config through the SLURM profile (tests/test_slurm_local.py), or a skip saying
+    why no cluster answers here."""
+    if "slurm_run" not in background_runs.futures:
+        pytest.skip(background_runs.slurm_skip)
+    return background_runs.result("slurm_run")

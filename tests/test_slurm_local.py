@@ -45,17 +45,17 @@ def _sinfo(*args):
     return subprocess.run(["sinfo", "--noheader", *args], capture_output=True, text=True, timeout=30)
 
 
-def cluster_cpus():
-    """The CPUs of the largest ready node, or pytest.skip saying why there is none."""
+def cluster_state():
+    """(the CPUs of the largest ready node, None) or (None, why no cluster answers here)."""
     missing = [c for c in ("sbatch", "sinfo", "squeue", "scontrol") if shutil.which(c) is None]
     if missing:
-        pytest.skip(
+        return None, (
             f"no SLURM client here ({', '.join(missing)} not on PATH); "
             f"`{START}` (as root, on Debian) installs and starts a one-node cluster on localhost"
         )
     r = _sinfo("--Node", "--format=%T %c %N")
     if r.returncode != 0:
-        pytest.skip(
+        return None, (
             f"SLURM is installed but no controller answers (sinfo: {r.stderr.strip()[:200]}); "
             f"start the local cluster with `{START}` (as root)"
         )
@@ -63,24 +63,14 @@ def cluster_cpus():
     ready = [int(cpus) for state, cpus, _ in nodes if state in READY]
     if not ready:
         states = ", ".join(f"{name} {state}" for state, _, name in nodes) or "no nodes"
-        pytest.skip(
-            f"no SLURM node is ready ({states}); (re)start the local cluster with `{START}` (as root)"
-        )
-    return max(ready)
+        return None, f"no SLURM node is ready ({states}); (re)start the local cluster with `{START}` (root)"
+    return max(ready), None
 
 
-@pytest.fixture(scope="session")
-def slurm_cpus():
-    """The CPUs of the cluster's node (the tests skip, saying why, where none answers)."""
-    return cluster_cpus()
-
-
-@pytest.fixture(scope="module")
-def runs(slurm_cpus, tmp_path_factory, workflow_runs):
-    """The SLURM run, and the local one it is compared with: tests/test_workflow.py's run of the
-    same config with -j1 on one usable CPU (conftest.py's ``workflow_runs``)."""
-    cpus = slurm_cpus
-    base = tmp_path_factory.mktemp("slurm")
+def slurm_run(base, cpus):
+    """The small config through the SLURM profile in the folder ``base``, on a node of ``cpus``
+    CPUs (started in the background at the session's start: tests/background_runs.py)."""
+    base.mkdir(parents=True, exist_ok=True)
     slurm_ws = workspace(base / "slurm", SMALL)
     slurm_cmd = snakemake_cmd(
         "--profile",
@@ -108,9 +98,17 @@ def runs(slurm_cpus, tmp_path_factory, workflow_runs):
                     proc.wait(timeout=60)
                 except subprocess.TimeoutExpired:
                     proc.kill()
+    return {"dir": slurm_ws, "rc": rc, "log": (base / "slurm.log").read_text()}
+
+
+@pytest.fixture(scope="module")
+def runs(slurm_run, workflow_runs):
+    """The SLURM run (conftest.py's ``slurm_run``: skipped, saying why, where no cluster answers),
+    and the local one it is compared with: tests/test_workflow.py's run of the same config with
+    -j1 on one usable CPU (conftest.py's ``workflow_runs``)."""
     local = workflow_runs
     return {
-        "slurm": {"dir": slurm_ws, "rc": rc, "log": (base / "slurm.log").read_text()},
+        "slurm": slurm_run,
         "local": {"dir": local.local, "rc": local.local_run.returncode, "log": local.local_run.output},
     }
 

@@ -212,12 +212,11 @@ def on_one_cpu(cwd):
     """`snakemake -j1` with one usable CPU (the process's affinity, which every job inherits)."""
     one_cpu = min(os.sched_getaffinity(0))
     r = subprocess.run(
-        snakemake_cmd("-j1"),
+        ["taskset", "-c", str(one_cpu), *snakemake_cmd("-j1")],
         cwd=cwd,
         env=environment(),
         capture_output=True,
         text=True,
-        preexec_fn=lambda: os.sched_setaffinity(0, {one_cpu}),
     )
     r.output = r.stdout + r.stderr
     return r
@@ -225,8 +224,11 @@ def on_one_cpu(cwd):
 
 @contextmanager
 def cpu_burner():
-    """A CPU-burning process beside what runs inside: load must change no result."""
-    burner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    """A CPU-burning process beside what runs inside: load must change no result. At the lowest
+    priority: it takes a CPU whenever one is idle (the scheduler moves the jobs' threads around
+    it), without slowing the rest of the test session, which runs beside it."""
+    # (nice and taskset rather than a preexec_fn: these runs start from the session's threads)
+    burner = subprocess.Popen(["nice", "-n", "19", sys.executable, "-c", "while True: pass"])
     try:
         yield
     finally:
@@ -234,10 +236,11 @@ def cpu_burner():
         burner.wait()
 
 
-def make_runs(tmp_path_factory):
-    """The two runs of the small config (the session fixture ``workflow_runs`` of conftest.py,
-    which tests/test_slurm_local.py compares its SLURM run with too)."""
-    base = tmp_path_factory.mktemp("workflow")
+def make_runs(base):
+    """The two runs of the small config in the folder ``base`` (the session fixture
+    ``workflow_runs`` of conftest.py, which tests/test_slurm_local.py compares its SLURM run
+    with too; started in the background, tests/background_runs.py)."""
+    base.mkdir(parents=True, exist_ok=True)
     # the cluster run, in the background
     cl = workspace(base / "cluster")
     probe = base / "probe"
@@ -721,15 +724,27 @@ ROBUST_SETTINGS = {
 }
 
 
-def test_robustness_settings_are_benchmarked_and_reported(built, tmp_path):
-    # a copy of the built project (outputs, Snakemake's records), with the settings added:
-    # only their jobs and the report run
-    ws = tmp_path / "w"
-    shutil.copytree(built, ws, symlinks=True, ignore=shutil.ignore_patterns("shadow", "incomplete"))
+def robust_run(runs, dest):
+    """The local project's copy ``dest/local`` (tests/background_runs.py) with ROBUST_SETTINGS
+    added, its planned jobs, then built with -j4: (folder, config, planned jobs, the run)."""
+    assert runs.local_run.returncode == 0, runs.local_run.output[-4000:]
+    ws = dest / "local"
     cfg = yaml.safe_load((ws / "config.yaml").read_text())
     cfg["robustness"] = copy.deepcopy(ROBUST_SETTINGS)
     (ws / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
     plan = planned_jobs(ws)
+    return SimpleNamespace(ws=ws, cfg=cfg, plan=plan, run=snakemake(ws, "-j4"))
+
+
+@pytest.fixture(scope="module")
+def robust(robust_run):
+    return robust_run
+
+
+def test_robustness_settings_are_benchmarked_and_reported(robust):
+    # a copy of the built project (outputs, Snakemake's records), with the settings added:
+    # only their jobs and the report run
+    ws, cfg, plan, r = robust.ws, robust.cfg, robust.plan, robust.run
     assert plan == {
         "robust_config": 8,  # tune, select, gather per setting; teach, train for machines-2
         "step_config": 1,
@@ -742,7 +757,6 @@ def test_robustness_settings_are_benchmarked_and_reported(built, tmp_path):
         "report": 1,
         "all": 1,
     }
-    r = snakemake(ws, "-j4")
     assert r.returncode == 0, r.output[-4000:]
     # every job but robust_config measured its usage beside its log
     logs = [p for p in (ws / "results/logs/robustness").glob("*/*.log") if not p.name.startswith("config-")]
@@ -821,31 +835,43 @@ SETTINGS_AND_STUDIO = {
 }
 
 
-def test_a_robustness_setting_and_the_studio_give_the_same_manifest_on_both_runs(runs, built, tmp_path):
-    """The two runs' projects, with a robustness setting and the studio added: the local one built
-    on with -j1 on one CPU, the cluster one with its executor, -j4 and a CPU burner beside it;
-    every result artefact of both, the setting's and the studio's included, is the same."""
+def studio_runs(runs, dest):
+    """The two runs' projects copied to ``dest`` (tests/background_runs.py), with a robustness
+    setting and the studio added: the local one built on with -j1 on one CPU, the cluster one
+    with its executor, -j4 and a CPU burner beside it."""
+    assert runs.local_run.returncode == 0, runs.local_run.output[-4000:]
     assert runs.cluster_rc == 0, runs.cluster_log[-4000:]
-    ignore = shutil.ignore_patterns("shadow", "incomplete")
-    local, cluster = tmp_path / "local", tmp_path / "cluster"
-    shutil.copytree(built, local, symlinks=True, ignore=ignore)
-    shutil.copytree(runs.cluster, cluster, symlinks=True, ignore=ignore)
+    local, cluster = dest / "local", dest / "cluster"
     for ws in (local, cluster):
         cfg = yaml.safe_load((ws / "config.yaml").read_text())
         cfg.update(copy.deepcopy(SETTINGS_AND_STUDIO))
         (ws / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
     submit = runs.probes.parent / "submit.sh"
-    env = {**environment(), "PROBE_DIR": str(tmp_path)}
-    log = open(tmp_path / "cluster.log", "w")
-    cl = cluster_run(cluster, submit, tmp_path / "scratch", log, env)
+    env = {**environment(), "PROBE_DIR": str(dest)}
+    log = open(dest / "cluster.log", "w")
+    cl = cluster_run(cluster, submit, dest / "scratch", log, env)
     try:
         with cpu_burner():
             lr = on_one_cpu(local)
     finally:
         rc = cl.wait(timeout=900)
         log.close()
+    log = dest / "cluster.log"
+    return SimpleNamespace(local=local, cluster=cluster, local_run=lr, cluster_rc=rc, log=log)
+
+
+@pytest.fixture(scope="module")
+def studio(studio_runs):
+    return studio_runs
+
+
+def test_a_robustness_setting_and_the_studio_give_the_same_manifest_on_both_runs(studio):
+    """The two runs' projects, with a robustness setting and the studio added: the local one built
+    on with -j1 on one CPU, the cluster one with its executor, -j4 and a CPU burner beside it;
+    every result artefact of both, the setting's and the studio's included, is the same."""
+    local, cluster, lr, rc = studio.local, studio.cluster, studio.local_run, studio.cluster_rc
     assert lr.returncode == 0, lr.output[-4000:]
-    assert rc == 0, (tmp_path / "cluster.log").read_text()[-4000:]
+    assert rc == 0, studio.log.read_text()[-4000:]
     a = (local / "results/manifest.sha256").read_text().splitlines()
     b = (cluster / "results/manifest.sha256").read_text().splitlines()
     paths = [line.split("  ", 1)[1] for line in a]

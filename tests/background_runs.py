@@ -1,0 +1,75 @@
+"""The test session's workflow runs, started in the background at the session's first test.
+
+The Snakemake runs of the small config (tests/test_workflow.py, tests/test_slurm_local.py)
+are subprocesses that take minutes each; the rest of the suite is one pytest process on one
+core. Started together at the beginning, while that process runs the other tests (the tests
+that read the runs are moved to the end of the session by conftest.py), they use the
+machine's idle core instead of adding their minutes to the session (issue 45: the test
+command within about 13 minutes on 2 cores).
+
+What runs, each only when a selected test asks for it (by fixture name):
+  ``workflow_runs``  the two runs of the small config: -j1 on one usable CPU with the local
+                     executor, -j4 beside a CPU burner through a cluster executor;
+  ``studio_runs``    both projects copied and built on with a robustness setting and the
+                     studio added, the same way (after the two runs);
+  ``robust_run``     the local project copied and built on with two robustness settings;
+  ``slurm_run``      the small config through the SLURM profile (where a cluster answers).
+
+The copies are made as soon as the two runs end, before any test reads (or edits the config
+of) the local project.
+"""
+
+import shutil
+from concurrent.futures import ThreadPoolExecutor
+from types import SimpleNamespace
+
+#: The fixtures of the runs started in the background (conftest.py's collection hook).
+FIXTURES = ("workflow_runs", "studio_runs", "robust_run", "slurm_run")
+
+
+class BackgroundRuns:
+    """The runs ``wanted`` (names of :data:`FIXTURES`), started in threads under ``base``."""
+
+    def __init__(self, base, wanted):
+        from tests import test_slurm_local as sl
+        from tests import test_workflow as wf
+
+        self.wanted = set(wanted)
+        self.pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="workflow-run")
+        self.futures = {}
+        if "slurm_run" in self.wanted:
+            cpus, self.slurm_skip = sl.cluster_state()
+            if cpus is not None:
+                self.futures["slurm_run"] = self.pool.submit(sl.slurm_run, base / "slurm", cpus)
+        if self.wanted & {"workflow_runs", "studio_runs", "robust_run"}:
+            copies = {name: base / name for name in ("studio_runs", "robust_run") if name in self.wanted}
+            base_runs = self.pool.submit(_base_then_copies, wf, base / "workflow", copies)
+            self.futures["workflow_runs"] = base_runs
+            if "studio_runs" in copies:
+                self.futures["studio_runs"] = self.pool.submit(
+                    lambda: wf.studio_runs(base_runs.result(), copies["studio_runs"])
+                )
+            if "robust_run" in copies:
+                self.futures["robust_run"] = self.pool.submit(
+                    lambda: wf.robust_run(base_runs.result(), copies["robust_run"])
+                )
+
+    def result(self, name):
+        """The run ``name`` (waits for it); an error of the run is raised here, in the test."""
+        return self.futures[name].result()
+
+    def close(self):
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _base_then_copies(wf, base, copies):
+    """The two runs, then the copies of their projects that the later runs build on."""
+    runs = wf.make_runs(base)
+    ignore = shutil.ignore_patterns("shadow", "incomplete")
+    if runs.local_run.returncode == 0:
+        for name, dest in copies.items():
+            dest.mkdir(parents=True)
+            shutil.copytree(runs.local, dest / "local", symlinks=True, ignore=ignore)
+            if name == "studio_runs" and runs.cluster_rc == 0:
+                shutil.copytree(runs.cluster, dest / "cluster", symlinks=True, ignore=ignore)
+    return SimpleNamespace(**vars(runs), copies=copies)
