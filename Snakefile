@@ -42,10 +42,12 @@ try:
     # the package's frozen config (sched.config.Config): what the library functions called
     # here and in workflow/rules/common.smk read
     CFG = validate_config(copy.deepcopy(config), "config")
-    # the seeds of each use: the winner's selection after tuning and checkpointing, plan's test seeds
+    # the seeds of each use: the winner's selection after tuning and checkpointing, plan's candidacy
+    from sched.learn.search.planner import grid_names as plan_settings
     from sched.evaluate.seeds import check_seed_uses
 
     check_seed_uses(CFG)
+    plan_settings(CFG)   # plan.grid: one name a setting
 except ConfigError as exc:
     raise WorkflowError(f"invalid config: {exc}") from None
 

@@ -46,9 +46,16 @@ FIGURES_DIR = f"{RESULTS}/figures"
 ROBUST_DIR = f"{RESULTS}/robustness"
 REPORT_PATH = f"{RESULTS}/{REPORT}"
 TUNED_PATH = f"{BENCH_DIR}/{TUNED}"
-#: The planner's benchmark (policy plan and every other policy on plan.scenarios test seeds
-#: from plan.test_offset on).
+#: plan's runs: its candidacy's validation runs (validation/<setting>/), and plan at the setting
+#: the candidacy picks (with the teacher in the longer run) on the test seeds (per_scenario.csv).
 PLAN_BENCH_DIR = f"{BENCH_DIR}/plan"
+
+
+def plan_candidacy_dir(setting):
+    """The validation run of plan's candidacy at the setting ``setting`` of config plan.grid."""
+    return f"{PLAN_BENCH_DIR}/validation/{setting}"
+
+
 #: The winner's selection: every policy that may win on the selection (validation) seeds
 #: (`sched benchmark --split selection`); `sched gather --selection` chooses the winner on it.
 SELECTION_DIR = f"{BENCH_DIR}/selection"

@@ -24,7 +24,7 @@ from sched.evaluate.seeds import (
     benchmark_seeds,
     check_seed_uses,
     check_selection,
-    plan_test_seeds,
+    plan_validation_seeds,
     selection_seeds,
     validation_seeds,
 )
@@ -227,15 +227,17 @@ def test_selection_seeds_must_fit_in_the_validation_range():
         selection_seeds(c)
 
 
-def test_the_plan_benchmark_runs_on_test_seeds_after_those_that_chose_its_settings():
+def test_plans_candidacy_runs_on_the_first_selection_seeds_those_that_chose_its_base():
     c = validate_config({})
-    seeds = plan_test_seeds(c)
-    first = c["seeds"]["test"]["start"]
-    assert seeds == range(first + 90, first + 90 + c["plan"]["scenarios"])
-    c = validate_config({"benchmark": {"scenarios": 100}, "plan": {"scenarios": 20, "test_offset": 90}})
-    with pytest.raises(ConfigError, match=r"plan.test_offset: 90 \+ plan.scenarios 20 is more than"):
-        plan_test_seeds(c)
-    with pytest.raises(ConfigError, match="plan.test_offset"):
+    seeds = plan_validation_seeds(c)
+    assert seeds == selection_seeds(c)[: c["plan"]["validation_scenarios"]]
+    assert len(seeds) == 300 and seeds[0] == c["seeds"]["validation"]["start"] + 1000
+    c = validate_config({"benchmark": {"selection_scenarios": 200}, "plan": {"validation_scenarios": 300}})
+    with pytest.raises(
+        ConfigError, match=r"plan.validation_scenarios: 300 is more than benchmark.selection_scenarios"
+    ):
+        plan_validation_seeds(c)
+    with pytest.raises(ConfigError, match="plan.validation_scenarios"):
         check_seed_uses(c)
 
 

@@ -70,7 +70,17 @@ SMALL = {
         "bootstrap_resamples": 200,
         "clairvoyant": {"scenarios": 2, "evaluations": 2000, "window": 10},
     },
-    "plan": {"scenarios": 2, "test_offset": 2, "samples": 2, "horizon": 5, "futures": 20},
+    # plan's candidacy: two settings on the 6 selection seeds, the one picked on the 8 test seeds
+    "plan": {
+        "validation_scenarios": 6,
+        "samples": 2,
+        "horizon": 5,
+        "futures": 20,
+        "grid": [
+            {"name": "atc-2x5", "rollout": "atc-tuned", "samples": 2, "horizon": 5},
+            {"name": "own-3x5", "samples": 3},
+        ],
+    },
 }
 #: Jobs the cluster runs (every rule but the local ones: step_config and all).
 CLUSTER_JOBS = {
@@ -84,6 +94,7 @@ CLUSTER_JOBS = {
     "benchmark": 2,
     "select": 1,
     "gather": 1,
+    "plan_candidacy": 2,
     "benchmark_plan": 1,
     "clairvoyant": 1,
     "demo": 1,
@@ -132,6 +143,10 @@ def planned_jobs(cwd, *args):
     return {name: int(n) for name, n in (line.split() for line in m.group(1).strip().splitlines())}
 
 
+#: What each validation run of plan's candidacy writes (plan.run.json: a run record).
+PLAN_RUN_FILES = ("per_scenario.csv", "plan.json", "plan.run.json")
+
+
 def expected_outputs():
     cfg = validate_config(copy.deepcopy(SMALL))
     shards = [range_text(r) for r in shard_ranges(cfg)]
@@ -147,7 +162,11 @@ def expected_outputs():
         "results/benchmark/winner.json",
         "results/benchmark/selection/per_scenario.csv",
         "results/benchmark/plan/per_scenario.csv",
-        "results/benchmark/plan/resume.csv",
+        *(
+            f"results/benchmark/plan/validation/{s}/{f}"
+            for s in ("atc-2x5", "own-3x5")
+            for f in PLAN_RUN_FILES
+        ),
         "results/benchmark/clairvoyant.csv",
         "results/rapport.md",
         "results/manifest.sha256",
@@ -290,8 +309,18 @@ def test_builds_every_output_and_one_log_per_job(built):
     assert not missing
     assert all((built / p).stat().st_size > 0 for p in expected_outputs())
     winner = json.loads((built / "results/benchmark/winner.json").read_text())
-    assert tuple(winner) == (*WINNER_KEYS, "selection")
+    assert tuple(winner) == (*WINNER_KEYS[:-1], "plan", WINNER_KEYS[-1], "selection")
     assert winner["selection"]["on"] == "validation" and winner["selection"]["seeds"] == [1000004, 6]
+    # plan's candidacy: both settings on the selection seeds, the pick run on every test seed
+    cand = winner["plan"]["candidacy"]
+    assert [r["setting"] for r in cand["settings"]] == ["atc-2x5", "own-3x5"]
+    assert all(r["seeds"] == [1000004, 6] for r in cand["settings"]) and cand["picked"] in (
+        "atc-2x5",
+        "own-3x5",
+    )
+    assert winner["plan"]["setting"] == cand["picked"] and winner["plan"]["test"]["scenarios"] == 8
+    per = pd.read_csv(built / "results/benchmark/per_scenario.csv")
+    assert sorted(per.loc[per["policy"] == "plan", "scenario_seed"]) == list(range(2000000, 2000008))
     logs = sorted(
         p.relative_to(built / "results/logs").as_posix() for p in (built / "results/logs").rglob("*.log")
     )
@@ -304,6 +333,9 @@ def test_builds_every_output_and_one_log_per_job(built):
         "report.log",
         "select.log",
         "tune.log",
+        "plan/atc-2x5.log",
+        "plan/own-3x5.log",
+        "benchmark/plan.log",
         "teach/100000-100000.log",
         "teach/100001-100001.log",
         "train/seed-1.log",
@@ -358,6 +390,7 @@ def test_the_manifest_lists_every_result_and_no_run_record(built):
     records = {p for p in every if layout.is_run_record(p)}
     report = {f"results/{p}" for p in REPORT_OUTPUTS} | {"results/manifest.sha256"}
     assert "results/logs/run.json" in records and "results/train/seed-1/train_log.run.csv" in records
+    assert "results/benchmark/plan/validation/atc-2x5/plan.run.json" in records  # plan's decision time
     assert set(listed) == every - records - report
     # sha256sum's format: each line checks its file (`sha256sum -c results/manifest.sha256`)
     r = subprocess.run(
@@ -388,7 +421,10 @@ def test_each_job_reads_only_the_settings_of_its_step(built):
     train = sections("train")
     assert set(train) == {"root", "scenario", "rules", "seeds", "train"}
     assert "seeds" not in train["train"] and train["train"]["iterations"] == 3
-    assert "report" not in sections("gather") and "train" not in sections("benchmark")
+    assert "report" not in sections("verdict") and "train" not in sections("benchmark")
+    # the main gather gates the winner with plan's candidacy: its rule and settings
+    assert sections("verdict")["plan"]["choice_se"] == 0.5 and "plan" in sections("plan")
+    assert "plan" not in sections("select") and "plan" not in sections("benchmark")
     assert set(sections("demo")["report"]) == {"figure_dpi", "gantt_hours"}
     report_train = sections("report")["train"]  # the seeds, and the teacher's settings (its policy)
     assert report_train["seeds"] == [1, 2] and report_train["teacher_samples"] == 2
@@ -433,6 +469,7 @@ EVERYTHING = {
     "benchmark": 2,
     "select": 1,
     "gather": 1,
+    "plan_candidacy": 2,
     "benchmark_plan": 1,
     "clairvoyant": 1,
     "demo": 1,
@@ -459,6 +496,7 @@ def unread_or_reordered(cfg):
                 "benchmark": 2,
                 "select": 1,
                 "gather": 1,
+                "plan_candidacy": 2,
                 "benchmark_plan": 1,
                 "demo": 1,
                 "manifest": 1,
@@ -478,6 +516,7 @@ def unread_or_reordered(cfg):
                 "benchmark": 2,
                 "select": 1,
                 "gather": 1,
+                "plan_candidacy": 2,
                 "benchmark_plan": 1,
                 "demo": 1,
                 "manifest": 1,
@@ -505,6 +544,7 @@ def unread_or_reordered(cfg):
                 "step_config": 4,
                 "gather": 1,
                 "clairvoyant": 1,
+                "plan_candidacy": 2,  # its step config holds the bootstrap (benchmark_plan's pick)
                 "benchmark_plan": 1,
                 "manifest": 1,
                 "report": 1,
@@ -617,6 +657,7 @@ def test_each_rule_docstring_names_the_code_it_runs():
             "warm_start": "distill",
             "distill_round": "distill",
             "teach_round": "teach",
+            "plan_candidacy": "benchmark",
             "validation_replay": "replay",  # studio_validation_replay: `sched replay --validation`
         }
         assert aliases.get(name, name) == command == module, (rule, doc)

@@ -181,9 +181,22 @@ def test_the_winner_is_chosen_on_the_selection_seeds_then_confirmed_on_test(with
     (gather,) = jobs_of(with_teacher, "gather")
     assert table in gather["input"].split(", ")
     assert f"--selection {table} " in gather["Shell command"]
-    # the plan benchmark: test seeds after plan.test_offset (2 in SMALL), not the first ones
+    # plan's candidacy: each setting on the first plan.validation_scenarios selection seeds (6 in
+    # SMALL, those that chose the winner), on the winner the selection table chooses
+    candidacy = jobs_of(with_teacher, "plan_candidacy")
+    assert len(candidacy) == 2
+    for job in candidacy:
+        assert (
+            "--split selection" in job["Shell command"] and "--seeds 1000004-1000009 " in job["Shell command"]
+        )
+        assert f"--plan-on {table} " in job["Shell command"]
+    # the setting it picks, on every test seed; gather gates the winner with the candidacy
     (plan_job,) = jobs_of(with_teacher, "benchmark_plan")
-    assert "--seeds 2000002-2000003 " in plan_job["Shell command"]
+    assert (
+        "--seeds 2000000-2000007 " in plan_job["Shell command"]
+        and "--plan-candidacy " in plan_job["Shell command"]
+    )
+    assert "--plan-selection " in gather["Shell command"] and "--planners " in gather["Shell command"]
 
 
 def test_selection_seeds_overlapping_the_checkpoints_stop_the_workflow(tmp_path):

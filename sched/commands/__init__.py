@@ -16,21 +16,86 @@ def add_policy_inputs(parser, tuned_help, policy_file_help):
 
 
 def add_plan_inputs(parser):
-    """``--plan-on`` and ``--plan-selection``: lookahead as a candidate for the verdict (one definition)."""
+    """``--plan-on``, ``--plan-setting``, ``--plan-candidacy`` and ``--plan-selection``: lookahead as a
+    candidate for the verdict (one definition)."""
     parser.add_argument(
         "--plan-on",
         nargs="+",
         metavar="CSV",
         help="policy plan's base: the policy these selection tables choose (winner.json's rule on the "
-        "validation seeds), instead of config plan.base; with --split selection, plan.json (its base, "
-        "settings and measured decision time) is written beside the table",
+        "validation seeds), instead of config plan.base; with --split selection, plan.json (its base "
+        "and settings) is written beside the table, and plan.run.json (its measured decision time)",
+    )
+    parser.add_argument(
+        "--plan-setting",
+        metavar="NAME",
+        help="plan at the setting NAME of config plan.grid (its candidacy) instead of config plan's own",
+    )
+    parser.add_argument(
+        "--plan-candidacy",
+        nargs="+",
+        metavar="DIR",
+        help="with --plan-on: plan at the setting its candidacy picks on these validation runs (one "
+        "per setting of plan.grid: `--split selection --plan-on ... --plan-setting NAME`'s folders; "
+        "the rule: docs/plan.md); writes per_scenario.csv only",
     )
     parser.add_argument(
         "--plan-selection",
+        nargs="+",
         metavar="DIR",
-        help="a full test run: plan's validation run (`--split selection --plan-on`: per_scenario.csv and "
-        "plan.json); plan on the winner becomes the verdict when significantly better than it there",
+        help="a full test run: plan's validation runs (`--split selection --plan-on`: per_scenario.csv "
+        "and plan.json; one per setting of its candidacy); plan on the winner, at the setting the "
+        "candidacy picks, becomes the verdict when significantly better than it there",
     )
+
+
+def plan_runs(folders):
+    """The validation runs of plan's candidacy in ``folders`` (``sched.evaluate.gate.read_plan_run``)."""
+    from sched.evaluate.gate import read_plan_run
+
+    return [read_plan_run(f) for f in folders]
+
+
+def plan_setting_of(args, cfg, base, policy_files):
+    """The grid setting plan runs at: ``--plan-setting``, or the one its candidacy picks on the
+    runs of ``--plan-candidacy`` (paired with ``--plan-on``'s selection tables); None: config
+    plan's own settings."""
+    from sched.evaluate.errors import BenchmarkError
+
+    setting, folders = getattr(args, "plan_setting", None), getattr(args, "plan_candidacy", None)
+    if setting and folders:
+        raise BenchmarkError("--plan-setting, --plan-candidacy: give one (the candidacy picks the setting)")
+    if (setting or folders) and base is None:
+        raise BenchmarkError("--plan-setting, --plan-candidacy: plan's base comes from --plan-on; give it")
+    if not folders:
+        return setting
+    from pathlib import Path
+
+    from sched.evaluate.gate import candidacy_results, choose_setting
+    from sched.evaluate.per_scenario import gather
+    from sched.evaluate.seeds import check_selection
+
+    sel = gather([Path(p) for p in args.plan_on], check_selection(cfg), "selection", "selection tables")
+    runs = plan_runs(folders)
+    for _, run in runs:
+        if run["base"] != base:
+            raise BenchmarkError(
+                f"--plan-candidacy: a run on {run['base']!r}, but --plan-on's tables choose {base!r}"
+            )
+    results = candidacy_results(runs, sel, cfg.benchmark)
+    pick = choose_setting(results, cfg.plan["choice_se"])
+    picked = results[pick if pick is not None else 0]
+    lo, hi = picked["ci95_pct"]
+    print(
+        f"plan's candidacy picks {picked['setting']} of {len(results)}: "
+        f"{picked['mean_difference_pct']:+.2f} % [{lo:+.2f}, {hi:+.2f}] "
+        f"against {base} on {picked['seeds'][1]} validation scenarios"
+    )
+    if picked["setting"] is None:
+        raise BenchmarkError(
+            "--plan-candidacy: the runs name no setting of plan.grid (run with --plan-setting)"
+        )
+    return picked["setting"]
 
 
 def plan_base_of(args, cfg, names, policy_files):
@@ -57,4 +122,4 @@ def plan_base_of(args, cfg, names, policy_files):
         return chosen_on(sel, specs, cfg.benchmark)
     from sched.evaluate.gate import read_plan_run
 
-    return read_plan_run(args.plan_selection)[1]["base"]
+    return read_plan_run(args.plan_selection[0])[1]["base"]

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from sched import layout, threads
 from sched.cli import load_cfg
-from sched.commands import add_plan_inputs, add_policy_inputs, plan_base_of
+from sched.commands import add_plan_inputs, add_policy_inputs, plan_base_of, plan_runs, plan_setting_of
 
 
 def register(sub):
@@ -108,7 +108,7 @@ def run(args):
         if args.seeds is None
         else check_within(parse_seed_range(args.seeds), all_seeds, "--seeds", *allowed)
     )
-    full = seeds == all_seeds and not selecting
+    full = seeds == all_seeds and not selecting and not args.plan_candidacy  # (a table only: gather joins it)
     if args.selection and not full:
         raise BenchmarkError("--selection: the winner is written by a full test run only (drop --seeds)")
     out = Path(args.out) if args.out else _default_out(seeds, seeds == all_seeds, selecting)
@@ -122,16 +122,17 @@ def run(args):
             )
     policy_files = parse_policy_files(args.policy_file)
     base = plan_base_of(args, cfg, names, policy_files)
-    specs, _ = resolve_policies(cfg, names, tuned=args.tuned, policy_files=policy_files, plan_base=base)
+    setting = plan_setting_of(args, cfg, base, policy_files)
+    specs, _ = resolve_policies(
+        cfg, names, tuned=args.tuned, policy_files=policy_files, plan_base=base, plan_setting=setting
+    )
     plan_run = None
     if args.plan_selection:
         if not full:
             raise BenchmarkError(
                 "--plan-selection: the winner is written by a full test run only (drop --seeds)"
             )
-        from sched.evaluate.gate import read_plan_run
-
-        plan_run = read_plan_run(args.plan_selection)
+        plan_run = plan_runs(args.plan_selection)
     selection = None
     if args.selection:  # read before the run: a bad table stops it at once
         selection = gather(
@@ -152,7 +153,7 @@ def run(args):
         plan_run=plan_run, validation_days=validation_days,
     )  # fmt: skip
     if selecting and base is not None:  # plan's validation run: what its verdict records
-        written.append(_write_plan_run(out, cfg, specs, seeds, base))
+        written += _write_plan_run(out, cfg, specs, seeds, base)
     means = frame.groupby("policy")["total_weighted_tardiness_s"].mean()
     kind = " (selection seeds)" if selecting else "" if full else " (shard)"
     print(f"{len(seeds)} scenarios ({range_text(seeds)}), {len(specs)} policies{kind}")
@@ -164,21 +165,26 @@ def run(args):
 
 
 def _write_plan_run(out, cfg, specs, seeds, base):
-    """plan.json beside plan's validation table: its base, settings and measured decision time."""
+    """plan.json beside plan's validation table (its base, setting and settings: what its verdict
+    records), and its run record plan.run.json (the measured decision time: a wall-clock
+    measurement, which decides nothing and no later step hashes)."""
     from sched import files
-    from sched.evaluate.gate import PLAN_RUN, plan_run_record
+    from sched.evaluate.gate import PLAN_RUN, PLAN_TIMES, plan_run_record
     from sched.evaluate.policies import PLAN
     from sched.evaluate.runs import generate_scenarios, plan_decision_times
     from sched.learn.search.planner import check_settings
 
-    settings = check_settings(specs[PLAN].get("settings") or cfg.plan)
-    settings["rollout"] = cfg.plan.rollout
+    spec = specs[PLAN]
+    settings = check_settings(spec.get("settings") or cfg.plan)
+    settings["rollout"] = spec["settings"]["rollout"] if spec.get("settings") else cfg.plan.rollout
     scenarios = generate_scenarios(cfg, list(seeds)[:10])
-    times = plan_decision_times(cfg, specs[PLAN], scenarios, cfg.scenario.machines)
-    print(f"plan on {base}: {times['p50']:.3f} ms p50, {times['p99']:.3f} ms p99 a decision (one thread)")
-    path = Path(out) / PLAN_RUN
-    files.write_set([(path, files.json_writer(plan_run_record(base, settings, times)))])
-    return path
+    times = plan_decision_times(cfg, spec, scenarios, cfg.scenario.machines)
+    at = f" at {spec['setting']}" if spec.get("setting") else ""
+    print(f"plan{at} on {base}: {times['p50']:.3f} ms p50, {times['p99']:.3f} ms p99 a decision (one thread)")
+    path, timed = Path(out) / PLAN_RUN, Path(out) / PLAN_TIMES
+    record = plan_run_record(base, settings, spec.get("setting"))
+    files.write_set([(path, files.json_writer(record)), (timed, files.json_writer({"decision_ms": times}))])
+    return [path, timed]
 
 
 def _split_seeds(cfg, selecting):

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from sched import layout
 from sched.cli import load_cfg
-from sched.commands import add_policy_inputs
+from sched.commands import add_policy_inputs, plan_runs
 
 
 def register(sub):
@@ -30,38 +30,47 @@ def register(sub):
     )
     s.add_argument(
         "--plan-selection",
+        nargs="+",
         metavar="DIR",
-        help="plan's validation run (`sched benchmark --split selection --plan-on`: per_scenario.csv and "
-        "plan.json); plan on the winner becomes the verdict when significantly better than it there",
+        help="plan's validation runs (`sched benchmark --split selection --plan-on`: per_scenario.csv and "
+        "plan.json; one per setting of its candidacy, config plan.grid); plan on the winner, at the "
+        "setting the candidacy picks, becomes the verdict when significantly better than it there",
+    )
+    s.add_argument(
+        "--planners",
+        metavar="CSV",
+        help="the planners' table on the same test seeds (`sched benchmark --policies plan,teacher "
+        "--plan-candidacy ...`: the workflow's benchmark_plan), joined to the shards' table",
     )
     s.add_argument("--out", default=layout.BENCH_DIR, help="output folder (default: %(default)s)")
     s.set_defaults(func=run)
 
 
 def run(args):
-    from sched.evaluate.per_scenario import gather
-    from sched.evaluate.policies import parse_policy_files, policy_key, resolve_policies
+    from sched.evaluate.errors import BenchmarkError
+    from sched.evaluate.per_scenario import gather, join_planners
+    from sched.evaluate.policies import PLAN, parse_policy_files, policy_key, resolve_policies
     from sched.evaluate.seeds import benchmark_seeds, selection_seeds
     from sched.evaluate.summary import write_outputs
 
     cfg = load_cfg(args)
     frame = gather([Path(p) for p in args.shards], seeds=benchmark_seeds(cfg))
+    if args.planners:
+        frame = join_planners(frame, Path(args.planners), benchmark_seeds(cfg))
     selection = None
     if args.selection:
         paths = [Path(p) for p in args.selection]
         selection = gather(paths, selection_seeds(cfg), "selection", "selection tables")
     names = sorted(set(frame["policy"]), key=policy_key)
-    plan_run = None
-    if args.plan_selection:
-        from sched.evaluate.gate import read_plan_run
-
-        plan_run = read_plan_run(args.plan_selection)
+    plan_run = plan_runs(args.plan_selection) if args.plan_selection else None
+    if PLAN in names and not plan_run:
+        raise BenchmarkError("--planners: plan's rows need its candidacy's runs; give --plan-selection")
     specs, _ = resolve_policies(
         cfg,
         names,
         tuned=args.tuned,
         policy_files=parse_policy_files(args.policy_file),
-        plan_base=plan_run[1]["base"] if plan_run else None,
+        plan_base=plan_run[0][1]["base"] if plan_run else None,
     )
     written = write_outputs(args.out, frame, cfg, specs, full=True, selection=selection, plan_run=plan_run)
     print(

@@ -21,10 +21,16 @@ picks its own best rule on the held-out days and replaces a winner significantly
 worse than it.
 """
 
+# size: one concept, the gates a verdict passes after the choice among the policies: plan's
+# candidacy (its settings' results and the rule that picks one), the studio's validation and
+# held-out days, each with the record it writes into winner.json
+
+import numpy as np
+
 from sched.evaluate.errors import BenchmarkError
 from sched.evaluate.per_scenario import check_complete, matrix
 from sched.evaluate.policies import PLAN, best_heuristic, is_heuristic, policy_key
-from sched.evaluate.statistics import bootstrap_counts, paired_difference
+from sched.evaluate.statistics import bootstrap_counts, paired_difference, win_tie_loss
 
 
 def _days(table, what, chosen, option):
@@ -190,61 +196,153 @@ def held_out_gate(winner, held, specs, bench, best_rule=None):
     return winner
 
 
+# ------------------------------------------------------------------ plan's candidacy
+# The settings of config plan.grid (sched.learn.search.planner.grid_setting), each run on the
+# selection winner on the validation seeds that chose it, and the rule, fixed before looking,
+# that picks one: the best setting has the lowest mean paired difference to the base; the picked
+# one is the first of the grid (listed cheapest first, docs/plan.md measures each) whose mean lies
+# within plan.choice_se bootstrap standard errors of the best's. It ships, plan then being the
+# verdict, only when its own paired interval lies entirely below zero (plan_gate); the test
+# scenarios only confirm. Nothing measured in wall-clock time decides: a setting's decision time
+# is a run record (plan.run.json beside its validation table), shown by the report, never read here.
+
+
+def candidacy_results(runs, selection, bench):
+    """Each validation run of ``runs`` ((per-scenario table, plan.json record), one per setting)
+    against the base's totals on the same seeds of ``selection`` (paired): a list of dicts
+    (setting, settings, seeds, mean_difference_pct, ci95_pct, se_pct, wins_ties_losses).
+    Every run must be on the same base and the same seeds."""
+    sel_seeds, sel = matrix(selection)
+    pos = {int(x): i for i, x in enumerate(sel_seeds)}
+    out, first = [], None
+    for table, run in runs:
+        where = f"plan selection table of {run.get('setting')!r}"
+        check_complete(table, where)
+        seeds, twt = matrix(table)
+        if PLAN not in twt:
+            raise BenchmarkError(f"{where}: it holds no plan rows")
+        missing = [int(x) for x in seeds if int(x) not in pos]
+        if missing:
+            raise BenchmarkError(f"{where}: seed {missing[0]} is not a selection seed")
+        if first is None:
+            first = (run["base"], seeds.tolist())
+        elif (run["base"], seeds.tolist()) != first:
+            raise BenchmarkError(
+                f"{where}: run on {run['base']!r}, seeds {int(seeds[0])}.. ({len(seeds)}); the first "
+                f"setting's on {first[0]!r}, seeds {first[1][0]}.. ({len(first[1])}): run every setting alike"
+            )
+        if run["base"] not in sel:
+            raise BenchmarkError(f"{where}: its base {run['base']!r} is not in the selection table")
+        ref = sel[run["base"]][[pos[int(x)] for x in seeds]]
+        counts = bootstrap_counts(len(seeds), bench["bootstrap_resamples"], bench["bootstrap_seed"])
+        d, lo, hi = paired_difference(twt[PLAN], ref, counts, bench["ci_level"])
+        w, t, lz = win_tie_loss(twt[PLAN], ref, bench["tie_relative"], bench["tie_absolute_s"])
+        out.append(
+            {
+                "setting": run.get("setting"),
+                "settings": run["settings"],
+                "seeds": [int(seeds[0]), len(seeds)],
+                "mean_difference_pct": d,
+                "ci95_pct": [lo, hi],
+                "se_pct": standard_error(twt[PLAN], ref, counts),
+                "wins_ties_losses": [w, t, lz],
+            }
+        )
+    return out
+
+
+def standard_error(x, ref, counts):
+    """The bootstrap standard error of the paired difference % (the same resamples as its interval)."""
+    x, ref = np.asarray(x, dtype=float), np.asarray(ref, dtype=float)
+    sx, sr = counts @ x, counts @ ref
+    with np.errstate(divide="ignore", invalid="ignore"):
+        samples = (sx - sr) / sr * 100.0
+    finite = samples[np.isfinite(samples)]
+    return float(finite.std(ddof=1)) if finite.size > 1 else float("nan")
+
+
+def choose_setting(results, choice_se):
+    """Index in ``results`` (:func:`candidacy_results`, grid order: cheapest first) of the setting the rule
+    picks: the first whose mean lies within ``choice_se`` standard errors of the best mean; None
+    when no setting has a finite mean (no tardiness at all)."""
+    finite = [i for i, r in enumerate(results) if np.isfinite(r["mean_difference_pct"])]
+    if not finite:
+        return None
+    best = min(finite, key=lambda i: results[i]["mean_difference_pct"])
+    se = results[best]["se_pct"]
+    bound = results[best]["mean_difference_pct"] + choice_se * (se if np.isfinite(se) else 0.0)
+    return next(i for i in finite if results[i]["mean_difference_pct"] <= bound)
+
+
+def rule_text(choice_se):
+    """The choice rule, as the report and winner.json state it."""
+    return (
+        f"the first setting of plan.grid (cheapest first) whose mean paired difference to the base on "
+        f"the validation seeds lies within {choice_se:g} bootstrap standard errors of the best setting's; "
+        f"it ships when its own interval lies entirely below zero"
+    )
+
+
 #: The keys of winner.json's ``plan`` record (docs/file-contract.md).
-PLAN_KEYS = ("base", "chosen", "settings", "budget_ms", "decision_ms", "validation", "test")
+PLAN_KEYS = ("base", "chosen", "setting", "settings", "budget_ms", "validation", "test", "candidacy")
 
 
-def plan_gate(winner, plan_run, selection, test, bench):
+def plan_gate(winner, plan_runs, selection, test, bench, choice_se=0.5):
     """``winner`` (a winner record chosen on ``selection``, changed in place and returned) with
     lookahead as a candidate: the record gains ``plan`` (:data:`PLAN_KEYS`), and becomes
-    ``plan`` when plan on the winner is significantly better than it on validation.
+    ``plan`` when plan on the winner, at the setting the candidacy picks, is significantly
+    better than it on validation.
 
-    ``plan_run``: (per-scenario table of ``plan`` on validation seeds of the selection, the
-    run's record: base, settings, budget_ms, decision_ms; ``sched benchmark --plan-on``).
-    ``selection``: the selection table (the base's totals on those seeds, paired). ``test``: the
-    test table, which confirms when it holds ``plan``. ``bench``: the config's benchmark section.
-    A plan winner keeps its base's rule, k and policy file: what ``rank()`` runs under it."""
-    table, run = plan_run
+    ``plan_runs``: one (per-scenario table, plan.json record) per setting of the candidacy
+    (``sched benchmark --split selection --plan-on ... --plan-setting NAME``), on the winner and
+    the same validation seeds of the selection. ``selection``: the selection table (the base's
+    totals on those seeds, paired). :func:`choose_setting` picks the setting
+    (``choice_se``: config plan.choice_se); ``candidacy`` records every setting's result.
+    ``test``: the test table, which confirms when it holds ``plan`` (run at the picked
+    setting). ``bench``: the config's benchmark section. A plan winner keeps its base's rule, k
+    and policy file: what ``rank()`` runs under it."""
+    if isinstance(plan_runs, tuple):  # one run: (table, record)
+        plan_runs = [plan_runs]
     base = winner["policy"]
-    if run.get("base") != base:
-        raise BenchmarkError(
-            f"plan selection: plan ran on {run.get('base')!r}, but the selection table chooses {base!r}; "
-            "rerun it with --plan-on the same selection table"
-        )
-    check_complete(table, "plan selection table")
-    seeds, twt = matrix(table)
-    sel_seeds, sel = matrix(selection)
-    missing = sorted(set(seeds.tolist()) - set(sel_seeds.tolist()))
-    if PLAN not in twt or missing:
-        what = f"seed {missing[0]} is not a selection seed" if missing else "it holds no plan rows"
-        raise BenchmarkError(f"plan selection table: {what}")
-    pos = {int(x): i for i, x in enumerate(sel_seeds)}
-    ref = sel[base][[pos[int(x)] for x in seeds]]
-    level = bench["ci_level"]
-    counts = bootstrap_counts(len(seeds), bench["bootstrap_resamples"], bench["bootstrap_seed"])
-    d, lo, hi = paired_difference(twt[PLAN], ref, counts, level)
-    chosen = bool(hi < 0)  # NaN (no tardiness at all): not chosen
+    for _, run in plan_runs:
+        if run.get("base") != base:
+            raise BenchmarkError(
+                f"plan selection: plan ran on {run.get('base')!r}, but the selection table chooses "
+                f"{base!r}; rerun it with --plan-on the same selection table"
+            )
+    results = candidacy_results(plan_runs, selection, bench)
+    pick = choose_setting(results, choice_se)
+    picked = results[pick] if pick is not None else results[0]
+    run = plan_runs[pick if pick is not None else 0][1]
+    d, (lo, hi) = picked["mean_difference_pct"], picked["ci95_pct"]
+    chosen = bool(pick is not None and hi < 0)  # NaN (no tardiness at all): not chosen
+    first, n = picked["seeds"]
     record = {
         "base": base,
         "chosen": chosen,
+        "setting": picked["setting"],
         "settings": run["settings"],
         "budget_ms": run.get("budget_ms"),
-        "decision_ms": run["decision_ms"],
-        "validation": {
-            "seeds": [int(seeds[0]), len(seeds)],
-            "mean_difference_pct": d,
-            "ci95_pct": [lo, hi],
-        },
+        "validation": {"seeds": [first, n], "mean_difference_pct": d, "ci95_pct": [lo, hi]},
         "test": None,
+        "candidacy": {
+            "rule": rule_text(choice_se),
+            "choice_se": choice_se,
+            "picked": picked["setting"] if pick is not None else None,
+            "settings": results,
+        },
     }
+    name = f" at {picked['setting']}" if picked["setting"] else ""
     said = (
-        f"plan on {base} against {base} on {len(seeds)} validation scenarios: {d:+.2f} % "
-        f"[{lo:+.2f} %, {hi:+.2f} %]"
+        f"plan{name} on {base} against {base} on {n} validation scenarios: "
+        f"{d:+.2f} % [{lo:+.2f} %, {hi:+.2f} %]"
     )
+    if len(results) > 1:
+        said += f" (the setting the candidacy picks among {len(results)})"
     t_seeds, t_twt = matrix(test)
     if PLAN in t_twt and base in t_twt:
         tc = bootstrap_counts(len(t_seeds), bench["bootstrap_resamples"], bench["bootstrap_seed"])
-        td, tlo, thi = paired_difference(t_twt[PLAN], t_twt[base], tc, level)
+        td, tlo, thi = paired_difference(t_twt[PLAN], t_twt[base], tc, bench["ci_level"])
         record["test"] = {"scenarios": len(t_seeds), "mean_difference_pct": td, "ci95_pct": [tlo, thi]}
         confirm = f" On the test scenarios, plan against {base}: {td:+.2f} % [{tlo:+.2f} %, {thi:+.2f} %]."
     else:
@@ -271,14 +369,19 @@ def plan_gate(winner, plan_run, selection, test, bench):
 
 #: The file beside plan's validation table (``sched benchmark --split selection --plan-on``).
 PLAN_RUN = "plan.json"
-PLAN_RUN_KEYS = ("base", "settings", "budget_ms", "decision_ms")
+PLAN_RUN_KEYS = ("base", "setting", "settings", "budget_ms")
+#: Its run record: what a decision took, measured (wall clock: never read by a decision).
+PLAN_TIMES = "plan.run.json"
 
 
-def plan_run_record(base, settings, decision_ms):
-    """What ``plan.json`` holds: the base policy plan ran on, its settings (``budget_ms`` apart)
-    and what one decision costs (``sched.evaluate.runs.plan_decision_times``)."""
-    st = {k: v for k, v in settings.items() if k not in ("budget_ms", "scenarios", "test_offset")}
-    return {"base": base, "settings": st, "budget_ms": settings.get("budget_ms"), "decision_ms": decision_ms}
+def plan_run_record(base, settings, setting=None):
+    """What ``plan.json`` holds: the base policy plan ran on, the grid setting's name (None:
+    config plan's own settings) and its settings (``budget_ms`` apart)."""
+    from sched.learn.search.planner import CANDIDACY_KEYS
+
+    drop = ("budget_ms", "scenarios", "test_offset", *CANDIDACY_KEYS)
+    st = {k: v for k, v in settings.items() if k not in drop}
+    return {"base": base, "setting": setting, "settings": st, "budget_ms": settings.get("budget_ms")}
 
 
 def read_plan_run(folder):
@@ -302,7 +405,8 @@ def read_plan_run(folder):
         raise BenchmarkError(f"{path}: field base: expected a policy name, got {run['base']!r:.40}")
     if not isinstance(run["settings"], dict):
         raise BenchmarkError(f"{path}: field settings: expected an object, got {run['settings']!r:.40}")
-    dm = run["decision_ms"]
-    if not isinstance(dm, dict) or not {"p50", "p99"} <= set(dm):
-        raise BenchmarkError(f"{path}: field decision_ms: expected {{p50, p99, ...}}, got {dm!r:.60}")
+    if run["setting"] is not None and not isinstance(run["setting"], str):
+        raise BenchmarkError(
+            f"{path}: field setting: expected a setting name or null, got {run['setting']!r:.40}"
+        )
     return read_per_scenario(Path(folder) / layout.PER_SCENARIO), run

@@ -159,6 +159,21 @@ def gather(paths, seeds=None, split="test", what="gathered shards"):
     return sort_frame(frame)
 
 
+def join_planners(frame, path, seeds):
+    """The gathered shards' table ``frame`` with the planners' table at ``path`` (policies plan and
+    teacher only, on every one of the test ``seeds``: the workflow's benchmark_plan) joined."""
+    extra = read_per_scenario(path)
+    others = sorted(set(extra["policy"]) - set(PLANNERS))
+    if others:
+        raise BenchmarkError(f"{path}: policy {others[0]} is not a planner ({', '.join(PLANNERS)})")
+    clash = sorted(set(extra["policy"]) & set(frame["policy"]))
+    if clash:
+        raise BenchmarkError(f"{path}: policy {clash[0]} is in the shards too")
+    joined = pd.concat([frame, extra], ignore_index=True)
+    check_complete(joined, f"shards and {path}", seeds)
+    return sort_frame(joined)
+
+
 def matrix(frame):
     """Total weighted tardiness as (scenario seeds, {policy: array in seed order})."""
     seeds = np.array(sorted(set(frame["scenario_seed"])), dtype=np.int64)

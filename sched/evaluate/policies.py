@@ -7,7 +7,7 @@ that ``sched tune`` chose), ``ppo-<S>``, the PPO policy of training seed S, and
 Both learned kinds are policy files; a warm start is benchmarked to show PPO's
 share of the gain, and is never the winner (:func:`sched.evaluate.summary.choose_winner`).
 ``plan`` is the planner (``sched.learn.search.planner``) on the base policy of config
-``plan.base``; it is run on a subset of the test seeds (config ``plan.scenarios``).
+``plan.base`` (or on the winner, at a setting of its candidacy: :func:`sched.evaluate.gate.plan_gate`).
 A spec says how to run a name: ``kind`` ('rule' or 'ppo'), ``rule`` and
 ``atc_k`` for a rule, ``policy_file`` for a learned policy.
 """
@@ -83,8 +83,10 @@ def is_learned(name):
 def competes(name):
     """Whether a policy may be a winner.json's: not a warm start or a round (the stages before
     the final ``ppo-<S>``), not the main setting's policy under another setting, not the teacher
-    (each is benchmarked to measure, not to deploy)."""
-    return not (is_warm(name) or is_round(name) or is_main(name) or name == TEACHER)
+    (each is benchmarked to measure, not to deploy); not plan either, which becomes the verdict
+    through its candidacy on the winner (:func:`sched.evaluate.gate.plan_gate`), not by the choice
+    among the others."""
+    return not (is_warm(name) or is_round(name) or is_main(name) or name in PLANNERS)
 
 
 def warm_name(seed):
@@ -200,7 +202,9 @@ def read_tuned(path):
     return data
 
 
-def resolve_policies(cfg, names, tuned=None, policy_files=None, missing_ok=False, plan_base=None):
+def resolve_policies(
+    cfg, names, tuned=None, policy_files=None, missing_ok=False, plan_base=None, plan_setting=None
+):
     """How to run each named policy: ({name: spec}, [skipped]).
 
     ``tuned``: path of ``sched tune``'s file (needed for atc-tuned; default
@@ -210,7 +214,8 @@ def resolve_policies(cfg, names, tuned=None, policy_files=None, missing_ok=False
     file is an error, unless ``missing_ok``: then the policy is left out and
     described in the list of skipped policies. ``plan_base``: the name of plan's base policy
     (one of ``policy_files``' or a rule), instead of config ``plan.base``: the other files may
-    then go unused.
+    then go unused. ``plan_setting``: plan at that setting of config ``plan.grid`` (its
+    candidacy, :func:`sched.evaluate.gate.plan_gate`) instead of config ``plan``'s own settings.
     """
     policy_files = dict(policy_files or {})
     # with plan on a base chosen elsewhere, the files are those of the policies it was chosen among
@@ -222,7 +227,7 @@ def resolve_policies(cfg, names, tuned=None, policy_files=None, missing_ok=False
     specs, skipped = {}, []
     for name in names:
         if name == PLAN:
-            specs[name] = plan_spec(cfg, tuned, policy_files.get(PLAN), plan_base, policy_files)
+            specs[name] = plan_spec(cfg, tuned, policy_files.get(PLAN), plan_base, policy_files, plan_setting)
         elif name == TEACHER:
             specs[name] = teacher_spec(cfg, tuned)
         elif name == "atc-tuned":
@@ -302,15 +307,17 @@ def teacher_spec(cfg, tuned=None):
     }
 
 
-def plan_spec(cfg, tuned=None, policy_file=None, base=None, policy_files=None):
+def plan_spec(cfg, tuned=None, policy_file=None, base=None, policy_files=None, setting=None):
     """The spec of ``plan``: its base policy's spec (``base``, a policy name found in
     ``policy_files`` or a rule; else config ``plan.base``, or the policy file ``policy_file``)
     under ``base_spec``, its name under ``base``, and the rule that continues its rollouts
-    (config ``plan.rollout``) under ``rollout_spec`` (None: the base)."""
+    (config ``plan.rollout``) under ``rollout_spec`` (None: the base). ``setting``: a setting
+    of config ``plan.grid``, whose settings and rollout replace config ``plan``'s (under
+    ``settings`` and ``setting``)."""
     if base is not None:
         files = {base: policy_files[base]} if base in (policy_files or {}) else None
         spec = resolve_policies(cfg, [base], tuned=tuned, policy_files=files)[0][base]
-        return _plan_spec(cfg, tuned, base, spec)
+        return _plan_spec(cfg, tuned, base, spec, setting)
     base = str(policy_file) if policy_file is not None else cfg.plan.base
     if base == "auto":
         path = Path(cfg.rank.winner)
@@ -337,12 +344,17 @@ def plan_spec(cfg, tuned=None, policy_file=None, base=None, policy_files=None):
             f"plan.base: unknown base policy {base[:40]!r}; expected auto, {', '.join(HEURISTICS)}, "
             f"ppo-<training seed> or an existing policy file"
         )
-    return _plan_spec(cfg, tuned, name, spec)
+    return _plan_spec(cfg, tuned, name, spec, setting)
 
 
-def _plan_spec(cfg, tuned, name, spec):
+def _plan_spec(cfg, tuned, name, spec, setting=None):
     """plan's spec on the base policy ``name`` of spec ``spec`` (:func:`plan_spec`)."""
-    roll = cfg.plan.rollout
+    settings = None
+    if setting is not None:
+        from sched.learn.search.planner import grid_setting
+
+        settings = grid_setting(cfg, setting)
+    roll = cfg.plan.rollout if settings is None else settings["rollout"]
     if roll == "base":
         roll_spec = None
     elif is_heuristic(roll):
@@ -360,4 +372,6 @@ def _plan_spec(cfg, tuned, name, spec):
         "base": name,
         "base_spec": spec,
         "rollout_spec": roll_spec,
+        "settings": settings,
+        "setting": setting,
     }

@@ -16,9 +16,9 @@ of ``seeds.validation``:
   seeds from ``benchmark.selection_offset`` on, which must lie after both
   (:func:`check_selection`).
 
-The plan benchmark runs on ``plan.scenarios`` test seeds from
-``plan.test_offset`` on, after the test seeds that chose plan's settings
-(:func:`plan_test_seeds`).
+plan's candidacy runs on the first ``plan.validation_scenarios`` selection seeds, those that
+chose its base (:func:`plan_validation_seeds`); the setting it picks then runs on every test
+seed.
 """
 
 import re
@@ -107,27 +107,25 @@ def check_selection(cfg):
 
 def check_seed_uses(cfg):
     """Every check of this module on a whole config (the workflow's, before any job runs): the
-    splits' counts, the selection seeds, the plan benchmark's test seeds. Raises ConfigError."""
+    splits' counts, the selection seeds, plan's candidacy seeds. Raises ConfigError."""
     benchmark_seeds(cfg)
     validation_seeds(cfg)
     check_selection(cfg)
-    plan_test_seeds(cfg)
+    plan_validation_seeds(cfg)
 
 
-def plan_test_seeds(cfg):
-    """The plan benchmark's test seeds: ``plan.scenarios`` from ``plan.test_offset`` on (the first
-    ``plan.test_offset`` test seeds chose plan's settings, docs/plan.md), within the benchmark's."""
-    p = cfg.plan
-    offset, count = p["test_offset"], p["scenarios"]
-    seeds = benchmark_seeds(cfg)
-    if offset + count > len(seeds):
+def plan_validation_seeds(cfg):
+    """The seeds of plan's candidacy: the first ``plan.validation_scenarios`` selection seeds (those
+    that chose its base, the winner: paired with the selection table), within the selection's."""
+    seeds = check_selection(cfg)
+    count = cfg.plan["validation_scenarios"]
+    if count > len(seeds):
         raise ConfigError(
-            f"config: plan.test_offset: {offset} + plan.scenarios {count} is more than "
-            f"benchmark.scenarios ({len(seeds)}): the plan benchmark runs on test seeds after the "
-            f"first plan.test_offset, within the benchmark's; lower plan.test_offset or "
-            f"plan.scenarios, or raise benchmark.scenarios"
+            f"config: plan.validation_scenarios: {count} is more than benchmark.selection_scenarios "
+            f"({len(seeds)}): plan's candidacy runs on the selection seeds that chose its base; lower "
+            f"plan.validation_scenarios or raise benchmark.selection_scenarios"
         )
-    return seeds[offset : offset + count]
+    return seeds[:count]
 
 
 def clairvoyant_seeds(cfg):

@@ -344,9 +344,10 @@ def write_outputs(
     ``extra``: more (file name, frame) to write in the same set (the replay's windows.csv).
     ``held_out``: the held-out days' per-scenario table the winner is gated on
     (:func:`sched.evaluate.gate.held_out_gate`; the studio setting). ``plan_run``: plan's
-    validation run (:func:`sched.evaluate.gate.plan_gate`, before the held-out gate), which
-    needs ``selection``. ``validation_days``: ``(table, period, lean)``, the validation days'
-    per-scenario table, their [FIRST_DAY, LAST_DAY] and whether they decide alone
+    validation runs, one per setting of its candidacy (:func:`sched.evaluate.gate.plan_gate`,
+    before the held-out gate), which needs ``selection``. ``validation_days``: ``(table,
+    period, lean)``, the validation days' per-scenario table, their [FIRST_DAY, LAST_DAY]
+    and whether they decide alone
     (:func:`sched.evaluate.gate.validation_days_gate`, after plan's gate and before the
     held-out one, which then confirms against the best rule of the validation days); its
     record becomes ``selection.days``.
@@ -364,7 +365,7 @@ def write_outputs(
 
             if selection is None:
                 raise BenchmarkError("the plan selection needs the selection table it was run beside")
-            plan_gate(winner, plan_run, selection, frame, cfg.benchmark)
+            plan_gate(winner, plan_run, selection, frame, cfg.benchmark, cfg.plan["choice_se"])
         best_rule = None
         if validation_days is not None and full:
             from sched.evaluate.gate import validation_days_gate

@@ -93,15 +93,19 @@ rule select:
 
 
 rule gather:
-    """Join the shards: per-scenario table, summary with bootstrap intervals, and the winner,
-    chosen on the selection table and confirmed on the test scenarios.
+    """Join the shards and the planners' table: per-scenario table, summary with bootstrap
+    intervals, and the winner, chosen on the selection table, gated by plan's candidacy, and
+    confirmed on the test scenarios.
     Runs `sched gather` (sched/commands/gather.py -> sched.evaluate.per_scenario.gather)."""
     input:
-        config=step_config("gather"),
+        config=step_config("verdict"),
         shards=expand(SHARD_TABLE, seeds=SHARDS),
         selection=layout.SELECTION_TABLE,
         tuned=layout.TUNED_PATH,
         policies=policy_files(),
+        candidacy=expand(f"{layout.plan_candidacy_dir('{setting}')}/{{name}}", setting=PLAN_SETTINGS,
+                         name=[layout.PER_SCENARIO, "plan.json"]),
+        planners=f"{layout.PLAN_BENCH_DIR}/{layout.PER_SCENARIO}",
     output:
         per_scenario=f"{BENCH}/{layout.PER_SCENARIO}",
         summary=report(f"{BENCH}/{layout.SUMMARY}", caption="../report/resume.rst",
@@ -110,6 +114,7 @@ rule gather:
     params:
         policy_files=policy_file_args(),
         out=lambda wildcards, output: os.path.dirname(output.per_scenario),
+        dirs=" ".join(shlex.quote(d) for d in plan_candidacy_dirs()),
     log:
         layout.log("gather"),
     benchmark:
@@ -119,6 +124,7 @@ rule gather:
         "minimal"
     shell:
         "python -m sched --config {input.config:q} gather {input.shards:q} --selection {input.selection:q}"
+        " --plan-selection {params.dirs} --planners {input.planners:q}"
         " --tuned {input.tuned:q} {params.policy_files} --out {params.out:q} > {log:q} 2>&1"
 
 
@@ -144,26 +150,65 @@ rule clairvoyant:
         " --threads {resources.job_threads} > {log:q} 2>&1"
 
 
-rule benchmark_plan:
-    """The planner (policy plan, on config plan.base: the winner by default), the gated teacher run
-    as a policy (teacher, when training has one) and every other policy on plan.scenarios test seeds from plan.test_offset on (after those that chose plan's
-    settings), with their summary over that same subset (paired intervals; no winner.json:
-    plan does not compete for it, its base is the winner).
-    With --summary. Runs `sched benchmark` (sched/commands/benchmark.py -> sched.evaluate.runs.run_policies)."""
+rule plan_candidacy:
+    """plan's candidacy at one setting of config plan.grid: plan on the policy the selection table
+    chooses (the winner), on the first plan.validation_scenarios selection seeds, those that chose
+    it (paired with its totals there); plan.json records base and settings, plan.run.json the
+    measured decision time (a run record). With --split selection --plan-on --plan-setting.
+    Runs `sched benchmark` (sched/commands/benchmark.py -> sched.evaluate.runs.run_policies)."""
     input:
         config=step_config("plan"),
         calibration=calibration_input(),
         tuned=layout.TUNED_PATH,
-        winner=f"{BENCH}/{layout.WINNER}",
-        policies=policy_files(),
+        selection=layout.SELECTION_TABLE,
+        policies=policy_files(warm=False),
     output:
-        per_scenario=f"{layout.PLAN_BENCH_DIR}/{layout.PER_SCENARIO}",
-        summary=f"{layout.PLAN_BENCH_DIR}/{layout.SUMMARY}",
+        per_scenario=f"{layout.plan_candidacy_dir('{setting}')}/{layout.PER_SCENARIO}",
+        run=f"{layout.plan_candidacy_dir('{setting}')}/plan.json",
+        times=f"{layout.plan_candidacy_dir('{setting}')}/plan.run.json",   # a run record
     params:
-        policies=lambda wildcards: bench_policies() + ",plan" + (",teacher" if has_teacher() else ""),
-        seeds=plan_seeds(),
-        policy_files=policy_file_args(),
+        seeds=PLAN_SEEDS,
+        policy_files=policy_file_args(warm=False),
         out=lambda wildcards, output: os.path.dirname(output.per_scenario),
+    log:
+        layout.log("plan/{setting}"),
+    benchmark:
+        layout.usage("plan/{setting}")
+    wildcard_constraints:
+        setting="|".join(map(re.escape, PLAN_SETTINGS)) or "-",
+    threads: cores(2)   # plan's scenarios run on two threads (sched.evaluate.runs.schedule_policy)
+    resources:
+        job_threads=job_threads,   # its --threads: the threads, not the reservation
+    shadow:
+        "minimal"
+    shell:
+        "NUMBA_NUM_THREADS=1 python -m sched --config {input.config:q} benchmark --split selection"
+        " --policies plan --plan-on {input.selection:q} --plan-setting {wildcards.setting}"
+        " --seeds {params.seeds} --tuned {input.tuned:q} {params.policy_files}"
+        " --out {params.out:q} --threads {resources.job_threads} > {log:q} 2>&1"
+
+
+rule benchmark_plan:
+    """plan at the setting its candidacy picks (the rule: sched.evaluate.gate.choose_setting), on the
+    winner, on every test seed; in the longer run the gated teacher run as a policy (teacher) too.
+    gather joins the table to the shards'. With --plan-on --plan-candidacy.
+    Runs `sched benchmark` (sched/commands/benchmark.py -> sched.evaluate.runs.run_policies)."""
+    input:
+        config=step_config("plan"),
+        calibration=calibration_input(),
+        tuned=layout.TUNED_PATH,
+        selection=layout.SELECTION_TABLE,
+        candidacy=expand(rules.plan_candidacy.output.run, setting=PLAN_SETTINGS),
+        tables=expand(rules.plan_candidacy.output.per_scenario, setting=PLAN_SETTINGS),
+        policies=policy_files(warm=False),
+    output:
+        f"{layout.PLAN_BENCH_DIR}/{layout.PER_SCENARIO}",
+    params:
+        policies=planners(),
+        seeds=TEST_SEEDS,
+        dirs=lambda wildcards, input: " ".join(shlex.quote(os.path.dirname(p)) for p in input.candidacy),
+        policy_files=policy_file_args(warm=False),
+        out=lambda wildcards, output: os.path.dirname(output[0]),
     log:
         layout.log("benchmark/plan"),
     benchmark:
@@ -175,5 +220,6 @@ rule benchmark_plan:
         "minimal"
     shell:
         "NUMBA_NUM_THREADS=1 python -m sched --config {input.config:q} benchmark --policies {params.policies}"
-        " --seeds {params.seeds} --tuned {input.tuned:q} {params.policy_files} --summary"
-        " --out {params.out:q} --threads {resources.job_threads} > {log:q} 2>&1"
+        " --plan-on {input.selection:q} --plan-candidacy {params.dirs} --seeds {params.seeds}"
+        " --tuned {input.tuned:q} {params.policy_files} --out {params.out:q}"
+        " --threads {resources.job_threads} > {log:q} 2>&1"

@@ -17,7 +17,8 @@ from sched import layout
 from sched.config import validate_config
 from sched.threads import usable_cpus
 from sched.evaluate.policies import HEURISTICS, default_policies, policy_key, round_name, warm_name
-from sched.evaluate.seeds import benchmark_seeds, plan_test_seeds, range_text, selection_seeds, shard_ranges
+from sched.learn.search.planner import grid_names
+from sched.evaluate.seeds import benchmark_seeds, plan_validation_seeds, range_text, selection_seeds, shard_ranges
 
 # Jobs run `python -m sched`: the interpreter running Snakemake (the project's
 # virtual environment, where the package is installed) comes first on their
@@ -31,6 +32,12 @@ SHARDS = [range_text(r) for r in shard_ranges(CFG)]
 TEST_SEEDS = range_text(benchmark_seeds(CFG))   # the whole test set, as `--seeds` takes it
 # the validation seeds the winner is chosen on (benchmark.selection_scenarios from selection_offset)
 SELECTION_SEEDS = range_text(selection_seeds(CFG))
+# plan's candidacy (sched.evaluate.gate.plan_gate): the settings of plan.grid the active profile runs,
+# each on the first plan.validation_scenarios selection seeds (those that chose its base)
+PLAN_SETTINGS = grid_names(CFG, config.get("profile", "default"))
+if not PLAN_SETTINGS:
+    raise WorkflowError("config: plan.grid: every setting is `profile: full`; the default run needs one")
+PLAN_SEEDS = range_text(plan_validation_seeds(CFG))
 CALIBRATION = config["scenario"]["calibration"]   # None: scenarios use scenario.kinds
 WORKLOAD_FILE = config["scenario"]["workload"]   # None: constant-rate arrivals (docs/workload.md)
 HISTORY = config["workload"]["history"]   # the queue history: [] turns calibrate-workload and replay off
@@ -298,11 +305,17 @@ STEP_SETTINGS = {
     "benchmark": {**SCENARIO, "benchmark": BENCHMARK_COUNTS},
     # the selection run checks its seeds after those that chose the training checkpoints
     "select": {**SCENARIO, "benchmark": [*BENCHMARK_COUNTS, *SELECTION], "train": ["validation_scenarios"]},
-    # gather checks the selection table's seeds as the selection run does
+    # gather checks the selection table's seeds as the selection run does (a robustness setting's)
     "gather": {**SCENARIO,
                "benchmark": [*BENCHMARK_COUNTS, *SELECTION, "bootstrap_resamples", "bootstrap_seed", "ci_level",
                              "tie_relative", "tie_absolute_s"],
                "train": ["validation_scenarios"]},
+    # the main setting's gather also gates the winner with plan's candidacy (plan.choice_se; the
+    # planners' specs: plan's settings, the teacher's)
+    "verdict": {**SCENARIO,
+                "benchmark": [*BENCHMARK_COUNTS, *SELECTION, "bootstrap_resamples", "bootstrap_seed", "ci_level",
+                              "tie_relative", "tie_absolute_s"],
+                "train": ["validation_scenarios", *TEACHER], "plan": ALL},
     # the whole clairvoyant section (its scenarios count included)
     "clairvoyant": {**SCENARIO,
                     "benchmark": ["scenarios", "validation_scenarios", "shards", "atc_k_grid", "clairvoyant"]},
@@ -315,12 +328,13 @@ STEP_SETTINGS = {
     "replay": {**SCENARIO, "workload": ALL,
                "benchmark": [*BENCHMARK_COUNTS, "bootstrap_resamples", "bootstrap_seed", "ci_level",
                              "tie_relative", "tie_absolute_s"]},
-    # the planner's benchmark: plan and every policy on a subset, with the summary's settings
+    # plan's candidacy (its base: what the selection table chooses; its seeds: the selection's first)
+    # and its run on the test seeds at the setting the candidacy picks, with the rule's settings
     "plan": {**SCENARIO,
-             "benchmark": [*BENCHMARK_COUNTS, "bootstrap_resamples", "bootstrap_seed", "ci_level",
+             "benchmark": [*BENCHMARK_COUNTS, *SELECTION, "bootstrap_resamples", "bootstrap_seed", "ci_level",
                            "tie_relative", "tie_absolute_s"],
-             "train": TEACHER,   # the policy teacher: the planner with the teacher's settings
-             "plan": ALL},   # plan.base auto: the winner.json the rule declares (rank.winner's default)
+             "train": ["validation_scenarios", *TEACHER],   # the teacher: the planner, the teacher's settings
+             "plan": ALL},
 }
 # A new train setting must be listed above (or be one training does not read).
 _unlisted = set(config["train"]) - set(TRAIN) - set(TRAIN_NOT_READ)
@@ -430,10 +444,16 @@ def studio_report_inputs(wildcards):
             + [f"{layout.robust_root(STUDIO)}/{layout.WINNER}"])
 
 
-def plan_seeds():
-    """The test seeds of the planner's benchmark, as ``A-B``: plan.scenarios from plan.test_offset
-    on, after the test seeds that chose plan's settings (sched.evaluate.seeds.plan_test_seeds)."""
-    return range_text(plan_test_seeds(CFG))
+def plan_candidacy_dirs():
+    """The folders of plan's validation runs, one per setting of the candidacy (PLAN_SETTINGS)."""
+    return [layout.plan_candidacy_dir(name) for name in PLAN_SETTINGS]
+
+
+def planners(setting=None):
+    """benchmark_plan's `--policies`: plan, and the gated teacher run as a policy (teacher) in the
+    longer run when training has one (300 test scenarios of it cost about 3.5 minutes of CPU)."""
+    full = config.get("profile", "default") == "full"
+    return "plan" + (",teacher" if full and has_teacher(setting) else "")
 
 
 def manifest_inputs(wildcards=None):
@@ -441,7 +461,8 @@ def manifest_inputs(wildcards=None):
     (an input function: the studio's files are known once its checkpoint has run)."""
     out = [*rules.calibrate.output, *expand(rules.train.output, seed=TRAIN_SEEDS),
            *expand(rules.benchmark.output, seeds=SHARDS), *rules.select.output, *rules.gather.output,
-           *rules.benchmark_plan.output, *rules.clairvoyant.output, *rules.demo.output,
+           *expand(rules.plan_candidacy.output, setting=PLAN_SETTINGS), *rules.benchmark_plan.output,
+           *rules.clairvoyant.output, *rules.demo.output,
            *robust_summaries(), *replay_outputs(), *([layout.WORKLOAD] if HISTORY else [])]
     if STUDIO in ROBUST and studio_built():
         out += studio_report_inputs(wildcards)

@@ -58,7 +58,7 @@ rule report:
         replay=replay_outputs(),
         studio=studio_report_inputs,
         workload=[layout.WORKLOAD] if HISTORY else [],
-        plan=[f"{layout.PLAN_BENCH_DIR}/{name}" for name in (layout.PER_SCENARIO, layout.SUMMARY)],
+        plan_times=expand(rules.plan_candidacy.output.times, setting=PLAN_SETTINGS),   # run records, shown apart
         manifest=layout.MANIFEST,   # its digest, printed in the report
     output:
         markdown=report(layout.REPORT_PATH, caption="../report/rapport.rst", category="5. Report"),

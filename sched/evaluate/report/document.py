@@ -21,7 +21,7 @@ from sched import files, layout
 from sched.evaluate.errors import ReportError
 from sched.evaluate.report.conclusion import conclusion_section, robustness_section
 from sched.evaluate.report.inputs import load, read_robustness
-from sched.evaluate.report.plan import plan_section, read_plan
+from sched.evaluate.report.plan import plan_section, plan_test_line, read_plan
 from sched.evaluate.report.rounds import rounds_section
 from sched.evaluate.report.sections import (
     FIGURES,
@@ -109,7 +109,7 @@ def render(cfg, d, made, notes, paths):
         robustness_section(cfg, d.get("robust")) + ppo_alone_lines(cfg, d.get("robust") or [], d["summary"]),
         replay_section(cfg, d.get("replay"), d.get("workload_fit")),
         studio_section(cfg, d.get("studio"), d.get("workload_fit")),
-        plan_section(cfg, d.get("plan"), d["winner"]),
+        plan_section(cfg, d.get("plan") or {}, d["winner"], d["per"]),
         figures_section(made, notes, report_dir),
         [
             "## Evidence and run records",
@@ -187,18 +187,15 @@ def summary_lines(cfg, d):
     """The README's opening results: the verdict, plan's gain against its base and the stages of
     learning, each rendered from the results (the README's prose types none)."""
     lines = ["### In short", "", *verdict_lines(cfg, d), ""]
-    plan = plan_section(cfg, d.get("plan"), d["winner"])
-    against = [x for x in plan if x.startswith("plan against its base")]
+    against = plan_test_line(plan_section(cfg, {}, d["winner"], d["per"]))
     if against:
-        from sched.evaluate.per_scenario import matrix
-
-        n = len(matrix(d["plan"][1])[0])
+        n = d["winner"]["plan"]["test"]["scenarios"]
         hint = (
             f" On {n} scenarios, fewer than {RESULT_SCENARIOS}, this is a hint, not a result."
             if n < RESULT_SCENARIOS
             else ""
         )
-        lines += [against[-1].replace(" on these ", " on the lookahead benchmark's ") + hint, ""]
+        lines += [against + hint, ""]
     stages = rounds_section(cfg, d["per"])
     if stages:
         lines += ["#" + x if x.startswith("### ") else x for x in stages] + [""]

@@ -62,11 +62,17 @@ def read_summary(path):
 
 
 def read_winner(path):
-    """The winner record (``winner.json``), with exactly its keys (``selection`` last, when the
-    winner was chosen on validation scenarios; files without it are read too, and so are those of
-    earlier versions, without policy_sha256)."""
+    """The winner record (``winner.json``), with exactly its keys (``plan`` before ``setting`` when
+    plan's candidacy gated it; ``selection`` last, when the winner was chosen on validation
+    scenarios; files without it are read too, and so are those of earlier versions, without
+    policy_sha256)."""
     w = read_json(path)
-    shapes = [(*keys, *sel) for keys in (WINNER_KEYS, EARLIER_WINNER_KEYS) for sel in ((), (SELECTION_KEY,))]
+    with_plan = (*WINNER_KEYS[:-1], "plan", WINNER_KEYS[-1])  # gated by plan's candidacy (gate.plan_gate)
+    shapes = [
+        (*keys, *sel)
+        for keys in (WINNER_KEYS, with_plan, EARLIER_WINNER_KEYS)
+        for sel in ((), (SELECTION_KEY,))
+    ]
     if not isinstance(w, dict) or tuple(w) not in shapes:
         got = ", ".join(w) if isinstance(w, dict) else type(w).__name__
         raise ReportError(

@@ -1,91 +1,123 @@
-"""The report's "Lookahead (plan)" section: the planner and every policy on its subset of test seeds.
+"""The report's "Lookahead (plan)" section: plan's candidacy on validation, then its test result.
 
-The workflow's ``benchmark_plan`` job (``sched benchmark --summary``) runs
-policy plan and the others on ``plan.scenarios`` test seeds from
-``plan.test_offset`` on (after those that chose plan's settings); its
-summary and per-scenario table live in ``results/benchmark/plan/``. Tables of
-other subsets are never mixed with it.
+The workflow's ``plan_candidacy`` jobs run plan on the winner at each setting of config
+``plan.grid`` on the validation seeds that chose the winner; gather's gate picks a setting by
+the rule fixed before looking (:func:`sched.evaluate.gate.choose_setting`) and records every setting in
+winner.json's ``plan``. ``benchmark_plan`` runs the picked setting on every test seed (and, in
+the longer run, the gated teacher as a policy): their rows are in the main per-scenario table.
+The measured decision times are run records (``plan.run.json`` beside each validation run),
+shown apart from the results and never in the README.
 """
 
+import json
 from pathlib import Path
 
-from sched import layout
-from sched.evaluate.policies import policy_key
 from sched.evaluate.report.format import ci, level_text, pct
-from sched.evaluate.report.workload import paired_table
 
 
 def read_plan(plan_dir):
-    """(summary, per-scenario frame) of the planner's benchmark, or None when it was not run."""
-    from sched.evaluate.per_scenario import read_per_scenario
-    from sched.evaluate.report.inputs import read_summary
+    """{setting: decision_ms} of the candidacy's run records under ``plan_dir`` ({} when none)."""
+    from sched.evaluate.gate import PLAN_TIMES
 
-    d = Path(plan_dir)
-    if not (d / layout.SUMMARY).exists():
-        return None
-    return read_summary(d / layout.SUMMARY), read_per_scenario(d / layout.PER_SCENARIO)
-
-
-def _offset_text(offset):
-    """Why plan's test seeds start where they do."""
-    if offset == 0:
-        return "the first test seeds"
-    return f"after the first {offset}, the test seeds that chose plan's settings (docs/plan.md)"
+    out = {}
+    for path in sorted(Path(plan_dir).glob(f"validation/*/{PLAN_TIMES}")):
+        try:
+            out[path.parent.name] = json.loads(path.read_text(encoding="utf-8"))["decision_ms"]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # a run record: the report shows what it can read of it
+    return out
 
 
-def plan_section(cfg, plan, winner):
-    """The planner against its base policy and the best heuristic, on its subset, with paired intervals."""
-    if plan is None:
+def _shape(st):
+    """A setting's candidates x samples x horizon (and depth)."""
+    depth = f", depth {st['depth']}" if st.get("depth") else ""
+    return f"{st['candidates']} x {st['samples']} x {st['horizon']}{depth}"
+
+
+def _ms(times):
+    return f"{times['p50']:.2f} / {times['p99']:.2f}" if times else "n/a"
+
+
+def plan_section(cfg, times, winner, per):
+    """plan's candidacy (every setting's paired validation result against the base, the pick) and
+    the picked setting's result on the test scenarios; [] when the verdict records no candidacy."""
+    rec = winner.get("plan")
+    if not rec or not rec.get("candidacy"):
         return []
     from sched.evaluate.per_scenario import matrix
-    from sched.evaluate.statistics import bootstrap_counts, paired_difference, win_tie_loss
+    from sched.evaluate.policies import TEACHER
+    from sched.evaluate.statistics import win_tie_loss
 
-    summary, per = plan
-    b, p = cfg.benchmark, cfg.plan
+    b = cfg.benchmark
     lv = level_text(b["ci_level"])
-    r = summary.iloc[sorted(range(len(summary)), key=lambda i: policy_key(summary["policy"].iloc[i]))]
-    bh = r["best_heuristic"].iloc[0]
-    seeds, twt = matrix(per)
-    base = winner["policy"] if p["base"] == "auto" else p["base"]
-    rollout = "the base policy" if p["rollout"] == "base" else p["rollout"]
+    base, cand = rec["base"], rec["candidacy"]
+    first, n = rec["validation"]["seeds"]
     lines = [
         "## Lookahead (plan)",
         "",
-        f"Policy plan (docs/plan.md) at each decision compares the base policy's {p['candidates']} best "
-        f"tasks on {p['samples']} sampled futures of {p['horizon']} arrivals (common random numbers; "
-        f"waiting durations drawn around their estimates), continued by {rollout}, and deviates from the "
-        f"base's choice only when the paired test (z = {p['z']:g}) says so. Its base is **{base}**"
-        f"{' (the winner, config plan.base auto)' if p['base'] == 'auto' else ''}. It spends milliseconds "
-        f"of compute per decision where the rules and the learned policies spend microseconds (docs/plan.md "
-        f"measures it), so it runs on {len(seeds)} test seeds only, {seeds[0]}-{seeds[-1]} (config "
-        f"`plan.scenarios`, from `plan.test_offset` on: {_offset_text(p['test_offset'])}), and every policy "
-        f"beside it on the same seeds: mean total weighted tardiness in k w·s, differences with "
-        f"that subset's best heuristic, **{bh}** ({lv} paired bootstrap intervals; negative is better). "
-        f"plan is not scored on the validation scenarios and does not compete for winner.json: its base "
-        f"is the winner.",
+        f"Policy plan (docs/plan.md) at each decision compares the base policy's best tasks on sampled "
+        f"futures (common random numbers; waiting durations drawn around their estimates), each "
+        f"continued by a rollout policy, and leaves the base's choice only when the paired test "
+        f"(z = {cfg.plan['z']:g}) says so. Its candidacy runs each setting of config `plan.grid` on "
+        f"**{base}**, the winner, on the {n} validation scenarios that chose it (seeds from {first}), "
+        f"paired with {base} there; the rule, fixed before looking: {cand['rule']}. Decision time: "
+        f"median / 99th percentile of rank()'s planned decision, one thread, measured (a run record, "
+        f"`plan.run.json`; it decides nothing).",
         "",
-        *paired_table(r, bh, lv),
+        f"| setting | continuation | candidates x samples x horizon | plan vs {base} on validation "
+        f"[{lv} CI] | W/T/L | ms a decision (p50 / p99) |",
+        "|---|---|---|---:|---:|---:|",
     ]
-    counts = bootstrap_counts(len(seeds), b["bootstrap_resamples"], b["bootstrap_seed"])
-    if "teacher" in twt and bh in twt:
-        d, lo, hi = paired_difference(twt["teacher"], twt[bh], counts, b["ci_level"])
-        t = cfg.train
+    for r in cand["settings"]:
+        st, name = r["settings"], r["setting"] or "(plan's own)"
+        mark = f"**{name}** (picked)" if r["setting"] == cand["picked"] else name
+        w, t, lz = r["wins_ties_losses"]
+        lo, hi = r["ci95_pct"]
+        lines.append(
+            f"| {mark} | {st['rollout']} | {_shape(st)} | {pct(r['mean_difference_pct'])} {ci(lo, hi)} "
+            f"| {w}/{t}/{lz} | {_ms(times.get(r['setting']))} |"
+        )
+    lo, hi = rec["validation"]["ci95_pct"]
+    lines += [
+        "",
+        f"The candidacy picks {rec['setting']}: {pct(rec['validation']['mean_difference_pct'])} "
+        f"{ci(lo, hi)} against {base} on validation, "
+        + (
+            "entirely below zero: plan on it is the verdict (what `rank()` runs)."
+            if rec["chosen"]
+            else f"not entirely below zero: {base} stays the verdict, plan is not shipped."
+        ),
+    ]
+    seeds, twt = matrix(per)
+    if "plan" in twt and base in twt and rec.get("test"):
+        t = rec["test"]
+        w, ti, lz = win_tie_loss(twt["plan"], twt[base], b["tie_relative"], b["tie_absolute_s"])
+        verdict = (
+            "better"
+            if t["ci95_pct"][1] < 0
+            else "worse"
+            if t["ci95_pct"][0] > 0
+            else "not significantly different"
+        )
         lines += [
             "",
-            f"teacher is the gated teacher of training run as a policy: the planner on "
-            f"{t['teacher_base']} continued by itself, {t['teacher_samples']} samples at most "
-            f"({t['teacher_chunk']} at a time, the paired stopping rule) of {t['teacher_horizon']} "
-            f"arrivals, z = {t['teacher_z']}. Against {bh}, the best tuned rule on these seeds: "
-            f"{pct(d)} {ci(lo, hi)}; the goal (issue 25: at most -3 % with the interval below zero) is "
-            f"{'met' if d <= -3.0 and hi < 0 else 'not met'}.",
+            f"plan against its base {base} on the {t['scenarios']} test scenarios (at {rec['setting']}, the "
+            f"candidacy's pick, confirming only): {pct(t['mean_difference_pct'])} {ci(*t['ci95_pct'])}, "
+            f"W/T/L {w}/{ti}/{lz}: {verdict}.",
         ]
-    if "plan" in twt and base in twt:
-        d, lo, hi = paired_difference(twt["plan"], twt[base], counts, b["ci_level"])
-        w, t, lose = win_tie_loss(twt["plan"], twt[base], b["tie_relative"], b["tie_absolute_s"])
-        verdict = "better" if hi < 0 else "worse" if lo > 0 else "not significantly different"
+    if TEACHER in twt:
+        tr = cfg.train
         lines += [
             "",
-            f"plan against its base {base} on these {len(seeds)} seeds: {pct(d)} {ci(lo, hi)}, "
-            f"W/T/L {w}/{t}/{lose}: {verdict}.",
+            f"teacher (its row in the results table) is the gated teacher of training run as a policy "
+            f"on every test scenario: the planner on {tr['teacher_base']} continued by itself, "
+            f"{tr['teacher_samples']} samples at most ({tr['teacher_chunk']} at a time, the paired "
+            f"stopping rule) of {tr['teacher_horizon']} arrivals, z = {tr['teacher_z']}.",
         ]
     return lines
+
+
+def plan_test_line(section):
+    """The section's sentence on the test scenarios (the README's "In short" repeats it), or None."""
+    found = [x for x in section if x.startswith("plan against its base")]
+    return found[-1] if found else None

@@ -86,6 +86,40 @@ def check_budget(budget_ms, where="budget_ms"):
     return float(budget_ms)
 
 
+#: The settings a setting of config ``plan.grid`` (plan's candidacy, :func:`sched.evaluate.gate.plan_gate`)
+#: may override; config ``plan``'s own otherwise.
+GRID_KEYS = ("rollout", "candidates", "samples", "horizon", "depth")
+#: Config ``plan``'s keys that are the candidacy's, not a planner setting.
+CANDIDACY_KEYS = ("grid", "validation_scenarios", "choice_se")
+
+
+def grid_names(cfg, profile="full"):
+    """The names of config ``plan.grid``'s settings, cheapest first (config order); ``profile``
+    "default": without those marked ``profile: full`` (the longer run's only). Two settings of one
+    name are refused (ConfigError)."""
+    from sched.config import ConfigError
+
+    every = [str(e["name"]) for e in cfg.plan["grid"]]
+    twice = sorted({n for n in every if every.count(n) > 1})
+    if twice:
+        raise ConfigError(f"config: plan.grid: two settings are named {twice[0]!r}")
+    return [
+        str(e["name"]) for e in cfg.plan["grid"] if profile == "full" or e.get("profile", "default") != "full"
+    ]
+
+
+def grid_setting(cfg, name):
+    """plan's settings (a dict, ``rollout`` included) at the setting ``name`` of config ``plan.grid``."""
+    entries = {str(e["name"]): e for e in cfg.plan["grid"]}
+    if name not in entries:
+        raise PlanError(
+            f"--plan-setting: {str(name)[:40]!r} is not a setting of plan.grid (one of {', '.join(entries)})"
+        )
+    out = {k: v for k, v in dict(cfg.plan).items() if k not in CANDIDACY_KEYS}
+    out.update({k: entries[name][k] for k in GRID_KEYS if k in entries[name]})
+    return out
+
+
 def rule_base(rule, k=rules.ATC_K_DEFAULT):
     """A dispatching rule (name) as the planner's base policy."""
     return Base(rule, rules.rule_id(rule), float(k), kernel.no_net())
