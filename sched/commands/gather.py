@@ -64,7 +64,7 @@ def run(args):
     names = sorted(set(frame["policy"]), key=policy_key)
     plan_run = plan_runs(args.plan_selection) if args.plan_selection else None
     if PLAN in names and not plan_run:
-        raise BenchmarkError("--planners: plan's rows need its candidacy's runs; give --plan-selection")
+        raise BenchmarkError("plan's rows need its candidacy's validation runs: give --plan-selection")
     specs, _ = resolve_policies(
         cfg,
         names,
