@@ -30,7 +30,7 @@ import numpy as np
 from sched.evaluate.errors import BenchmarkError
 from sched.evaluate.per_scenario import check_complete, matrix
 from sched.evaluate.policies import PLAN, best_heuristic, is_heuristic, policy_key
-from sched.evaluate.statistics import bootstrap_counts, paired_difference, win_tie_loss
+from sched.evaluate.statistics import bootstrap_counts, paired_difference, paired_standard_error, win_tie_loss
 
 
 def _days(table, what, chosen, option):
@@ -244,21 +244,11 @@ def candidacy_results(runs, selection, bench):
                 "seeds": [int(seeds[0]), len(seeds)],
                 "mean_difference_pct": d,
                 "ci95_pct": [lo, hi],
-                "se_pct": standard_error(twt[PLAN], ref, counts),
+                "se_pct": paired_standard_error(twt[PLAN], ref, counts),
                 "wins_ties_losses": [w, t, lz],
             }
         )
     return out
-
-
-def standard_error(x, ref, counts):
-    """The bootstrap standard error of the paired difference % (the same resamples as its interval)."""
-    x, ref = np.asarray(x, dtype=float), np.asarray(ref, dtype=float)
-    sx, sr = counts @ x, counts @ ref
-    with np.errstate(divide="ignore", invalid="ignore"):
-        samples = (sx - sr) / sr * 100.0
-    finite = samples[np.isfinite(samples)]
-    return float(finite.std(ddof=1)) if finite.size > 1 else float("nan")
 
 
 def choose_setting(results, choice_se):

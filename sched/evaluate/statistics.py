@@ -30,17 +30,29 @@ def interval(samples, level):
     return float(lo), float(hi)
 
 
+def resampled_differences(x, ref, counts):
+    """The difference % of mean(x) vs mean(ref) in each bootstrap resample (``counts``), paired."""
+    x, ref = np.asarray(x, dtype=float), np.asarray(ref, dtype=float)
+    sx, sr = counts @ x, counts @ ref
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return (sx - sr) / sr * 100.0
+
+
 def paired_difference(x, ref, counts, level):
     """(difference %, CI low %, CI high %) of mean(x) vs mean(ref), paired by scenario."""
     x, ref = np.asarray(x, dtype=float), np.asarray(ref, dtype=float)
     if ref.sum() <= 0:
         return float("nan"), float("nan"), float("nan")
     point = (x.sum() - ref.sum()) / ref.sum() * 100.0
-    sx, sr = counts @ x, counts @ ref
-    with np.errstate(divide="ignore", invalid="ignore"):
-        samples = (sx - sr) / sr * 100.0
-    lo, hi = interval(samples, level)
+    lo, hi = interval(resampled_differences(x, ref, counts), level)
     return float(point), lo, hi
+
+
+def paired_standard_error(x, ref, counts):
+    """The bootstrap standard error of the paired difference % (the resamples of its interval)."""
+    samples = resampled_differences(x, ref, counts)
+    finite = samples[np.isfinite(samples)]
+    return float(finite.std(ddof=1)) if finite.size > 1 else float("nan")
 
 
 def win_tie_loss(x, ref, rel, abs_s):
