@@ -130,12 +130,7 @@ def _gate_inputs(gain, n=40):
     plan = base * (1 - gain) + rng.normal(0, 1, n)
     sel = pd.concat([_table("atc", seeds, base * 1.1), _table("wmdd", seeds, base)])
     test = pd.concat([_table("wmdd", seeds + 10**6, base), _table("plan", seeds + 10**6, plan)])
-    run = {
-        "base": "wmdd",
-        "settings": {"candidates": 4},
-        "budget_ms": None,
-        "decision_ms": {"p50": 1.0, "p99": 2.0},
-    }
+    run = {"base": "wmdd", "setting": None, "settings": {"candidates": 4}, "budget_ms": None}
     return _table("plan", seeds[: n // 2], plan[: n // 2]), run, sel, test
 
 
@@ -153,14 +148,14 @@ def _complete(monkeypatch):
 def test_plan_becomes_the_verdict_only_when_significantly_better_on_validation(pcfg, monkeypatch):
     _complete(monkeypatch)
     table, run, sel, test = _gate_inputs(0.05)
-    w = plan_gate(_winner(), (table, run), sel, test, pcfg.benchmark)
+    w = plan_gate(_winner(), [(table, run)], sel, test, pcfg.benchmark)
     assert w["policy"] == "plan" and w["rule"] == "wmdd" and w["runner_up"] == "wmdd"
     p = w["plan"]
     assert p["chosen"] and p["base"] == "wmdd" and p["validation"]["seeds"] == [1000, 20]
     assert p["validation"]["ci95_pct"][1] < 0 and p["test"]["scenarios"] == 40
     assert "plan on wmdd is the verdict" in w["reason"]
     table, run, sel, test = _gate_inputs(-0.05)  # worse: the base stays, the record says by how much
-    w = plan_gate(_winner(), (table, run), sel, test, pcfg.benchmark)
+    w = plan_gate(_winner(), [(table, run)], sel, test, pcfg.benchmark)
     assert (
         w["policy"] == "wmdd"
         and not w["plan"]["chosen"]
@@ -173,7 +168,7 @@ def test_the_plan_gate_refuses_a_run_on_another_base(pcfg, monkeypatch):
     _complete(monkeypatch)
     table, run, sel, test = _gate_inputs(0.05)
     with pytest.raises(BenchmarkError, match="plan ran on 'atc'"):
-        plan_gate(_winner(), (table, {**run, "base": "atc"}), sel, test, pcfg.benchmark)
+        plan_gate(_winner(), [(table, {**run, "base": "atc"})], sel, test, pcfg.benchmark)
 
 
 def _plan_winner(tmp_path, d=-3.25):

@@ -63,7 +63,7 @@ def plan_runs(folders):
     return [read_plan_run(f) for f in folders]
 
 
-def plan_setting_of(args, cfg, base, policy_files):
+def plan_setting_of(args, cfg, base):
     """The grid setting plan runs at: ``--plan-setting``, or the one its candidacy picks on the
     runs of ``--plan-candidacy`` (paired with ``--plan-on``'s selection tables); None: config
     plan's own settings."""
@@ -78,19 +78,12 @@ def plan_setting_of(args, cfg, base, policy_files):
         return setting
     from pathlib import Path
 
-    from sched.evaluate.gate import candidacy_results, choose_setting
+    from sched.evaluate.gate import pick_setting
     from sched.evaluate.per_scenario import gather
     from sched.evaluate.seeds import check_selection
 
     sel = gather([Path(p) for p in args.plan_on], check_selection(cfg), "selection", "selection tables")
-    runs = plan_runs(folders)
-    for _, run in runs:
-        if run["base"] != base:
-            raise BenchmarkError(
-                f"--plan-candidacy: a run on {run['base']!r}, but --plan-on's tables choose {base!r}"
-            )
-    results = candidacy_results(runs, sel, cfg.benchmark)
-    pick = choose_setting(results, cfg.plan["choice_se"])
+    results, pick = pick_setting(plan_runs(folders), sel, cfg.benchmark, cfg.plan["choice_se"], base)
     picked = results[pick if pick is not None else 0]
     lo, hi = picked["ci95_pct"]
     print(

@@ -122,7 +122,7 @@ def run(args):
             )
     policy_files = parse_policy_files(args.policy_file)
     base = plan_base_of(args, cfg, names, policy_files)
-    setting = plan_setting_of(args, cfg, base, policy_files)
+    setting = plan_setting_of(args, cfg, base)
     specs, _ = resolve_policies(
         cfg, names, tuned=args.tuned, policy_files=policy_files, plan_base=base, plan_setting=setting
     )
@@ -175,8 +175,7 @@ def _write_plan_run(out, cfg, specs, seeds, base):
     from sched.learn.search.planner import check_settings
 
     spec = specs[PLAN]
-    settings = check_settings(spec.get("settings") or cfg.plan)
-    settings["rollout"] = spec["settings"]["rollout"] if spec.get("settings") else cfg.plan.rollout
+    settings = check_settings(spec.get("settings") or cfg.plan)  # its rollout among them
     scenarios = generate_scenarios(cfg, list(seeds)[:10])
     times = plan_decision_times(cfg, spec, scenarios, cfg.scenario.machines)
     at = f" at {spec['setting']}" if spec.get("setting") else ""

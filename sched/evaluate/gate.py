@@ -264,6 +264,19 @@ def choose_setting(results, choice_se):
     return next(i for i in finite if results[i]["mean_difference_pct"] <= bound)
 
 
+def pick_setting(runs, selection, bench, choice_se, base):
+    """(:func:`candidacy_results`, index of the pick or None) of plan's validation runs ``runs``,
+    every one of which must have run on ``base``, the policy the selection table chooses."""
+    for _, run in runs:
+        if run.get("base") != base:
+            raise BenchmarkError(
+                f"plan selection: plan ran on {run.get('base')!r}, but the selection table chooses "
+                f"{base!r}; rerun it with --plan-on the same selection table"
+            )
+    results = candidacy_results(runs, selection, bench)
+    return results, choose_setting(results, choice_se)
+
+
 def rule_text(choice_se):
     """The choice rule, as the report and winner.json state it."""
     return (
@@ -291,17 +304,8 @@ def plan_gate(winner, plan_runs, selection, test, bench, choice_se=0.5):
     ``test``: the test table, which confirms when it holds ``plan`` (run at the picked
     setting). ``bench``: the config's benchmark section. A plan winner keeps its base's rule, k
     and policy file: what ``rank()`` runs under it."""
-    if isinstance(plan_runs, tuple):  # one run: (table, record)
-        plan_runs = [plan_runs]
     base = winner["policy"]
-    for _, run in plan_runs:
-        if run.get("base") != base:
-            raise BenchmarkError(
-                f"plan selection: plan ran on {run.get('base')!r}, but the selection table chooses "
-                f"{base!r}; rerun it with --plan-on the same selection table"
-            )
-    results = candidacy_results(plan_runs, selection, bench)
-    pick = choose_setting(results, choice_se)
+    results, pick = pick_setting(plan_runs, selection, bench, choice_se, base)
     picked = results[pick] if pick is not None else results[0]
     run = plan_runs[pick if pick is not None else 0][1]
     d, (lo, hi) = picked["mean_difference_pct"], picked["ci95_pct"]
@@ -369,7 +373,7 @@ def plan_run_record(base, settings, setting=None):
     config plan's own settings) and its settings (``budget_ms`` apart)."""
     from sched.learn.search.planner import CANDIDACY_KEYS
 
-    drop = ("budget_ms", "scenarios", "test_offset", *CANDIDACY_KEYS)
+    drop = ("budget_ms", *CANDIDACY_KEYS)
     st = {k: v for k, v in settings.items() if k not in drop}
     return {"base": base, "setting": setting, "settings": st, "budget_ms": settings.get("budget_ms")}
 

@@ -103,8 +103,7 @@ rule gather:
         selection=layout.SELECTION_TABLE,
         tuned=layout.TUNED_PATH,
         policies=policy_files(),
-        candidacy=expand(f"{layout.plan_candidacy_dir('{setting}')}/{{name}}", setting=PLAN_SETTINGS,
-                         name=[layout.PER_SCENARIO, "plan.json"]),
+        candidacy=plan_candidacy_tables(),
         planners=f"{layout.PLAN_BENCH_DIR}/{layout.PER_SCENARIO}",
     output:
         per_scenario=f"{BENCH}/{layout.PER_SCENARIO}",
@@ -164,8 +163,8 @@ rule plan_candidacy:
         policies=policy_files(warm=False),
     output:
         per_scenario=f"{layout.plan_candidacy_dir('{setting}')}/{layout.PER_SCENARIO}",
-        run=f"{layout.plan_candidacy_dir('{setting}')}/plan.json",
-        times=f"{layout.plan_candidacy_dir('{setting}')}/plan.run.json",   # a run record
+        run=f"{layout.plan_candidacy_dir('{setting}')}/{PLAN_RUN}",
+        times=f"{layout.plan_candidacy_dir('{setting}')}/{PLAN_TIMES}",   # a run record
     params:
         seeds=PLAN_SEEDS,
         policy_files=policy_file_args(warm=False),

@@ -17,6 +17,7 @@ from sched import layout
 from sched.config import validate_config
 from sched.threads import usable_cpus
 from sched.evaluate.policies import HEURISTICS, default_policies, policy_key, round_name, warm_name
+from sched.evaluate.gate import PLAN_RUN, PLAN_TIMES
 from sched.learn.search.planner import grid_names
 from sched.evaluate.seeds import benchmark_seeds, plan_validation_seeds, range_text, selection_seeds, shard_ranges
 
@@ -447,6 +448,11 @@ def studio_report_inputs(wildcards):
 def plan_candidacy_dirs():
     """The folders of plan's validation runs, one per setting of the candidacy (PLAN_SETTINGS)."""
     return [layout.plan_candidacy_dir(name) for name in PLAN_SETTINGS]
+
+
+def plan_candidacy_tables():
+    """What gather reads of each validation run: its per-scenario table and plan.json."""
+    return [f"{d}/{name}" for d in plan_candidacy_dirs() for name in (layout.PER_SCENARIO, PLAN_RUN)]
 
 
 def planners(setting=None):
