@@ -185,6 +185,26 @@ def test_with_a_history_auto_follows_the_studio_verdict(tmp_path, queue):
     assert "studio" not in rank(queue, now=NOW, machines=4, explain=True, config=c).why.iloc[0]
 
 
+def test_a_studio_verdict_not_confirmed_runs_the_incumbent_and_says_why(tmp_path, queue):
+    # issue 50: the held-out confirmation failed (sched.evaluate.gate.held_out_gate): winner.json
+    # is the incumbent (atc-tuned here, a rule with its k) and its held_out record says why
+    verdict(tmp_path, None, "wmdd", "wmdd", where=setting(1))
+    failed = ["worse than the incumbent atc-tuned by more than the margin (2 %)"]
+    held = {"days": 7, "chosen": "spt", "incumbent": "atc-tuned", "best_rule": "atc-tuned",
+            "best_rule_on": "incumbent", "deployed": False, "confirmed": False, "failed": failed}  # fmt: skip
+    studio_verdict(tmp_path, "atc-tuned", "atc", held_out=held)
+    c = with_history(tmp_path)
+    why = rank(queue, now=NOW, explain=True, config=c).why.iloc[0]
+    assert why.endswith(
+        "; spt, chosen on validation, is not confirmed on the 7 held-out days (worse than the incumbent "
+        "atc-tuned by more than the margin (2 %)): the incumbent atc-tuned runs"
+    )
+    held["failed"] = "not a list"
+    studio_verdict(tmp_path, "atc-tuned", "atc", held_out=held)
+    with pytest.raises(Exception, match="field held_out.failed: expected a list of reasons"):
+        rank(queue, now=NOW, config=c)
+
+
 def test_a_studio_verdict_without_held_out_days_is_not_preferred(tmp_path, queue):
     verdict(tmp_path, None, "wmdd", "wmdd", where=setting(1))
     studio_verdict(tmp_path, "edd", "edd", workload={**STUDIO_WORKLOAD, "held_out": None})

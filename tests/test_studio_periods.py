@@ -47,19 +47,64 @@ def test_validation_days_veto_a_winner_significantly_worse_there():
     assert rec["ci95_pct"][0] > 0
 
 
-def test_when_the_generator_disagrees_the_validation_days_decide_on_their_means():
-    # 1 % worse on the days: not significant, but the days decide alone when the generator
-    # ranks the rules unlike them (lean), so the best rule there is the verdict
-    noisy = _held(7, 1.0)
-    ppo = noisy.policy == "ppo-1"
-    noisy.loc[ppo, "total_weighted_tardiness_s"] *= [1.3, 0.8, 1.1, 0.9, 1.05, 0.95, 1.0]
-    kept = validation_days_gate(_record(), noisy, SPECS, BENCH, lean=False)
-    assert kept["mean_difference_pct"] > 0 > kept["ci95_pct"][0]
-    assert kept["kept"] is True
+def _scaled(table, policy, factors):
+    """``table`` with ``policy``'s totals multiplied by ``factors`` (one a day, in day order)."""
+    t = table.copy()
+    t.loc[t.policy == policy, "total_weighted_tardiness_s"] *= factors
+    return t
+
+
+#: Noise that leaves a mean difference near its factor but its interval over 7 days wide.
+NOISE = [1.3, 0.8, 1.1, 0.9, 1.05, 0.95, 1.0]
+
+
+def test_few_noisy_days_do_not_flip_a_verdict_when_the_generator_disagrees():
+    # wmdd is the best rule on the days; ppo-1 (chosen on the scenarios) is worse than the
+    # incumbent atc there on the mean, not significantly: neither has the evidence (no
+    # scenario table), so the incumbent stays, whatever the days' means say
+    noisy = _scaled(_held(7, 1.0), "ppo-1", [1.0 + 0.2 * (f - 1.0) + 0.12 for f in NOISE])
+    noisy = _scaled(noisy, "wmdd", [1.0 + 0.5 * (f - 1.0) + 0.05 for f in NOISE])
     w = _record()
     rec = validation_days_gate(w, noisy, SPECS, BENCH, lean=True)
-    assert rec["kept"] is False and rec["leaned_on_days"] is True and w["policy"] == "wmdd"
-    assert "ranks the rules unlike the real days" in w["reason"]
+    assert rec["leaned_on_days"] is True and rec["incumbent"] == "atc" and rec["best_rule"] == "wmdd"
+    assert [c["policy"] for c in rec["challengers"]] == ["ppo-1", "wmdd"]
+    assert not any(c["replaces"] for c in rec["challengers"])
+    assert w["policy"] == "atc" and rec["kept"] is False and "no challenger has the evidence" in w["reason"]
+
+
+def test_a_challenger_significantly_better_on_the_days_replaces_the_incumbent():
+    w = _record()  # ppo-1 at 0.9 of wmdd, atc at 1.1: significantly better than atc on every day
+    rec = validation_days_gate(w, _held(7, 0.9), SPECS, BENCH, lean=True)
+    assert w["policy"] == "ppo-1" and rec["kept"] is True
+    first = rec["challengers"][0]
+    assert first["replaces"] and first["evidence"] == "significantly better on the validation days"
+    assert first["days_pct"][2] < 0 and "against the incumbent atc" in w["reason"]
+
+
+def test_pooled_evidence_the_scenarios_significant_and_the_days_not_worse_on_the_mean():
+    # on the days ppo-1 is 2 % better than atc on the mean, with an interval across zero
+    days = _scaled(_held(7, 1.1), "ppo-1", [0.98 * (1.0 + 0.5 * (f - 1.0)) for f in NOISE])
+    scenarios = _held(40, 1.0, seed=3)  # generated validation scenarios: ppo-1 10 % below atc
+    w = _record()
+    rec = validation_days_gate(w, days, SPECS, BENCH, lean=True, selection=scenarios)
+    first = rec["challengers"][0]
+    assert first["days_pct"][1] < 0 < first["days_pct"][2] and first["days_pct"][0] < 0
+    assert first["scenarios_pct"][2] < 0 and first["replaces"]
+    assert "not worse on the days' mean" in first["evidence"] and w["policy"] == "ppo-1"
+    # the same scenarios with ppo-1 worse on the days' mean: not enough
+    worse = _scaled(days, "ppo-1", 1.05)
+    w2 = _record()
+    rec2 = validation_days_gate(w2, worse, SPECS, BENCH, lean=True, selection=scenarios)
+    assert not rec2["challengers"][0]["replaces"] and w2["policy"] in ("atc", "wmdd")
+
+
+def test_the_days_best_rule_takes_over_when_only_it_has_the_evidence():
+    days = _scaled(_held(7, 1.0), "ppo-1", [1.2 * f for f in NOISE])  # ppo-1: 20 % worse, noisy
+    w = _record()
+    rec = validation_days_gate(w, days, SPECS, BENCH, lean=True)
+    chall = {c["policy"]: c for c in rec["challengers"]}
+    assert not chall["ppo-1"]["replaces"] and chall["wmdd"]["replaces"]  # wmdd: 9 % below atc every day
+    assert w["policy"] == "wmdd" and w["rule"] == "wmdd" and w["runner_up"] == "ppo-1"
 
 
 def test_the_validation_days_need_the_winner_replayed():
@@ -71,24 +116,63 @@ def test_the_validation_days_need_the_winner_replayed():
 # ------------------------------------------------------------------ the held-out days only confirm
 
 
-def test_held_out_days_only_confirm_against_the_validation_days_best_rule():
-    # significantly worse than atc on the held-out days: recorded, not acted on
-    held = _held(7, 1.3)
-    w = held_out_gate(_record(), held, SPECS, BENCH, best_rule="atc")
+def test_a_confirmation_that_fails_falls_back_to_the_incumbent():
+    # ppo-1 significantly worse than the incumbent atc on the held-out days: not confirmed, and
+    # the verdict becomes atc (rank() follows it), whatever the validation days' best rule was
+    w = held_out_gate(_record(), _held(7, 1.3), SPECS, BENCH, best_rule="ppo-1")
     h = w["held_out"]
-    assert w["policy"] == "ppo-1" and h["deployed"] is True and h["confirmed"] is False
-    assert h["best_rule"] == "atc" and h["best_rule_on"] == "validation days"
-    assert "not confirmed (the held-out days only confirm)" in w["reason"]
-    # wmdd is the best rule on these held-out days, but it was not named on the validation days
-    assert h["best_rule"] != "wmdd"
+    assert h["confirmed"] is False and h["deployed"] is False and h["incumbent"] == "atc"
+    assert h["chosen"] == "ppo-1" and w["policy"] == "atc" and w["rule"] == "atc" and w["atc_k"] == 2.0
+    assert w["policy_file"] is None and w["runner_up"] == "ppo-1"
+    assert h["failed"][0] == "significantly worse than the incumbent atc"
+    assert "significantly worse than wmdd, the held-out days' best rule" in h["failed"]
+    assert "rank() follows the incumbent, atc" in w["reason"]
+
+
+def test_the_confirmation_is_not_against_the_chosen_rule_itself():
+    # issue 50: the verdict wmdd, the validation days' best rule too, was confirmed by
+    # construction against itself; it is now held to the incumbent and can fail
+    w = _record()
+    w.update(policy="wmdd", rule="wmdd", policy_file=None)
+    held = _scaled(_held(7, 1.0), "wmdd", 1.25)  # wmdd 1.25 against atc 1.1: 14 % worse
+    held_out_gate(w, held, SPECS, BENCH, best_rule="wmdd")
+    h = w["held_out"]
+    assert h["incumbent"] == "atc" and h["mean_difference_pct"] == pytest.approx(100 * (1.25 / 1.1 - 1))
+    assert h["confirmed"] is False and w["policy"] == "atc"
 
 
 def test_held_out_confirmation_when_not_worse():
     w = held_out_gate(_record(), _held(7, 1.0), SPECS, BENCH, best_rule="atc")
-    assert w["held_out"]["confirmed"] is True and "not significantly worse: confirmed" in w["reason"]
-    # the held-out days' own best rule is reported, never chosen on
-    assert w["held_out"]["best_rule_there"] == "wmdd" and "for the record" in w["reason"]
-    assert w["policy"] == "ppo-1"
+    h = w["held_out"]
+    assert h["confirmed"] is True and h["deployed"] is True and h["failed"] == []
+    assert h["mean_difference_pct"] == pytest.approx(100 * (1.0 / 1.1 - 1)) and "confirmed." in w["reason"]
+    # the held-out days' own best rule is a reference too (ppo-1 ties it here), never chosen on
+    assert h["best_rule_there"] == "wmdd" and w["policy"] == "ppo-1"
+
+
+def test_worse_than_the_incumbent_by_more_than_the_margin_is_not_confirmed():
+    held = _scaled(_held(7, 1.1), "wmdd", 1.2)  # atc the best rule there too
+    held = _scaled(held, "ppo-1", [1.04 * (1.0 + 0.5 * (f - 1.0)) for f in NOISE])
+    w = held_out_gate(_record(), held, SPECS, BENCH, best_rule="atc", margin=2.0)
+    h = w["held_out"]
+    assert h["ci95_pct"][0] < 0 < h["mean_difference_pct"] and h["mean_difference_pct"] > 2.0
+    assert h["failed"] == ["worse than the incumbent atc by more than the margin (2 %)"]
+    assert w["policy"] == "atc"
+    wide = held_out_gate(_record(), held, SPECS, BENCH, best_rule="atc", margin=10.0)
+    assert wide["held_out"]["confirmed"] is True and wide["policy"] == "ppo-1"
+
+
+def test_worse_than_the_incumbent_on_both_test_scenarios_and_held_out_days_is_not_confirmed():
+    held = _scaled(_held(7, 1.1), "wmdd", 1.2)  # atc the best rule there too
+    held = _scaled(held, "ppo-1", [1.01 * (1.0 + 0.5 * (f - 1.0)) for f in NOISE])
+    test_better, test_worse = _held(30, 1.0, seed=5), _held(30, 1.12, seed=5)
+    ok = held_out_gate(_record(), held, SPECS, BENCH, best_rule="atc", test=test_better, margin=5.0)
+    assert ok["held_out"]["confirmed"] is True and ok["held_out"]["test_against_incumbent_pct"] < 0
+    w = held_out_gate(_record(), held, SPECS, BENCH, best_rule="atc", test=test_worse, margin=5.0)
+    h = w["held_out"]
+    assert h["test_against_incumbent_pct"] == pytest.approx(100 * (1.12 / 1.1 - 1))
+    assert h["failed"][0].startswith("worse than the incumbent atc on both the generated test scenarios")
+    assert h["confirmed"] is False and w["policy"] == "atc"
 
 
 def test_without_validation_days_the_held_out_gate_still_picks_its_own_best_rule():

@@ -29,6 +29,12 @@ def register(sub):
         type=float,
         help="Kendall's tau below which the verdict leans on the real days (default: studio.fidelity_tau)",
     )
+    s.add_argument(
+        "--no-variants",
+        action="store_true",
+        help="skip the generator's other variants (each switch of scenario.workload_model alone, all of "
+        "them, none), whose tau the record reports beside the config's",
+    )
     s.add_argument("--out", default=layout.fidelity_dir(), help="output folder (default: %(default)s)")
     threads.add_option(s)
     s.set_defaults(func=run)
@@ -41,10 +47,13 @@ def run(args):
     from sched.data.model import scenario_model
     from sched.data.workload.fidelity import (
         check,
+        model_record,
         real_sample,
         render_figure,
         scenario_samples,
         stream_samples,
+        switch_variants,
+        switches_text,
         verdict_text,
     )
     from sched.data.workload.replay import held_out_stream
@@ -90,8 +99,19 @@ def run(args):
     threshold = args.threshold if args.threshold is not None else float(cfg.studio.get("fidelity_tau", 0.8))
     if not -1.0 <= threshold <= 1.0:
         raise UsageError(f"--threshold: Kendall's tau lies in [-1, 1], got {threshold}")
-    table, record, queues = check(real, streams, scenarios, machines, float(cfg.rules.atc_k), threshold)
+    k = float(cfg.rules.atc_k)
+    table, record, queues = check(real, streams, scenarios, machines, k, threshold)
     record["period"] = list(period)
+    variants = []
+    if not args.no_variants:  # issue 50: tau with each switch of scenario.workload_model alone
+        for name, sw in switch_variants(dict(model.switches), workload):
+            c = cfg.replace(scenario={"workload_model": sw})
+            m = scenario_model(c)
+            st = stream_samples(m, fidelity_seeds(c, n), stream.scenario.week_start_s, real.days)
+            sc = scenario_samples(generate_scenarios(c, selection_seeds(c)[:n_sc]))
+            variants.append((name, sw, check(real, st, sc, machines, k, threshold)[1]["tau"]))
+            print(f"fidelity: {name}: tau {variants[-1][2]}", file=sys.stderr)
+    record["model"] = model_record(dict(model.switches), variants)
     out = Path(args.out)
     png = render_figure(table, record, queues)
     files.write_set(
@@ -103,5 +123,6 @@ def run(args):
     )
     print(table.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
     print(verdict_text(record))
+    print(switches_text(record))
     for name in (layout.FIDELITY_TABLE, layout.FIDELITY_FIGURE, layout.FIDELITY_RECORD):
         print(f"wrote {out / name}", file=sys.stderr)

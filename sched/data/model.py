@@ -87,6 +87,15 @@ class ScenarioModel:
     #: ``scenario.warm_up_days`` in seconds, and the tasks drawn for it beyond ``tasks``.
     warm_up_s: float = 0.0
     warm_up_tasks: int = 0
+    #: ``scenario.workload_model``: which of issue 50's elements a workload's scenarios draw
+    #: (class_durations, heavy_tails, day_intensity; :func:`workload_switches`).
+    switches: MappingProxyType = dataclasses.field(default_factory=lambda: MappingProxyType({}))
+
+    def history_durations(self):
+        """Whether durations come from the history's measured ones (not the bench calibration)."""
+        return self.workload is not None and (
+            self.switches.get("class_durations", False) or self.switches.get("heavy_tails", False)
+        )
 
     @property
     def capacity(self):
@@ -163,6 +172,40 @@ def duration_scale(workload, mean):
     return float(target) / float(mean)
 
 
+#: The elements of issue 50's workload model, each switched on in config scenario.workload_model,
+#: and the section of the workload file it needs.
+SWITCHES = {
+    "class_durations": "durations",
+    "heavy_tails": "durations",
+    "day_intensity": "arrivals.day_factors",
+}
+
+
+def workload_switches(options, workload, path):
+    """The switches of config ``scenario.workload_model`` (``options``), checked against the
+    workload file (``workload``, read from ``path``): a switch on needs its fitted section."""
+    on = {k: bool((options or {}).get(k, False)) for k in SWITCHES}
+    if workload is None:
+        return on
+    have = {
+        "durations": workload.get("durations") is not None,
+        "arrivals.day_factors": workload["arrivals"].get("day_factors") is not None,
+    }
+    for k, section in SWITCHES.items():
+        if on[k] and not have[section]:
+            raise ModelError(
+                f"scenario.workload_model.{k}: true, but the workload file {path} has no {section} "
+                "(fit it again with `sched calibrate-workload`; durations need the history's "
+                "started_at and finished_at)"
+            )
+    if on["class_durations"] and workload["deadlines"].get("share_without_by_class") is None:
+        raise ModelError(
+            f"scenario.workload_model.class_durations: true, but the workload file {path} has no "
+            "deadlines.share_without_by_class (fit it again with `sched calibrate-workload`)"
+        )
+    return on
+
+
 def scenario_model(cfg):
     """The :class:`ScenarioModel` of a validated config (``sched.config.load_config``).
 
@@ -192,7 +235,16 @@ def scenario_model(cfg):
     workload = load_workload(workload_file) if workload_file else None
     with np.errstate(over="ignore"):  # a huge sigma: an infinite mean, refused by draw() in one line
         mean = np.float64(mean_duration(specs))  # numpy: an infinite mean divides without raising
+    switches = workload_switches(sc.get("workload_model"), workload, workload_file)
     scale = duration_scale(workload, mean)
+    if workload is not None and (switches["class_durations"] or switches["heavy_tails"]):
+        from sched.data.workload.workload import shape_mean
+
+        # the history's own durations: their load is the history's, nothing to scale
+        mean, scale = (
+            np.float64(shape_mean(workload, switches["class_durations"], switches["heavy_tails"])),
+            1.0,
+        )
     tasks = sc["tasks"]
     if tasks == DAY:
         tasks = day_tasks(workload, float(sc.get("workload_scale", 1.0)))
@@ -223,4 +275,5 @@ def scenario_model(cfg):
         workload_file=workload_file,
         warm_up_s=warm_days * 86400.0,
         warm_up_tasks=int(warm_tasks),
+        switches=MappingProxyType(switches),
     )

@@ -35,7 +35,13 @@ from sched.config import shorten
 from sched.data.distributions import sample_durations
 from sched.data.machines import total as total_speed
 from sched.data.model import ScenarioModel, scenario_model  # noqa: F401  (scenario_model: also from here)
-from sched.data.workload.workload import class_table, draw_allowance, draw_arrivals, draw_priorities
+from sched.data.workload.workload import (
+    class_table,
+    draw_allowance,
+    draw_arrivals,
+    draw_durations,
+    draw_priorities,
+)
 from sched.errors import SchedError
 from sched.limits import MAX_MACHINES, MAX_SCENARIO_BYTES, MAX_SCENARIO_TASKS, MAX_SECONDS, MAX_WEIGHT
 from sched.sim.objective import tardiness
@@ -301,7 +307,8 @@ def _draw(model, seed, n, rho, capacity, week_start_s=None):
     if workload is not None:
         # the queue history's weekly profile (scenario.workload), from a seeded time of the week
         start = None if week_start_s is None else week_start_s / 3600.0
-        arrival, how, start_hour = draw_arrivals(workload, r_arrival, n, model.workload_scale, start)
+        by_day = model.switches.get("day_intensity", False)
+        arrival, how, start_hour = draw_arrivals(workload, r_arrival, n, model.workload_scale, start, by_day)
     else:
         # Poisson arrivals: rate lambda such that rho = lambda * E[p] / (sum of the speeds)
         rate = rho * capacity / model.mean_duration
@@ -309,11 +316,19 @@ def _draw(model, seed, n, rho, capacity, week_start_s=None):
         start_hour = 0.0
 
     kind_idx = r_kind.choice(len(kinds), size=n, p=model.shares)
-    duration = np.empty(n)
-    for i, k in enumerate(kinds):
-        # a full stream per kind keeps each kind's draws fixed when shares change
-        draws = sample_durations(specs[k], np.random.default_rng(r_duration.integers(2**63)), n)
-        duration[kind_idx == i] = draws[kind_idx == i]
+    if workload is not None:  # the class first: with the history's durations, they depend on it
+        classes, weights, _ = class_table(workload)
+        cls_idx = draw_priorities(workload, r_priority, how % 24)
+        weight = weights[cls_idx]
+    if model.history_durations():  # scenario.workload_model (issue 50): the history's own durations
+        sw = model.switches
+        duration = draw_durations(workload, r_duration, weight, sw["class_durations"], sw["heavy_tails"])
+    else:
+        duration = np.empty(n)
+        for i, k in enumerate(kinds):
+            # a full stream per kind keeps each kind's draws fixed when shares change
+            draws = sample_durations(specs[k], np.random.default_rng(r_duration.integers(2**63)), n)
+            duration[kind_idx == i] = draws[kind_idx == i]
 
     duration *= model.duration_scale  # with a workload: the history's load (sched.data.model)
     sigma = model.sigma
@@ -321,11 +336,10 @@ def _draw(model, seed, n, rho, capacity, week_start_s=None):
     estimate = duration * np.exp(sigma * z) if sigma > 0 else duration.copy()
 
     if workload is not None:
-        classes, weights, _ = class_table(workload)
-        cls_idx = draw_priorities(workload, r_priority, how % 24)
-        weight = weights[cls_idx]
-        # deadline from the estimate, as the history's allowance / estimate (or none)
-        due = arrival + draw_allowance(workload, r_due, estimate)
+        # deadline from the estimate, as the history's allowance / estimate (or none: each
+        # class's share without one when the durations are the classes')
+        by_class = cls_idx if model.switches.get("class_durations", False) else None
+        due = arrival + draw_allowance(workload, r_due, estimate, by_class)
     else:
         classes = list(model.classes)
         cls_idx = r_priority.choice(len(classes), size=n, p=model.class_probs)

@@ -75,37 +75,114 @@ def _rule_verdict(winner, best, specs, d, lo, hi, reason):
     )
 
 
+#: The rule fixed in advance by which a challenger replaces the incumbent when the generator
+#: ranks the rules unlike the real days (few noisy days must not flip the verdict; issue 50).
+CHALLENGE = (
+    "the scenarios' winner, then the validation days' best rule, each in turn, replaces the "
+    "incumbent when its paired interval against it over the validation days lies below zero, or "
+    "when its paired interval against it over the generated validation scenarios lies below zero "
+    "and its mean over the validation days is not above the incumbent's"
+)
+
 #: How the validation days and the generated validation scenarios are weighed (winner.json
 #: ``selection.days.weighing``; docs/workload.md, "The studio setting").
 WEIGHING = (
     "the generated validation scenarios choose (many, so they resolve small differences, but drawn "
     "from a fit that may not imitate the real days); the validation days veto (few, so their "
     "intervals are wide, but real): a choice significantly worse there than the best rule there "
-    "becomes that rule; when the generator ranks the rules unlike the real days (fidelity), the "
-    "validation days decide alone, on their means"
+    "becomes that rule; when the generator ranks the rules unlike the real days (fidelity), a "
+    "challenger replaces the incumbent (atc-tuned, else atc) only on evidence: " + CHALLENGE
 )
 
+#: The incumbent a studio challenger has to beat: the setting's tuned rule, else ATC.
+INCUMBENTS = ("atc-tuned", "atc")
 
-def validation_days_gate(winner, days_table, specs, bench, lean=False, period=None):
+
+def incumbent_of(twt, what):
+    """The incumbent among the policies of ``twt`` (:data:`INCUMBENTS`, the first present)."""
+    for name in INCUMBENTS:
+        if name in twt:
+            return name
+    raise BenchmarkError(
+        f"{what} table: no rows for {' or '.join(INCUMBENTS)}, the incumbent a verdict is held to"
+    )
+
+
+def _challenge(candidate, incumbent, twt, days, scenarios, bench):
+    """The evidence for ``candidate`` against ``incumbent`` (:data:`CHALLENGE`): its paired difference
+    over the validation days (``twt``, ``days``) and over the generated validation scenarios
+    (``scenarios``: (seeds, {policy: totals}) or None), and whether it replaces the incumbent."""
+    d, lo, hi = _against(twt, candidate, incumbent, days, bench)
+    record = {"policy": candidate, "days_pct": [d, lo, hi], "scenarios_pct": None}
+    on_days = bool(hi < 0)
+    pooled = False
+    if scenarios is not None and candidate in scenarios[1] and incumbent in scenarios[1]:
+        seeds, sc = scenarios
+        s = _against(sc, candidate, incumbent, seeds, bench)
+        record["scenarios_pct"] = list(s)
+        pooled = bool(s[2] < 0 and d <= 0)
+    record["replaces"] = on_days or pooled
+    record["evidence"] = (
+        "significantly better on the validation days" if on_days
+        else "significantly better on the generated validation scenarios and not worse on the days' mean"
+        if pooled else "not enough"
+    )  # fmt: skip
+    return record
+
+
+def _lean_verdict(winner, specs, twt, days, scenarios, bench):
+    """The verdict when the generator ranks the rules unlike the real days (:data:`CHALLENGE`):
+    ``winner`` is kept, made the days' best rule, or made the incumbent. Returns (incumbent, the
+    challengers' records, whether the winner was kept)."""
+    chosen = winner["policy"]
+    incumbent = incumbent_of(twt, "validation-day")
+    best = best_heuristic(twt)
+    challengers = [
+        _challenge(c, incumbent, twt, days, scenarios, bench)
+        for c in dict.fromkeys((chosen, best))
+        if c != incumbent
+    ]
+    taken = next((c for c in challengers if c["replaces"]), None)
+    verdict = taken["policy"] if taken else incumbent
+    if verdict == chosen:
+        if taken:
+            d, lo, hi = taken["days_pct"]
+            winner["reason"] += (
+                f" The generator ranks the rules unlike the real days: against the incumbent {incumbent} it "
+                f"is {taken['evidence']} ({d:+.2f} % [{lo:+.2f} %, {hi:+.2f} %] over the {len(days)} "
+                "days): kept."
+            )
+        return incumbent, challengers, True
+    d, lo, hi = _against(twt, chosen, verdict, days, bench)
+    words = (
+        f"against the incumbent {incumbent} it is {taken['evidence']}" if taken
+        else f"no challenger has the evidence to replace the incumbent ({CHALLENGE})"
+    )  # fmt: skip
+    _rule_verdict(
+        winner, verdict, specs, d, lo, hi,
+        f"{chosen} was chosen on the generated validation scenarios ({winner['reason']}), but the generator "
+        f"ranks the rules unlike the {len(days)} validation days, so a challenger must show evidence; "
+        f"{words}: the verdict is {verdict}.",
+    )  # fmt: skip
+    return incumbent, challengers, False
+
+
+def validation_days_gate(winner, days_table, specs, bench, lean=False, period=None, selection=None):
     """``winner`` (chosen on the generated validation scenarios; changed in place and returned)
     weighed with the validation days (:data:`WEIGHING`): the best rule on the days, the winner's
     paired difference to it, and the verdict.
 
     ``days_table``: the validation-day replay's per-scenario table (a row per day and policy,
     ``sched replay --validation``); ``lean``: whether the generator ranks the rules unlike the
-    real days (``sched.data.workload.fidelity``), when the days decide alone; ``period``: the
-    days ([FIRST_DAY, LAST_DAY]). Returns the record for winner.json's ``selection.days``.
+    real days (``sched.data.workload.fidelity``), when a challenger replaces the incumbent only
+    on evidence (:data:`CHALLENGE`); ``period``: the days ([FIRST_DAY, LAST_DAY]);
+    ``selection``: the generated validation scenarios' table, the pooled evidence's other half.
+    Returns the record for winner.json's ``selection.days``.
     """
     chosen = winner["policy"]
     days, twt = _days(days_table, "validation-day", chosen, "--validation")
-    best = best_heuristic(twt)  # the best rule on the validation days: the held-out days' reference
+    best = best_heuristic(twt)  # the best rule on the validation days
     d, lo, hi = _against(twt, chosen, best, days, bench)
-    if lean:
-        replaced = bool(d > 0)  # NaN: kept
-        why = "has the higher mean there, and the generator ranks the rules unlike the real days"
-    else:
-        replaced = bool(lo > 0)
-        why = "is significantly worse there"
     record = {
         "period": list(period) if period else None,
         "days": len(days),
@@ -115,16 +192,21 @@ def validation_days_gate(winner, days_table, specs, bench, lean=False, period=No
         "mean_difference_pct": d,
         "ci95_pct": [lo, hi],
         "leaned_on_days": bool(lean),
-        "kept": not replaced,
         "weighing": WEIGHING,
     }
+    if lean:
+        scenarios = matrix(selection) if selection is not None else None
+        incumbent, challengers, kept = _lean_verdict(winner, specs, twt, days, scenarios, bench)
+        record.update(kept=kept, incumbent=incumbent, challengers=challengers)
+        return record
     said = f"{d:+.2f} % [{lo:+.2f} %, {hi:+.2f} %] (paired bootstrap over the days)"
-    if replaced:
+    record["kept"] = not bool(lo > 0)
+    if not record["kept"]:
         _rule_verdict(
             winner, best, specs, d, lo, hi,
             f"{chosen} was chosen on the generated validation scenarios ({winner['reason']}) but on the "
-            f"{len(days)} validation days, against the best rule there, {best}, it is {said}: it {why}; "
-            f"the verdict is {best}.",
+            f"{len(days)} validation days, against the best rule there, {best}, it is {said}: it is "
+            f"significantly worse there; the verdict is {best}.",
         )  # fmt: skip
     elif chosen != best:
         winner["reason"] += (
@@ -133,52 +215,110 @@ def validation_days_gate(winner, days_table, specs, bench, lean=False, period=No
     return record
 
 
-def held_out_gate(winner, held, specs, bench, best_rule=None):
+def _mean_difference(twt, chosen, ref):
+    """The difference % of the means of ``chosen`` and ``ref`` (NaN when the reference's is 0)."""
+    r = float(np.mean(twt[ref]))
+    return (float(np.mean(twt[chosen])) - r) / r * 100.0 if r > 0 else float("nan")
+
+
+def _confirmation(twt, chosen, days, bench, test, margin):
+    """The held-out days' confirmation of ``chosen``: its paired differences to the incumbent and
+    to the held-out days' own best rule, its mean difference to the incumbent on the generated
+    test scenarios (``test``: {policy: totals} or None), and the reasons it fails (none: confirmed).
+    """
+    incumbent = incumbent_of(twt, "held-out")
+    own = best_heuristic(twt)
+    di, loi, hii = _against(twt, chosen, incumbent, days, bench)
+    do, loo, hio = _against(twt, chosen, own, days, bench)
+    on_test = (
+        _mean_difference(test, chosen, incumbent)
+        if test is not None and chosen in test and incumbent in test else None
+    )  # fmt: skip
+    failed = []
+    if loi > 0:
+        failed.append(f"significantly worse than the incumbent {incumbent}")
+    elif di > margin:
+        failed.append(f"worse than the incumbent {incumbent} by more than the margin ({margin:g} %)")
+    if loo > 0 and own != incumbent:
+        failed.append(f"significantly worse than {own}, the held-out days' best rule")
+    if on_test is not None and on_test > 0 and di > 0:
+        failed.append(
+            f"worse than the incumbent {incumbent} on both the generated test scenarios ({on_test:+.2f} %) "
+            "and the held-out days"
+        )
+    return {
+        "days": len(days),
+        "chosen": chosen,
+        "incumbent": incumbent,
+        "best_rule": incumbent,  # the reference the verdict falls back to (files before issue 50: the days')
+        "best_rule_on": "incumbent",
+        "mean_difference_pct": di,
+        "ci95_pct": [loi, hii],
+        "best_rule_there": own,
+        "against_best_rule_there_pct": [do, loo, hio],
+        "test_against_incumbent_pct": on_test,
+        "margin_pct": float(margin),
+        "failed": failed,
+        "confirmed": not failed,
+    }
+
+
+def held_out_gate(winner, held, specs, bench, best_rule=None, test=None, margin=2.0):
     """``winner`` (a winner record, changed in place and returned) confirmed on the held-out days.
 
     ``held``: the held-out replay's per-scenario table (a row per day and policy);
     ``specs``: the benchmark's policy specs; ``bench``: the config's benchmark section
     (bootstrap resamples, seed and level). ``best_rule``: the best rule on the validation
-    days (:func:`validation_days_gate`), named before the held-out days are read: they then
-    only confirm the verdict against it and change nothing. Without validation days (a
-    history too short for them) the best rule is the held-out days' own, and a verdict
-    significantly worse than it there becomes that rule.
+    days (:func:`validation_days_gate`): the held-out days then confirm the verdict against
+    independent references, the incumbent (atc-tuned, else atc) and the held-out days' own
+    best rule, and the confirmation can fail: a verdict significantly worse than either, worse
+    than the incumbent by more than ``margin`` % (config studio.confirm_margin_pct), or worse
+    than the incumbent on both the generated test scenarios (``test``, their per-scenario
+    table) and the held-out days is ``not confirmed``, and the verdict becomes the incumbent.
+    Without validation days (a history too short for them) the best rule is the held-out
+    days' own, and a verdict significantly worse than it there becomes that rule.
     """
     chosen = winner["policy"]
     days, twt = _days(held, "held-out", chosen, "--held-out")
-    confirm_only = best_rule is not None
-    if confirm_only and best_rule not in twt:
-        raise BenchmarkError(f"held-out table: no rows for {best_rule}, the best rule on the validation days")
-    best = best_rule if confirm_only else best_heuristic(twt)
+    if best_rule is not None:
+        tw = matrix(test)[1] if test is not None else None
+        record = _confirmation(twt, chosen, days, bench, tw, margin)
+        record["validation_best_rule"] = best_rule
+        inc, (d, lo, hi) = record["incumbent"], (record["mean_difference_pct"], *record["ci95_pct"])
+        said = f"against the incumbent {inc}: {d:+.2f} % [{lo:+.2f} %, {hi:+.2f} %]" if chosen != inc else ""
+        own = record["best_rule_there"]
+        if own != chosen:
+            od, olo, ohi = record["against_best_rule_there_pct"]
+            said += "; " if said else ""
+            said += f"against {own}, their best rule: {od:+.2f} % [{olo:+.2f} %, {ohi:+.2f} %]"
+        said = f"On the {len(days)} held-out days, {chosen} " + (said or "is the best rule there")
+        record["deployed"] = record["confirmed"] or chosen == inc
+        if record["confirmed"]:
+            winner["reason"] += f" {said}: confirmed."
+        elif chosen == inc:
+            failed = "; ".join(record["failed"])
+            winner["reason"] += f" {said}: not confirmed ({failed}); it is the incumbent."
+        else:
+            _rule_verdict(
+                winner, inc, specs, d, lo, hi,
+                f"{winner['reason']} {said}: not confirmed ({'; '.join(record['failed'])}); "
+                f"rank() follows the incumbent, {inc}.",
+            )  # fmt: skip
+        winner["held_out"] = record
+        return winner
+    best = best_heuristic(twt)
     d, lo, hi = _against(twt, chosen, best, days, bench)
     worse = bool(lo > 0)  # NaN (no tardiness at all): not worse
     record = {
         "days": len(days),
         "best_rule": best,
-        "best_rule_on": "validation days" if confirm_only else "held-out days",
+        "best_rule_on": "held-out days",
         "chosen": chosen,
         "mean_difference_pct": d,
         "ci95_pct": [lo, hi],
-        "deployed": confirm_only or not worse,
+        "deployed": not worse,
         "confirmed": not worse,
     }
-    if confirm_only:
-        own = best_heuristic(twt)  # reported only: the held-out days choose nothing
-        record["best_rule_there"] = own
-        if chosen == best:
-            said = f"{chosen} is the best rule of the validation days itself: confirmed"
-        else:
-            said = f"against {best}, the validation days' best rule: {d:+.2f} % [{lo:+.2f} %, {hi:+.2f} %]"
-            said += ": " + (
-                "significantly worse: not confirmed (the held-out days only confirm)" if worse
-                else "not significantly worse: confirmed"
-            )  # fmt: skip
-        if own not in (chosen, best):
-            od, olo, ohi = _against(twt, chosen, own, days, bench)
-            said += f"; the best rule there, {own}, for the record: {od:+.2f} % [{olo:+.2f} %, {ohi:+.2f} %]"
-        winner["reason"] += f" On the {len(days)} held-out days, {said}."
-        winner["held_out"] = record
-        return winner
     if worse:
         _rule_verdict(
             winner, best, specs, d, lo, hi,

@@ -373,12 +373,15 @@ def write_outputs(
             if chosen is None:
                 raise BenchmarkError("the validation days weigh a winner chosen on a selection table")
             table, period, lean = validation_days
-            chosen["days"] = validation_days_gate(winner, table, specs, cfg.benchmark, lean, period)
+            chosen["days"] = validation_days_gate(
+                winner, table, specs, cfg.benchmark, lean, period, selection
+            )
             best_rule = chosen["days"]["best_rule"]
         if held_out is not None and full:
             from sched.evaluate.gate import held_out_gate
 
-            held_out_gate(winner, held_out, specs, cfg.benchmark, best_rule)
+            margin = float(cfg.studio["confirm_margin_pct"])  # the held-out days' margin to the incumbent
+            held_out_gate(winner, held_out, specs, cfg.benchmark, best_rule, frame, margin)
         if winner["policy_file"] is not None:  # winner.json binds the file it names (rank() checks it)
             try:
                 winner["policy_sha256"] = files.sha256_file(

@@ -127,6 +127,18 @@ def _held_out_note(held, path):
         raise RankInputError(f"{path}: field held_out: expected the chosen and best_rule policy names")
     if not isinstance(confirmed, bool):
         raise RankInputError(f"{path}: field held_out.confirmed: expected true/false, got {confirmed!r:.40}")
+    failed = held.get("failed") or []  # the confirmation's reasons it failed (issue 50; earlier files: none)
+    if not (isinstance(failed, list) and all(isinstance(f, str) and len(f) < 400 for f in failed)):
+        raise RankInputError(f"{path}: field held_out.failed: expected a list of reasons, got {failed!r:.60}")
+    if held.get("best_rule_on") == "incumbent":
+        if confirmed:
+            return f"; confirmed on the {days} held-out days against the incumbent {best}"
+        if deployed:  # the verdict is the incumbent itself
+            return f"; not confirmed on the {days} held-out days ({'; '.join(failed)}); it is the incumbent"
+        return (
+            f"; {chosen}, chosen on validation, is not confirmed on the {days} held-out days "
+            f"({'; '.join(failed)}): the incumbent {best} runs"
+        )
     if deployed and chosen == best:
         return f"; also the best rule on the {days} held-out days"
     if deployed and not confirmed:

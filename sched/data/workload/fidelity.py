@@ -213,6 +213,31 @@ def check(real, streams, scenarios, machines, k, threshold=TAU_THRESHOLD):
     return pd.DataFrame(rows, columns=list(TABLE_COLUMNS)), record, queues
 
 
+def switch_variants(on, workload):
+    """The generator's variants whose tau the check reports beside the config's (issue 50): the
+    weekly profile alone, each of ``scenario.workload_model``'s switches alone, and all of them,
+    those the workload file can draw (``sched.data.model.SWITCHES``); [(name, switches)]."""
+    from sched.data.model import SWITCHES
+
+    have = {"durations": workload.get("durations") is not None,
+            "arrivals.day_factors": workload["arrivals"].get("day_factors") is not None}  # fmt: skip
+    usable = [k for k, section in SWITCHES.items() if have[section]]
+    off = dict.fromkeys(SWITCHES, False)
+    variants = [("profile only", off)] + [(k, {**off, k: True}) for k in usable]
+    if len(usable) > 1:
+        variants.append(("all", {**off, **dict.fromkeys(usable, True)}))
+    return [(name, sw) for name, sw in variants if sw != on]
+
+
+def model_record(on, variants):
+    """fidelity.json's ``model``: the switches on in the config, and each variant's tau."""
+    return {
+        "switches": dict(on),
+        "on": [k for k, v in on.items() if v] or ["profile only"],
+        "variants": [{"variant": name, "switches": sw, "tau": tau} for name, sw, tau in variants],
+    }
+
+
 def _warm_up_days(samples):
     """The generated scenarios' warm-up (days), as ``scenario.warm_up_days`` drew it."""
     return float(samples[0].counted_from / DAY_S) if samples else 0.0
@@ -226,6 +251,21 @@ def _mean(values):
 
 def _ratio(x, ref):
     return float(x / ref) if ref > 0 else float("nan")
+
+
+def switches_text(record):
+    """One line: the generator's switches on, and the tau of each variant checked beside it."""
+    m = record.get("model")
+    if not m:
+        return ""
+    rest = "; ".join(
+        f"{v['variant']}: {v['tau']['scenarios']:.2f} (streams {v['tau']['streams']:.2f})"
+        for v in m["variants"]
+    )
+    return (
+        f"Generator switched on (config scenario.workload_model): {', '.join(m['on'])}; Kendall's tau on the "
+        f"scenarios with the other variants: {rest or 'none checked'}."
+    )
 
 
 def verdict_text(record):

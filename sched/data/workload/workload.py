@@ -142,6 +142,7 @@ def check_workload(data, source="workload"):
     split = data.get("split")
     if split is not None:
         check_split(split, fail)
+    _check_shapes(data, fail)
     d = data["deadlines"]
     s = d.get("share_without")
     if not (_is_number(s) and 0 <= s <= 1):
@@ -159,6 +160,49 @@ def check_workload(data, source="workload"):
         arr = _numbers(q, (len(edges) + 1, len(q[0])), fail, "deadlines.allowance.ratio_quantiles")
         if arr.shape[1] < 2 or np.any(np.diff(arr, axis=1) < 0):
             fail("deadlines.allowance.ratio_quantiles", "expected increasing quantiles, at least 2 a bin")
+
+
+def _check_shapes(data, fail):
+    """The optional sections of issue 50's model (``sched.data.workload.shape_fit``)."""
+    factors = data["arrivals"].get("day_factors")
+    if factors is not None:
+        arr = _numbers(factors, None, fail, "arrivals.day_factors")
+        if arr.ndim != 1 or not len(arr) or arr.max() <= 0:
+            fail("arrivals.day_factors", "expected a list of numbers >= 0, not all 0")
+    by_class = data["deadlines"].get("share_without_by_class")
+    if by_class is not None:
+        arr = _numbers(
+            by_class, (len(data["priorities"]["classes"]),), fail, "deadlines.share_without_by_class"
+        )
+        if np.any(arr > 1):
+            fail("deadlines.share_without_by_class", "expected shares in [0, 1]")
+    d = data.get("durations")
+    if d is None:
+        return
+    if not isinstance(d, dict) or not isinstance(d.get("by_class"), list):
+        fail("durations", "expected an object with `all` and a `by_class` list, or null")
+    for i, e in enumerate([d.get("all"), *d["by_class"]]):
+        where = "durations.all" if i == 0 else f"durations.by_class[{i - 1}]"
+        if not isinstance(e, dict):
+            fail(where, "expected an object")
+        if i and not (_is_number(e.get("weight")) and 0 < e["weight"] <= MAX_WEIGHT):
+            fail(f"{where}.weight", f"expected a number in (0, {MAX_WEIGHT:g}], got {e.get('weight')!r}")
+        if e.get("shape") not in ("lognormal", "empirical"):
+            fail(f"{where}.shape", f"expected lognormal or empirical, got {str(e.get('shape'))[:40]!r}")
+        ln = e.get("lognormal")
+        if not (isinstance(ln, dict) and _is_number(ln.get("mu")) and _is_number(ln.get("sigma"))):
+            fail(f"{where}.lognormal", "expected {mu, sigma}, numbers")
+        if not (abs(ln["mu"]) <= 50 and 0 < ln["sigma"] <= 10):
+            fail(
+                f"{where}.lognormal",
+                f"expected |mu| <= 50 and sigma in (0, 10], got {ln['mu']!r}, {ln['sigma']!r}",
+            )
+        q = _numbers(e.get("quantiles_s"), None, fail, f"{where}.quantiles_s")
+        if q.ndim != 1 or len(q) < 2 or q[0] <= 0 or q[-1] > 1e9 or np.any(np.diff(q) < 0):
+            fail(f"{where}.quantiles_s", "expected at least 2 increasing durations in (0, 1e9]")
+        m = e.get("mean_s")
+        if not (_is_number(m) and 0 < m <= 1e9):
+            fail(f"{where}.mean_s", f"expected a number in (0, 1e9], got {str(m)[:40]}")
 
 
 def is_day(text):
@@ -217,19 +261,29 @@ def held_out_days(workload):
 # --------------------------------------------------------------------------- drawing
 
 
-def draw_arrivals(workload, rng, n, scale=1.0, start_hour=None):
+def draw_arrivals(workload, rng, n, scale=1.0, start_hour=None, by_day=False):
     """(arrival times in s from the scenario start, hour of week of each, start hour of week).
 
     A non-homogeneous Poisson process with the workload's 168 hourly rates
     times ``scale``, from a start drawn uniformly over the week (or ``start_hour``, an hour
     of the week), by thinning: candidates at the peak rate, each kept with probability
     rate / peak. The start is drawn either way, so a fixed one leaves the rest unchanged.
+    With ``by_day`` (config scenario.workload_model.day_intensity), a Cox process: each day
+    of the scenario (from the start's UTC midnight) multiplies the rates by a factor drawn
+    from the fitted days' (``arrivals.day_factors``, with replacement).
     """
     rate = np.asarray(workload["arrivals"]["rate_per_hour"], dtype=np.float64) * float(scale)
-    top = rate.max() / 3600.0  # per second
     start = rng.uniform(0.0, HOURS_PER_WEEK * 3600.0)
     if start_hour is not None:
         start = float(start_hour) * 3600.0 % (HOURS_PER_WEEK * 3600.0)
+    factors, f_rng, fitted = np.ones(1), None, None
+    if by_day:
+        fitted = np.asarray(workload["arrivals"]["day_factors"], dtype=np.float64)
+        f_rng = np.random.default_rng(rng.integers(2**63))
+        factors = np.empty(0)
+    fmax = fitted.max() if by_day else 1.0
+    top = rate.max() * fmax / 3600.0  # per second
+    first_day = np.floor(start / 86400.0)
     out = np.empty(0)
     t = 0.0
     while len(out) < n:
@@ -238,11 +292,62 @@ def draw_arrivals(workload, rng, n, scale=1.0, start_hour=None):
         cand = t + np.cumsum(rng.exponential(1.0 / top, m))
         t = cand[-1]
         how = (np.floor((start + cand) / 3600.0) % HOURS_PER_WEEK).astype(np.int64)
-        keep = rng.random(m) * top * 3600.0 < rate[how]
+        r = rate[how]
+        if by_day:
+            day = (np.floor((start + cand) / 86400.0) - first_day).astype(np.int64)
+            while len(factors) <= day[-1]:  # the days' factors, drawn in order as the days come
+                factors = np.concatenate([factors, f_rng.choice(fitted, 32)])
+            r = r * factors[day]
+        keep = rng.random(m) * top * 3600.0 < r
         out = np.concatenate([out, cand[keep]])
     arrival = out[:n]
     how = (np.floor((start + arrival) / 3600.0) % HOURS_PER_WEEK).astype(np.int64)
     return arrival, how, start / 3600.0
+
+
+def _shape_entry(durations, weight, by_class):
+    """The fitted shape a task of class ``weight`` draws from: its class's, else the pooled one."""
+    if by_class:
+        for e in durations["by_class"]:
+            if e["weight"] == weight:
+                return e
+    return durations["all"]
+
+
+def draw_durations(workload, rng, weights, by_class, heavy_tails):
+    """Durations (s) of tasks of class weights ``weights`` from the history's measured ones
+    (``durations``, ``sched.data.workload.shape_fit``): each class's own fit (``by_class``) or
+    the pooled one; its lognormal, or with ``heavy_tails`` its quantiles where the KS test
+    rejected the lognormal (inverse CDF, log-linear between quantiles). A normal and a uniform
+    a task, drawn whatever the outcome (common random numbers)."""
+    d = workload["durations"]
+    weights = np.asarray(weights, dtype=np.float64)
+    z, u = rng.standard_normal(len(weights)), rng.random(len(weights))
+    out = np.empty(len(weights))
+    for w in np.unique(weights):
+        e, m = _shape_entry(d, float(w), by_class), weights == w
+        if heavy_tails and e["shape"] == "empirical":
+            q = np.log(np.asarray(e["quantiles_s"], dtype=np.float64))
+            out[m] = np.exp(np.interp(u[m], np.linspace(0.0, 1.0, len(q)), q))
+        else:
+            out[m] = np.exp(e["lognormal"]["mu"] + e["lognormal"]["sigma"] * z[m])
+    return out
+
+
+def shape_mean(workload, by_class, heavy_tails):
+    """E[duration] (s) that :func:`draw_durations` draws under the fitted class mix."""
+    d = workload["durations"]
+    total = 0.0
+    for c in workload["priorities"]["classes"]:
+        e = _shape_entry(d, float(c["weight"]), by_class)
+        ln = e["lognormal"]
+        mean = (
+            e["mean_s"]
+            if heavy_tails and e["shape"] == "empirical"
+            else np.exp(ln["mu"] + ln["sigma"] ** 2 / 2)
+        )
+        total += c["share"] * float(mean)
+    return total / sum(c["share"] for c in workload["priorities"]["classes"])
 
 
 def class_table(workload):
@@ -267,15 +372,17 @@ def draw_priorities(workload, rng, hour_of_day):
     return np.minimum(idx, probs.shape[1] - 1)
 
 
-def draw_allowance(workload, rng, estimate):
+def draw_allowance(workload, rng, estimate, class_idx=None):
     """Deadline allowance (due - arrival, s) of tasks with these estimates; NO_DEADLINE_S for the
-    share without deadline. Two uniforms a task, drawn whatever the outcome (common random numbers)."""
+    share without deadline (each class's, ``deadlines.share_without_by_class``, with ``class_idx``
+    the tasks' class indices). Two uniforms a task, drawn whatever the outcome (common random
+    numbers)."""
     d = workload["deadlines"]
     estimate = np.asarray(estimate, dtype=np.float64)
     n = len(estimate)
     u_none, u_ratio = rng.random(n), rng.random(n)
     out = np.full(n, NO_DEADLINE_S)
-    if d["share_without"] < 1:
+    if d.get("allowance") is not None:
         a = d["allowance"]
         q = np.array(a["ratio_quantiles"], dtype=np.float64)
         b = np.searchsorted(np.asarray(a["estimate_edges_s"], dtype=np.float64), estimate, side="right")
@@ -283,6 +390,9 @@ def draw_allowance(workload, rng, estimate):
         lo = np.minimum(pos.astype(np.int64), q.shape[1] - 2)
         frac = pos - lo
         ratio = q[b, lo] * (1 - frac) + q[b, lo + 1] * frac
-        with_due = u_none >= d["share_without"]
+        share = d["share_without"]
+        if class_idx is not None:
+            share = np.asarray(d["share_without_by_class"], dtype=np.float64)[np.asarray(class_idx)]
+        with_due = u_none >= share
         out[with_due] = ratio[with_due] * estimate[with_due]
     return out

@@ -136,7 +136,7 @@ def _fidelity_lines(fidelity):
     """The fidelity table and figure (``sched fidelity``)."""
     if fidelity is None:
         return []
-    from sched.data.workload.fidelity import KINDS, verdict_text
+    from sched.data.workload.fidelity import KINDS, switches_text, verdict_text
 
     table, record = fidelity
     lines = [
@@ -145,7 +145,7 @@ def _fidelity_lines(fidelity):
         f"{record['streams']} streams generated from the fit over the same hours of the week (a warm-up "
         f"day first, counted toward nothing, as the real stream) and {record['scenarios']} generated "
         f"validation scenarios as the studio draws them ({_warm_up_words(record)}); queue, backlog "
-        f"and late tasks under {record['reference']}. {verdict_text(record)}",
+        f"and late tasks under {record['reference']}. {verdict_text(record)} {switches_text(record)}",
         "",
         "| metric | rule | " + " | ".join(KINDS) + " |",
         "|---|---|" + "---:|" * len(KINDS),
@@ -203,13 +203,12 @@ def _verdict_lines(winner):
     held = winner.get("held_out") or {}
     kind = "a rule" if is_heuristic(winner["policy"]) else "a learned policy"
     gate = ""
-    if held and held["chosen"] == held["best_rule"]:
-        gate = f" It is also the best rule on the {held['days']} held-out days."
-    elif held and "held-out days" not in winner["reason"]:  # the gate's words are in the reason
+    if held and "held-out days" not in winner["reason"]:  # else the gate's words are in the reason
         gate = (
-            f" On the {held['days']} held-out days, {held['chosen']} against the best rule there, "
-            f"{held['best_rule']}: {pct(held['mean_difference_pct'])} "
-            f"[{pct(held['ci95_pct'][0])}, {pct(held['ci95_pct'][1])}]."
+            f" It is also the best rule on the {held['days']} held-out days."
+            if held["chosen"] == held["best_rule"]
+            else f" On the {held['days']} held-out days, {held['chosen']} against {held['best_rule']}: "
+            f"{pct(held['mean_difference_pct'])} [{pct(held['ci95_pct'][0])}, {pct(held['ci95_pct'][1])}]."
         )
     return [
         f"**Verdict: {winner['policy']}** ({kind}). {winner['reason']}{gate} With a history in the "
@@ -233,6 +232,11 @@ def studio_readme_line(studio):
         f"**Studio** (the example history's fitted workload, chosen on {chosen_on}generated validation "
         f"scenarios, {held.get('days', '?')} held-out days): rank() runs **{w['policy']}**"
         + (" (confirmed on the held-out days)" if held.get("confirmed") else "")
+        + (
+            f" (not confirmed on the held-out days: {'; '.join(held['failed'])})"
+            if held.get("failed")
+            else ""
+        )
         + f". On test scenarios from the fit vs {s['best_heuristic'].iloc[0]}: {test or 'no learned policy'}"
     )
     if studio.get("validation_summary") is not None:
