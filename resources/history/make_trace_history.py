@@ -66,7 +66,9 @@ def hourly_rates(rng, days, ex):
 def make(days=DAYS, seed=SEED):
     """The records (dicts, in submission order) and the day factors."""
     ex = _example()
-    r_arr, r_task, r_cls, r_dur, r_due = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(5))
+    r_arr, r_task, r_cls, r_dur, r_due = (
+        np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(5)
+    )
     mean_s = float((CLASS_PROBS * MEDIAN_S).sum() * np.exp(SIGMA**2 / 2))
     rates, factors = hourly_rates(r_arr, days, ex)
     rates *= LOAD * 3600.0 / mean_s / rates.mean()  # one GPU at LOAD on average
