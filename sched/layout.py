@@ -35,6 +35,11 @@ CALIBRATION_FIGURE = f"{RESULTS}/calibration.png"
 #: `sched calibrate-workload --out`: the workload fitted to the queue history (+ .png)
 WORKLOAD = f"{RESULTS}/workload.json"
 WORKLOAD_FIGURE = f"{RESULTS}/workload.png"
+#: The trace-like synthetic history (resources/history/make_trace_history.py) and its fit: the
+#: workload a robustness setting draws heavy-tailed, class-dependent durations from (issue 50).
+TRACE_HISTORY = f"{RESULTS}/trace/history.csv"
+TRACE_WORKLOAD = f"{RESULTS}/trace/workload.json"
+TRACE_WORKLOAD_FIGURE = f"{RESULTS}/trace/workload.png"
 #: `sched replay`: every policy on the queue history cut into windows (per_scenario, resume, windows)
 REPLAY_DIR = f"{RESULTS}/replay"
 REPLAY_WINDOWS = "windows.csv"

@@ -123,8 +123,19 @@ def _closest(verdicts, st):
 
 
 def _matching(st, farm):
-    """The verdicts measured on the GPUs of the call."""
-    return [v for v in _verdicts(st) if setting.same_farm(v.setting, farm)]
+    """The verdicts measured on the GPUs of the call. A robustness setting drawn from a workload
+    file of its own (heavy-tails: the trace-like synthetic history's fit) is a stress test
+    measured on another queue than the call's: left out (the studio's is the config's history)."""
+    return [v for v in _verdicts(st) if setting.same_farm(v.setting, farm) and not _elsewhere(v)]
+
+
+def _elsewhere(v):
+    """Whether verdict ``v`` is a robustness setting's measured on a workload file of its own."""
+    return (
+        v.source.startswith("setting ")
+        and v.source != f"setting {layout.STUDIO}"
+        and bool(v.setting.get("workload"))
+    )
 
 
 def tuned_k(st, farm=None):

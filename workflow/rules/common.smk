@@ -358,7 +358,7 @@ def _select(section, keys):
 
 
 # The scenario settings a robustness setting may override (the schema's robustness.settings).
-SETTING_SCENARIO_KEYS = ("load", "machines", "tasks", "workload", "warm_up_days")
+SETTING_SCENARIO_KEYS = ("load", "machines", "tasks", "workload", "warm_up_days", "workload_scale", "workload_model")
 
 
 def step_settings(step, setting=None):

@@ -64,3 +64,35 @@ if HISTORY:
             "python -m sched --config {input.config:q} replay {input.history:q} --policies {params.policies}"
             " --tuned {input.tuned:q} {params.policy_files} --out {params.out:q} --threads {resources.job_threads}"
             " > {log:q} 2>&1"
+
+
+rule trace_workload:
+    """Write the trace-like synthetic history (class-dependent heavy-tailed durations, days of very
+    different load; not a real trace) and fit it, for a robustness setting that draws from it
+    (config robustness.settings: `workload: results/trace/workload.json`; issue 50).
+    Runs resources/history/make_trace_history.py, then `sched calibrate-workload`
+    (sched/commands/calibrate_workload.py -> sched.data.workload.workload_fit.calibrate_workload)."""
+    input:
+        config=step_config("calibrate_workload"),
+        script="resources/history/make_trace_history.py",
+        example="resources/history/make_example_history.py",  # its weekly profile and queue
+        bench="resources/bench/make_example_logs.py",  # the calibration's truth, for the estimates
+        calibration=[CALIBRATION] if CALIBRATION else [],
+    output:
+        history=layout.TRACE_HISTORY,
+        json=layout.TRACE_WORKLOAD,
+        png=layout.TRACE_WORKLOAD_FIGURE,
+    params:
+        calibration=lambda wildcards, input: f"--calibration {shlex.quote(input.calibration[0])}"
+        if input.calibration else "",
+    log:
+        layout.log("trace-workload"),
+    benchmark:
+        layout.usage("trace-workload")
+    threads: cores(1)
+    shadow:
+        "minimal"
+    shell:
+        "(python {input.script:q} {output.history:q} && python -m sched --config {input.config:q}"
+        " calibrate-workload {output.history:q} {params.calibration} --out {output.json:q}"
+        " --figure {output.png:q}) > {log:q} 2>&1"
