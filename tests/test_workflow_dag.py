@@ -17,6 +17,12 @@ SETTINGS = [
     {"name": "load-0.70", "load": 0.7},
     {"name": "machines-2", "machines": 2, "train": {"teacher_scenarios": 1, "iterations": 2}},
     {"name": "ppo-only", "train": {"teacher_scenarios": 0}},
+    {
+        "name": "heavy-tails",
+        "workload": "results/trace/workload.json",
+        "workload_model": {"class_durations": True, "heavy_tails": True},
+        "workload_scale": 1.5,
+    },
 ]
 
 
@@ -144,6 +150,31 @@ def test_the_ppo_only_setting_trains_without_a_teacher(with_teacher):
     # its summary is an input of the report, and of the default target
     (report,) = jobs_of(with_teacher, "report")
     assert f"{root}/resume.csv" in report["input"].split(", ")
+
+
+def test_a_setting_drawn_from_the_trace_like_history_builds_and_fits_it_first(with_teacher, tmp_path):
+    # issue 50: the heavy-tails setting's scenarios come from the trace-like synthetic history's
+    # fit, which one job writes (the script, then `sched calibrate-workload`) before its tuning
+    (trace,) = jobs_of(with_teacher, "trace_workload")
+    assert trace["output"].split(", ") == [
+        "results/trace/history.csv",
+        "results/trace/workload.json",
+        "results/trace/workload.png",
+    ]
+    command = trace["Shell command"]
+    assert command.startswith("(python resources/history/make_trace_history.py results/trace/history.csv")
+    assert "calibrate-workload results/trace/history.csv" in command
+    for rule in ("robust_tune", "robust_select", "robust_benchmark"):
+        (job,) = jobs_of(with_teacher, rule, setting="heavy-tails")
+        assert "results/trace/workload.json" in job["input"].split(", "), rule
+    assert not jobs_of(with_teacher, "robust_train", setting="heavy-tails")  # the main policies, as they are
+    # the setting's config files carry its workload, scale and model
+    ws = workspace(tmp_path / "w", {**SMALL, "robustness": {"settings": copy.deepcopy(SETTINGS)}})
+    r = snakemake(ws, "-j1", "results/robustness/heavy-tails/config/tune.yaml")
+    assert r.returncode == 0, r.output[-3000:]
+    sc = yaml.safe_load((ws / "results/robustness/heavy-tails/config/tune.yaml").read_text())["scenario"]
+    assert sc["workload"] == "results/trace/workload.json" and sc["workload_scale"] == 1.5
+    assert sc["workload_model"] == {"class_durations": True, "heavy_tails": True, "day_intensity": False}
 
 
 def test_without_a_teacher_there_is_no_teach_job_and_no_warm_start(tmp_path):
