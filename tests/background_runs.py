@@ -20,6 +20,7 @@ of) the local project.
 """
 
 import shutil
+import time
 from concurrent.futures import ThreadPoolExecutor
 from types import SimpleNamespace
 
@@ -37,22 +38,35 @@ class BackgroundRuns:
         self.wanted = set(wanted)
         self.pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="workflow-run")
         self.futures = {}
+        self.started = time.monotonic()
+        self.ended = {}  # name -> seconds from the start at which it ended (the session's summary)
         if "slurm_run" in self.wanted:
             cpus, self.slurm_skip = sl.cluster_state()
             if cpus is not None:
-                self.futures["slurm_run"] = self.pool.submit(sl.slurm_run, base / "slurm", cpus)
+                self._submit("slurm_run", sl.slurm_run, base / "slurm", cpus)
         if self.wanted & {"workflow_runs", "studio_runs", "robust_run"}:
             copies = {name: base / name for name in ("studio_runs", "robust_run") if name in self.wanted}
-            base_runs = self.pool.submit(_base_then_copies, wf, base / "workflow", copies)
-            self.futures["workflow_runs"] = base_runs
+            base_runs = self._submit("workflow_runs", _base_then_copies, wf, base / "workflow", copies)
             if "studio_runs" in copies:
-                self.futures["studio_runs"] = self.pool.submit(
-                    lambda: wf.studio_runs(base_runs.result(), copies["studio_runs"])
-                )
+                self._submit("studio_runs", lambda: wf.studio_runs(base_runs.result(), copies["studio_runs"]))
             if "robust_run" in copies:
-                self.futures["robust_run"] = self.pool.submit(
-                    lambda: wf.robust_run(base_runs.result(), copies["robust_run"])
-                )
+                self._submit("robust_run", lambda: wf.robust_run(base_runs.result(), copies["robust_run"]))
+
+    def _submit(self, name, fn, *args):
+        """Start ``fn(*args)`` as the run ``name``, noting when it ends."""
+
+        def timed():
+            try:
+                return fn(*args)
+            finally:
+                self.ended[name] = time.monotonic() - self.started
+
+        self.futures[name] = self.pool.submit(timed)
+        return self.futures[name]
+
+    def timings(self):
+        """One line: when each run ended, in seconds from the session's first test."""
+        return ", ".join(f"{name} {t:.0f} s" for name, t in sorted(self.ended.items(), key=lambda x: x[1]))
 
     def result(self, name):
         """The run ``name`` (waits for it); an error of the run is raised here, in the test."""

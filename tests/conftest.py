@@ -201,10 +201,18 @@ def background_runs(request, tmp_path_factory):
     from tests.background_runs import BackgroundRuns
 
     runs = BackgroundRuns(tmp_path_factory.mktemp("background"), wanted)
+    request.config.sched_runs = runs
     try:
         yield runs
     finally:
         runs.close()
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """When each background workflow run ended: where the session's minutes go (issue 45)."""
+    runs = getattr(config, "sched_runs", None)
+    if runs is not None and runs.ended:
+        terminalreporter.write_line(f"background workflow runs ended at: {runs.timings()}")
 
 
 @pytest.fixture(scope="session")

@@ -219,7 +219,16 @@ def _robustness_row(sc, setting, summary):
     keys = ("load", "machines", "tasks")
     what = ", ".join(f"{key} {_value(setting[key])}" for key in keys if key in setting)
     base = ", ".join(f"{key} {_value(sc[key])}" for key in keys[:2] if key not in setting)
-    if what:
+    if setting.get("workload"):  # drawn from a workload file: its arrivals set the load
+        on = [k for k, v in (setting.get("workload_model") or {}).items() if v]
+        scale = setting.get("workload_scale", 1.0)
+        desc = (
+            f"{setting['name']}: scenarios from {setting['workload']}"
+            + (f" ({', '.join(on)})" if on else "")
+            + (f", arrival rates x {_value(scale)}" if scale != 1.0 else "")
+            + (f", {what}" if what else "")
+        )
+    elif what:
         desc = f"{setting['name']}: {what}" + (f" ({base})" if base else "")
     else:
         desc = f"{setting['name']}: {base} (the main ones)"
