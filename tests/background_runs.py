@@ -26,6 +26,9 @@ from types import SimpleNamespace
 
 #: The fixtures of the runs started in the background (conftest.py's collection hook).
 FIXTURES = ("workflow_runs", "studio_runs", "robust_run", "slurm_run")
+#: The same, in the order they end in a session (measured: the two runs, then the SLURM run, the
+#: robustness run and the studio runs that build on them): their readers run in this order.
+ENDS = ("workflow_runs", "slurm_run", "robust_run", "studio_runs")
 
 
 class BackgroundRuns:

@@ -181,13 +181,19 @@ def kept_most(current, lo, hi):
 def pytest_collection_modifyitems(session, config, items):
     """The tests that read the background workflow runs (tests/background_runs.py) go last, in
     their order: the other tests run while those runs work. Which runs to start is noted here."""
-    from tests.background_runs import FIXTURES
+    from tests.background_runs import ENDS, FIXTURES
 
     reads = [bool(set(FIXTURES) & set(getattr(item, "fixturenames", ()))) for item in items]
     config.sched_background = set().union(
         *(set(FIXTURES) & set(item.fixturenames) for item, r in zip(items, reads) if r)
     )
-    items[:] = [i for i, r in zip(items, reads) if not r] + [i for i, r in zip(items, reads) if r]
+    # the readers of the run that ends first go first (ENDS: the runs in the order they end), so
+    # they run while the later runs still work, and only the last run's readers wait at the end
+    readers = sorted(
+        (i for i, r in zip(items, reads) if r),
+        key=lambda i: max(ENDS.index(f) for f in set(FIXTURES) & set(i.fixturenames)),
+    )
+    items[:] = [i for i, r in zip(items, reads) if not r] + readers
 
 
 @pytest.fixture(scope="session", autouse=True)

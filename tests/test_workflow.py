@@ -659,6 +659,7 @@ def test_each_rule_docstring_names_the_code_it_runs():
             "teach_round": "teach",
             "plan_candidacy": "benchmark",
             "validation_replay": "replay",  # studio_validation_replay: `sched replay --validation`
+            "trace_workload": "calibrate_workload",  # the trace-like history written, then fitted
         }
         assert aliases.get(name, name) == command == module, (rule, doc)
         source = (ROOT / "sched/commands" / f"{module}.py").read_text()

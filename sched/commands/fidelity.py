@@ -52,7 +52,6 @@ def run(args):
         render_figure,
         scenario_samples,
         stream_samples,
-        switch_variants,
         switches_text,
         verdict_text,
     )
@@ -102,15 +101,9 @@ def run(args):
     k = float(cfg.rules.atc_k)
     table, record, queues = check(real, streams, scenarios, machines, k, threshold)
     record["period"] = list(period)
-    variants = []
-    if not args.no_variants:  # issue 50: tau with each switch of scenario.workload_model alone
-        for name, sw in switch_variants(dict(model.switches), workload):
-            c = cfg.replace(scenario={"workload_model": sw})
-            m = scenario_model(c)
-            st = stream_samples(m, fidelity_seeds(c, n), stream.scenario.week_start_s, real.days)
-            sc = scenario_samples(generate_scenarios(c, selection_seeds(c)[:n_sc]))
-            variants.append((name, sw, check(real, st, sc, machines, k, threshold)[1]["tau"]))
-            print(f"fidelity: {name}: tau {variants[-1][2]}", file=sys.stderr)
+    variants = (
+        [] if args.no_variants else _variants(cfg, model, workload, real, stream, (n, n_sc), k, threshold)
+    )
     record["model"] = model_record(dict(model.switches), variants)
     out = Path(args.out)
     png = render_figure(table, record, queues)
@@ -126,3 +119,23 @@ def run(args):
     print(switches_text(record))
     for name in (layout.FIDELITY_TABLE, layout.FIDELITY_FIGURE, layout.FIDELITY_RECORD):
         print(f"wrote {out / name}", file=sys.stderr)
+
+
+def _variants(cfg, model, workload, real, stream, counts, k, threshold):
+    """[(name, switches, tau)] of the generator's other variants (issue 50: each switch of
+    scenario.workload_model alone, all of them, the profile alone), on the same real days."""
+    from sched.data.model import scenario_model
+    from sched.data.workload.fidelity import check, scenario_samples, stream_samples, switch_variants
+    from sched.evaluate.runs import generate_scenarios
+    from sched.evaluate.seeds import fidelity_seeds, selection_seeds
+
+    out = []
+    for name, sw in switch_variants(dict(model.switches), workload):
+        c = cfg.replace(scenario={"workload_model": sw})
+        st = stream_samples(
+            scenario_model(c), fidelity_seeds(c, counts[0]), stream.scenario.week_start_s, real.days
+        )
+        sc = scenario_samples(generate_scenarios(c, selection_seeds(c)[: counts[1]]))
+        out.append((name, sw, check(real, st, sc, cfg.scenario.machines, k, threshold)[1]["tau"]))
+        print(f"fidelity: {name}: tau {out[-1][2]}", file=sys.stderr)
+    return out

@@ -69,9 +69,10 @@ if HISTORY:
 rule trace_workload:
     """Write the trace-like synthetic history (class-dependent heavy-tailed durations, days of very
     different load; not a real trace) and fit it, for a robustness setting that draws from it
-    (config robustness.settings: `workload: results/trace/workload.json`; issue 50).
-    Runs resources/history/make_trace_history.py, then `sched calibrate-workload`
-    (sched/commands/calibrate_workload.py -> sched.data.workload.workload_fit.calibrate_workload)."""
+    (config robustness.settings: `workload: results/trace/workload.json`; issue 50). The history
+    comes from resources/history/make_trace_history.py (seeded: the same bytes every run).
+    Runs `sched calibrate-workload` (sched/commands/calibrate_workload.py ->
+    sched.data.workload.workload_fit.calibrate_workload)."""
     input:
         config=step_config("calibrate_workload"),
         script="resources/history/make_trace_history.py",

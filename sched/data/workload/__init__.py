@@ -7,7 +7,9 @@ generator checked against it (``sched calibrate-workload``, ``sched replay``,
 * ``split``: the history in time: its fitted, validation and held-out days;
 * ``workload_fit``: a workload fitted to a history (``sched calibrate-workload``);
 * ``workload_output``: what ``sched calibrate-workload`` hands back (figure, files, lines);
-* ``workload``: reading a workload file and drawing arrivals from it;
+* ``shape_fit``: what a real queue shows beyond the weekly profile (durations by class, their
+  tails, day intensities), fitted for ``scenario.workload_model``;
+* ``workload``: reading a workload file and drawing arrivals (durations, deadlines) from it;
 * ``replay``: the history cut into windows, each a scenario with its real tasks;
 * ``fidelity``: the validation days against scenarios generated from the fit.
 """

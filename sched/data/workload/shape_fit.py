@@ -14,6 +14,8 @@ config ``scenario.workload_model`` switches them on (``sched.data.workload.workl
   process): bursts and quiet days, the overdispersion of a real queue's arrivals.
 """
 
+from dataclasses import dataclass, field
+
 import numpy as np
 
 #: Quantiles kept of each class's measured durations (0 %, 0.5 %, ..., 100 %).
@@ -84,3 +86,51 @@ def day_factors(day_counts, rate_per_hour, t0, t1):
         if expected > 0:
             out.append(float(day_counts.get(day, 0) / expected))
     return out
+
+
+@dataclass
+class ShapeSums:
+    """What the fit of issue 50's model keeps of a streamed history, in bounded memory: a seeded
+    reservoir of ``reservoir`` measured durations a class weight, tasks and tasks with a deadline
+    a class weight, and tasks a UTC day (one entry a day)."""
+
+    seed: int = 0
+    reservoir: int = 50_000
+    durations: dict = field(default_factory=dict)  # weight -> (keys, durations)
+    class_due: dict = field(default_factory=dict)  # weight -> (tasks, with a deadline)
+    day_counts: dict = field(default_factory=dict)  # UTC day -> tasks
+
+    def __post_init__(self):
+        # a stream of its own: the workload fit's allowance reservoir keeps its draws
+        self.rng = np.random.default_rng([self.seed, 1])
+
+    def add(self, submitted, weight, took, measured, due):
+        """One chunk's records: submission times, class weights, measured durations (valid where
+        ``measured``) and whether each has a deadline (``due``)."""
+        days, counts = np.unique(np.floor(submitted / DAY_S).astype(np.int64), return_counts=True)
+        for d, c in zip(days.tolist(), counts.tolist()):
+            self.day_counts[d] = self.day_counts.get(d, 0) + c
+        took, took_weight = took[measured], weight[measured]
+        for w in np.unique(weight):
+            in_class = weight == w
+            n, with_due = self.class_due.get(float(w), (0, 0))
+            self.class_due[float(w)] = (n + int(in_class.sum()), with_due + int((in_class & due).sum()))
+            v = took[took_weight == w]
+            keys, vals = self.durations.get(float(w), (np.empty(0), np.empty(0)))
+            keys = np.concatenate([keys, self.rng.random(len(v))])
+            vals = np.concatenate([vals, v])
+            if len(keys) > self.reservoir:
+                keep = np.argpartition(keys, self.reservoir)[: self.reservoir]
+                keys, vals = keys[keep], vals[keep]
+            self.durations[float(w)] = (keys, vals)
+
+    def fit(self, data, names, t0, t1):
+        """Add the model's sections to the workload dict ``data`` (its fitted profile and classes)."""
+        data["durations"] = fit_durations({w: v for w, (_, v) in self.durations.items()}, names)
+        data["arrivals"]["day_factors"] = day_factors(
+            self.day_counts, data["arrivals"]["rate_per_hour"], t0, t1
+        )
+        data["deadlines"]["share_without_by_class"] = [
+            1.0 - self.class_due[c["weight"]][1] / self.class_due[c["weight"]][0]
+            for c in data["priorities"]["classes"]
+        ]

@@ -41,7 +41,7 @@ import pandas as pd
 
 from sched.data.bench.calibration import load_calibration, model_log_prediction
 from sched.data.workload.history import HistoryError, HistoryStats, read_history
-from sched.data.workload.shape_fit import DAY_S, day_factors, fit_durations
+from sched.data.workload.shape_fit import ShapeSums
 from sched.data.workload.split import bulk_window, duration_text, held_out_split
 from sched.data.workload.workload import FORMAT, HOURS_PER_WEEK, check_workload, hour_of_week
 from sched.limits import MIN_HISTORY_SPAN_S
@@ -147,17 +147,12 @@ class WorkloadAccumulator:
     # the UTC days (floor(t / 86400)) holding a task with a measured duration: the held-out
     # replay judges only those (sched.data.workload.split.held_out_split); one entry a day, bounded
     measured_days: set = field(default_factory=set)
-    # issue 50 (sched.data.workload.shape_fit): a reservoir of measured durations per class
-    # weight ({weight: (keys, durations)}), tasks and tasks with a deadline per class weight,
-    # and tasks per UTC day (one entry a day, bounded)
-    durations: dict = field(default_factory=dict)
-    class_due: dict = field(default_factory=dict)
-    day_counts: dict = field(default_factory=dict)
+    # issue 50 (sched.data.workload.shape_fit): durations and deadlines by class, tasks by day
+    shapes: ShapeSums = None
 
     def __post_init__(self):
         self.rng = np.random.default_rng(self.seed)
-        # the durations' reservoir has its own stream: the allowance reservoir's stays as it was
-        self.duration_rng = np.random.default_rng([self.seed, 1])
+        self.shapes = ShapeSums(self.seed, RESERVOIR)
 
     before: float = np.inf  # records submitted at or after it are held out (not fitted, not malformed)
 
@@ -187,7 +182,7 @@ class WorkloadAccumulator:
         self.measured_est_sum += float(est[measured].sum())
         due = np.isfinite(chunk.due)
         self.with_due += int(due.sum())
-        self._add_shapes(chunk, sub, measured, due)
+        self.shapes.add(sub, chunk.weight, chunk.finished - chunk.started, measured, due)
         # reservoir by random keys: the RESERVOIR smallest keys are a uniform sample of every pair seen
         keys = self.rng.random(int(due.sum()))
         pairs = np.column_stack([est[due], (chunk.due - sub)[due]])
@@ -196,26 +191,6 @@ class WorkloadAccumulator:
         if len(self.keys) > RESERVOIR:
             keep = np.argpartition(self.keys, RESERVOIR)[:RESERVOIR]
             self.keys, self.pairs = self.keys[keep], self.pairs[keep]
-
-    def _add_shapes(self, chunk, sub, measured, due):
-        """What issue 50's model needs: durations and deadlines by class, tasks by day."""
-        days, counts = np.unique(np.floor(sub / DAY_S).astype(np.int64), return_counts=True)
-        for d, c in zip(days.tolist(), counts.tolist()):
-            self.day_counts[d] = self.day_counts.get(d, 0) + c
-        took = (chunk.finished - chunk.started)[measured]
-        weight = chunk.weight[measured]
-        for w in np.unique(chunk.weight):
-            in_class = chunk.weight == w
-            n, with_due = self.class_due.get(float(w), (0, 0))
-            self.class_due[float(w)] = (n + int(in_class.sum()), with_due + int((in_class & due).sum()))
-            v = took[weight == w]
-            keys, vals = self.durations.get(float(w), (np.empty(0), np.empty(0)))
-            keys = np.concatenate([keys, self.duration_rng.random(len(v))])
-            vals = np.concatenate([vals, v])
-            if len(keys) > RESERVOIR:
-                keep = np.argpartition(keys, RESERVOIR)[:RESERVOIR]
-                keys, vals = keys[keep], vals[keep]
-            self.durations[float(w)] = (keys, vals)
 
     def fit(self, machines, priorities):
         """The workload dict (see sched/data/workload/workload.py) and the arrays the figure needs.
@@ -279,13 +254,7 @@ class WorkloadAccumulator:
                 "peak_hour_load": float(rate.max() * mean_est / 3600.0 / capacity),
             },
         }
-        names = {float(v["weight"]): k for k, v in priorities.items()}
-        data["durations"] = fit_durations({w: v for w, (_, v) in self.durations.items()}, names)
-        data["arrivals"]["day_factors"] = day_factors(self.day_counts, rate, self.t0, self.t1)
-        data["deadlines"]["share_without_by_class"] = [
-            1.0 - self.class_due[c["weight"]][1] / self.class_due[c["weight"]][0]
-            for c in data["priorities"]["classes"]
-        ]
+        self.shapes.fit(data, {float(v["weight"]): k for k, v in priorities.items()}, self.t0, self.t1)
         return data, {"pairs": self.pairs[order], "raw": raw}
 
     def _priorities(self, priorities):

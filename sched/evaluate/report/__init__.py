@@ -1,6 +1,7 @@
 """The report: ``rapport.md`` and its figures, written from the benchmark's files alone.
 
 * ``document``: the report itself, :func:`~sched.evaluate.report.document.build`;
+* ``shipped``: the first table, what ``rank()`` runs in each setting and its evidence;
 * ``inputs``: the benchmark's files, read and checked against each other;
 * ``sections``: the sections that describe the setup and the results;
 * ``conclusion``: the verdicts, the conclusion and the other settings (robustness);

@@ -23,6 +23,7 @@ from sched.evaluate.report.conclusion import conclusion_section, robustness_sect
 from sched.evaluate.report.inputs import load, read_robustness
 from sched.evaluate.report.plan import plan_section, plan_test_line, read_plan
 from sched.evaluate.report.rounds import rounds_section
+from sched.evaluate.report.shipped import read_setting, shipped_section
 from sched.evaluate.report.sections import (
     FIGURES,
     clairvoyant_section,
@@ -100,6 +101,7 @@ def render(cfg, d, made, notes, paths):
             f"Written by `sched report` from the files in `{paths['bench']}`; every number below is "
             f"read from them (and from the scenario settings of the config).",
         ],
+        shipped_lines(cfg, d),
         setup_section(cfg, d),
         results_section(cfg, d),
         training_section(cfg, d),
@@ -202,10 +204,20 @@ def summary_lines(cfg, d):
     return lines
 
 
+def shipped_lines(cfg, d):
+    """The report's first table: what rank() runs in each setting (:mod:`.shipped`)."""
+    main = (d["winner"], d["per"])
+    settings = [(s["name"], d["settings"].get(s["name"])) for s in cfg.robustness.settings]
+    studio = d.get("studio_verdict")
+    return shipped_section(cfg, main, settings, studio, d.get("plan_dir", layout.PLAN_BENCH_DIR))
+
+
 def readme_block(cfg, d):
-    """The README's results: the verdict in short, the report's results and other-settings tables
-    one heading level down, the studio's verdict, and the manifest's digest."""
-    lines = summary_lines(cfg, d)
+    """The README's results: what rank() runs in each setting, the verdict in short, the report's
+    results and other-settings tables one heading level down, the studio's verdict, and the
+    manifest's digest."""
+    lines = ["#" + x if x.startswith("## ") else x for x in shipped_lines(cfg, d)] + [""]
+    lines += summary_lines(cfg, d)
     for section in (results_section(cfg, d)[2:], robustness_section(cfg, d.get("robust"))):
         lines += ["#" + x if x.startswith("## ") else x for x in section] + [""]
     studio = studio_readme_line(d.get("studio"))
@@ -253,6 +265,10 @@ def build(
     d["workload_fit"] = read_fit(workload)
     d["plan"] = read_plan(plan_dir)
     d["manifest"] = read_manifest(manifest_path)
+    # what rank() runs in each setting: each robustness setting's and the studio's verdict
+    d["settings"] = {s["name"]: read_setting(Path(robust_dir) / s["name"]) for s in cfg.robustness.settings}
+    d["studio_verdict"] = read_setting(Path(robust_dir) / layout.STUDIO)
+    d["plan_dir"] = plan_dir
     paths = {
         "bench": str(bench_dir),
         "out": str(out),

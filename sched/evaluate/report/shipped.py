@@ -1,0 +1,125 @@
+"""The report's first table: what ``rank()`` runs in each setting, and the evidence for it (issue 46).
+
+One row a setting (the main one, each robustness setting the run built, the studio): the
+verdict's policy (``plan`` with its base and settings when lookahead won its candidacy), its
+paired difference to tuned ATC and to the best rule on the setting's test scenarios (interval,
+wins/ties/losses), plan's paired validation interval against its base where the candidacy ran,
+and plan's measured decision time there (a run record: ``plan.run.json``, p50 / p99 on one
+thread). Every number is read from the run's files; a setting the run did not build says so.
+"""
+
+import json
+from pathlib import Path
+
+from sched import layout
+from sched.evaluate.errors import ReportError
+from sched.evaluate.per_scenario import matrix, read_per_scenario
+from sched.evaluate.policies import PLAN
+from sched.evaluate.report.format import ci, pct
+from sched.evaluate.statistics import bootstrap_counts, paired_difference, win_tie_loss
+from sched.files import read_text
+
+ATC_TUNED = "atc-tuned"
+
+
+def _json(path):
+    try:
+        return json.loads(read_text(path, ReportError))
+    except json.JSONDecodeError as exc:
+        raise ReportError(f"{path}: not valid JSON ({exc})") from None
+
+
+def read_setting(folder):
+    """(winner, per-scenario table) of a setting's folder, or None when it was not built."""
+    folder = Path(folder)
+    if not (folder / layout.WINNER).exists() or not (folder / layout.PER_SCENARIO).exists():
+        return None
+    return _json(folder / layout.WINNER), read_per_scenario(folder / layout.PER_SCENARIO)
+
+
+def runs_text(winner):
+    """What rank() runs, as the verdict names it."""
+    p = winner["policy"]
+    if p == PLAN and winner.get("plan"):
+        return f"plan on {winner['plan']['base']} at {winner['plan'].get('setting') or 'its settings'}"
+    if p == ATC_TUNED and winner.get("atc_k") is not None:
+        return f"{p} (k = {winner['atc_k']:g})"
+    return p
+
+
+def _against(twt, x, ref, counts, bench):
+    """'d % [lo, hi], W/T/L' of ``x`` against ``ref`` paired over the scenarios; '—' for itself."""
+    if x == ref:
+        return "— (itself)"
+    if ref not in twt:
+        return "not benchmarked"
+    d, lo, hi = paired_difference(twt[x], twt[ref], counts, bench["ci_level"])
+    w, t, lo_ = win_tie_loss(twt[x], twt[ref], bench["tie_relative"], bench["tie_absolute_s"])
+    return f"{pct(d)} {ci(lo, hi)}, {w}/{t}/{lo_}"
+
+
+def plan_cells(winner, plan_dir):
+    """(plan's validation interval, its decision time) of the setting whose verdict records a
+    candidacy (``plan_dir``: its plan folder, the candidacy's runs under validation/<setting>/);
+    ("not run here", "") elsewhere."""
+    from sched.evaluate.gate import PLAN_TIMES
+
+    p = winner.get("plan")
+    if not p:
+        return "not run here", ""
+    v = p["validation"]
+    shipped = "shipped" if p.get("chosen") else "not shipped"
+    val = f"{pct(v['mean_difference_pct'])} {ci(*v['ci95_pct'])} at {p.get('setting')} ({shipped})"
+    timed = Path(plan_dir) / "validation" / str(p.get("setting")) / PLAN_TIMES
+    if not timed.exists():
+        return val, ""
+    t = _json(timed).get("decision_ms") or {}
+    if not all(isinstance(t.get(k), (int, float)) for k in ("p50", "p99")):
+        raise ReportError(f"{timed}: field decision_ms: expected p50 and p99 in ms")
+    return val, f"{t['p50']:.2f} / {t['p99']:.2f} ms"
+
+
+def shipped_row(name, verdict, bench, plan_dir=None):
+    """One row: the setting ``name`` and its (winner, per-scenario table) or None; ``plan_dir``:
+    the setting's plan folder where its candidacy ran (the main setting's)."""
+    if verdict is None:
+        return f"| {name} | not built by this run | | | | |"
+    winner, per = verdict
+    seeds, twt = matrix(per)
+    x = winner["policy"]
+    if x not in twt:
+        raise ReportError(f"setting {name}: the verdict {x} has no rows in its per_scenario.csv")
+    counts = bootstrap_counts(len(seeds), bench["bootstrap_resamples"], bench["bootstrap_seed"])
+    from sched.evaluate.policies import best_heuristic
+
+    best = best_heuristic(twt)
+    val, timed = plan_cells(winner, plan_dir) if plan_dir else ("not run here", "")
+    return (
+        f"| {name} | {runs_text(winner)} | {_against(twt, x, ATC_TUNED, counts, bench)} | "
+        f"{best}: {_against(twt, x, best, counts, bench)} | {val} | {timed} |"
+    )
+
+
+def shipped_section(cfg, main, settings, studio, plan_dir=layout.PLAN_BENCH_DIR):
+    """The table: ``main`` (winner, per) of the main setting; ``settings`` [(name, verdict or
+    None)] of the robustness settings; ``studio`` (winner, per) or None; ``plan_dir``: the main
+    setting's plan folder."""
+    bench = cfg.benchmark
+    lines = [
+        "## What rank() runs",
+        "",
+        "One row a setting: the verdict `rank()` follows there, against tuned ATC and against the best "
+        f"rule on the setting's {bench['scenarios']:,} test scenarios that chose nothing (paired "
+        "difference of the means, its interval, wins/ties/losses), plan's candidacy on the validation "
+        "scenarios (its chosen setting against its base) and plan's decision time there (p50 / p99, "
+        "one thread: a run record).",
+        "",
+        "| setting | rank() runs | vs atc-tuned (test) | vs the best rule (test) | plan on validation | "
+        "plan's decision time |",
+        "|---|---|---|---|---|---|",
+        shipped_row("main", main, bench, plan_dir),
+    ]
+    lines += [shipped_row(name, verdict, bench) for name, verdict in settings]
+    if studio is not None:
+        lines.append(shipped_row(layout.STUDIO, studio, bench))
+    return lines
