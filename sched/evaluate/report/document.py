@@ -23,7 +23,6 @@ from sched.evaluate.report.conclusion import conclusion_section, robustness_sect
 from sched.evaluate.report.inputs import load, read_robustness
 from sched.evaluate.report.plan import plan_section, plan_test_line, read_plan
 from sched.evaluate.report.rounds import rounds_section
-from sched.evaluate.report.shipped import read_setting, shipped_section
 from sched.evaluate.report.sections import (
     FIGURES,
     clairvoyant_section,
@@ -33,6 +32,7 @@ from sched.evaluate.report.sections import (
     results_section,
     setup_section,
 )
+from sched.evaluate.report.shipped import read_setting, shipped_section
 from sched.evaluate.report.studio import read_studio, studio_readme_line, studio_section
 from sched.evaluate.report.training import TARGETS, ppo_alone_lines, training_section
 from sched.evaluate.report.workload import read_fit, read_replay, replay_section
@@ -207,7 +207,7 @@ def summary_lines(cfg, d):
 def shipped_lines(cfg, d):
     """The report's first table: what rank() runs in each setting (:mod:`.shipped`)."""
     main = (d["winner"], d["per"])
-    settings = [(s["name"], d["settings"].get(s["name"])) for s in cfg.robustness.settings]
+    settings = [(s, d["settings"].get(s["name"])) for s in cfg.robustness.settings]
     studio = d.get("studio_verdict")
     return shipped_section(cfg, main, settings, studio, d.get("plan_dir", layout.PLAN_BENCH_DIR))
 

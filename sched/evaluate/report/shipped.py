@@ -79,11 +79,13 @@ def plan_cells(winner, plan_dir):
     return val, f"{t['p50']:.2f} / {t['p99']:.2f} ms"
 
 
-def shipped_row(name, verdict, bench, plan_dir=None):
+def shipped_row(name, verdict, bench, plan_dir=None, full_only=False):
     """One row: the setting ``name`` and its (winner, per-scenario table) or None; ``plan_dir``:
-    the setting's plan folder where its candidacy ran (the main setting's)."""
+    the setting's plan folder where its candidacy ran (the main setting's); ``full_only``: a
+    setting of the longer run alone (config ``profile: full``)."""
     if verdict is None:
-        return f"| {name} | not built by this run | | | | |"
+        why = "in the longer run only (`--config profile=full`)" if full_only else "not built by this run"
+        return f"| {name} | {why} | | | | |"
     winner, per = verdict
     seeds, twt = matrix(per)
     x = winner["policy"]
@@ -101,9 +103,9 @@ def shipped_row(name, verdict, bench, plan_dir=None):
 
 
 def shipped_section(cfg, main, settings, studio, plan_dir=layout.PLAN_BENCH_DIR):
-    """The table: ``main`` (winner, per) of the main setting; ``settings`` [(name, verdict or
-    None)] of the robustness settings; ``studio`` (winner, per) or None; ``plan_dir``: the main
-    setting's plan folder."""
+    """The table: ``main`` (winner, per) of the main setting; ``settings`` [(setting, verdict or
+    None)] of the robustness settings (config robustness.settings); ``studio`` (winner, per) or
+    None; ``plan_dir``: the main setting's plan folder."""
     bench = cfg.benchmark
     lines = [
         "## What rank() runs",
@@ -119,7 +121,10 @@ def shipped_section(cfg, main, settings, studio, plan_dir=layout.PLAN_BENCH_DIR)
         "|---|---|---|---|---|---|",
         shipped_row("main", main, bench, plan_dir),
     ]
-    lines += [shipped_row(name, verdict, bench) for name, verdict in settings]
+    lines += [
+        shipped_row(s["name"], verdict, bench, full_only=s.get("profile") == "full")
+        for s, verdict in settings
+    ]
     if studio is not None:
         lines.append(shipped_row(layout.STUDIO, studio, bench))
     return lines
