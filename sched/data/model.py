@@ -93,9 +93,7 @@ class ScenarioModel:
 
     def history_durations(self):
         """Whether durations come from the history's measured ones (not the bench calibration)."""
-        return self.workload is not None and (
-            self.switches.get("class_durations", False) or self.switches.get("heavy_tails", False)
-        )
+        return self.workload is not None and history_durations(self.switches)
 
     @property
     def capacity(self):
@@ -181,6 +179,12 @@ SWITCHES = {
 }
 
 
+def history_durations(switches):
+    """Whether the switches draw durations from the history's measured ones (either switch of
+    :data:`SWITCHES` that reads ``durations``)."""
+    return any(switches.get(k, False) for k, section in SWITCHES.items() if section == "durations")
+
+
 def workload_switches(options, workload, path):
     """The switches of config ``scenario.workload_model`` (``options``), checked against the
     workload file (``workload``, read from ``path``): a switch on needs its fitted section."""
@@ -237,7 +241,7 @@ def scenario_model(cfg):
         mean = np.float64(mean_duration(specs))  # numpy: an infinite mean divides without raising
     switches = workload_switches(sc.get("workload_model"), workload, workload_file)
     scale = duration_scale(workload, mean)
-    if workload is not None and (switches["class_durations"] or switches["heavy_tails"]):
+    if workload is not None and history_durations(switches):
         from sched.data.workload.workload import shape_mean
 
         # the history's own durations: their load is the history's, nothing to scale
