@@ -8,25 +8,17 @@ and plan's measured decision time there (a run record: ``plan.run.json``, p50 / 
 thread). Every number is read from the run's files; a setting the run did not build says so.
 """
 
-import json
 from pathlib import Path
 
 from sched import layout
 from sched.evaluate.errors import ReportError
 from sched.evaluate.per_scenario import matrix, read_per_scenario
-from sched.evaluate.policies import PLAN
+from sched.evaluate.policies import PLAN, best_heuristic
 from sched.evaluate.report.format import ci, pct
+from sched.evaluate.report.inputs import read_json
 from sched.evaluate.statistics import bootstrap_counts, paired_difference, win_tie_loss
-from sched.files import read_text
 
 ATC_TUNED = "atc-tuned"
-
-
-def _json(path):
-    try:
-        return json.loads(read_text(path, ReportError))
-    except json.JSONDecodeError as exc:
-        raise ReportError(f"{path}: not valid JSON ({exc})") from None
 
 
 def read_setting(folder):
@@ -34,7 +26,7 @@ def read_setting(folder):
     folder = Path(folder)
     if not (folder / layout.WINNER).exists() or not (folder / layout.PER_SCENARIO).exists():
         return None
-    return _json(folder / layout.WINNER), read_per_scenario(folder / layout.PER_SCENARIO)
+    return read_json(folder / layout.WINNER), read_per_scenario(folder / layout.PER_SCENARIO)
 
 
 def runs_text(winner):
@@ -73,7 +65,7 @@ def plan_cells(winner, plan_dir):
     timed = Path(plan_dir) / "validation" / str(p.get("setting")) / PLAN_TIMES
     if not timed.exists():
         return val, ""
-    t = _json(timed).get("decision_ms") or {}
+    t = read_json(timed).get("decision_ms") or {}
     if not all(isinstance(t.get(k), (int, float)) for k in ("p50", "p99")):
         raise ReportError(f"{timed}: field decision_ms: expected p50 and p99 in ms")
     return val, f"{t['p50']:.2f} / {t['p99']:.2f} ms"
@@ -92,8 +84,6 @@ def shipped_row(name, verdict, bench, plan_dir=None, full_only=False):
     if x not in twt:
         raise ReportError(f"setting {name}: the verdict {x} has no rows in its per_scenario.csv")
     counts = bootstrap_counts(len(seeds), bench["bootstrap_resamples"], bench["bootstrap_seed"])
-    from sched.evaluate.policies import best_heuristic
-
     best = best_heuristic(twt)
     val, timed = plan_cells(winner, plan_dir) if plan_dir else ("not run here", "")
     return (
