@@ -70,6 +70,9 @@ def test_plans_candidacy_and_its_decision_time_are_read_from_the_run(tmp_path):
     assert _cell(row, 4) == "-0.5 % [-2.0, +1.0] at atc-8x20 (not shipped)"
     assert _cell(row, 5) == "0.73 / 2.40 ms"
     assert runs_text({"policy": "plan", "plan": {**plan, "chosen": True}}) == "plan on ppo-1 at atc-8x20"
+    # the README's copy leaves the run record out: its block is the same bytes from any run
+    bare = shipped_row("main", ({"policy": "ppo-1", "plan": plan}, _table()), BENCH, tmp_path, times=False)
+    assert bare == row.rsplit(" |", 2)[0] + " |" and "ms" not in bare
     timed.write_text(json.dumps({"decision_ms": {"p50": "fast"}}))
     with pytest.raises(Exception, match="field decision_ms: expected p50 and p99"):
         shipped_row("main", ({"policy": "ppo-1", "plan": plan}, _table()), BENCH, tmp_path)

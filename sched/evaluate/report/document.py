@@ -204,19 +204,20 @@ def summary_lines(cfg, d):
     return lines
 
 
-def shipped_lines(cfg, d):
-    """The report's first table: what rank() runs in each setting (:mod:`.shipped`)."""
+def shipped_lines(cfg, d, times=True):
+    """The report's first table: what rank() runs in each setting (:mod:`.shipped`); ``times``:
+    with plan's decision time, a run record (the report), or without (the README's block)."""
     main = (d["winner"], d["per"])
     settings = [(s, d["settings"].get(s["name"])) for s in cfg.robustness.settings]
     studio = d.get("studio_verdict")
-    return shipped_section(cfg, main, settings, studio, d.get("plan_dir", layout.PLAN_BENCH_DIR))
+    return shipped_section(cfg, main, settings, studio, d.get("plan_dir", layout.PLAN_BENCH_DIR), times)
 
 
 def readme_block(cfg, d):
     """The README's results: what rank() runs in each setting, the verdict in short, the report's
     results and other-settings tables one heading level down, the studio's verdict, and the
     manifest's digest."""
-    lines = ["#" + x if x.startswith("## ") else x for x in shipped_lines(cfg, d)] + [""]
+    lines = ["#" + x if x.startswith("## ") else x for x in shipped_lines(cfg, d, times=False)] + [""]
     lines += summary_lines(cfg, d)
     for section in (results_section(cfg, d)[2:], robustness_section(cfg, d.get("robust"))):
         lines += ["#" + x if x.startswith("## ") else x for x in section] + [""]

@@ -5,7 +5,9 @@ verdict's policy (``plan`` with its base and settings when lookahead won its can
 paired difference to tuned ATC and to the best rule on the setting's test scenarios (interval,
 wins/ties/losses), plan's paired validation interval against its base where the candidacy ran,
 and plan's measured decision time there (a run record: ``plan.run.json``, p50 / p99 on one
-thread). Every number is read from the run's files; a setting the run did not build says so.
+thread), in the report only: the README's copy leaves that column out, so that its block is the
+same bytes from any run of the same commit (issue 45). Every number is read from the run's files;
+a setting the run did not build says so.
 """
 
 from pathlib import Path
@@ -71,13 +73,14 @@ def plan_cells(winner, plan_dir):
     return val, f"{t['p50']:.2f} / {t['p99']:.2f} ms"
 
 
-def shipped_row(name, verdict, bench, plan_dir=None, full_only=False):
+def shipped_row(name, verdict, bench, plan_dir=None, full_only=False, times=True):
     """One row: the setting ``name`` and its (winner, per-scenario table) or None; ``plan_dir``:
     the setting's plan folder where its candidacy ran (the main setting's); ``full_only``: a
-    setting of the longer run alone (config ``profile: full``)."""
+    setting of the longer run alone (config ``profile: full``); ``times``: with the column of
+    plan's decision time (a run record)."""
     if verdict is None:
         why = "in the longer run only (`--config profile=full`)" if full_only else "not built by this run"
-        return f"| {name} | {why} | | | | |"
+        return f"| {name} | {why} | | |{' |' if times else ''} |"
     winner, per = verdict
     seeds, twt = matrix(per)
     x = winner["policy"]
@@ -88,33 +91,38 @@ def shipped_row(name, verdict, bench, plan_dir=None, full_only=False):
     val, timed = plan_cells(winner, plan_dir) if plan_dir else ("not run here", "")
     return (
         f"| {name} | {runs_text(winner)} | {_against(twt, x, ATC_TUNED, counts, bench)} | "
-        f"{best}: {_against(twt, x, best, counts, bench)} | {val} | {timed} |"
+        f"{best}: {_against(twt, x, best, counts, bench)} | {val} |" + (f" {timed} |" if times else "")
     )
 
 
-def shipped_section(cfg, main, settings, studio, plan_dir=layout.PLAN_BENCH_DIR):
+def shipped_section(cfg, main, settings, studio, plan_dir=layout.PLAN_BENCH_DIR, times=True):
     """The table: ``main`` (winner, per) of the main setting; ``settings`` [(setting, verdict or
     None)] of the robustness settings (config robustness.settings); ``studio`` (winner, per) or
-    None; ``plan_dir``: the main setting's plan folder."""
+    None; ``plan_dir``: the main setting's plan folder; ``times``: with plan's decision time (the
+    report), or without it (the README's block, which holds results only)."""
     bench = cfg.benchmark
+    timed = (
+        " and plan's decision time there (p50 / p99, one thread: a run record)"
+        if times
+        else "; its decision time, a run record, is in `results/rapport.md`"
+    )
     lines = [
         "## What rank() runs",
         "",
         "One row a setting: the verdict `rank()` follows there, against tuned ATC and against the best "
         f"rule on the setting's {bench['scenarios']:,} test scenarios that chose nothing (paired "
         "difference of the means, its interval, wins/ties/losses), plan's candidacy on the validation "
-        "scenarios (its chosen setting against its base) and plan's decision time there (p50 / p99, "
-        "one thread: a run record).",
+        f"scenarios (its chosen setting against its base){timed}.",
         "",
-        "| setting | rank() runs | vs atc-tuned (test) | vs the best rule (test) | plan on validation | "
-        "plan's decision time |",
-        "|---|---|---|---|---|---|",
-        shipped_row("main", main, bench, plan_dir),
+        "| setting | rank() runs | vs atc-tuned (test) | vs the best rule (test) | plan on validation |"
+        + (" plan's decision time |" if times else ""),
+        "|---|---|---|---|---|" + ("---|" if times else ""),
+        shipped_row("main", main, bench, plan_dir, times=times),
     ]
     lines += [
-        shipped_row(s["name"], verdict, bench, full_only=s.get("profile") == "full")
+        shipped_row(s["name"], verdict, bench, full_only=s.get("profile") == "full", times=times)
         for s, verdict in settings
     ]
     if studio is not None:
-        lines.append(shipped_row(layout.STUDIO, studio, bench))
+        lines.append(shipped_row(layout.STUDIO, studio, bench, times=times))
     return lines
