@@ -14,11 +14,26 @@ MAX_TOKEN_BYTES = 4096
 
 
 def register(sub):
-    # size: one add_argument per option, in the order docs/serve.md's table lists them
+    """The options in the order docs/serve.md's table lists them: where and to whom it answers,
+    the decision log, then the limits a hostile or slow client meets."""
     s = sub.add_parser(
         "serve",
         help="rank() over HTTP: POST /v1/rank, GET /healthz, /readyz, /metrics (optional extra serve)",
     )
+    _address_options(s)
+    _decision_log_options(s)
+    _limit_options(s)
+    s.add_argument(
+        "--log-level",
+        dest="log_level",
+        default="warning",
+        choices=("debug", "info", "warning", "error"),
+        help="uvicorn's log level (default warning; info logs every request)",
+    )
+    s.set_defaults(func=run)
+
+
+def _address_options(s):
     s.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     s.add_argument("--port", type=int, default=8000, help="TCP port (default 8000; 0: any free port)")
     s.add_argument(
@@ -28,6 +43,9 @@ def register(sub):
         help="file holding the bearer token every request but /healthz must carry; without one "
         "the service binds to loopback addresses only",
     )
+
+
+def _decision_log_options(s):
     s.add_argument(
         "--decision-log",
         dest="decision_log",
@@ -50,6 +68,9 @@ def register(sub):
         metavar="N",
         help="rotated decision logs kept: FILE.1 ... FILE.N (default 5)",
     )
+
+
+def _limit_options(s):
     s.add_argument(
         "--deadline-ms",
         dest="deadline_ms",
@@ -111,14 +132,6 @@ def register(sub):
         help="connections held at once; past it the one idle longest is closed, and when none is idle "
         "the new one gets 503 (default 100)",
     )
-    s.add_argument(
-        "--log-level",
-        dest="log_level",
-        default="warning",
-        choices=("debug", "info", "warning", "error"),
-        help="uvicorn's log level (default warning; info logs every request)",
-    )
-    s.set_defaults(func=run)
 
 
 def read_token(path):

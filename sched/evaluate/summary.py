@@ -7,6 +7,8 @@ validation seeds, :func:`sched.evaluate.seeds.selection_seeds`) and confirmed
 on the test table. Statistics: see :mod:`sched.evaluate.statistics`.
 """
 
+# size: resume.csv and winner.json from one table: the summary, the winner rule (its two steps in
+# helpers of their own, so that no function passes 80 lines) and the record they write
 from pathlib import Path
 
 import numpy as np
@@ -222,7 +224,6 @@ def choose_winner(twt, specs, counts, level, confirm=None):
     benchmarked to measure what PPO adds to them; the winner is chosen among the final
     policies and the heuristics.
     """
-    # size: the verdict rule in one place, both of its steps and the record they give
     inc = incumbent_of(twt)
     means = {p: v.mean() for p, v in twt.items()}
     order = [
@@ -236,38 +237,16 @@ def choose_winner(twt, specs, counts, level, confirm=None):
     def diff(a, b):
         return paired_difference(twt[a], twt[b], counts, level)
 
-    def below(d):
-        return bool(np.isfinite(d[2]) and d[2] < 0)
-
-    # 1. the rules: the incumbent, unless a rule is significantly better than it
-    champion, steps = inc, []
-    for p in order:
-        if p == inc:
-            break
-        if is_heuristic(p):
-            d = diff(p, inc)
-            steps.append((p, inc, d))
-            if below(d):
-                champion = p
-                break
-    # 2. the best learned policy, against the champion and the runner-up
-    learned = [p for p in order if is_ppo(p)]
-    winner = champion
-    if learned and means[learned[0]] < means[champion]:
-        best = learned[0]
-        runner = next(p for p in order if p != best and not is_ppo(p))
-        against = [runner] + ([champion] if champion != runner else [])
-        tests = [(best, p, diff(best, p)) for p in against]
-        steps += tests
-        if all(below(d) for _, _, d in tests):
-            winner = best
+    champion, steps = _rule_champion(order, inc, diff)
+    winner, runner, tests = _learned_challenge(order, means, champion, diff)
+    steps += tests
     if winner == inc:
         runner_up = next(p for p in order if p != inc)
         significant = False
         if order[0] == inc:  # its lead over the next mean, said as it is
             lead = diff(inc, runner_up)
             steps.append((inc, runner_up, lead))
-            significant = below(lead)
+            significant = _below(lead)
     elif winner == champion:
         runner_up, significant = inc, True
     else:
@@ -281,7 +260,46 @@ def choose_winner(twt, specs, counts, level, confirm=None):
         )
     else:
         d, lo, hi = diff(winner, runner_up)
-    spec = specs.get(winner) or {}
+    return _record(winner, specs.get(winner) or {}, significant, runner_up, (d, lo, hi), reason)
+
+
+def _below(d):
+    """Whether a paired difference's interval lies entirely below zero."""
+    return bool(np.isfinite(d[2]) and d[2] < 0)
+
+
+def _rule_champion(order, inc, diff):
+    """Step 1: (the champion, its comparisons): the incumbent, unless a rule before it in
+    ``order`` (by mean) is significantly better than it."""
+    steps = []
+    for p in order:
+        if p == inc:
+            break
+        if is_heuristic(p):
+            d = diff(p, inc)
+            steps.append((p, inc, d))
+            if _below(d):
+                return p, steps
+    return inc, steps
+
+
+def _learned_challenge(order, means, champion, diff):
+    """Step 2: (the winner, the runner-up it was tested against or None, the comparisons): the
+    best learned policy replaces the champion only when significantly better than it and than
+    the runner-up (the next-lowest mean that is no learned policy)."""
+    learned = [p for p in order if is_ppo(p)]
+    if not learned or means[learned[0]] >= means[champion]:
+        return champion, None, []
+    best = learned[0]
+    runner = next(p for p in order if p != best and not is_ppo(p))
+    against = [runner] + ([champion] if champion != runner else [])
+    tests = [(best, p, diff(best, p)) for p in against]
+    return (best if all(_below(d) for _, _, d in tests) else champion), runner, tests
+
+
+def _record(winner, spec, significant, runner_up, difference, reason):
+    """winner.json's verdict fields (``difference``: the paired (mean %, low %, high %))."""
+    d, lo, hi = difference
     return {
         "policy": winner,
         "rule": spec.get("rule") if is_heuristic(winner) else None,
