@@ -12,6 +12,7 @@ import pytest
 
 from sched.data.scenario import Scenario, validate_frame
 from sched.data.workload import fidelity as fid
+from sched.data.workload import fidelity_text
 from sched.data.workload.workload import draw_arrivals
 from sched.evaluate.gate import WEIGHING, held_out_gate, validation_days_gate
 from sched.evaluate.tuning import DAYS_GUARD, choose_k
@@ -295,8 +296,54 @@ def test_a_generator_that_is_the_real_days_agrees_and_one_that_reverses_them_doe
     assert len(queues["real"][0]) == 24
     # a threshold no order can reach: the verdict leans on the days, and the record says so
     _t, rec, _q = fid.check(samples[0], samples[1:], samples[1:], 1, 2.0, threshold=1.01)
-    assert rec["lean_on_days"] is True and "below 1.01" in fid.verdict_text(rec)
+    assert rec["lean_on_days"] is True and "below 1.01" in fidelity_text.verdict_text(rec)
     assert fid.kendall_tau(np.arange(6.0), -np.arange(6.0)) == pytest.approx(-1.0)
+    # a generator that is the real days misses nothing, and the sentence says nothing
+    assert record["misses"] == {"against": "scenarios", "levels": {}, "discordant": []}
+    assert fidelity_text.misses_text(record) == ""
+
+
+def _fidelity_table(real, generated, levels_real, levels_generated):
+    """A fidelity table: the rules' ratios to wmdd (dicts by rule) and the levels (by LEVELS)."""
+    rows = [
+        {"metric": m, "rule": r, "real": a, "streams": b, "scenarios": b}
+        for (m, r), a, b in zip(fid.LEVELS, levels_real, levels_generated)
+    ]
+    rows += [
+        {
+            "metric": "ratio_to_wmdd",
+            "rule": r,
+            "real": real[r],
+            "streams": generated[r],
+            "scenarios": generated[r],
+        }
+        for r in fid.RULES
+    ]
+    return pd.DataFrame(rows, columns=list(fid.TABLE_COLUMNS))
+
+
+def test_what_the_generator_misses_is_named_level_by_level_and_pair_by_pair():
+    real = {"fifo": 12.9, "spt": 1.17, "edd": 3.3, "wspt": 0.983, "atc": 1.003, "wmdd": 1.0}
+    gen = {"fifo": 10.4, "spt": 1.27, "edd": 3.7, "wspt": 1.066, "atc": 1.016, "wmdd": 1.0}
+    # arrivals 1.41x the generated, queue 5.9x, backlog within 25 %, late share 0.8x (just inside)
+    table = _fidelity_table(real, gen, [12.6, 372.0, 15.9, 0.2, 1700.0], [8.9, 63.0, 13.0, 0.25, 736.0])
+    m = fid.misses(table)
+    assert set(m["levels"]) == {
+        "arrivals_per_hour",
+        "queue_length_mean (wmdd)",
+        "weighted_tardiness_k_per_day (wmdd)",
+    }
+    assert m["levels"]["arrivals_per_hour"] == pytest.approx(12.6 / 8.9, rel=1e-5)
+    # wspt is first on the real days, third generated: two pairs swapped, each named in real order
+    assert [d["rules"] for d in m["discordant"]] == [["wspt", "atc"], ["wspt", "wmdd"]]
+    assert m["discordant"][1]["real"] == [0.983, 1.0] and m["discordant"][1]["generated"] == [1.066, 1.0]
+    text = fidelity_text.misses_text({"misses": m, "reference": "wmdd"})
+    assert text.startswith(
+        "What the generated scenarios miss of the real days: arrivals_per_hour 1.42x theirs"
+    )
+    assert (
+        "wspt before wmdd (ratio to wmdd 0.983 and 1.000 on the real days, 1.066 and 1.000 generated)" in text
+    )
 
 
 def test_streams_cover_the_real_hours_from_the_same_time_of_week(wcfg_workload):

@@ -15,7 +15,7 @@ import pytest
 
 from sched.data.model import ModelError, scenario_model
 from sched.data.scenario import draw
-from sched.data.workload import shape_fit
+from sched.data.workload import fidelity, shape_fit
 from sched.data.workload.workload import WorkloadFileError, check_workload, draw_arrivals, draw_durations
 from sched.data.workload.workload_fit import calibrate_workload
 from tests.conftest import ROOT
@@ -197,3 +197,9 @@ def test_fidelity_reports_tau_for_each_switch(trace, tmp_path):
     assert [v["variant"] for v in m["variants"]] == ["class_durations", "heavy_tails", "day_intensity", "all"]
     assert all(-1 <= v["tau"]["scenarios"] <= 1 for v in m["variants"])
     assert "Generator switched on (config scenario.workload_model): profile only" in r.stdout
+    # what the generated scenarios miss, recomputed from the record's own table, and said
+    table = pd.read_csv(tmp_path / "f" / "fidelity.csv", keep_default_na=False)
+    table[["real", "streams", "scenarios"]] = table[["real", "streams", "scenarios"]].astype(float)
+    assert rec["misses"] == json.loads(json.dumps(fidelity.misses(table)))
+    if rec["misses"]["levels"] or rec["misses"]["discordant"]:
+        assert "What the generated scenarios miss of the real days: " in r.stdout

@@ -52,9 +52,8 @@ def run(args):
         render_figure,
         scenario_samples,
         stream_samples,
-        switches_text,
-        verdict_text,
     )
+    from sched.data.workload.fidelity_text import misses_text, switches_text, verdict_text
     from sched.data.workload.replay import held_out_stream
     from sched.data.workload.workload import load_workload, period_days
     from sched.errors import UsageError
@@ -115,8 +114,9 @@ def run(args):
         ]
     )
     print(table.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
-    print(verdict_text(record))
-    print(switches_text(record))
+    for line in (verdict_text(record), misses_text(record), switches_text(record)):
+        if line:
+            print(line)
     for name in (layout.FIDELITY_TABLE, layout.FIDELITY_FIGURE, layout.FIDELITY_RECORD):
         print(f"wrote {out / name}", file=sys.stderr)
 

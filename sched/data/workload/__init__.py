@@ -11,5 +11,6 @@ generator checked against it (``sched calibrate-workload``, ``sched replay``,
   tails, day intensities), fitted for ``scenario.workload_model``;
 * ``workload``: reading a workload file and drawing arrivals (durations, deadlines) from it;
 * ``replay``: the history cut into windows, each a scenario with its real tasks;
-* ``fidelity``: the validation days against scenarios generated from the fit.
+* ``fidelity``: the validation days against scenarios generated from the fit;
+* ``fidelity_text``: the fidelity record's sentences (the verdict, what the generator misses).
 """

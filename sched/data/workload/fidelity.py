@@ -45,6 +45,17 @@ KINDS = ("real", "streams", "scenarios")
 TABLE_COLUMNS = ("metric", "rule", *KINDS)
 DAY_S = 86400.0
 HOUR_S = 3600.0
+#: A level (arrivals, queue, backlog, late share) the generated scenarios miss: the real days'
+#: more than this factor above theirs, or below theirs by it.
+MISS_FACTOR = 1.25
+#: The levels compared, (metric, rule) as the table holds them.
+LEVELS = (
+    ("arrivals_per_hour", ""),
+    ("queue_length_mean", REFERENCE),
+    ("backlog_gpu_hours_mean", REFERENCE),
+    ("late_share", REFERENCE),
+    ("weighted_tardiness_k_per_day", REFERENCE),
+)
 
 
 class FidelityError(SchedError):
@@ -210,7 +221,42 @@ def check(real, streams, scenarios, machines, k, threshold=TAU_THRESHOLD):
         "lean_on_days": bool(tau["scenarios"] < threshold),
         "best_rule": {kind: RULES[int(np.argmin(twt[kind]))] for kind in KINDS},
     }
-    return pd.DataFrame(rows, columns=list(TABLE_COLUMNS)), record, queues
+    table = pd.DataFrame(rows, columns=list(TABLE_COLUMNS))
+    record["misses"] = misses(table)
+    return table, record, queues
+
+
+def misses(table, against="scenarios"):
+    """What the generated samples (``against``: the scenarios, whose tau decides) miss of the real
+    days, from the fidelity table: ``levels``, each of :data:`LEVELS` whose real value is more
+    than :data:`MISS_FACTOR` times theirs or less than theirs over it ({name: real / generated});
+    ``discordant``, the pairs of rules they order unlike the real days, with both ratios to the
+    reference ([{rules: [a, b], real: [..], generated: [..]}], a before b on the real days)."""
+
+    def value(metric, rule, kind):
+        row = table[(table["metric"] == metric) & (table["rule"] == rule)]
+        return float(row[kind].iloc[0]) if len(row) else float("nan")
+
+    levels = {}
+    for metric, rule in LEVELS:
+        ratio = _ratio(value(metric, rule, "real"), value(metric, rule, against))
+        if np.isfinite(ratio) and not 1 / MISS_FACTOR <= ratio <= MISS_FACTOR:
+            levels[metric + (f" ({rule})" if rule else "")] = round(ratio, 6)
+    ratio = {kind: [value("ratio_to_" + REFERENCE, r, kind) for r in RULES] for kind in ("real", against)}
+    discordant = []
+    for i in range(len(RULES)):
+        for j in range(i + 1, len(RULES)):
+            real, gen = ratio["real"][i] - ratio["real"][j], ratio[against][i] - ratio[against][j]
+            if real * gen < 0:
+                first, second = (i, j) if real < 0 else (j, i)
+                discordant.append(
+                    {
+                        "rules": [RULES[first], RULES[second]],
+                        "real": [round(ratio["real"][x], 6) for x in (first, second)],
+                        "generated": [round(ratio[against][x], 6) for x in (first, second)],
+                    }
+                )
+    return {"against": against, "levels": levels, "discordant": discordant}
 
 
 def switch_variants(on, workload):
@@ -251,37 +297,6 @@ def _mean(values):
 
 def _ratio(x, ref):
     return float(x / ref) if ref > 0 else float("nan")
-
-
-def switches_text(record):
-    """One line: the generator's switches on, and the tau of each variant checked beside it."""
-    m = record.get("model")
-    if not m:
-        return ""
-    rest = "; ".join(
-        f"{v['variant']}: {v['tau']['scenarios']:.2f} (streams {v['tau']['streams']:.2f})"
-        for v in m["variants"]
-    )
-    return (
-        f"Generator switched on (config scenario.workload_model): {', '.join(m['on'])}; Kendall's tau on the "
-        f"scenarios with the other variants: {rest or 'none checked'}."
-    )
-
-
-def verdict_text(record):
-    """One line: whether the generator ranks the rules as the real days do."""
-    tau, th = record["tau"], record["threshold"]
-    agree = not record["lean_on_days"]
-    return (
-        f"Kendall's tau between the rules' order on the {record['days']:g} validation days and on the "
-        f"generated scenarios {tau['scenarios']:.2f} (streams with a warm-up day: {tau['streams']:.2f}); "
-        + (
-            f"at least {th:g}: the generator ranks the rules as the real days do."
-            if agree
-            else f"below {th:g}: the generator ranks the rules unlike the real days, by "
-            f"{th - tau['scenarios']:.2f}; the studio's verdict leans on the validation days."
-        )
-    )
 
 
 def read_fidelity(path):

@@ -136,7 +136,8 @@ def _fidelity_lines(fidelity):
     """The fidelity table and figure (``sched fidelity``)."""
     if fidelity is None:
         return []
-    from sched.data.workload.fidelity import KINDS, switches_text, verdict_text
+    from sched.data.workload.fidelity import KINDS
+    from sched.data.workload.fidelity_text import misses_text, switches_text, verdict_text
 
     table, record = fidelity
     lines = [
@@ -145,7 +146,8 @@ def _fidelity_lines(fidelity):
         f"{record['streams']} streams generated from the fit over the same hours of the week (a warm-up "
         f"day first, counted toward nothing, as the real stream) and {record['scenarios']} generated "
         f"validation scenarios as the studio draws them ({_warm_up_words(record)}); queue, backlog "
-        f"and late tasks under {record['reference']}. {verdict_text(record)} {switches_text(record)}",
+        f"and late tasks under {record['reference']}. "
+        + " ".join(t for t in (verdict_text(record), misses_text(record), switches_text(record)) if t),
         "",
         "| metric | rule | " + " | ".join(KINDS) + " |",
         "|---|---|" + "---:|" * len(KINDS),
