@@ -5,6 +5,7 @@ the tuned k guarded on the validation days, and the fidelity check of the genera
 import copy
 import dataclasses
 import json
+import re
 
 import numpy as np
 import pandas as pd
@@ -375,14 +376,26 @@ def wcfg_workload(cfg, calibrated, tmp_path_factory):
 
 @pytest.mark.parametrize(
     "change, field",
-    [({"format": "x"}, "format"), ({"lean_on_days": "no"}, "lean_on_days"), ({"tau": {"streams": 1}}, "tau")],
-)
+    [
+        ({"format": "x"}, "format"),
+        ({"lean_on_days": "no"}, "lean_on_days"),
+        ({"tau": {"streams": 1}}, "tau"),
+        ({"misses": []}, "misses"),
+        ({"misses": {"against": "scenarios", "levels": {"arrivals_per_hour": "1.4"}, "discordant": []}},
+         "misses.levels"),
+        ({"misses": {"against": "scenarios", "levels": {}, "discordant": [{"rules": ["wspt"]}]}},
+         "misses.discordant[0]"),
+    ],
+)  # fmt: skip
 def test_a_malformed_fidelity_record_is_refused_naming_the_field(tmp_path, change, field):
-    good = {"format": fid.FORMAT, "lean_on_days": False, "tau": {"streams": 0.9, "scenarios": 1.0}}
+    pair = {"rules": ["wspt", "wmdd"], "real": [0.98, 1.0], "generated": [1.07, 1.0]}
+    good = {"format": fid.FORMAT, "lean_on_days": False, "tau": {"streams": 0.9, "scenarios": 1.0},
+            "misses": {"against": "scenarios", "levels": {"arrivals_per_hour": 1.4},
+                       "discordant": [pair]}}  # fmt: skip
     (tmp_path / "ok.json").write_text(json.dumps(good))
     assert fid.read_fidelity(tmp_path / "ok.json")["tau"]["streams"] == 0.9
     (tmp_path / "bad.json").write_text(json.dumps({**copy.deepcopy(good), **change}))
-    with pytest.raises(fid.FidelityError, match=f"field {field}"):
+    with pytest.raises(fid.FidelityError, match=re.escape(f"field {field}")):
         fid.read_fidelity(tmp_path / "bad.json")
 
 

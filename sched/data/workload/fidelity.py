@@ -316,7 +316,38 @@ def read_fidelity(path):
         for k in ("streams", "scenarios")
     ):
         raise FidelityError(f"fidelity file {path}: field tau: expected {{streams, scenarios}} numbers")
+    if "misses" in data:
+        _check_misses(data["misses"], path)
     return data
+
+
+def _number(x):
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _check_misses(m, path):
+    """FidelityError naming the field unless ``m`` is a ``misses`` record (:func:`misses`)."""
+    where = f"fidelity file {path}: field misses"
+    if not isinstance(m, dict) or not isinstance(m.get("against"), str):
+        raise FidelityError(f"{where}: expected {{against, levels, discordant}}")
+    levels = m.get("levels")
+    if not isinstance(levels, dict) or not all(isinstance(k, str) and _number(v) for k, v in levels.items()):
+        raise FidelityError(f"{where}.levels: expected {{name: number}}")
+    pairs = m.get("discordant")
+    if not isinstance(pairs, list):
+        raise FidelityError(f"{where}.discordant: expected a list")
+    for i, d in enumerate(pairs):
+        ok = isinstance(d, dict) and all(
+            isinstance(d.get(k), list) and len(d[k]) == 2 for k in ("rules", "real", "generated")
+        )
+        if (
+            not ok
+            or not all(isinstance(r, str) for r in d["rules"])
+            or not all(_number(x) for k in ("real", "generated") for x in d[k])
+        ):
+            raise FidelityError(
+                f"{where}.discordant[{i}]: expected {{rules: [a, b], real: [x, y], generated: [x, y]}}"
+            )
 
 
 def render_figure(table, record, queues):
