@@ -127,10 +127,11 @@ class Queue:
         return sorted(ranked, key=lambda j: (j.name, j.id))
 
 
-def stub_sync(stubber, queue, page=100, updates=0):
+def stub_sync(stubber, queue, page=100, updates=0, measured=True):
     """Queue on ``stubber`` the responses of one sync of ``queue``: ListJobs pages of ``page``
-    jobs, BatchGetJob, SearchTasks, and ``updates`` BatchUpdateJob calls (their parameters
-    are the adapter's choice: recorded and applied by :func:`record_updates`, not expected)."""
+    jobs, BatchGetJob, SearchTasks (none when not ``measured``: every job's task times known
+    from the last sync), and ``updates`` BatchUpdateJob calls (their parameters are the
+    adapter's choice: recorded and applied by :func:`record_updates`, not expected)."""
     jobs = list(queue.jobs.values())
     for k in range(0, max(len(jobs), 1), page):
         params = {"farmId": FARM, "queueId": QUEUE, "maxResults": 100}
@@ -149,7 +150,7 @@ def stub_sync(stubber, queue, page=100, updates=0):
             {"identifiers": ids},
         )
     for j in waiting:
-        if j.done_s:
+        if j.done_s and measured:
             params = {"farmId": FARM, "queueIds": [QUEUE], "jobId": j.id, "itemOffset": 0, "pageSize": 100}
             stubber.add_response("search_tasks", {"tasks": j.tasks(), "totalResults": len(j.done_s)}, params)
     for _ in range(updates):
@@ -176,7 +177,8 @@ class DeadlineServer:
     """Deadline Cloud's REST paths for ``queue`` on 127.0.0.1 (a free port), in a thread.
 
     ``fail``: operation name -> [(status, error code), ...] answered, in turn, before the real
-    answer; ``calls``: (operation, method, path) of every request, in arrival order."""
+    answer; ``calls``: (operation,) of every request, in arrival order ((operation, job id) for
+    SearchTasks)."""
 
     def __init__(self, queue, page=100):
         self.queue, self.page, self.fail, self.calls = queue, page, {}, []
@@ -210,7 +212,8 @@ class DeadlineServer:
             return self._guard("BatchGetJob") or (200, None, {"jobs": jobs, "errors": []})
         if method == "POST" and path == f"/2023-10-12/farms/{FARM}/search/tasks":
             tasks = self.queue.jobs[body["jobId"]].tasks()
-            return self._guard("SearchTasks") or (200, None, {"tasks": tasks, "totalResults": len(tasks)})
+            found = (200, None, {"tasks": tasks, "totalResults": len(tasks)})
+            return self._guard("SearchTasks", body["jobId"]) or found
         if method == "PATCH" and path == "/2023-10-12/batch-update-job":
             denied = self._guard("BatchUpdateJob")
             if denied:
@@ -219,8 +222,8 @@ class DeadlineServer:
             return 200, None, {"errors": []}
         return 404, "UnknownOperationException", {"message": f"no route {method} {path}"}
 
-    def _guard(self, op):
-        self.calls.append((op,))
+    def _guard(self, op, job=None):
+        self.calls.append((op,) if job is None else (op, job))
         queued = self.fail.get(op) or []
         if queued:
             status, code = queued.pop(0)

@@ -75,7 +75,7 @@ def sync(client, queue, conf, tmp_path, updates=0, page=100, **kw):
     rules = deadline.mapping.read_mapping(tmp_path / "map.csv", unit="task")
     with Stubber(client) as stubber:
         stub_sync(stubber, queue, page=page, updates=updates)
-        report = deadline.sync(FARM, QUEUE, rules, now=NOW, client=client, config=conf, **kw)
+        report = deadline.sync(FARM, QUEUE, rules, now=NOW, client=client, config=conf, **{"calls": 1, **kw})
         stubber.assert_no_pending_responses()
     return report
 
@@ -84,7 +84,7 @@ def run_cli(monkeypatch, capsys, client, *more, conf=None):
     """``sched deadline sync`` in this process, its boto3 client ``client`` (stubbed)."""
     monkeypatch.setattr(deadline, "connect", lambda region=None, endpoint_url=None: client)
     argv = (["--config", conf] if conf else []) + ["deadline", "sync", "--farm-id", FARM, "--queue-id", QUEUE]
-    code = cli.main(argv + ["--now", str(NOW), *more])
+    code = cli.main(argv + ["--now", str(NOW), "--calls", "1", *more])  # a Stubber answers in order
     return code, capsys.readouterr()
 
 
@@ -188,7 +188,7 @@ def test_only_live_jobs_with_tasks_waiting_for_a_worker_are_read_and_touched(cli
             params = {"farmId": FARM, "queueIds": [QUEUE], "jobId": j.id, "itemOffset": 0, "pageSize": 100}
             stubber.add_response("search_tasks", {"tasks": j.tasks(), "totalResults": 1}, params)
         stubber.add_response("batch_update_job", {"errors": []})
-        report = deadline.sync(FARM, QUEUE, now=NOW, client=client, config=conf)
+        report = deadline.sync(FARM, QUEUE, now=NOW, client=client, config=conf, calls=1)
         stubber.assert_no_pending_responses()
     tasks = [
         {"id": j.id, "estimate_s": 10.0 * j.waiting, "weight": 1.0, "due": j.created.timestamp() + 86400}
@@ -291,14 +291,21 @@ def test_a_failure_part_way_says_how_many_were_set_logs_them_and_a_rerun_converg
     assert refused.id not in {s["job_id"] for s in record["set"]} and record["dry_run"] is False
     # record_updates applied the refused job's priority too: put it back, as the service kept it
     refused.priority = 50
+    # the task times measured then were kept beside the decision log: no job's succeeded tasks
+    # changed, so no SearchTasks now (a call the Stubber was not given would fail the sync)
+    times = json.loads((tmp_path / "decisions.jsonl.task-times.json").read_text())
+    assert times["format"] == "sched-task-times/1" and len(times["jobs"]) == sum(
+        1 for j in queue.waiting() if j.done_s
+    )
     with Stubber(client) as stubber:
-        stub_sync(stubber, queue, updates=1)
+        stub_sync(stubber, queue, updates=1, measured=False)
         rc, out = run_cli(monkeypatch, capsys, client, *more, conf=conf)
         stubber.assert_no_pending_responses()
     assert rc == 0 and "12 waiting jobs ranked by atc, 1 priorities changed, 11 kept" in out.out, out.err
     with Stubber(client) as stubber:
-        stub_sync(stubber, queue)
+        stub_sync(stubber, queue, measured=False)
         rc, out = run_cli(monkeypatch, capsys, client, *more, conf=conf)
+        stubber.assert_no_pending_responses()
     assert rc == 0 and "0 priorities changed, 12 kept" in out.out
     records = [json.loads(line) for line in log.read_text().splitlines()]
     assert [len(r["set"]) for r in records] == [10, 1, 0] and records[2]["error"] is None
@@ -398,9 +405,28 @@ def test_with_a_botocore_without_the_batch_operations_each_job_is_read_and_set_a
             stubber.add_response("update_job", {})
         (tmp_path / "map.csv").write_text(MAP_CSV)
         rules = deadline.mapping.read_mapping(tmp_path / "map.csv", unit="task")
-        report = deadline.sync(FARM, QUEUE, rules, now=NOW, client=client, config=conf)
+        report = deadline.sync(FARM, QUEUE, rules, now=NOW, client=client, config=conf, calls=1)
         stubber.assert_no_pending_responses()
     assert len(report.changes) == 4 and len(report.ranked) == 5
     assert report.skipped == [
         (gone.name, f"job {gone.name}: cannot read it (ResourceNotFoundException: no such job)")
     ]
+
+
+def test_task_times_round_trip_and_a_file_of_another_queue_or_not_json_is_set_aside(tmp_path):
+    from sched.farms import task_times
+
+    path = tmp_path / "t.json"
+    assert task_times.read(path, FARM, QUEUE) == ({}, None)  # none yet: nothing to say
+    task_times.write(path, FARM, QUEUE, {"job-b": (3, 41.5), "job-a": (1, 20.0)})
+    assert task_times.read(path, FARM, QUEUE) == ({"job-a": (1, 20.0), "job-b": (3, 41.5)}, None)
+    got, warning = task_times.read(path, FARM, "queue-other")
+    assert got == {} and "fields farm, queue: another queue's file; measuring every job again" in warning
+    path.write_text("{not json")
+    got, warning = task_times.read(path, FARM, QUEUE)
+    assert got == {} and warning.startswith(f"task times {path}: not JSON")
+    bad = {"format": "sched-task-times/1", "farm": FARM, "queue": QUEUE, "jobs": {"j": [2, -1]}}
+    path.write_text(json.dumps(bad))
+    assert (
+        "field jobs.j: expected [succeeded tasks > 0, seconds >= 0]" in task_times.read(path, FARM, QUEUE)[1]
+    )

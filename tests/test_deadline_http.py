@@ -115,6 +115,53 @@ def test_a_sync_through_boto3s_transport_sets_rank_order_and_a_second_sets_nothi
         assert r.returncode == 0, r.stderr
         assert "0 priorities changed, 20 kept" in r.stdout and len(server.calls_of("BatchUpdateJob")) == 1
         assert [len(json.loads(line)["set"]) for line in log.read_text().splitlines()] == [19, 0]
+        # the task times were kept beside the decision log: no job's succeeded tasks changed, so
+        # no SearchTasks; then one job finishes a task, and only it is read again
+        assert len(server.calls_of("SearchTasks")) == 13
+        moved = next(j for j in queue.jobs.values() if j.done_s)
+        moved.done_s.append(90)
+        r = sched(aws, *argv(conf, server.url, *more, "--dry-run"))
+        assert r.returncode == 0, r.stderr
+        assert len(server.calls_of("SearchTasks")) == 14 and server.calls_of("SearchTasks")[-1] == (
+            "SearchTasks",
+            moved.id,
+        )
+
+
+def test_concurrent_per_job_calls_give_the_serial_sync_and_bad_task_times_are_set_aside(
+    aws, conf, capsys, tmp_path
+):
+    results = []
+    for calls in ("1", "8"):
+        queue = jobs(Queue(), 30)
+        with DeadlineServer(queue, page=9) as server:
+            code = cli.main(argv(conf, server.url, "--calls", calls, "--mapping", str(_map(tmp_path))))
+            out = capsys.readouterr()
+            assert code == 0, out.err
+            results.append(
+                (out.out, sorted(queue.updates), sorted(c[1] for c in server.calls_of("SearchTasks")))
+            )
+    assert results[0] == results[1] and len(results[0][2]) == 20
+    # a task-times file that is not one: a warning naming the field, every job measured, rewritten
+    times = tmp_path / "t.json"
+    times.write_text(
+        json.dumps({"format": "sched-task-times/1", "farm": FARM, "queue": QUEUE, "jobs": {"j": [0, 1.0]}})
+    )
+    queue = jobs(Queue(), 30)
+    with DeadlineServer(queue) as server:
+        code = cli.main(argv(conf, server.url, "--task-times", str(times), "--mapping", str(_map(tmp_path))))
+        out = capsys.readouterr()
+        assert code == 0 and len(server.calls_of("SearchTasks")) == 20
+    assert f"task times {times}: field jobs.j: expected [succeeded tasks > 0, seconds >= 0]" in out.err
+    assert len(json.loads(times.read_text())["jobs"]) == 20
+    assert cli.main(argv(conf, "http://127.0.0.1:9", "--calls", "0")) == 2
+    assert "calls: expected 1 to 64" in capsys.readouterr().err
+
+
+def _map(tmp_path):
+    path = tmp_path / "map.csv"
+    path.write_text("job,task_s\n*,30\n")
+    return path
 
 
 def test_throttling_is_retried_by_botocores_standard_mode_then_succeeds(aws, conf, capsys):

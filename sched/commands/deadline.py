@@ -53,6 +53,20 @@ def register(sub):
         metavar="FILE",
         help="append one JSON line per sync: the order, what it meant to set and what it set",
     )
+    v.add_argument(
+        "--calls",
+        type=int,
+        default=8,
+        metavar="N",
+        help="per-job calls (SearchTasks; GetJob on an older botocore) at once, 1 to 64 (default 8)",
+    )
+    v.add_argument(
+        "--task-times",
+        dest="task_times",
+        metavar="FILE",
+        help="the measured task times kept between syncs: a job whose succeeded tasks did not change "
+        "costs no call (default: FILE.task-times.json beside --decision-log FILE; none without it)",
+    )
     s.set_defaults(func=run)
 
 
@@ -63,6 +77,13 @@ def _range(text, middle):
     if not lo <= middle <= hi:
         raise UsageError(f"--middle-priority: expected a priority within {lo}:{hi}, got {middle}")
     return lo, hi
+
+
+def _task_times(args):
+    """The task-times file: --task-times, else beside the decision log, else none."""
+    if args.task_times:
+        return args.task_times
+    return f"{args.decision_log}.task-times.json" if args.decision_log else None
 
 
 def run(args):
@@ -85,6 +106,8 @@ def run(args):
             region=args.region,
             endpoint_url=args.endpoint_url,
             decision_log=log,
+            calls=args.calls,
+            task_times=_task_times(args),
             **ranking,
         )
     finally:

@@ -6,6 +6,8 @@
   CSV and a job's own ``sched`` values;
 * ``deadline``: ``sched deadline sync``, an AWS Deadline Cloud queue's waiting jobs as job
   priorities (optional extra ``deadline``: boto3; docs/deadline.md);
+* ``task_times``: the measured task times a sync keeps between runs (a job whose succeeded
+  tasks did not change costs no call);
 * ``opencue``: ``sched opencue sync``, a show's pending OpenCue jobs as job priorities
   (optional extra ``opencue``, docs/opencue.md).
 """

@@ -16,8 +16,14 @@ The calls, all paginated or batched within the service model's limits:
 * ``BatchGetJob``, 100 jobs a call, for the waiting jobs only: their descriptions and
   parameters, which carry the jobs' own ``sched`` values (ListJobs returns neither); ``GetJob``,
   a job a call, with a botocore whose model has no batch operations (1.40.0's has none: BATCHES).
-* ``SearchTasks``, one page of at most 100 tasks, for each waiting job with succeeded tasks:
-  the mean run time of the succeeded tasks among them, the job's measured seconds per task.
+* ``SearchTasks``, one page of at most 100 tasks, for each waiting job with succeeded tasks
+  whose count changed since the last sync (``task_times``: :mod:`sched.farms.task_times`, a
+  file beside the decision log): the mean run time of the succeeded tasks among them, the
+  job's measured seconds per task.
+
+The per-job calls (SearchTasks, and GetJob on a botocore without the batch operations) run
+``calls`` at a time (8 by default) on the one client, which botocore allows; their answers are
+used in the jobs' order, so the result does not depend on which comes back first.
 * ``BatchUpdateJob``, 100 jobs a call, the priorities that must change (its per-job errors
   are read: a call answered 200 may still have refused some); else ``UpdateJob`` a job.
 
@@ -42,12 +48,14 @@ or missing credentials is a :class:`DeadlineError`, one line naming the farm, qu
 setting priorities fails part-way, the message says how many were set; a rerun converges.
 """
 
+# size: the adapter's whole contract with the service in one place: which calls, in what order and
+# batches, at what concurrency, and what each failure says
 import math
 import uuid
 from datetime import UTC, datetime
 
 from sched.errors import MissingExtraError, UsageError
-from sched.farms import adapter, mapping
+from sched.farms import adapter, mapping, task_times
 from sched.farms.adapter import FarmError, FarmJob, SyncReport
 from sched.farms.mapping import printable
 from sched.limits import MAX_RANK_TASKS
@@ -61,6 +69,8 @@ BATCH = 100
 BATCHES = ("BatchGetJob", "BatchUpdateJob")
 #: Jobs a ListJobs page and tasks a SearchTasks page hold, at most (the model's maximum).
 PAGE = 100
+#: Per-job calls in flight at once, by default (``--calls``), and at most.
+CALLS, MAX_CALLS = 8, 64
 #: Task-run statuses of tasks waiting for a worker: what a priority orders.
 WAITING = ("PENDING", "READY")
 #: Task-run statuses of a job that still runs tasks (not SUSPENDED, NOT_COMPATIBLE, or done).
@@ -109,7 +119,8 @@ def sync(farm_id, queue_id, rules=(), dry_run=False, now=None, client=None, **kw
     ``region`` and ``endpoint_url``). ``kw``: ``machines``, ``policy``, ``config``,
     ``default_due_h`` (as ``sched.farms.opencue.sync``), ``bounds`` (lowest, highest), ``middle``
     (the level at the middle of the order), ``decision_log`` (a DecisionLog: one record of what
-    was set, also when setting fails part-way).
+    was set, also when setting fails part-way), ``calls`` (per-job calls at once, :data:`CALLS`),
+    ``task_times`` (the path of the measured task times kept between syncs, or None).
     """
     import time
 
@@ -123,10 +134,20 @@ def sync(farm_id, queue_id, rules=(), dry_run=False, now=None, client=None, **kw
     now = time.time() if now is None else float(now)
     machines, config = kw.get("machines", 1), kw.get("config")
     check, rules = adapter.prepare(rules, config, now, machines)  # before the service is called
+    calls = kw.get("calls", CALLS)
+    if not (isinstance(calls, int) and 1 <= calls <= MAX_CALLS):
+        raise UsageError(f"calls: expected 1 to {MAX_CALLS} per-job calls at once, got {calls!r}")
     client = client or connect(kw.get("region"), kw.get("endpoint_url"))
-    queue = _Queue(client, farm_id, queue_id)
+    queue = _Queue(client, farm_id, queue_id, calls)
     report = SyncReport(scope=f"farm {printable(farm_id)} queue {printable(queue_id)}", dry_run=dry_run)
+    path = kw.get("task_times")
+    if path is not None:
+        queue.known, warning = task_times.read(path, farm_id, queue_id)
+        if warning:
+            report.warnings.append(warning)
     jobs = queue.waiting_jobs(report)
+    if path is not None:
+        task_times.write(path, farm_id, queue_id, queue.measured)
     ranked = adapter.rank_jobs(
         jobs,
         rules,
@@ -161,10 +182,22 @@ def sync(farm_id, queue_id, rules=(), dry_run=False, now=None, client=None, **kw
 class _Queue:
     """The calls the sync makes on one queue, each failure a DeadlineError naming its place."""
 
-    def __init__(self, client, farm_id, queue_id):
-        self.client, self.farm, self.queue = client, farm_id, queue_id
+    def __init__(self, client, farm_id, queue_id, calls=CALLS):
+        self.client, self.farm, self.queue, self.calls = client, farm_id, queue_id, calls
         self.where = f"farm {printable(farm_id)} queue {printable(queue_id)}"
         self.batched = set(BATCHES) <= set(client.meta.service_model.operation_names)
+        #: {job id: (succeeded tasks, mean seconds)}: read from the task-times file, and measured
+        self.known, self.measured = {}, {}
+
+    def _map(self, fn, items):
+        """``fn`` over ``items``, ``calls`` at a time on the one client, answers in ``items``' order
+        (the first failure, in that order, raised)."""
+        if self.calls == 1 or len(items) < 2:
+            return [fn(x) for x in items]
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=self.calls) as pool:
+            return list(pool.map(fn, items))
 
     def _call(self, what, fn, **params):
         try:
@@ -188,7 +221,21 @@ class _Queue:
                 f"{MAX_RANK_TASKS} (sched.limits.MAX_RANK_TASKS); no priority was set"
             )
         details = self._details(waiting, report) if self.batched else self._each(waiting, report)
-        return [self._job(s, details[s["jobId"]]) for s in waiting if s["jobId"] in details]
+        waiting = [s for s in waiting if s["jobId"] in details]
+        means = self._task_means(waiting)
+        return [self._job(s, details[s["jobId"]], means.get(s["jobId"], 0.0)) for s in waiting]
+
+    def _task_means(self, waiting):
+        """{job id: mean seconds per succeeded task} of the jobs of ``waiting`` with succeeded
+        tasks: from ``known`` where the count is the same, else measured (SearchTasks)."""
+        done = [(s, int((s.get("taskRunStatusCounts") or {}).get("SUCCEEDED", 0))) for s in waiting]
+        done = [(s, n) for s, n in done if n > 0]
+        todo = [s for s, n in done if self.known.get(s["jobId"], (None,))[0] != n]
+        fresh = dict(zip((s["jobId"] for s in todo), self._map(self._mean_task_s, todo)))
+        self.measured = {
+            s["jobId"]: (n, fresh.get(s["jobId"], self.known.get(s["jobId"], (0, 0.0))[1])) for s, n in done
+        }
+        return {jid: mean for jid, (_n, mean) in self.measured.items()}
 
     def _details(self, waiting, report):
         """BatchGetJob's item of each job of ``waiting``, by id; one it refuses is skipped."""
@@ -210,28 +257,30 @@ class _Queue:
 
     def _each(self, waiting, report):
         """GetJob's answer for each job of ``waiting``, by id; one gone since it was listed is skipped."""
-        import botocore.exceptions
-
         details = {}
-        for s in waiting:
-            try:
-                details[s["jobId"]] = self.client.get_job(
-                    farmId=self.farm, queueId=self.queue, jobId=s["jobId"]
-                )
-            except botocore.exceptions.ClientError as exc:
-                if exc.response.get("Error", {}).get("Code") != "ResourceNotFoundException":
-                    raise DeadlineError(f"{self.where}: cannot read its jobs ({_first_line(exc)})") from None
-                report.skipped.append(
-                    (s["name"], f"job {printable(s['name'])}: cannot read it ({_first_line(exc)})")
-                )
-            except botocore.exceptions.BotoCoreError as exc:
-                raise DeadlineError(f"{self.where}: cannot read its jobs ({_first_line(exc)})") from None
+        for s, (item, gone) in zip(waiting, self._map(self._get_job, waiting)):
+            if gone is None:
+                details[s["jobId"]] = item
+            else:
+                report.skipped.append((s["name"], f"job {printable(s['name'])}: cannot read it ({gone})"))
         return details
 
-    def _job(self, summary, item):
+    def _get_job(self, summary):
+        """(GetJob's answer, None), or (None, why) for a job gone since it was listed."""
+        import botocore.exceptions
+
+        try:
+            return self.client.get_job(farmId=self.farm, queueId=self.queue, jobId=summary["jobId"]), None
+        except botocore.exceptions.ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") != "ResourceNotFoundException":
+                raise DeadlineError(f"{self.where}: cannot read its jobs ({_first_line(exc)})") from None
+            return None, _first_line(exc)
+        except botocore.exceptions.BotoCoreError as exc:
+            raise DeadlineError(f"{self.where}: cannot read its jobs ({_first_line(exc)})") from None
+
+    def _job(self, summary, item, avg):
         counts = summary.get("taskRunStatusCounts") or {}
         waiting = sum(counts.get(k, 0) for k in WAITING)
-        avg = self._mean_task_s(summary) if counts.get("SUCCEEDED", 0) > 0 else 0.0
         submitted = summary["createdAt"].timestamp()
         return FarmJob(summary["jobId"], summary["name"], summary["priority"], waiting, avg, submitted, item)
 
