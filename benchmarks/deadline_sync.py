@@ -4,9 +4,11 @@ the per-job calls one at a time and ``--calls`` at a time, then again with the t
 from the first sync (nothing changed in between). Wall times of the sync alone (imports and the
 client's creation outside), each the median of ``--repeat`` runs, and their ratios in the same run.
 
-    python benchmarks/deadline_sync.py [--jobs 2000] [--done 725] [--calls 8] [--repeat 3]
+    python benchmarks/deadline_sync.py [--jobs 2000] [--done 725] [--calls 8] [--repeat 3] [--latency-ms 20]
 
-``--done`` jobs have succeeded tasks (a SearchTasks call each when their times are not known).
+``--done`` jobs have succeeded tasks (a SearchTasks call each when their times are not known);
+``--latency-ms``: each answer's delay, a network's round trip (0: a local endpoint that answers
+at once, where the client's and server's CPU bound the sync, not the calls' latency).
 Optional extra ``deadline`` (boto3). The figures: docs/deadline.md, "At farm scale".
 """
 
@@ -25,22 +27,30 @@ sys.path.insert(0, str(ROOT))
 NOW = 1_800_000_000.0
 
 
-def _serve(n, done, conn):
-    """The endpoint, in this (child) process: ``n`` jobs, ``done`` of them with succeeded tasks."""
+def _serve(n, done, latency_s, conn):
+    """The endpoint, in this (child) process: ``n`` jobs, ``done`` of them with succeeded tasks,
+    each answer ``latency_s`` late (a network's round trip; requests are served side by side)."""
     from tests.fake_deadline import DeadlineServer, Queue
 
     queue = Queue()
     for i in range(n):
         queue.add(f"shot-{i:05d}", waiting=1 + i % 9, done_s=[30 + i % 50, 45] if i < done else [])
     with DeadlineServer(queue) as server:
+        answer = server.answer
+
+        def late(*a):
+            time.sleep(latency_s)
+            return answer(*a)
+
+        server.answer = late
         conn.send(server.url)
         conn.recv()  # until the parent is done
 
 
 def _client(url):
-    import boto3
+    from sched.farms import deadline
 
-    return boto3.session.Session().client("deadline", region_name="us-west-2", endpoint_url=url)
+    return deadline.connect(region="us-west-2", endpoint_url=url)  # the CLI's client
 
 
 def _timed(url, conf, **kw):
@@ -59,6 +69,7 @@ def main():
     ap.add_argument("--done", type=int, default=725)
     ap.add_argument("--calls", type=int, default=8)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--latency-ms", type=float, default=20.0, help="each answer's delay (default 20 ms)")
     args = ap.parse_args()
     for k, v in {
         "AWS_ACCESS_KEY_ID": "AKIDEXAMPLE",
@@ -67,7 +78,9 @@ def main():
     }.items():
         os.environ.setdefault(k, v)
     parent, child = mp.Pipe()
-    server = mp.get_context("spawn").Process(target=_serve, args=(args.jobs, args.done, child), daemon=True)
+    server = mp.get_context("spawn").Process(
+        target=_serve, args=(args.jobs, args.done, args.latency_ms / 1000, child), daemon=True
+    )
     server.start()
     url = parent.recv()
     with tempfile.TemporaryDirectory() as tmp:
@@ -86,7 +99,10 @@ def main():
     parent.send("done")
     server.join(timeout=10)
     base = statistics.median(next(iter(rows.values())))
-    print(f"{args.jobs} waiting jobs, {args.done} with succeeded tasks, local endpoint (dry runs: no update)")
+    print(
+        f"{args.jobs} waiting jobs, {args.done} with succeeded tasks, local endpoint answering "
+        f"{args.latency_ms:g} ms late (dry runs: no update)"
+    )
     print("| sync | median wall time (s) | against the first row |")
     print("|---|---:|---:|")
     for name, ts in rows.items():
