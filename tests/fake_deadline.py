@@ -177,11 +177,15 @@ class DeadlineServer:
     """Deadline Cloud's REST paths for ``queue`` on 127.0.0.1 (a free port), in a thread.
 
     ``fail``: operation name -> [(status, error code), ...] answered, in turn, before the real
-    answer; ``calls``: (operation,) of every request, in arrival order ((operation, job id) for
+    answer; ``throttle``: operation name -> k, every k-th request throttled (429), as a service
+    under load does; ``calls``: (operation,) of every request, in arrival order ((operation, job id) for
     SearchTasks)."""
 
     def __init__(self, queue, page=100):
         self.queue, self.page, self.fail, self.calls = queue, page, {}, []
+        #: operation name -> k: every k-th request of it (the 1st, the k+1-th, ...) throttled (429)
+        self.throttle, self._seen = {}, {}
+        self._count = threading.Lock()
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
 
     @property
@@ -224,6 +228,10 @@ class DeadlineServer:
 
     def _guard(self, op, job=None):
         self.calls.append((op,) if job is None else (op, job))
+        with self._count:
+            k = self._seen[op] = self._seen.get(op, -1) + 1
+        if op in self.throttle and k % self.throttle[op] == 0:
+            return 429, "ThrottlingException", {"message": "Rate exceeded (from the test's server)"}
         queued = self.fail.get(op) or []
         if queued:
             status, code = queued.pop(0)

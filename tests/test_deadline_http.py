@@ -178,6 +178,32 @@ def test_throttling_is_retried_by_botocores_standard_mode_then_succeeds(aws, con
         assert len(queue.updates) == 4 and "4 priorities changed" in out.out
 
 
+def test_a_throttling_storm_on_concurrent_calls_is_absorbed_and_one_past_every_retry_sets_nothing(
+    aws, conf, capsys, tmp_path
+):
+    """Issue 47's campaign: every other SearchTasks throttled while 8 run at once. A call can meet
+    three throttles in a row (botocore's 3 attempts): it is made again once the others are done,
+    one at a time, and the sync ends as an unthrottled one. A service that throttles every call
+    stops the sync with one line naming the job, nothing set."""
+    ref = jobs(Queue(), 30)
+    with DeadlineServer(ref) as server:
+        assert cli.main(argv(conf, server.url, "--mapping", str(_map(tmp_path)))) == 0
+    queue = jobs(Queue(), 30)
+    with DeadlineServer(queue) as server:
+        server.throttle = {"SearchTasks": 2}
+        code = cli.main(argv(conf, server.url, "--calls", "8", "--mapping", str(_map(tmp_path))))
+        out = capsys.readouterr()
+        assert code == 0, out.err
+        assert sorted(queue.updates) == sorted(ref.updates) and len(server.calls_of("SearchTasks")) >= 40
+    queue = jobs(Queue(), 30)
+    with DeadlineServer(queue) as server:
+        server.throttle = {"SearchTasks": 1}
+        code = cli.main(argv(conf, server.url, "--mapping", str(_map(tmp_path))))
+        out = capsys.readouterr()
+    assert code == 2 and queue.updates == [] and out.err.count("\n") == 1
+    assert "cannot read its tasks (ThrottlingException: Rate exceeded" in out.err
+
+
 def test_access_denied_is_one_line_on_stderr_and_exit_status_2_with_nothing_set(aws, conf):
     queue = jobs(Queue(), 5, fresh=0)
     with DeadlineServer(queue) as server:

@@ -109,6 +109,29 @@ def test_stray_quote_is_refused_at_its_line_and_every_line_after_it_counted(tmp_
     assert st.bad_count == 0 and chunks[-1].id[-1] == "q,1"
 
 
+def test_a_task_exported_twice_counts_once_and_the_repeat_is_named(tmp_path, cfg, calibrated):
+    """Issue 47's campaign: the same id twice (a re-export, two files of one history) is one task;
+    the repeat is a malformed record naming where the first is, and the fit counts the task once."""
+    rows = _rows(300)
+    p = _write(tmp_path / "h.csv", [HEADER, *rows, rows[5], rows[6]])
+    st = HistoryStats(p, "csv")
+    ids = [i for c in read_history(p, cfg["scenario"]["priorities"], 0.05, stats=st) for i in c.id]
+    assert len(ids) == len(set(ids)) == 300 and st.valid == 300 and st.bad_count == 2
+    assert st.bad == [
+        (302, "id: 't5' repeats h.csv:7 (the same task twice)"),
+        (303, "id: 't6' repeats h.csv:8 (the same task twice)"),
+    ]
+    # across files: the second file's record of a task the first holds is the repeat
+    q = _write(tmp_path / "more.csv", [HEADER, rows[0], *_rows(40, prefix="v")])
+    twice = calibrate_workload([p, q], cfg, calibrated.calibration)
+    once = calibrate_workload(
+        [_write(tmp_path / "once.csv", [HEADER, *rows, *_rows(40, prefix="v")])], cfg, calibrated.calibration
+    )
+    assert twice.data["tasks"] == once.data["tasks"] == 340
+    assert [len(st.bad) for st in twice.stats] == [2, 1]
+    assert twice.stats[1].bad == [(2, "id: 't0' repeats h.csv:2 (the same task twice)")]
+
+
 # 2. Degenerate spans
 
 

@@ -87,7 +87,12 @@ TAG = "sched:"
 
 class DeadlineError(FarmError):
     """Deadline Cloud cannot be reached or refuses a call, or a queue has more jobs than can
-    be ranked at once; the message names the farm, queue or job."""
+    be ranked at once; the message names the farm, queue or job. ``throttled``: the call was
+    still throttled after botocore's retries."""
+
+    def __init__(self, message, throttled=False):
+        super().__init__(message)
+        self.throttled = throttled
 
 
 def connect(region=None, endpoint_url=None):
@@ -190,20 +195,34 @@ class _Queue:
         self.known, self.measured = {}, {}
 
     def _map(self, fn, items):
-        """``fn`` over ``items``, ``calls`` at a time on the one client, answers in ``items``' order
-        (the first failure, in that order, raised)."""
+        """``fn`` over ``items``, ``calls`` at a time on the one client, answers in ``items``' order.
+        A call still throttled after botocore's retries is made again once the others are done,
+        one at a time (the concurrency is what a throttling service pushes back on); then the
+        first failure, in ``items``' order, is raised."""
         if self.calls == 1 or len(items) < 2:
             return [fn(x) for x in items]
         from concurrent.futures import ThreadPoolExecutor
 
+        def attempt(x):
+            try:
+                return fn(x), None
+            except DeadlineError as exc:
+                return None, exc
+
         with ThreadPoolExecutor(max_workers=self.calls) as pool:
-            return list(pool.map(fn, items))
+            done = list(pool.map(attempt, items))
+        out = []
+        for x, (value, exc) in zip(items, done):
+            if exc is not None and not exc.throttled:
+                raise exc
+            out.append(fn(x) if exc is not None else value)
+        return out
 
     def _call(self, what, fn, **params):
         try:
             return fn(**params)
         except _errors() as exc:
-            raise DeadlineError(f"{what} ({_first_line(exc)})") from None
+            raise DeadlineError(f"{what} ({_first_line(exc)})", throttled=_throttled(exc)) from None
 
     def waiting_jobs(self, report):
         """The queue's waiting jobs as FarmJobs, by name; each that cannot be read is skipped
@@ -273,7 +292,10 @@ class _Queue:
             return self.client.get_job(farmId=self.farm, queueId=self.queue, jobId=summary["jobId"]), None
         except botocore.exceptions.ClientError as exc:
             if exc.response.get("Error", {}).get("Code") != "ResourceNotFoundException":
-                raise DeadlineError(f"{self.where}: cannot read its jobs ({_first_line(exc)})") from None
+                why = _first_line(exc)
+                raise DeadlineError(
+                    f"{self.where}: cannot read its jobs ({why})", throttled=_throttled(exc)
+                ) from None
             return None, _first_line(exc)
         except botocore.exceptions.BotoCoreError as exc:
             raise DeadlineError(f"{self.where}: cannot read its jobs ({_first_line(exc)})") from None
@@ -417,6 +439,15 @@ def _errors():
     import botocore.exceptions
 
     return (botocore.exceptions.ClientError, botocore.exceptions.BotoCoreError)
+
+
+#: The error codes of a throttled call (botocore's standard mode retries these first).
+THROTTLES = ("ThrottlingException", "TooManyRequestsException", "Throttling", "RequestLimitExceeded")
+
+
+def _throttled(exc):
+    response = getattr(exc, "response", None)
+    return isinstance(response, dict) and (response.get("Error") or {}).get("Code") in THROTTLES
 
 
 def _first_line(exc):

@@ -265,11 +265,16 @@ def _parse(frame, lines, priorities, kinds, window=None):
     return chunk, bad
 
 
-def read_history(path, priorities, max_bad_share, kinds=None, stats=None, chunk_size=CHUNK, window=None):
+def read_history(
+    path, priorities, max_bad_share, kinds=None, stats=None, chunk_size=CHUNK, window=None, seen=None
+):
     """Yield :class:`HistoryChunk` of valid records of one history file, in file order.
 
     ``priorities``: the config's ``scenario.priorities`` (class -> weight);
     ``kinds``: the kinds a record may have (None: any); ``window``: see :func:`_parse`.
+    ``seen`` ({id: "file:line"}, filled in place; pass one to several files' reads): a record
+    whose id an earlier valid record has is malformed ("id: ... repeats ..."): the same task
+    exported twice would count twice in the fit.
     ``stats`` (a :class:`HistoryStats`, filled in place) counts the records; once the file
     is read, an empty file or more than ``max_bad_share`` malformed records raise
     :class:`HistoryError`. So do, at once, a line or a file over the limits of
@@ -278,6 +283,7 @@ def read_history(path, priorities, max_bad_share, kinds=None, stats=None, chunk_
     path = Path(path)
     fmt = history_format(path)
     stats = stats if stats is not None else HistoryStats(path, fmt)
+    seen = {} if seen is None else seen
     raw, hashing, binary = open_history(path)
     chunks = csv_chunks if fmt == "csv" else jsonl_chunks
     try:
@@ -286,7 +292,8 @@ def read_history(path, priorities, max_bad_share, kinds=None, stats=None, chunk_
                 stats.add_bad(line, why)
             if len(frame):
                 chunk, bad = _parse(frame, lines, priorities, kinds, window)
-                for line, why in bad:
+                chunk, repeated = _first_of_each_id(chunk, path, seen)
+                for line, why in sorted(bad + repeated):
                     stats.add_bad(line, why)
                 stats.valid += len(chunk)
                 if len(chunk):
@@ -306,3 +313,18 @@ def read_history(path, priorities, max_bad_share, kinds=None, stats=None, chunk_
             f"{path}: {stats.bad_count} of {stats.total} records are malformed ({share:.1%}), more "
             f"than workload.max_bad_share ({max_bad_share:.1%}): {stats.bad_summary()}"
         )
+
+
+def _first_of_each_id(chunk, path, seen):
+    """(the chunk without the records whose id ``seen`` or an earlier record of the chunk has,
+    [(line, reason)] of those), ``seen`` updated with the others ("file:line")."""
+    keep = np.ones(len(chunk), dtype=bool)
+    repeated = []
+    for i, (tid, line) in enumerate(zip(chunk.id, chunk.line)):
+        first = seen.get(tid)
+        if first is None:
+            seen[tid] = f"{path.name}:{int(line)}"
+        else:
+            keep[i] = False
+            repeated.append((int(line), f"id: {shorten(tid)} repeats {first} (the same task twice)"))
+    return (chunk if keep.all() else chunk.rows(keep)), repeated

@@ -53,11 +53,11 @@ def read_tasks(paths, cfg, calibration_path):
     if not paths:
         raise HistoryError("no history file given (config workload.history is empty)")
     calibration = load_calibration(calibration_path)
-    parts, stats = [], []
+    parts, stats, seen = [], [], {}  # ids across the files: the same task in two exports counts once
     for f, p in enumerate(paths):
         st = HistoryStats(Path(p), history_format(p))
         for ch in read_history(
-            p, cfg.scenario.priorities, cfg.workload.max_bad_share, set(calibration["kinds"]), st
+            p, cfg.scenario.priorities, cfg.workload.max_bad_share, set(calibration["kinds"]), st, seen=seen
         ):
             parts.append(
                 pd.DataFrame(

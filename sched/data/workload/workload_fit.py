@@ -336,7 +336,7 @@ def calibrate_workload(paths, cfg, calibration_path, seed=0, chunk_size=None):
 
     def read(window, before=np.inf):
         acc = WorkloadAccumulator(calibration, seed, before=before)
-        stats = []
+        stats, seen = [], {}  # ids across the files: the same task in two exports counts once
         for p in paths:
             st = HistoryStats(Path(p), history_format(p))
             for chunk in read_history(
@@ -347,6 +347,7 @@ def calibrate_workload(paths, cfg, calibration_path, seed=0, chunk_size=None):
                 stats=st,
                 chunk_size=chunk_size or CHUNK,
                 window=window,
+                seen=seen,
             ):
                 acc.add(chunk)
             stats.append(st)
