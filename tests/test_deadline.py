@@ -430,3 +430,15 @@ def test_task_times_round_trip_and_a_file_of_another_queue_or_not_json_is_set_as
     assert (
         "field jobs.j: expected [succeeded tasks > 0, seconds >= 0]" in task_times.read(path, FARM, QUEUE)[1]
     )
+
+
+def test_a_task_times_file_that_cannot_be_written_costs_a_warning_not_the_sync(client, conf, tmp_path):
+    queue = Queue()
+    farm(queue, n=12, seed=2)
+    record_updates(client, queue)
+    folder = tmp_path / "a-folder"  # a folder where the file should be: neither read nor written
+    folder.mkdir()
+    report = sync(client, queue, conf, tmp_path, updates=1, task_times=str(folder))
+    assert len(report.ranked) == 12 and report.changes
+    assert any("is a folder" in w and "measuring every job again" in w for w in report.warnings)
+    assert any("the task times measured are not kept" in w for w in report.warnings)

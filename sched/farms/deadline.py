@@ -54,7 +54,7 @@ import math
 import uuid
 from datetime import UTC, datetime
 
-from sched.errors import MissingExtraError, UsageError
+from sched.errors import MissingExtraError, SchedError, UsageError
 from sched.farms import adapter, mapping, task_times
 from sched.farms.adapter import FarmError, FarmJob, SyncReport
 from sched.farms.mapping import printable
@@ -151,8 +151,11 @@ def sync(farm_id, queue_id, rules=(), dry_run=False, now=None, client=None, **kw
         if warning:
             report.warnings.append(warning)
     jobs = queue.waiting_jobs(report)
-    if path is not None:
-        task_times.write(path, farm_id, queue_id, queue.measured)
+    if path is not None:  # a cache: one that cannot be written costs the next sync its calls, no more
+        try:
+            task_times.write(path, farm_id, queue_id, queue.measured)
+        except SchedError as exc:
+            report.warnings.append(f"{exc}; the task times measured are not kept")
     ranked = adapter.rank_jobs(
         jobs,
         rules,
