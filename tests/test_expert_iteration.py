@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from .conftest import TINY_TRAIN, run_cli
+from .conftest import TINY_TRAIN
 
 # ------------------------------------------------------------------ the paired stopping rule
 
@@ -140,27 +140,23 @@ def test_a_round_that_does_worse_on_validation_keeps_its_start(tmp_path, tiny_cf
             torch.testing.assert_close(got.net.state_dict()[k], v)
 
 
-def test_distill_and_teach_round_refuse_bad_arguments_in_one_line(tmp_path, calibrated):
-    r = run_cli("--config", calibrated.config, "teach", "--round", "1", "--out", tmp_path / "l.npz")
-    assert r.returncode == 2 and "--round: needs --policy" in r.stderr and "Traceback" not in r.stderr
-    r = run_cli(
-        "--config",
-        calibrated.config,
-        "teach",
-        "--round",
-        "0",
-        "--policy",
-        "x.pt",
-        "--out",
-        tmp_path / "l.npz",
-    )
-    assert r.returncode == 2 and "--round: expected a round >= 1, got 0" in r.stderr
-    r = run_cli("--config", calibrated.config, "teach", "--policy", "x.pt", "--out", tmp_path / "l.npz")
-    assert r.returncode == 2 and "--policy: only with --round" in r.stderr
+def test_distill_and_teach_round_refuse_bad_arguments_in_one_line(tmp_path, calibrated, capsys):
+    from sched import cli  # in this process: each call fails before any work, in a second
+
+    def run(*args):
+        code = cli.main(["--config", str(calibrated.config), *map(str, args)])
+        return code, capsys.readouterr().err
+
+    code, err = run("teach", "--round", "1", "--out", tmp_path / "l.npz")
+    assert code == 2 and "--round: needs --policy" in err and "Traceback" not in err
+    code, err = run("teach", "--round", "0", "--policy", "x.pt", "--out", tmp_path / "l.npz")
+    assert code == 2 and "--round: expected a round >= 1, got 0" in err
+    code, err = run("teach", "--policy", "x.pt", "--out", tmp_path / "l.npz")
+    assert code == 2 and "--policy: only with --round" in err
     bad = tmp_path / "bad.npz"
     bad.write_bytes(b"not a label file")
-    r = run_cli("--config", calibrated.config, "distill", "--labels", bad, "--out", tmp_path / "p.pt")
-    assert r.returncode == 2 and "not a teacher label file" in r.stderr and "Traceback" not in r.stderr
+    code, err = run("distill", "--labels", bad, "--out", tmp_path / "p.pt")
+    assert code == 2 and "not a teacher label file" in err and "Traceback" not in err
     assert not (tmp_path / "p.pt").exists()
 
 
