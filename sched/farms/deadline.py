@@ -254,8 +254,10 @@ class _Queue:
         done = [(s, n) for s, n in done if n > 0]
         todo = [s for s, n in done if self.known.get(s["jobId"], (None,))[0] != n]
         fresh = dict(zip((s["jobId"] for s in todo), self._map(self._mean_task_s, todo)))
+        # a job not measured now has its count in ``known``: its mean is the one kept
         self.measured = {
-            s["jobId"]: (n, fresh.get(s["jobId"], self.known.get(s["jobId"], (0, 0.0))[1])) for s, n in done
+            s["jobId"]: (n, fresh[s["jobId"]] if s["jobId"] in fresh else self.known[s["jobId"]][1])
+            for s, n in done
         }
         return {jid: mean for jid, (_n, mean) in self.measured.items()}
 
