@@ -150,7 +150,7 @@ def print_sync_report(report, waiting):
         print(f"{verb} {printable(name)}: priority {before} -> {after}")
     for name, why in report.skipped:
         print(f"skipped {printable(name)}: {why}")
-    kept = len(report.ranked) - len(report.changes)
+    kept = len(report.ranked) - len(report.changes) - len(report.gone_ids)
     policy = f" by {report.policy}" if report.policy else ""
     print(
         f"{report.scope}: {len(report.ranked)} {waiting} jobs ranked{policy}, "

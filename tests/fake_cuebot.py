@@ -4,6 +4,11 @@ just the calls ``sched opencue sync`` makes, with jobs the test controls.
 Calls: CueInterface.GetSystemStats (pycue's connection check), JobInterface.GetJobs,
 JobInterface.GetComments and JobInterface.SetPriority (recorded in ``set_calls`` and applied
 to the job). Any other call answers UNIMPLEMENTED, as the generated base servicer does.
+
+Faults a test can ask for: :meth:`FakeCuebot.refuse` (the next calls of one method answer a
+gRPC error, as an overloaded or restarting Cuebot does) and :meth:`FakeCuebot.vanish_after_listing`
+(a job listed once, then gone: finished and archived, or killed, between the listing and the
+calls that follow it).
 """
 
 import threading
@@ -18,6 +23,9 @@ class FakeCuebot:
         self.jobs = {}  # id -> job_pb2.Job
         self.comments = {}  # id -> [comment_pb2.Comment]
         self.set_calls = []  # (job id, priority), in arrival order
+        self.refusals = {}  # method name -> [gRPC status code of each next call to refuse]
+        self.calls = {}  # method name -> calls received, refused ones included
+        self.vanishing = set()  # ids of jobs GetJobs lists once, then removes
         self._lock = threading.Lock()
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
         cue_pb2_grpc.add_CueInterfaceServicer_to_server(_Cue(), self.server)
@@ -56,6 +64,23 @@ class FakeCuebot:
         )
         self.jobs[jid].has_comment = True
 
+    def refuse(self, method, code, times):
+        """The next ``times`` calls of ``method`` (``GetJobs``, ``GetComments``, ``SetPriority``)
+        answer ``code`` (a ``grpc.StatusCode``)."""
+        self.refusals.setdefault(method, []).extend([code] * times)
+
+    def vanish_after_listing(self, jid):
+        """The job is listed by the next GetJobs, then gone: later calls naming it answer NOT_FOUND."""
+        self.vanishing.add(jid)
+
+    def _enter(self, method, context):
+        with self._lock:
+            self.calls[method] = self.calls.get(method, 0) + 1
+            queue = self.refusals.get(method)
+            code = queue.pop(0) if queue else None
+        if code is not None:
+            context.abort(code, f"{method} refused by the test (Cuebot busy)")
+
     def priorities(self):
         return {j.name: j.priority for j in self.jobs.values()}
 
@@ -70,20 +95,30 @@ class _Jobs(job_pb2_grpc.JobInterfaceServicer):
         self.cue = cue
 
     def GetJobs(self, request, context):
+        self.cue._enter("GetJobs", context)
         r = request.r
         with self.cue._lock:
             jobs = [
-                j
+                job_pb2.Job.FromString(j.SerializeToString())
                 for j in self.cue.jobs.values()
                 if (not r.shows or j.show in r.shows) and (r.include_finished or j.state != job_pb2.FINISHED)
             ]
+            for jid in self.cue.vanishing:
+                self.cue.jobs.pop(jid, None)
+                self.cue.comments.pop(jid, None)
+            self.cue.vanishing.clear()
             return job_pb2.JobGetJobsResponse(jobs=job_pb2.JobSeq(jobs=jobs))
 
     def GetComments(self, request, context):
-        seq = comment_pb2.CommentSeq(comments=self.cue.comments.get(request.job.id, []))
+        self.cue._enter("GetComments", context)
+        with self.cue._lock:
+            if request.job.id not in self.cue.jobs:
+                context.abort(grpc.StatusCode.NOT_FOUND, f"no job {request.job.id}")
+            seq = comment_pb2.CommentSeq(comments=self.cue.comments.get(request.job.id, []))
         return job_pb2.JobGetCommentsResponse(comments=seq)
 
     def SetPriority(self, request, context):
+        self.cue._enter("SetPriority", context)
         with self.cue._lock:
             job = self.cue.jobs.get(request.job.id)
             if job is None:

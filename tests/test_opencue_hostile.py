@@ -334,3 +334,85 @@ def test_a_column_given_twice_refuses_the_mapping_naming_it_and_the_file(tmp_pat
     f.write_text("job,weight,due_after_h,weight\nshot-*,1,2,3\n")
     with pytest.raises(mapping.MappingError, match=r"map.csv: line 1: column 'weight' appears twice"):
         mapping.read_mapping(f)
+
+
+# --------------------------------------------------------------------------- round 5: a live Cuebot's faults
+
+
+def test_a_job_gone_between_the_listing_and_its_update_is_skipped_and_the_others_are_set(conf, capsys):
+    with FakeCuebot() as cue:
+        ids = {f"good-{i}": jid for i, jid in enumerate(good_jobs(cue, 4))}
+        code, out = sync(conf, cue, "--dry-run", capsys=capsys)
+        planned = re.findall(r"would set (good-\d): priority 1 -> (\d+)", out.out)
+        assert code == 0 and len(planned) == 3, out.out  # the last in rank order keeps its priority 1
+        gone = planned[1][0]  # the first change is made before the job goes
+        cue.vanish_after_listing(ids[gone])
+        code, out = sync(conf, cue, capsys=capsys)
+        assert code == 0, out.err
+        assert cue.set_calls == [(ids[name], int(p)) for name, p in planned if name != gone]
+        assert (
+            f"skipped {gone}: job {gone}: gone from Cuebot before its priority was set (NOT_FOUND" in out.out
+        )
+        assert out.out.endswith(
+            "show film: 4 pending jobs ranked by atc, 2 priorities changed, 1 kept, 1 skipped\n"
+        )
+        assert ids[gone] not in cue.jobs and cue.calls["SetPriority"] == 3
+
+
+def test_a_job_gone_before_its_comment_is_read_is_skipped_and_the_others_are_ranked(conf, capsys):
+    with FakeCuebot() as cue:
+        ids = good_jobs(cue, 3)
+        cue.add_comment(ids[0], "sched", "priority: high")
+        cue.vanish_after_listing(ids[0])
+        code, out = sync(conf, cue, capsys=capsys)
+        assert code == 0, out.err
+        assert (
+            "skipped good-0: job good-0: gone from Cuebot before its comments were read (NOT_FOUND" in out.out
+        )
+        assert out.out.endswith(
+            "show film: 2 pending jobs ranked by atc, 1 priorities changed, 1 kept, 1 skipped\n"
+        )
+        assert len(cue.set_calls) == 1 and cue.set_calls[0][0] in ids[1:]
+
+
+@pytest.mark.parametrize("method", ["GetJobs", "GetComments", "SetPriority"])
+def test_a_cuebot_refusing_calls_in_a_burst_is_waited_out_and_the_sync_sets_what_an_unrefused_one_sets(
+    conf, capsys, monkeypatch, method
+):
+    import grpc
+
+    monkeypatch.setattr(opencue, "BACKOFF_S", 0.001)  # the waits, not what is decided
+    final = []
+    for refused in (0, opencue.ATTEMPTS - 1):
+        with FakeCuebot() as cue:
+            ids = good_jobs(cue, 4)
+            for jid in ids:
+                cue.add_comment(jid, "sched", "priority: normal")
+            cue.refuse(method, grpc.StatusCode.RESOURCE_EXHAUSTED, refused)
+            code, out = sync(conf, cue, capsys=capsys)
+            assert code == 0, out.err
+            assert out.out.endswith(
+                "show film: 4 pending jobs ranked by atc, 3 priorities changed, 1 kept, 0 skipped\n"
+            )
+            assert cue.refusals[method] == []  # each refusal met, the call made again
+            final.append(cue.priorities())
+    assert final[0] == final[1]
+
+
+def test_a_refusal_that_outlasts_the_attempts_stops_the_sync_naming_the_job_and_what_was_made(
+    conf, capsys, monkeypatch
+):
+    import grpc
+
+    monkeypatch.setattr(opencue, "BACKOFF_S", 0.001)
+    with FakeCuebot() as cue:
+        good_jobs(cue, 3)
+        cue.refuse("SetPriority", grpc.StatusCode.RESOURCE_EXHAUSTED, opencue.ATTEMPTS)
+        code, out = sync(conf, cue, capsys=capsys)
+        assert code == 2 and cue.set_calls == [] and cue.calls["SetPriority"] == opencue.ATTEMPTS
+        assert re.fullmatch(
+            r"sched opencue: error: job good-\d: cannot set its priority \(RESOURCE_EXHAUSTED: SetPriority "
+            r"refused by the test \(Cuebot busy\)\) after 4 attempts; 0 of the sync's changes were made "
+            r"before, a rerun makes the rest\n",
+            out.err,
+        ), out.err

@@ -72,6 +72,8 @@ class SyncReport:
     changed_ids: list = field(default_factory=list)
     #: (job name, reason) of waiting jobs left as they are
     skipped: list = field(default_factory=list)
+    #: ids of ranked jobs gone from the farm before their priority was set (also in ``skipped``)
+    gone_ids: list = field(default_factory=list)
     dry_run: bool = False
     #: what went wrong without failing the sync (a decision-log record not written), one line each
     warnings: list = field(default_factory=list)

@@ -10,13 +10,20 @@ of jobs whose present priorities already decrease along the order, with room bet
 for the jobs ranked between, keeps its priorities; the others get new ones in the gaps. A
 second sync with nothing changed sets nothing.
 
-One job never aborts a sync: each job's task is checked by ``rank()``'s own reading of a task
-(:func:`sched.ranking.tasks.read_queue`, with the config's priority classes and duration model)
-before the show is ranked, and a job it refuses is skipped with the reason, naming the job
-(its name escaped by :func:`sched.farms.mapping.printable`, as every name the adapter
-prints). The mapping's priority classes and kinds are checked the same way, before Cuebot
-is called: a bad one refuses the CSV at its line. A show with more pending jobs than ``rank()``
-takes (sched.limits.MAX_RANK_TASKS) is refused whole, with the count, before anything is set.
+One job never aborts a sync. A job gone from Cuebot between the listing and a call naming it
+(finished and archived, or killed) is skipped, named, and the others are set. Each job's task
+is checked by ``rank()``'s own reading of a task (:func:`sched.ranking.tasks.read_queue`, with
+the config's priority classes and duration model) before the show is ranked, and a job it
+refuses is skipped with the reason, naming the job (its name escaped by
+:func:`sched.farms.mapping.printable`, as every name the adapter prints). The mapping's
+priority classes and kinds are checked the same way, before Cuebot is called: a bad one refuses
+the CSV at its line. A show with more pending jobs than ``rank()`` takes
+(sched.limits.MAX_RANK_TASKS) is refused whole, with the count, before anything is set.
+
+A Cuebot that refuses calls for a while (``UNAVAILABLE``, ``RESOURCE_EXHAUSTED``: busy,
+restarting) is waited out: each call is made up to ``ATTEMPTS`` times, the waits doubling from
+``BACKOFF_S`` (after pycue's own retries of ``UNAVAILABLE``). A count decides when to give up;
+then the sync stops, naming the call and how many changes were made.
 
 The checks, the ranking and the choice of priorities are :mod:`sched.farms.adapter`'s, shared
 with the Deadline Cloud adapter; this module keeps the client's calls. The client is the
@@ -25,6 +32,8 @@ OpenCue Python client (``opencue-pycue``, optional extra ``opencue``).
 
 import math
 import os
+import re
+import time
 
 from sched.errors import MissingExtraError, UsageError
 from sched.farms import adapter, mapping
@@ -39,6 +48,11 @@ MAX_PRIORITY = 2**31 - 1
 #: The longest timeout of a Cuebot call, in seconds (a day): gRPC fails a deadline some
 #: 1e10 s away at once, which would read as a Cuebot that cannot be reached.
 MAX_TIMEOUT_S = 86_400.0
+#: gRPC status codes of a Cuebot that refuses a call for now: the call is made again.
+TRANSIENT = frozenset({"UNAVAILABLE", "RESOURCE_EXHAUSTED"})
+#: Attempts of a call Cuebot refuses for now, and the first wait between two (seconds; it doubles):
+#: 4 attempts wait 0.5 + 1 + 2 s, beyond pycue's own retries.
+ATTEMPTS, BACKOFF_S = 4, 0.5
 
 
 class OpenCueError(FarmError):
@@ -99,8 +113,6 @@ def sync(
 
     ``rules``: the mapping (:func:`sched.farms.mapping.read_mapping`), or Rules in order.
     """
-    import time
-
     lo, hi = bounds
     if not 0 <= lo < hi <= MAX_PRIORITY:  # a dry run says what the real one can set
         raise UsageError(f"bounds: expected 0 <= lowest < highest <= {MAX_PRIORITY}, got {lo}, {hi}")
@@ -110,9 +122,9 @@ def sync(
     opencue = connect(hosts, timeout_s)
     report = SyncReport(scope=f"show {printable(show)}", dry_run=dry_run)
     try:
-        jobs = opencue.api.getJobs(show=[show], include_finished=False)
+        jobs = _call(opencue, opencue.api.getJobs, show=[show], include_finished=False)
     except _errors(opencue) as exc:
-        raise OpenCueError(f"show {show!r}: cannot list its jobs ({_first_line(exc)})") from None
+        raise OpenCueError(f"show {show!r}: cannot list its jobs ({_first_line(exc)}){_after(exc)}") from None
     from opencue_proto import job_pb2
 
     def waits(d):  # a job with nothing waiting to be booked: its priority orders nothing
@@ -139,16 +151,63 @@ def sync(
     for job, before, after in adapter.changes(ranked, lo, hi):
         if not dry_run:
             try:
-                job.handle.setPriority(int(after))
+                _call(opencue, job.handle.setPriority, int(after))
             except _errors(opencue) as exc:
+                if _gone(exc):  # the others' priorities still decrease along the order
+                    report.skipped.append(
+                        (
+                            job.name,
+                            f"job {printable(job.name)}: gone from Cuebot before its priority was set "
+                            f"({_first_line(exc)}); the others are set",
+                        )
+                    )
+                    report.gone_ids.append(job.id)
+                    continue
                 done = len(report.changes)
                 raise OpenCueError(
-                    f"job {printable(job.name)}: cannot set its priority ({_first_line(exc)}); "
-                    f"{done} of the sync's changes were made before"
+                    f"job {printable(job.name)}: cannot set its priority ({_first_line(exc)}){_after(exc)}; "
+                    f"{done} of the sync's changes were made before, a rerun makes the rest"
                 ) from None
         report.changes.append((job.name, before, after))
         report.changed_ids.append(job.id)
     return report
+
+
+def _call(opencue, fn, *args, **kw):
+    """``fn(*args, **kw)``, made again while Cuebot refuses it for now (:data:`TRANSIENT`), up to
+    :data:`ATTEMPTS` times; the last refusal is raised with its ``attempts`` noted."""
+    for attempt in range(1, ATTEMPTS + 1):
+        try:
+            return fn(*args, **kw)
+        except _errors(opencue) as exc:
+            if not _transient(opencue, exc) or attempt == ATTEMPTS:
+                exc.sched_attempts = attempt
+                raise
+            time.sleep(BACKOFF_S * 2 ** (attempt - 1))
+
+
+def _code(exc):
+    """The gRPC status code's name of a failed call (None if it has none)."""
+    code = getattr(exc, "code", None)
+    if callable(code):
+        return code().name
+    # pycue's api functions raise a code they do not map as CueException("... StatusCode.X : ...")
+    found = re.search(r"\bStatusCode\.([A-Z_]+)\b", str(exc))
+    return found.group(1) if found else None
+
+
+def _transient(opencue, exc):
+    return _code(exc) in TRANSIENT or isinstance(exc, opencue.exception.ConnectionException)
+
+
+def _gone(exc):
+    """Cuebot no longer holds the job (pycue's EntityNotFoundException, or gRPC's NOT_FOUND)."""
+    return _code(exc) == "NOT_FOUND" or type(exc).__name__ == "EntityNotFoundException"
+
+
+def _after(exc):
+    attempts = getattr(exc, "sched_attempts", 1)
+    return f" after {attempts} attempts" if attempts > 1 else ""
 
 
 def _farm_job(job):
@@ -162,10 +221,15 @@ def _comment(opencue, job):
     if not job.data.has_comment:
         return None
     try:
-        comments = job.getComments()
+        comments = _call(opencue, job.getComments)
     except _errors(opencue) as exc:
+        if _gone(exc):  # a MappingError skips the job, named; the others are ranked
+            raise mapping.MappingError(
+                f"job {printable(job.data.name)}: gone from Cuebot before its comments were read "
+                f"({_first_line(exc)})"
+            ) from None
         raise OpenCueError(
-            f"job {printable(job.data.name)}: cannot read its comments ({_first_line(exc)})"
+            f"job {printable(job.data.name)}: cannot read its comments ({_first_line(exc)}){_after(exc)}"
         ) from None
     mine = [c for c in comments if c.subject().strip().lower() == mapping.SUBJECT]
     if not mine:
