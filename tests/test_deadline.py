@@ -311,6 +311,34 @@ def test_a_failure_part_way_says_how_many_were_set_logs_them_and_a_rerun_converg
     assert [len(r["set"]) for r in records] == [10, 1, 0] and records[2]["error"] is None
 
 
+def test_a_job_gone_before_its_update_is_skipped_named_and_logged_and_the_others_are_set(
+    client, conf, tmp_path, monkeypatch, capsys
+):
+    queue = Queue()
+    farm(queue, n=12, seed=3)
+    log = tmp_path / "decisions.jsonl"
+    record_updates(client, queue)
+    (tmp_path / "map.csv").write_text(MAP_CSV)
+    more = ["--mapping", str(tmp_path / "map.csv"), "--decision-log", str(log)]
+    planned = sync(client, queue, conf, tmp_path, dry_run=True).changed_ids
+    with Stubber(client) as stubber:
+        stub_sync(stubber, queue)
+        gone = queue.jobs[planned[3]]  # deleted since the listing: BatchUpdateJob refuses it alone
+        err = {"farmId": FARM, "queueId": QUEUE, "jobId": gone.id, "code": "ResourceNotFoundException"}
+        stubber.add_response("batch_update_job", {"errors": [{**err, "message": "no such job"}]})
+        rc, out = run_cli(monkeypatch, capsys, client, *more, conf=conf)
+    assert rc == 0 and out.err == "", out.err
+    assert (
+        f"skipped {gone.name}: job {gone.name}: gone from the queue before its priority was set "
+        "(ResourceNotFoundException: no such job); the others are set\n" in out.out
+    )
+    assert out.out.endswith("12 waiting jobs ranked by atc, 10 priorities changed, 1 kept, 1 skipped\n")
+    (record,) = [json.loads(line) for line in log.read_text().splitlines()]
+    assert len(record["planned"]) == 11 and record["error"] is None
+    assert [s["job_id"] for s in record["set"]] == [i for i in planned if i != gone.id]
+    assert [s["name"] for s in record["skipped"]] == [gone.name]
+
+
 @pytest.mark.parametrize(
     "more, message",
     [

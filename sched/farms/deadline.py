@@ -357,7 +357,21 @@ class _Queue:
                 raise self._partly(report, planned, chunk[0][0].name, _first_line(exc)) from None
             failed = {e["jobId"]: e for e in got["errors"]}
             for job, before, after in chunk:
-                if job.id not in failed:
+                e = failed.get(job.id)
+                if e is not None and e.get("code") == "ResourceNotFoundException":
+                    # gone since the listing (finished, deleted): the others still decrease along
+                    # the order; the whole call's 404 (the queue gone) still stops the sync
+                    why = f"{printable(e['code'])}: {_line(e['message'])}"
+                    report.skipped.append(
+                        (
+                            job.name,
+                            f"job {printable(job.name)}: gone from the queue before its priority "
+                            f"was set ({why}); the others are set",
+                        )
+                    )
+                    report.gone_ids.append(job.id)
+                    del failed[job.id]
+                elif e is None:
                     report.changes.append((job.name, before, after))
                     report.changed_ids.append(job.id)
             if failed:  # named by the first of ours it refused (an id not asked for, as it is)
