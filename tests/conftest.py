@@ -1,3 +1,4 @@
+import contextlib
 import itertools
 import os
 import subprocess
@@ -45,6 +46,46 @@ def run_cli(*args, cwd=None, input=None):
     )
 
 
+def run_here(*args, cwd=None, input=None):
+    """`sched ARGS` in this process (``sched.cli.main``), with the result of :func:`run_cli`
+    (returncode, stdout, stderr; ``cwd`` and ``input`` as there), without the seconds a
+    subprocess spends importing torch and loading numba's cache (most of a small command's time
+    under load). For what a command computes or refuses; the entry points themselves run as
+    subprocesses (tests/test_cli_simulate.py). Warnings logged go to pytest's log capture, not
+    ``stderr``."""
+    import contextlib
+    import io
+
+    from sched import cli
+
+    out, err = io.StringIO(), io.StringIO()
+    argv = [str(a) for a in args]
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(contextlib.chdir(cwd or ROOT))
+        stack.enter_context(contextlib.redirect_stdout(out))
+        stack.enter_context(contextlib.redirect_stderr(err))
+        if input is not None:
+            stack.enter_context(_stdin(input))
+        try:
+            code = cli.main(argv)
+        except SystemExit as exc:  # argparse's usage errors
+            code = exc.code if isinstance(exc.code, int) else 2
+    return subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())
+
+
+@contextlib.contextmanager
+def _stdin(text):
+    """``sys.stdin`` reading ``text`` (with a ``buffer`` of its bytes, as a real stdin has)."""
+    import io
+
+    saved = sys.stdin
+    sys.stdin = io.TextIOWrapper(io.BytesIO(text.encode()), encoding="utf-8")
+    try:
+        yield
+    finally:
+        sys.stdin = saved
+
+
 @pytest.fixture(scope="session")
 def calibrated(tmp_path_factory):
     """The shipped config.yaml, with its calibration built in a temporary folder.
@@ -57,7 +98,7 @@ def calibrated(tmp_path_factory):
     """
     d = tmp_path_factory.mktemp("calibrated")
     cal = d / "calibration.json"
-    r = run_cli("calibrate", "--out", cal)
+    r = run_here("calibrate", "--out", cal)
     assert r.returncode == 0, r.stderr
     cfg = yaml.safe_load((ROOT / "config.yaml").read_text())
     cfg["scenario"]["calibration"] = str(cal)
@@ -70,7 +111,7 @@ def calibrated(tmp_path_factory):
 @pytest.fixture
 def cli(calibrated):
     """`sched` with the shipped config.yaml (its calibration built for the session)."""
-    return lambda *args, **kw: run_cli("--config", calibrated.config, *args, **kw)
+    return lambda *args, **kw: run_here("--config", calibrated.config, *args, **kw)
 
 
 #: A tiny PPO configuration: a few iterations on short scenarios (seconds).

@@ -25,7 +25,7 @@ from sched.evaluate.statistics import bootstrap_counts, paired_difference, win_t
 from sched.evaluate.summary import SUMMARY_COLUMNS, WINNER_KEYS, choose_winner
 from sched.sim import reference
 
-from .conftest import ROOT, run_cli, starts_unlike_atc
+from .conftest import ROOT, run_here, starts_unlike_atc
 
 HEURISTICS = "fifo,spt,edd,wspt,atc,wmdd,atc-tuned"
 TINY = {
@@ -55,13 +55,13 @@ def tiny(tmp_path_factory):
     cfg = validate_config(yaml.safe_load(conf.read_text()))
     c = ("--config", conf)
     bench, tuned = d / "bench", d / "bench" / "tuned.json"
-    ok(run_cli(*c, "tune", "--out", tuned))
-    ok(run_cli(*c, "benchmark", "--policies", HEURISTICS, "--tuned", tuned, "--out", bench))
+    ok(run_here(*c, "tune", "--out", tuned))
+    ok(run_here(*c, "benchmark", "--policies", HEURISTICS, "--tuned", tuned, "--out", bench))
     shards = []
     for s in shard_ranges(cfg):
         out = d / "shards" / range_text(s)
         ok(
-            run_cli(
+            run_here(
                 *c,
                 "benchmark",
                 "--policies",
@@ -105,7 +105,7 @@ def test_counts_must_fit_their_seed_ranges():
 
 
 def test_seeds_outside_the_test_set_are_refused(tiny):
-    r = run_cli(
+    r = run_here(
         "--config",
         tiny["conf"],
         "benchmark",
@@ -190,7 +190,7 @@ def test_per_scenario_values_match_the_reference_simulator(tiny):
 
 def test_shards_then_gather_equal_the_full_run(tiny):
     out = tiny["dir"] / "gathered"
-    ok(run_cli("--config", tiny["conf"], "gather", *tiny["shards"], "--tuned", tiny["tuned"], "--out", out))
+    ok(run_here("--config", tiny["conf"], "gather", *tiny["shards"], "--tuned", tiny["tuned"], "--out", out))
     for name in ("per_scenario.csv", "resume.csv", "winner.json"):
         assert (out / name).read_bytes() == (tiny["bench"] / name).read_bytes(), name
 
@@ -199,30 +199,30 @@ def test_gather_refuses_duplicates_and_missing_rows(tiny):
     a, b = tiny["shards"]
     d = tiny["dir"] / "bad"
     conf = ("--config", tiny["conf"])
-    r = run_cli(*conf, "gather", a, a, b, "--tuned", tiny["tuned"], "--out", d)
+    r = run_here(*conf, "gather", a, a, b, "--tuned", tiny["tuned"], "--out", d)
     assert r.returncode == 2 and "appears more than once" in r.stderr
-    r = run_cli(*conf, "gather", a, "--tuned", tiny["tuned"], "--out", d)
+    r = run_here(*conf, "gather", a, "--tuned", tiny["tuned"], "--out", d)
     assert r.returncode == 2 and "test seed(s) missing" in r.stderr
     frame = pd.read_csv(b)
     holed = tiny["dir"] / "holed.csv"
     frame.drop(index=5).to_csv(holed, index=False)  # one policy loses one scenario
-    r = run_cli(*conf, "gather", a, holed, "--tuned", tiny["tuned"], "--out", d)
+    r = run_here(*conf, "gather", a, holed, "--tuned", tiny["tuned"], "--out", d)
     assert r.returncode == 2 and "has no row for scenario" in r.stderr
     renamed = tiny["dir"] / "renamed.csv"
     frame.rename(columns={"tasks": "n"}).to_csv(renamed, index=False)
-    r = run_cli(*conf, "gather", a, renamed, "--tuned", tiny["tuned"], "--out", d)
+    r = run_here(*conf, "gather", a, renamed, "--tuned", tiny["tuned"], "--out", d)
     assert r.returncode == 2 and "expected exactly" in r.stderr
     assert not d.exists()
 
 
 def test_missing_ppo_policy_file_is_a_clear_error(tiny):
-    r = run_cli(
+    r = run_here(
         "--config", tiny["conf"], "benchmark", "--policies", "fifo,atc,ppo-7", "--out", tiny["dir"] / "ppo"
     )
     assert r.returncode == 2
     assert "results/train/seed-7/politique.pt not found" in r.stderr
     assert "--policy-file ppo-7=PATH" in r.stderr
-    r = run_cli(
+    r = run_here(
         "--config", tiny["conf"], "benchmark", "--policies", "fifo,spt", "--out", tiny["dir"] / "noref"
     )
     assert r.returncode == 2 and "compares to atc" in r.stderr
@@ -325,7 +325,7 @@ def test_the_same_rule_twice_is_not_its_own_runner_up():
 def test_demo_writes_each_policy_and_a_gantt_chart(tiny):
     out, figs = tiny["dir"] / "demo", tiny["dir"] / "figs"
     r = ok(
-        run_cli(
+        run_here(
             "--config",
             tiny["conf"],
             "demo",
@@ -365,10 +365,10 @@ def test_ppo_policies_are_benchmarked_in_one_batch(tmp_path, distinct_policy):
     # differ from ATC's (training keeps 40, as fast as before)
     conf.write_text(yaml.safe_dump(dict(TINY, scenario={"tasks": 120}, train={"tasks": 40})))
     pt = tmp_path / "politique.pt"
-    ok(run_cli("--config", conf, "train", "--iterations", 2, "--out", pt))
+    ok(run_here("--config", conf, "train", "--iterations", 2, "--out", pt))
     out = tmp_path / "b"
     ok(
-        run_cli(
+        run_here(
             "--config",
             conf,
             "benchmark",
@@ -407,7 +407,7 @@ def test_ppo_policies_are_benchmarked_in_one_batch(tmp_path, distinct_policy):
         assert list(got.index) == list(seeds)
         assert got.to_numpy() == pytest.approx(want, rel=1e-12), name
     # `sched simulate --policy ppo` of each seed prints exactly the benchmark's total
-    r = run_cli(
+    r = run_here(
         "--config", conf, "simulate", "--policy", "ppo", "--policy-file", distinct_policy, "--seed", *seeds
     )
     ok(r)
@@ -420,7 +420,7 @@ def test_ppo_policies_are_benchmarked_in_one_batch(tmp_path, distinct_policy):
 
 def test_clairvoyant_command_on_the_first_test_seeds(tiny):
     out = tiny["dir"] / "clairvoyant.csv"
-    ok(run_cli("--config", tiny["conf"], "clairvoyant", "--out", out))
+    ok(run_here("--config", tiny["conf"], "clairvoyant", "--out", out))
     from sched.evaluate.headroom import CLAIRVOYANT_COLUMNS
 
     c = pd.read_csv(out)
@@ -434,7 +434,7 @@ def test_clairvoyant_command_on_the_first_test_seeds(tiny):
     assert (c["start_twt_s"].to_numpy() <= best.loc[c["scenario_seed"]].to_numpy() + 1e-9).all()
     # a shard of one seed gives the same row: each scenario's search depends on nothing else
     one = tiny["dir"] / "one.csv"
-    ok(run_cli("--config", tiny["conf"], "clairvoyant", "--seeds", c["scenario_seed"].iloc[1], "--out", one))
+    ok(run_here("--config", tiny["conf"], "clairvoyant", "--seeds", c["scenario_seed"].iloc[1], "--out", one))
     pd.testing.assert_frame_equal(pd.read_csv(one), c.iloc[[1]].reset_index(drop=True))
 
 

@@ -27,7 +27,7 @@ from sched.data.bench.calibration import (
 from sched.data.bench.fit import CalibrationError, calibrate
 from sched.data.scenario import generate, scenario_model
 
-from .conftest import ROOT, run_cli
+from .conftest import ROOT, run_here
 
 MEDIAN_TOLERANCE = 0.05
 
@@ -510,7 +510,7 @@ def test_cli_end_to_end_on_the_example_logs(calibrated, tmp_path):
     assert 0.2 < cal["estimate_noise_sigma"] < 0.3  # the example logs' noise: 0.25
 
     out = tmp_path / "s.csv"
-    r = run_cli(
+    r = run_here(
         "scenario", "--seed", 1, "--tasks", 20000, "--calibration", calibrated.calibration, "--out", out
     )
     assert r.returncode == 0, r.stderr
@@ -529,7 +529,7 @@ def test_cli_end_to_end_on_the_example_logs(calibrated, tmp_path):
     noise = np.log(f["estimate_s"] / f["duration_s"]).std()
     assert noise == pytest.approx(cal["estimate_noise_sigma"], rel=0.05)
     # the same scenario from the config that names the calibration
-    r2 = run_cli("--config", calibrated.config, "scenario", "--seed", 1, "--tasks", 20000)
+    r2 = run_here("--config", calibrated.config, "scenario", "--seed", 1, "--tasks", 20000)
     assert r2.returncode == 0 and r2.stdout == out.read_text()
 
 
@@ -538,13 +538,13 @@ def test_cli_failure_writes_nothing_and_keeps_old_files(tmp_path):
     p = tmp_path / "bench.csv"
     p.write_text("kind,duration_s\n" + "\n".join(lines) + "\n")
     out = tmp_path / "cal.json"
-    r = run_cli("calibrate", p, "--out", out)
+    r = run_here("calibrate", p, "--out", out)
     assert r.returncode == 2 and r.stderr.count("\n") == 1
     assert "'audio' has 3 valid record(s), fewer than calibration.min_records (30)" in r.stderr
     assert not out.exists() and not out.with_suffix(".png").exists()
     assert list(tmp_path.iterdir()) == [p]  # no temporary file left either
     out.write_text("old")
-    r = run_cli("calibrate", p, "--out", out, "--max-bad-share", 0.01)
+    r = run_here("calibrate", p, "--out", out, "--max-bad-share", 0.01)
     assert r.returncode == 2 and out.read_text() == "old"
 
 
@@ -552,7 +552,7 @@ def test_cli_column_options_jsonl_and_figure_path(tmp_path):
     frame = two_kind_frame(60, 40).rename(columns={"kind": "type", "duration_s": "secs"})
     p = write_jsonl(tmp_path / "b.jsonl", frame)
     out, fig = tmp_path / "c" / "cal.json", tmp_path / "figs" / "fit.png"
-    r = run_cli(
+    r = run_here(
         "calibrate",
         p,
         "--kind-column",
@@ -571,7 +571,7 @@ def test_cli_column_options_jsonl_and_figure_path(tmp_path):
     data = load_calibration(out)
     assert {e["distribution"] for e in data["kinds"].values()} == {"lognormal"}
     assert data["columns"]["kind"] == "type" and fig.read_bytes()[:4] == b"\x89PNG"
-    r = run_cli("scenario", "--seed", 1, "--tasks", 5, "--calibration", tmp_path / "none.json")
+    r = run_here("scenario", "--seed", 1, "--tasks", 5, "--calibration", tmp_path / "none.json")
     assert r.returncode == 2 and r.stderr.count("\n") == 1
     assert "none.json not found; make it with `snakemake -j1 results/calibration.json`" in r.stderr
 

@@ -8,7 +8,7 @@ import pytest
 
 from sched.evidence import manifest
 
-from .conftest import run_cli
+from .conftest import run_here
 
 FILES = {
     "benchmark/winner.json": "{}",
@@ -80,14 +80,14 @@ def test_compare_names_the_first_difference_in_dag_order(tmp_path):
         ("results/benchmark/winner.json", "differs"),
         ("results/robustness/load-0.70/tuned.json", "only in A"),
     ]
-    r = run_cli("manifest", "compare", tmp_path / "a.sha256", tmp_path / "b.sha256")
+    r = run_here("manifest", "compare", tmp_path / "a.sha256", tmp_path / "b.sha256")
     assert r.returncode == 1
     assert (
         r.stdout.splitlines()[0]
         == "first difference (DAG order): results/train/seed-1/warm_start.pt (differs)"
     )
     assert r.stdout.splitlines()[-1] == "3 of 9 artefacts differ"
-    same = run_cli("manifest", "compare", tmp_path / "a.sha256", tmp_path / "a.sha256")
+    same = run_here("manifest", "compare", tmp_path / "a.sha256", tmp_path / "a.sha256")
     assert same.returncode == 0 and same.stdout.startswith("identical: 9 result artefacts, sha256 ")
 
 
@@ -106,7 +106,7 @@ def test_a_malformed_manifest_is_refused_naming_the_line(tmp_path, text, message
     p.write_text(text)
     with pytest.raises(manifest.ManifestError, match=message):
         manifest.read(p)
-    r = run_cli("manifest", "compare", p, p)
+    r = run_here("manifest", "compare", p, p)
     assert r.returncode == 2 and r.stderr.startswith("sched manifest: error: ")
 
 
@@ -115,7 +115,7 @@ def test_write_makes_the_manifest_and_the_run_record(tmp_path):
 
     results = tree(tmp_path)
     out, record = tmp_path / "m.sha256", tmp_path / "run.json"
-    r = run_cli("manifest", "write", "--results", results, "--out", out, "--record", record)
+    r = run_here("manifest", "write", "--results", results, "--out", out, "--record", record)
     assert r.returncode == 0, r.stderr
     assert out.read_text() == manifest.manifest_text(results)
     rec = json.loads(record.read_text())
@@ -123,5 +123,5 @@ def test_write_makes_the_manifest_and_the_run_record(tmp_path):
     assert rec["versions"]["numpy"] and rec["processor"]["machine"] and "pins" in rec["determinism"]
     empty = tmp_path / "empty"
     empty.mkdir()
-    r = run_cli("manifest", "write", "--results", empty, "--out", tmp_path / "x", "--record", tmp_path / "y")
+    r = run_here("manifest", "write", "--results", empty, "--out", tmp_path / "x", "--record", tmp_path / "y")
     assert r.returncode == 2 and "no result artefact" in r.stderr and not (tmp_path / "x").exists()

@@ -16,7 +16,7 @@ from sched.data.scenario import generate, scenario_model
 from sched.sim import core, reference, rules
 from sched.sim.one_queue import rollout_order
 
-from .conftest import ROOT, run_cli
+from .conftest import ROOT, run_here
 
 NOW = 10_000.0
 
@@ -699,11 +699,11 @@ def _cli_queue(tmp_path):
 def test_cli_prints_the_order_and_the_plan(tmp_path):
     tasks, path, cfg = _cli_queue(tmp_path)
     c = conf(tmp_path)
-    out = run_cli("--config", cfg, "rank", path, "--now", NOW, "--machines", 2)
+    out = run_here("--config", cfg, "rank", path, "--now", NOW, "--machines", 2)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout) == rank(tasks, now=NOW, machines=2, config=c)
 
-    out = run_cli(
+    out = run_here(
         "--config",
         cfg,
         "rank",
@@ -725,7 +725,7 @@ def test_cli_prints_the_order_and_the_plan(tmp_path):
     assert records[0]["policy"] == "edd" and records[0]["atc_k"] is None
     assert [r["start_s"] for r in records] == table.start_s.tolist()
 
-    out = run_cli(
+    out = run_here(
         "--config",
         cfg,
         "rank",
@@ -753,7 +753,7 @@ def test_cli_prints_the_order_and_the_plan(tmp_path):
 )
 def test_cli_bad_input_exits_2_with_one_line(tmp_path, args, stdin, needle):
     _, _, cfg = _cli_queue(tmp_path)
-    out = run_cli("--config", cfg, "rank", *args, input=stdin)
+    out = run_here("--config", cfg, "rank", *args, input=stdin)
     assert out.returncode == 2
     assert out.stdout == ""
     lines = out.stderr.strip().splitlines()
@@ -762,7 +762,7 @@ def test_cli_bad_input_exits_2_with_one_line(tmp_path, args, stdin, needle):
 
 def test_cli_empty_queue(tmp_path):
     _, _, cfg = _cli_queue(tmp_path)
-    out = run_cli("--config", cfg, "rank", input="[]")
+    out = run_here("--config", cfg, "rank", input="[]")
     assert out.returncode == 0 and json.loads(out.stdout) == []
 
 
@@ -883,12 +883,12 @@ def test_sched_rank_explain_starts_tasks_when_sched_simulate_does(tmp_path, dist
         }
     ).to_csv(sc, index=False)
     sim_out = tmp_path / "sim.csv"
-    r = run_cli(
+    r = run_here(
         "simulate", "--policy", "ppo", "--policy-file", distinct_policy, "--scenario", sc, "--out", sim_out
     )
     assert r.returncode == 0, r.stderr
     sim = pd.read_csv(sim_out).set_index("id")["start_s"]
-    r = run_cli(
+    r = run_here(
         "rank", "--now", NOW, "--policy", distinct_policy, "--explain", input=json.dumps(tasks), cwd=tmp_path
     )
     assert r.returncode == 0, r.stderr

@@ -15,7 +15,7 @@ from sched.evaluate.statistics import bootstrap_counts, paired_difference
 from sched.evaluate.summary import best_heuristic, write_outputs
 from sched.learn.ppo import train_log
 
-from .conftest import run_cli
+from .conftest import run_here
 from .test_benchmark import HEURISTICS, ok, tiny  # noqa: F401  (tiny: the shared fixture)
 
 LOG_COLUMNS = [
@@ -43,9 +43,9 @@ def built(tiny, tmp_path_factory):  # noqa: F811
     bench = d / "bench"
     shutil.copytree(tiny["bench"], bench)
     c = ("--config", tiny["conf"])
-    ok(run_cli(*c, "clairvoyant", "--out", bench / "clairvoyant.csv"))
+    ok(run_here(*c, "clairvoyant", "--out", bench / "clairvoyant.csv"))
     ok(
-        run_cli(
+        run_here(
             *c,
             "demo",
             "--policies",
@@ -84,7 +84,7 @@ def built(tiny, tmp_path_factory):  # noqa: F811
 
 
 def render(tiny, p, out=None):  # noqa: F811
-    return run_cli(
+    return run_here(
         "--config",
         tiny["conf"],
         "report",
@@ -270,7 +270,7 @@ def test_files_from_another_config_are_refused(built, tiny, tmp_path):  # noqa: 
 
     conf = tmp_path / "other.yaml"
     conf.write_text(yaml.safe_dump(tiny["cfg"].replace(scenario={"load": 0.7}).to_dict()))
-    r = run_cli(
+    r = run_here(
         "--config",
         conf,
         "report",
@@ -294,7 +294,7 @@ def test_readme_results_block_is_the_reports_tables(built, tiny, tmp_path):  # n
     before, after = "# Project\n\nIntro.\n\n## Results\n\n", "\n## Set up and run\n\nText.\n"
     readme.write_text(before + report.README_BEGIN + "\nstale numbers\n" + report.README_END + after)
     out = tmp_path / "rapport.md"
-    r = run_cli(
+    r = run_here(
         "--config", tiny["conf"], "report", "--bench", built["bench"], "--out", out,
         "--figures", built["figures"], "--train-dir", built["train"], "--demo", built["demo"],
         "--readme", readme,
@@ -317,7 +317,7 @@ def test_readme_results_block_is_the_reports_tables(built, tiny, tmp_path):  # n
     assert [r for r in first.splitlines() if r.startswith("| ")] == bare
     # running it again changes nothing
     ok(
-        run_cli(
+        run_here(
             "--config",
             tiny["conf"],
             "report",
@@ -341,7 +341,7 @@ def test_readme_results_block_is_the_reports_tables(built, tiny, tmp_path):  # n
 def test_readme_without_a_results_block_is_refused(built, tiny, tmp_path):  # noqa: F811
     readme = tmp_path / "README.md"
     readme.write_text("# Project\n\nNo block here.\n")
-    r = run_cli(
+    r = run_here(
         "--config", tiny["conf"], "report", "--bench", built["bench"], "--out", tmp_path / "r.md",
         "--figures", built["figures"], "--train-dir", built["train"], "--demo", built["demo"],
         "--readme", readme,

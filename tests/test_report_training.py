@@ -29,7 +29,7 @@ from sched.evaluate.summary import best_heuristic, choose_winner, write_outputs
 from sched.learn.ppo import train_log
 from sched.learn.ppo.train_log import LOG_COLUMNS
 
-from .conftest import run_cli
+from .conftest import run_here
 from .test_benchmark import HEURISTICS, ok, tiny  # noqa: F401  (tiny: the shared fixture)
 
 # --------------------------------------------------------------------------- naming
@@ -96,7 +96,7 @@ def test_sched_benchmark_runs_the_warm_start_that_sched_train_wrote(tiny, tiny_p
     warm = policy.with_name(layout.WARM_POLICY_FILE)
     assert warm.is_file()  # written by the training, which had a teacher
     r = ok(
-        run_cli(
+        run_here(
             "--config",
             tiny["conf"],
             "benchmark",

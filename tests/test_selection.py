@@ -32,7 +32,7 @@ from sched.evaluate.summary import WINNER_KEYS, summarise, write_outputs
 from sched.ranking.tasks import RankInputError
 from sched.ranking.verdict_files import check_winner as _check_winner
 
-from .conftest import run_cli
+from .conftest import run_here
 
 SPECS = {
     "fifo": {"kind": "rule", "rule": "fifo", "atc_k": None, "policy_file": None},
@@ -295,7 +295,7 @@ def test_benchmark_on_the_selection_seeds_then_gather_chooses_on_them(tmp_path):
     }
     conf.write_text(yaml.safe_dump(small))
     pols = "fifo,atc,wmdd"
-    r = run_cli(
+    r = run_here(
         "--config", conf, "benchmark", "--split", "selection", "--policies", pols, "--out", tmp_path / "sel"
     )
     assert r.returncode == 0, r.stderr
@@ -303,11 +303,11 @@ def test_benchmark_on_the_selection_seeds_then_gather_chooses_on_them(tmp_path):
     assert sorted(set(sel["scenario_seed"])) == list(range(1000002, 1000007))
     assert not (tmp_path / "sel" / "winner.json").exists()
     # a seed outside the selection seeds is refused, naming them
-    r = run_cli(
+    r = run_here(
         "--config", conf, "benchmark", "--split", "selection", "--policies", pols, "--seeds", "1000000"
     )
     assert r.returncode == 2 and "is not one of the selection seeds 1000002-1000006" in r.stderr
-    r = run_cli(
+    r = run_here(
         "--config",
         conf,
         "benchmark",
@@ -320,7 +320,7 @@ def test_benchmark_on_the_selection_seeds_then_gather_chooses_on_them(tmp_path):
     )
     assert r.returncode == 0, r.stderr
     out = tmp_path / "out"
-    r = run_cli(
+    r = run_here(
         "--config", conf, "gather", tmp_path / "t" / "per_scenario.csv",
         "--selection", tmp_path / "sel" / "per_scenario.csv", "--out", out,
     )  # fmt: skip

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import yaml
 
-from .conftest import run_cli
+from .conftest import run_here
 
 
 def _labels(cfg, seeds, follow=True):
@@ -69,17 +69,17 @@ def _config_with(tmp_path, calibrated, **train):
 
 def test_teach_refuses_seeds_outside_its_scenarios(tmp_path, calibrated):
     cfg = _config_with(tmp_path, calibrated, teacher_scenarios=5)
-    r = run_cli("--config", cfg, "teach", "--seeds", "100003-100009", "--out", tmp_path / "l.npz")
+    r = run_here("--config", cfg, "teach", "--seeds", "100003-100009", "--out", tmp_path / "l.npz")
     assert r.returncode == 2
     assert "--seeds: seed 100009 is not one of the teacher's scenarios 100000-100004" in r.stderr
-    r = run_cli("--config", cfg, "teach", "--seeds", "10-x", "--out", tmp_path / "l.npz")
+    r = run_here("--config", cfg, "teach", "--seeds", "10-x", "--out", tmp_path / "l.npz")
     assert r.returncode == 2 and "--seeds" in r.stderr and "10-x" in r.stderr
     assert not (tmp_path / "l.npz").exists()
 
 
 def test_teach_with_no_teacher_scenarios_says_so(tmp_path, calibrated):
     cfg = _config_with(tmp_path, calibrated, teacher_scenarios=0)
-    r = run_cli("--config", cfg, "teach", "--seeds", "100000-100001", "--out", tmp_path / "l.npz")
+    r = run_here("--config", cfg, "teach", "--seeds", "100000-100001", "--out", tmp_path / "l.npz")
     assert r.returncode == 2
     assert "train.teacher_scenarios is 0" in r.stderr
     assert "Traceback" not in r.stderr
