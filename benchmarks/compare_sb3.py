@@ -134,8 +134,8 @@ def make_args(cfg, num_envs, num_steps, num_minibatches, update_epochs, hidden, 
 
 def run_project(cfg, args, workdir):
     """Train ``args.iterations`` iterations; the measured numbers of the PPO iterations."""
+    from sched.learn.chain import train
     from sched.learn.ppo import train_log
-    from sched.learn.ppo.loop import train
 
     out = Path(workdir) / "policy.pt"
     t0 = time.perf_counter()

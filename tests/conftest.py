@@ -143,7 +143,8 @@ def tiny_cfg(cfg):
 @pytest.fixture(scope="session")
 def tiny_policy(tmp_path_factory, tiny_cfg):
     """A policy file trained for a few iterations, and the training summary."""
-    from sched.learn.ppo.loop import Args, train
+    from sched.learn.chain import train
+    from sched.learn.ppo.loop import Args
 
     out = tmp_path_factory.mktemp("train") / "politique.pt"
     summary = train(tiny_cfg, Args(seed=3, **TINY_TRAIN), out, progress=False)

@@ -116,6 +116,17 @@ def test_library_never_imports_the_command_line(graph):
     assert not {m: d for m, d in offenders.items() if d}
 
 
+def test_ppo_imports_nothing_of_the_search(graph):
+    """PPO's loop takes its warm start as a callable (sched.learn.chain composes the two), so one
+    PPO update reads from sched/learn/ppo/ alone (issue 48)."""
+    bad = {
+        m: sorted(d for d in deps if d.startswith("sched.learn.search"))
+        for m, deps in graph.items()
+        if m.startswith("sched.learn.ppo")
+    }
+    assert not {m: d for m, d in bad.items() if d}
+
+
 def test_simulation_does_not_depend_on_learning_evaluation_or_serving(graph):
     upper = (
         "sched.learn",

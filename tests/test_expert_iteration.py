@@ -161,7 +161,8 @@ def test_distill_and_teach_round_refuse_bad_arguments_in_one_line(tmp_path, cali
 
 
 def test_train_init_refuses_a_policy_of_another_architecture(tmp_path, tiny_cfg, tiny_policy):
-    from sched.learn.ppo.loop import Args, TrainSettingsError, train
+    from sched.learn.chain import train
+    from sched.learn.ppo.loop import Args, TrainSettingsError
 
     start, _ = tiny_policy
     args = Args(**{**TINY_TRAIN, "seed": 3, "hidden": 8, "teacher_scenarios": 0})
@@ -196,7 +197,8 @@ def test_grouped_ppo_runs_one_scenario_per_group_and_logs_its_baseline(tmp_path,
     baseline's explained variance (a number, not NaN) and the critic's learned part."""
     import csv
 
-    from sched.learn.ppo.loop import Args, make_env, train
+    from sched.learn.chain import train
+    from sched.learn.ppo.loop import Args, make_env
 
     over = {"seed": 4, "group_size": 2, "teacher_scenarios": 0, "iterations": 2, "tasks": 200}
     args = Args(**{**TINY_TRAIN, **over, "eval_every": 2, "checkpoint_every": 0})

@@ -121,8 +121,8 @@ def test_ppo_raises_the_probability_of_the_better_task(tmp_path, cfg, monkeypatc
 
     Every episode is one decision, so its advantage is its cost against the critic's value of
     that one state: only the sign and the size of the costs can move the policy."""
+    from sched.learn.chain import train
     from sched.learn.env import vec_env
-    from sched.learn.ppo.loop import train
 
     sc = two_tasks()
 

@@ -10,10 +10,11 @@ import torch
 
 from sched.data.scenario import generate, scenario_model
 from sched.errors import SchedError
+from sched.learn.chain import train
 from sched.learn.policy import features as F
 from sched.learn.policy import networks as P
 from sched.learn.policy import policy_file as PF
-from sched.learn.ppo.loop import Args, train
+from sched.learn.ppo.loop import Args
 from sched.sim import core
 
 from .conftest import AGREEMENT_CASES, AGREEMENT_TASKS
@@ -339,3 +340,15 @@ def test_a_damaged_or_foreign_checkpoint_is_one_error(tmp_path, tiny_cfg, damage
 
     with pytest.raises(CheckpointError, match="politique.pt.ckpt"):
         train(tiny_cfg, args, out, progress=False)
+
+
+def test_the_loop_refuses_a_warm_start_its_settings_do_not_ask_for_and_one_missing(tiny_cfg, tmp_path):
+    from sched.learn.ppo import loop
+
+    out = tmp_path / "p.pt"
+    with pytest.raises(loop.TrainSettingsError, match="train.teacher_scenarios is 3 and no warm start"):
+        loop.train(tiny_cfg, Args(seed=1, **TINY), out, progress=False)
+    no_teacher = Args(seed=1, **dict(TINY, teacher_scenarios=0))
+    with pytest.raises(loop.TrainSettingsError, match="train.teacher_scenarios is 0 and a warm start"):
+        loop.train(tiny_cfg, no_teacher, out, progress=False, warm_start=lambda net, gen, progress: 0.0)
+    assert not out.exists()

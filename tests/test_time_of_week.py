@@ -168,7 +168,8 @@ def test_training_slots_and_validation_carry_their_scenarios_week_start(wl_cfg):
 @pytest.fixture(scope="module")
 def wl_policy(wl_cfg, tmp_path_factory):
     """A policy file trained (briefly) on the workload: its meta holds the workload's profile."""
-    from sched.learn.ppo.loop import Args, train
+    from sched.learn.chain import train
+    from sched.learn.ppo.loop import Args
 
     out = tmp_path_factory.mktemp("wl-train") / "weekly.pt"
     train(wl_cfg, Args(seed=4, **dict(TINY_TRAIN, iterations=2)), out, progress=False)

@@ -38,7 +38,8 @@ def register(sub):
 
 
 def run(args):
-    from sched.learn.ppo.loop import Args, train
+    from sched.learn.chain import train
+    from sched.learn.ppo.loop import Args
     from sched.learn.ppo.train_log import plot_learning_curve
 
     cfg = load_cfg(args)

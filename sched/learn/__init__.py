@@ -7,7 +7,8 @@
 * ``ppo``: training by PPO, written by hand (the loop, the rollout, the update, validation,
   checkpoints and the training log);
 * ``search``: decision-time search, the candidate evaluator ``lookahead``, ``plan``, the
-  gated teacher, distillation and expert iteration.
+  gated teacher, distillation and expert iteration;
+* ``chain``: the warm start then PPO in one process (``ppo`` imports nothing of ``search``).
 
 docs/architecture.md gives the files to open, in order, for one PPO update and one round of
 expert iteration.

@@ -15,13 +15,15 @@ minibatches over that rollout (``sched.learn.ppo.update``) with:
 * Adam with the learning rate annealed linearly to zero;
 * orthogonal initialisation (``sched.learn.policy.networks.layer``).
 
-Before PPO, an optional warm start imitates a rollout teacher
-(``sched.learn.search.distill``). Logged per iteration (``sched.learn.ppo.train_log``):
-mean episode weighted tardiness, the losses, entropy, approx_kl, clip
-fraction, explained variance, env steps per second, wall time; every
-``eval_every`` iterations, the greedy policy's mean total weighted tardiness
-on fixed validation scenarios next to ATC's (``sched.learn.ppo.validation``). The
-policy file keeps the weights with the best validation score.
+Before PPO, an optional warm start trains the network in place: the caller passes it
+(``warm_start``; the teacher's distillation, composed with this loop by
+``sched.learn.chain``), so that PPO imports nothing of the search.
+
+Logged per iteration (``sched.learn.ppo.train_log``): mean episode weighted tardiness, the
+losses, entropy, approx_kl, clip fraction, explained variance, env steps per second, wall
+time; every ``eval_every`` iterations, the greedy policy's mean total weighted tardiness
+on fixed validation scenarios next to ATC's (``sched.learn.ppo.validation``). The policy
+file keeps the weights with the best validation score.
 
 Seeds control everything: network initialisation, action sampling, minibatch
 shuffles and the training scenarios. A checkpoint every ``checkpoint_every``
@@ -50,7 +52,6 @@ from sched.learn.ppo.checkpoint import RunProgress
 from sched.learn.ppo.rollout import CompiledSampler, GroupedQueue, collect_iteration
 from sched.learn.ppo.update import ppo_update
 from sched.learn.ppo.validation import Validator
-from sched.learn.search.distill import distill, teacher_labels
 
 #: Second word of the seed of the NumPy stream that draws the training scenarios
 #: (``np.random.default_rng([seed, SCENARIO_STREAM])``), so that this stream is not
@@ -277,17 +278,23 @@ def check_args(args):
         )
 
 
-def train(cfg, args, out, progress=True, resume=True, log=print, labels=None, init=None):
+def train(cfg, args, out, progress=True, resume=True, log=print, warm_start=None, init=None):
     """Train a policy; write ``out`` (policy file) and ``train_log.csv`` beside it; return a summary dict.
 
     With ``resume``, continues from ``<out>.ckpt`` when it exists and was made
-    with the same config and arguments. ``labels``: the teacher's labels for
-    the warm start (default: labelled here when ``args.teacher_scenarios`` > 0).
-    ``init``: a policy file PPO starts from instead (the last round of expert
-    iteration, ``sched.learn.search.iterate``): no warm start here, and its weights are
-    iteration 0 of the model selection.
+    with the same config and arguments. ``warm_start``: a callable ``(net, gen, progress)``
+    that trains the untrained network in place before PPO and returns its loss (the
+    teacher's distillation, ``sched.learn.chain``); required when ``args.teacher_scenarios`` > 0
+    without ``init``. ``init``: a policy file PPO starts from instead (the last round of expert
+    iteration): no warm start here, and its weights are iteration 0 of the model selection.
     """
     check_args(args)
+    if init is None and (args.teacher_scenarios > 0) != (warm_start is not None):
+        raise TrainSettingsError(
+            f"train.teacher_scenarios is {args.teacher_scenarios} and "
+            f"{'no' if warm_start is None else 'a'} warm start was given: the warm start runs "
+            "when the settings ask for one (sched.learn.chain.train composes it)"
+        )
     out = Path(out)
     log_path, ckpt_path = out.with_name(train_log.FILE_NAME), checkpoint.path_for(out)
     for path in (out, log_path, ckpt_path):  # left by a run killed while writing them
@@ -308,7 +315,7 @@ def train(cfg, args, out, progress=True, resume=True, log=print, labels=None, in
         log(f"resuming {out} from iteration {run.iteration}")
     else:
         env.reset()
-        run = start(cfg, args, net, meta, validator, gen, labels, progress, out, warm=init is None)
+        run = start(args, net, meta, validator, gen, None if init else warm_start, progress, out)
     draw = CompiledSampler(env, net)
     bar = train_log.ProgressBar(args, run.iteration) if progress else None
     clock = train_log.Stopwatch(already=run.wall)
@@ -354,11 +361,11 @@ def _load_init(net, meta, path):
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
-def start(cfg, args, net, meta, validator, gen, labels, progress, out, warm=True):
+def start(args, net, meta, validator, gen, warm_start, progress, out):
     """A new run's starting points, validated: its first log rows; returns its RunProgress.
 
     Model selection covers where training starts too: the untrained network
-    (the ATC prior: ATC with ``atc_k``) and, with a teacher, the warm start.
+    (the ATC prior: ATC with ``atc_k``) and, with a ``warm_start``, the network it trained.
     A warm start or PPO that does worse on validation is not kept. The warm
     start is also written as a policy file of its own (``warm_start.pt``
     beside ``out``), so that the benchmark can show PPO's share of the gain.
@@ -373,11 +380,9 @@ def start(cfg, args, net, meta, validator, gen, labels, progress, out, warm=True
             run.keep_if_best(val, iteration, net)
         run.rows.append(train_log.start_row(iteration, loss, lr, clock(), val, val_atc))
 
-    if warm and args.teacher_scenarios > 0:
+    if warm_start is not None:
         add_row(-1, math.nan, math.nan)  # the untrained network: ATC prior
-        if labels is None:
-            labels = teacher_labels(cfg, args, progress=progress)
-        add_row(0, distill(net, labels, args, gen, progress=progress), args.distill_lr)
+        add_row(0, warm_start(net, gen, progress), args.distill_lr)
         val = run.rows[-1]["val_weighted_tardiness_s"]
         warm = dict(meta, best_iteration=0, val_weighted_tardiness_s=None if math.isnan(val) else float(val))
         policy_file.save(Path(out).with_name(layout.WARM_POLICY_FILE), net, warm)

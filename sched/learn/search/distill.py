@@ -23,6 +23,21 @@ def teacher_labels(cfg, args, progress=False):
     return labels
 
 
+def warm_start(cfg, args, labels=None):
+    """PPO's warm start (``sched.learn.ppo.loop.train``'s ``warm_start``): a callable
+    ``(net, gen, progress)`` that distils the gated teacher's ``labels`` into ``net`` and returns
+    the loss; the labels are made on the first ``args.teacher_scenarios`` training seeds, when
+    it is called, if None."""
+
+    def run(net, gen, progress=False):
+        nonlocal labels
+        if labels is None:  # after the untrained network's validation, as the loop has it
+            labels = teacher_labels(cfg, args, progress=progress)
+        return distill(net, labels, args, gen, progress=progress)
+
+    return run
+
+
 #: The label a distillation imitates (``train.distill_target``): the teacher's pessimistic bound
 #: (its decision rule, biased towards its base), the mean paired difference (unbiased, noisier),
 #: or the improved policy built on the mean paired differences (:func:`improved_policy`).

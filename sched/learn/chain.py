@@ -1,0 +1,19 @@
+"""The training chain in one process: the gated teacher's warm start (``sched.learn.search``),
+then PPO (``sched.learn.ppo``) from it.
+
+PPO's loop takes the warm start as a callable and imports nothing of the search; this module is
+where the two meet (``sched train``, the tests and the benchmarks call it). In the workflow the
+main chain runs them as separate steps instead: ``sched teach``, ``sched distill --stage warm``,
+the rounds, then ``sched train --init`` (docs/learning.md).
+"""
+
+from sched.learn.ppo import loop
+from sched.learn.search.distill import warm_start
+
+
+def train(cfg, args, out, labels=None, init=None, **kw):
+    """:func:`sched.learn.ppo.loop.train`, with the warm start its settings ask for
+    (``args.teacher_scenarios`` > 0, no ``init``): the teacher's ``labels`` distilled (labelled
+    in this process when None). ``kw``: the loop's ``progress``, ``resume`` and ``log``."""
+    warm = warm_start(cfg, args, labels) if init is None and args.teacher_scenarios > 0 else None
+    return loop.train(cfg, args, out, warm_start=warm, init=init, **kw)
