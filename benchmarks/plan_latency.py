@@ -5,14 +5,14 @@ the config's scenario model (all waiting at ``now``, one GPU), each ranked once 
 by its base alone, in this process on one thread; prints the median and p99 of plan's call time,
 the base's median (the reference, same run) and the target of the issue.
 
-    NUMBA_NUM_THREADS=1 python benchmarks/plan_latency.py --config results/config/report.yaml \\
-        [--sizes 24,100,1000] [--queues 20] [--out FILE]
+    NUMBA_NUM_THREADS=1 python benchmarks/plan_latency.py --config config.yaml \\
+        [--sizes 24,100,1000] [--queues 20] [--plan rollout=atc-tuned --plan depth=20 ...] [--out FILE]
 
-plan runs with the config's ``plan`` settings ("today's settings": the base ``plan.base``, auto:
-the benchmark's winner; its rollouts, samples, horizon, candidates and depth), without a time
-budget, so the time measured is what those counts cost. The numbers are a run record: wall
-clock on this machine, never read by the workflow.
-"""
+plan runs with the config's ``plan`` settings ("today's settings": the base ``plan.base``,
+auto: the benchmark's winner; its rollouts, samples, horizon, candidates and depth), each
+``--plan KEY=VALUE`` over them, without a time budget, so the time measured is what those
+counts cost. The numbers are a run record: wall clock on this machine, never read by the
+workflow. """
 
 import argparse
 import os
@@ -39,6 +39,12 @@ def queue(cfg, seed, n):
     ]
 
 
+def _validated(raw):
+    from sched.config import validate_config
+
+    return validate_config(raw, "--plan")
+
+
 def timed(fn):
     t = time.perf_counter()
     out = fn()
@@ -56,6 +62,9 @@ def main(argv=None):
     ap.add_argument("--sizes", default="24,100,1000", help="waiting tasks per queue (comma-separated)")
     ap.add_argument("--queues", type=int, default=20, help="queues per size (default 20)")
     ap.add_argument("--seed", type=int, default=4600, help="seed of the first queue")
+    ap.add_argument(
+        "--plan", action="append", default=[], metavar="KEY=VALUE", help="a plan setting over the config's"
+    )
     ap.add_argument("--out", help="also write the results as JSON to this file")
     a = ap.parse_args(argv)
     from sched import threads
@@ -64,7 +73,16 @@ def main(argv=None):
 
     threads.apply(1)
     path = config_path(os.path.abspath(a.config) if a.config else None)
-    cfg = load_config(path)
+    if a.plan:  # the file with plan's settings replaced, its relative paths still read from its folder
+        import yaml
+
+        raw = yaml.safe_load(path.read_text()) if path else {}
+        for item in a.plan:
+            key, _, value = item.partition("=")
+            raw.setdefault("plan", {})[key] = yaml.safe_load(value)
+        raw.setdefault("root", str(path.parent if path else Path.cwd()))
+        path = raw
+    cfg = load_config(path) if not isinstance(path, dict) else _validated(path)
     sizes = [int(s) for s in a.sizes.split(",")]
     warm = queue(cfg, a.seed - 1, 24)
     first = decide(warm, now=0, policy="plan", config=path)  # verdicts, policy file, compiled code
@@ -101,7 +119,7 @@ def main(argv=None):
     if a.out:
         from sched.files import write_json
 
-        write_json(a.out, {"config": str(path), "why": first.why, "rows": rows})
+        write_json(a.out, {"config": str(a.config), "plan": a.plan, "why": first.why, "rows": rows})
     return 0 if all(r["target_ms"] is None or r["plan_p50_ms"] <= r["target_ms"] for r in rows) else 1
 
 

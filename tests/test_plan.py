@@ -2,6 +2,8 @@
 sampled futures only, deterministic for a seed, the base policy's choice unless the samples say
 otherwise, bad settings refused in one line, and ``rank(policy="plan")``."""
 
+import time
+
 import numpy as np
 import pytest
 
@@ -270,6 +272,41 @@ def test_the_budget_bounds_the_whole_call_and_explain_says_what_was_planned(pcfg
     assert one.endswith(
         "planned: no start, fewer than two candidates to compare; every start by the base policy"
     )
+
+
+def test_the_budget_counts_from_when_the_call_began_as_its_caller_says(pcfg):
+    """Issue 46: ``prepare(started=...)`` (sched serve passes when the request arrived): a call
+    that waited its budget away before it ran samples nothing; one that just began plans."""
+    from sched.ranking import ranker
+
+    c = pcfg.replace(plan=dict(base="atc", rollout="base", candidates=4, samples=8, horizon=10))
+    small = _tasks(12)
+    late = ranker.prepare(small, policy="plan", config=c, budget_ms=50, started=time.perf_counter() - 1.0)
+    assert ranker.run(late).why.endswith(
+        "planned: no start, the budget was spent after 0 of 8 samples (two needed); "
+        "every start by the base policy"
+    )
+    now = ranker.prepare(small, policy="plan", config=c, budget_ms=60_000)
+    assert ranker.run(now).why.endswith(
+        "planned: the first start, on 8 of 8 samples; the rest by the base policy"
+    )
+
+
+def test_a_budgeted_call_starts_from_the_planners_last_measured_time_per_unit(pcfg):
+    """A planner remembers what a unit of work took in its last budgeted call, so that the next
+    call's first batch is bounded too (sched serve: no unbounded probe beside other calls)."""
+    settings = dict(pcfg["plan"], base="atc", rollout="base", candidates=4, samples=8, horizon=10)
+    planner = Planner(pcfg, rule_base("atc", 1.5), settings)
+    assert planner.per_unit is None
+    arr, est, w, due = (
+        np.asarray(x, np.float64) for x in zip(*[(0.0, 30.0 + i, 1.0, 60.0) for i in range(12)])
+    )
+    stats = {}
+    planner.order(arr, est, w, due, np.zeros(1), budget_ms=60_000, stats=stats)
+    assert stats["samples"] == 8 and planner.per_unit is not None and planner.per_unit > 0
+    planner.per_unit = 1.0  # as if a unit took a second: nothing fits in a minute beside the tail
+    planner.order(arr, est, w, due, np.zeros(1), budget_ms=60_000, stats=stats)
+    assert stats["samples"] == 0 and stats["budget"] and not stats["planned"]
 
 
 def test_samples_interrupted_by_their_work_bound_are_the_unbounded_ones(pcfg):

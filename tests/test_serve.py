@@ -484,3 +484,34 @@ def test_a_token_of_4_kib_with_its_line_end_is_read_and_a_longer_one_refused(tmp
     f.write_bytes(b"t" * (MAX_TOKEN_BYTES + 1) + b"\n")
     with pytest.raises(UsageError, match="a token of more than 4096 bytes"):
         read_token(f)
+
+
+def test_a_plan_calls_budget_counts_from_when_its_request_arrived(conf, monkeypatch):
+    """Issue 46: the service gives plan's budget the request's arrival as the call's start, so a
+    wait for a free worker is spent from it (what the client sees is bounded, not what the
+    worker spends); a call whose budget was spent before it ran samples nothing."""
+    import sched.serve.http as http
+
+    seen = []
+    prepare = http.ranker.prepare
+
+    def recording(*args, **kw):
+        if kw.get("budget_ms") in (60_000, 40):  # the test's calls, not the service's warm-up
+            seen.append((kw.get("started"), time.perf_counter()))
+        if kw.get("budget_ms") == 40:  # as if it had waited a second for a worker
+            kw["started"] -= 1.0
+        return prepare(*args, **kw)
+
+    monkeypatch.setattr(http.ranker, "prepare", recording)
+    tasks = queue(seed=5, n=12)
+    with live(ServiceSettings(config=conf)) as url, httpx.Client(base_url=url) as c:
+        sent = time.perf_counter()
+        fresh = post(c, {"now": 0, "tasks": tasks, "policy": "plan", "budget_ms": 60_000}).json()
+        late = post(c, {"now": 0, "tasks": tasks, "policy": "plan", "budget_ms": 40}).json()
+    assert len(seen) == 2, seen
+    (started, ran), _ = seen
+    assert started is not None and sent <= started <= ran  # the request's arrival, before the worker ran
+    assert "planned: the first start" in fresh["why"] and "fallback" not in fresh
+    spent = r"planned: no start, the budget was spent after 0 of \d+ samples \(two needed\); "
+    assert re.search(spent + "every start by the base policy$", late["why"]), late["why"]
+    assert late["order"] == rank(tasks, now=0, policy="edd", config=conf)  # plan.base auto: the verdict

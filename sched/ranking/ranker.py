@@ -121,12 +121,16 @@ Call = namedtuple("Call", "q st choice budget_ms explain started")
 
 
 def prepare(
-    tasks, now=None, policy="auto", machines=1, explain=False, config=None, policy_file=None, budget_ms=None
-):
+    tasks, now=None, policy="auto", machines=1, explain=False, config=None, policy_file=None, budget_ms=None,
+    *, started=None,
+):  # fmt: skip
     """The first half of :func:`decide`: the tasks read and checked, the policy chosen (a
     :class:`Call`). Every bad input is refused here; a fault of the files read on the caller's
-    behalf (config, verdicts, policy file) is a :class:`RankSetupError`."""
-    started = time.perf_counter()
+    behalf (config, verdicts, policy file) is a :class:`RankSetupError`. ``started``: when the
+    call began, a ``time.perf_counter()`` (default: now); plan's ``budget_ms`` counts from it, so
+    that ``sched serve`` passes when the request arrived and the budget bounds what its client
+    waits, a wait for a free worker included."""
+    started = time.perf_counter() if started is None else float(started)
     st = _settings(config)
     q = read_queue(task_records(tasks), now, machines, st)
     if budget_ms is not None:  # the arguments first: a bad one is the call's one error

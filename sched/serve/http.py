@@ -287,7 +287,8 @@ class Service:
             kw = body if isinstance(body, dict) else rank_request.rank_body(body)
             note(parsed, kw)
             try:
-                call = ranker.prepare(config=self.settings.config, **self._planned(kw))
+                # plan's budget from the request's arrival: a wait for this worker is spent from it
+                call = ranker.prepare(config=self.settings.config, started=received, **self._planned(kw))
             except RankSetupError as exc:
                 return self._setup_fallback(kw, exc)
             spare = None

@@ -160,6 +160,9 @@ class Planner:
         self.settings = st = check_settings(settings)
         self.sigma = float(scenario_model(cfg).sigma)
         self.pool = futures(cfg, st["horizon"], st["futures"])
+        #: seconds a work unit of the samples took in this planner's last budgeted call (None:
+        #: not measured yet): a budgeted call starts from it rather than from an unbounded probe
+        self.per_unit = None
 
     def _lookahead(self):
         """The rollouts' settings (``lookahead.Lookahead``): estimates only, continued by the
@@ -234,10 +237,12 @@ class Planner:
 
         With a budget, the samples are computed in calls of at most a given amount of work
         (:func:`lookahead.sample_costs_upto`): a first small one (PROBE units) measures the
-        time per unit; each next one gets the work that fits in what is left of the budget
-        less the tail's estimated time (the base policy's rollout of the rest of the queue,
+        time per unit (or the planner's last budgeted call measured it, ``per_unit``, and the
+        first call is bounded too); each next one gets the work that fits in what is left of
+        the budget less the tail's estimated time (the base policy's rollout of the rest of the queue,
         ``tail_units``). A call that reaches its bound has spent the budget: the samples it
-        did not complete are dropped."""
+        did not complete are dropped. A budget already spent when the call begins (counted
+        from ``t0``, the call's start as its caller gives it) samples nothing."""
         st = self.settings
         total = st["samples"]
         ev = L.evaluator(scratch, ws, self.pool, self._lookahead(), net)
@@ -246,17 +251,21 @@ class Planner:
             L.sample_costs(state, cands, 0, total, costs, ev, seeds)
             return total, False
         tail = tail_units(int(state.qlen[0]) - 1)
+        if (time.perf_counter() - t0) * 1e3 >= budget:  # spent before the call ran (a wait for a worker)
+            return 0, True
         r, units, secs, cap = 0, 0, 0.0, PROBE
         while r < total:
-            if units:  # the work that fits in what is left of the budget, the tail's time kept
-                per = max(secs, 1e-9) / units
+            per = max(secs, 1e-9) / units if units else self.per_unit
+            if per is not None:  # the work that fits in what is left of the budget, the tail's time kept
                 cap = min(int((budget / 1e3 - (time.perf_counter() - t0)) / per) - tail, 2**62)
                 if cap <= 0:
                     return r, True
             t = time.perf_counter()
             done, used = L.sample_costs_upto(state, cands, r, total, costs, ev, seeds, cap)
             secs += time.perf_counter() - t
-            probe, units, r = not units, units + used, done
+            probe, units, r = per is None, units + used, done
+            if units:
+                self.per_unit = max(secs, 1e-9) / units  # one float: threads sharing it only race on a guess
             if r < total and not probe:  # interrupted at the budget's bound
                 return r, True
         return r, False
