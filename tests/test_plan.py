@@ -14,6 +14,8 @@ from sched.learn.search import plan as P
 from sched.learn.search.planner import PlanError, Planner, check_settings, learned_base, rule_base
 from sched.sim import core as S
 
+from .conftest import ROOT
+
 SETTINGS = dict(candidates=3, samples=6, horizon=12, z=1.0, seed=3, futures=40, budget_ms=None)
 
 
@@ -346,3 +348,30 @@ def test_an_empty_queue_still_checks_the_plan_budget():
         with pytest.raises(RankInputError, match="budget_ms: expected"):
             rank([], policy="plan", budget_ms=bad)
     assert rank([], policy="plan", budget_ms=5) == []
+
+
+def test_plan_before_any_tuning_continues_its_rollouts_with_atc_and_says_so(tmp_path, calibrated):
+    """config.yaml's plan continues its rollouts with atc-tuned; before a benchmark tuned k (a
+    fresh clone, a new farm), rank(policy="plan") runs ATC with rules.atc_k there and says so,
+    rather than refusing the call. A rollout named otherwise that cannot be resolved is refused."""
+    import yaml
+
+    from sched.ranking.ranker import decide
+    from sched.ranking.tasks import RankSetupError
+
+    shipped = yaml.safe_load((ROOT / "config.yaml").read_text())
+    assert shipped["plan"]["rollout"] == "atc-tuned"
+    conf = {
+        "scenario": {"calibration": str(calibrated.calibration)},
+        "rank": {"winner": "winner.json", "tuned": "tuned.json", "settings": "robustness"},
+        "plan": {k: shipped["plan"][k] for k in ("base", "rollout", "samples", "horizon", "depth")},
+        "root": str(tmp_path),
+    }
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(conf))
+    tasks = [dict(id=i, estimate_s=30.0 + i, weight=1.0 + i % 3, due=100.0 * i) for i in range(10)]
+    d = decide(tasks, now=0, policy="plan", config=str(path))
+    assert "rollouts by atc (k 2, config rules.atc_k: no tuned k yet); planned: " in d.why
+    path.write_text(yaml.safe_dump({**conf, "plan": {**conf["plan"], "rollout": "ppo-9"}}))
+    with pytest.raises(RankSetupError, match="plan.rollout: "):
+        decide(tasks, now=0, policy="plan", config=str(path))

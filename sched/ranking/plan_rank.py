@@ -43,11 +43,17 @@ def plan_order(q, cfg, resolve, budget_ms, started=None, verdict=None):
         except RankInputError as exc:
             raise RankSetupError(f"plan.base: {exc}") from exc
         settings, roll = cfg.plan, cfg.plan.rollout
+    untuned = ""
     if roll != "base":
         try:
             roll = resolve(roll)
         except RankInputError as exc:
-            raise RankSetupError(f"plan.rollout: {exc}") from exc
+            if roll != "atc-tuned" or verdict is not None:
+                raise RankSetupError(f"plan.rollout: {exc}") from exc
+            # before any benchmark tuned k (a fresh clone): config plan's own rollouts by ATC with
+            # rules.atc_k, said in why (a plan verdict names its tuning: no such case)
+            roll = resolve("atc")
+            untuned = f"rollouts by atc (k {roll.k:g}, config rules.atc_k: no tuned k yet); "
         if roll.rule is None:
             raise RankSetupError(f"plan.rollout: expected base or a rule, got {roll.name!r}")
     try:
@@ -70,7 +76,7 @@ def plan_order(q, cfg, resolve, budget_ms, started=None, verdict=None):
     start, end = np.asarray(start, np.float64), np.asarray(end, np.float64)
     mach = np.asarray(mach, np.int64)
     order = np.lexsort((np.arange(q.n), mach, start))  # as rank's learned path: the decision order
-    return order, start, end, mach, note(stats)
+    return order, start, end, mach, untuned + note(stats)
 
 
 def note(stats):
