@@ -257,16 +257,22 @@ def test_a_refused_listing_is_one_line_naming_farm_and_queue_and_exit_status_2(
     )
 
 
-def test_a_failure_part_way_says_how_many_were_set_logs_them_and_a_rerun_converges(
-    client, conf, tmp_path, monkeypatch, capsys
-):
+def logged_farm(client, conf, tmp_path):
+    """A queue of 12 jobs whose updates are applied to it, the changes its dry run plans (ids),
+    the decision log's path and the CLI's options naming the mapping and the log."""
     queue = Queue()
     farm(queue, n=12, seed=3)
     log = tmp_path / "decisions.jsonl"
     record_updates(client, queue)
     (tmp_path / "map.csv").write_text(MAP_CSV)
     more = ["--mapping", str(tmp_path / "map.csv"), "--decision-log", str(log)]
-    planned = sync(client, queue, conf, tmp_path, dry_run=True).changed_ids
+    return queue, sync(client, queue, conf, tmp_path, dry_run=True).changed_ids, log, more
+
+
+def test_a_failure_part_way_says_how_many_were_set_logs_them_and_a_rerun_converges(
+    client, conf, tmp_path, monkeypatch, capsys
+):
+    queue, planned, log, more = logged_farm(client, conf, tmp_path)
     with Stubber(client) as stubber:
         stub_sync(stubber, queue)
         refused = queue.jobs[planned[3]]  # BatchUpdateJob answers 200 and refuses it in its errors
@@ -314,13 +320,7 @@ def test_a_failure_part_way_says_how_many_were_set_logs_them_and_a_rerun_converg
 def test_a_job_gone_before_its_update_is_skipped_named_and_logged_and_the_others_are_set(
     client, conf, tmp_path, monkeypatch, capsys
 ):
-    queue = Queue()
-    farm(queue, n=12, seed=3)
-    log = tmp_path / "decisions.jsonl"
-    record_updates(client, queue)
-    (tmp_path / "map.csv").write_text(MAP_CSV)
-    more = ["--mapping", str(tmp_path / "map.csv"), "--decision-log", str(log)]
-    planned = sync(client, queue, conf, tmp_path, dry_run=True).changed_ids
+    queue, planned, log, more = logged_farm(client, conf, tmp_path)
     with Stubber(client) as stubber:
         stub_sync(stubber, queue)
         gone = queue.jobs[planned[3]]  # deleted since the listing: BatchUpdateJob refuses it alone
