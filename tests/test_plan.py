@@ -375,3 +375,24 @@ def test_plan_before_any_tuning_continues_its_rollouts_with_atc_and_says_so(tmp_
     path.write_text(yaml.safe_dump({**conf, "plan": {**conf["plan"], "rollout": "ppo-9"}}))
     with pytest.raises(RankSetupError, match="plan.rollout: "):
         decide(tasks, now=0, policy="plan", config=str(path))
+
+
+def test_simulate_with_plans_atc_tuned_rollouts_and_no_tuning_names_the_setting(tmp_path, calibrated):
+    """sched simulate runs what the benchmark runs, so it does not fall back as rank() does:
+    plan.rollout atc-tuned without sched tune's file is one line naming the setting and the way out."""
+    import yaml
+
+    from .conftest import run_here
+
+    conf = {
+        "scenario": {"calibration": str(calibrated.calibration), "tasks": 20},
+        "plan": {"base": "atc", "rollout": "atc-tuned"},
+        "root": str(tmp_path),
+    }
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(conf))
+    r = run_here("--config", tmp_path / "config.yaml", "simulate", "--policy", "plan", "--seed", "1")
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr == (
+        "sched simulate: error: plan.rollout: atc-tuned: results/benchmark/tuned.json: tuned-k "
+        "file not found; run `sched tune` first, or set plan.rollout to atc or base\n"
+    )

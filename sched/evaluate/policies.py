@@ -358,7 +358,13 @@ def _plan_spec(cfg, tuned, name, spec, setting=None):
     if roll == "base":
         roll_spec = None
     elif is_heuristic(roll):
-        roll_spec = resolve_policies(cfg, [roll], tuned=tuned)[0][roll]
+        try:
+            roll_spec = resolve_policies(cfg, [roll], tuned=tuned)[0][roll]
+        except BenchmarkError as exc:  # the rollout's k: say which setting asked for it
+            why = str(exc).split(" (run `sched tune`")[0]
+            raise BenchmarkError(
+                f"plan.rollout: {roll}: {why}; run `sched tune` first, or set plan.rollout to atc or base"
+            ) from None
     else:
         raise BenchmarkError(
             f"plan.rollout: unknown rollout policy {roll[:40]!r}; expected base or one of "
