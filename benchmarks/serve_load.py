@@ -57,9 +57,10 @@ def in_process(tasks, config, repeat, **call):
     return statistics.median(times), order
 
 
-def start_service(config, deadline_ms=60000):
+def start_service(config, deadline_ms=60000, workers=None):
     cmd = [sys.executable, "-m", "sched"] + (["--config", config] if config else [])
     cmd += ["serve", "--port", "0", "--deadline-ms", str(deadline_ms)]
+    cmd += ["--workers", str(workers)] if workers else []
     proc = subprocess.Popen(cmd, cwd=ROOT, stderr=subprocess.PIPE, text=True)
     for _ in range(50):  # the warm-up's warnings (a verdict missing) come before it
         line = proc.stderr.readline()
@@ -141,6 +142,7 @@ def main(argv=None):
     ap.add_argument("--policy", default="auto", help="the requests' policy (default auto: the verdict)")
     ap.add_argument("--budget-ms", type=float, help="the requests' budget_ms (with --policy plan)")
     ap.add_argument("--sizes", default="24,1000", help="queue sizes (default 24,1000)")
+    ap.add_argument("--workers", type=int, help="the service's --workers (default: its own, 4)")
     ap.add_argument("--out", help="also write the results as JSON to this file")
     a = ap.parse_args(argv)
     call = {"policy": a.policy, **({"budget_ms": a.budget_ms} if a.budget_ms is not None else {})}
@@ -151,7 +153,7 @@ def main(argv=None):
     path = config_path(config)
     cfg = load_config(path)
     rows = []
-    proc, url = start_service(config)
+    proc, url = start_service(config, workers=a.workers)
     try:
         import httpx
 
