@@ -99,7 +99,7 @@ class _Jobs(job_pb2_grpc.JobInterfaceServicer):
         r = request.r
         with self.cue._lock:
             jobs = [
-                job_pb2.Job.FromString(j.SerializeToString())
+                j
                 for j in self.cue.jobs.values()
                 if (not r.shows or j.show in r.shows) and (r.include_finished or j.state != job_pb2.FINISHED)
             ]

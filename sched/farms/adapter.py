@@ -210,6 +210,20 @@ def rank_jobs(jobs, rules, own_values, check, report, *, policy, machines, confi
     return ranked
 
 
+def skip_gone(report, job, place, why):
+    """Note in ``report`` that ``job`` (ranked) left ``place`` (Cuebot, the queue) before its
+    priority was set: skipped, named with ``why``. The others are still set: their priorities
+    decrease along the order without it."""
+    report.skipped.append(
+        (
+            job.name,
+            f"job {printable(job.name)}: gone from {place} before its priority was set ({why}); "
+            "the others are set",
+        )
+    )
+    report.gone_ids.append(job.id)
+
+
 def changes(ranked, lowest, highest, **kw):
     """(job, priority before, priority after) of each ranked job whose priority must change,
     in rank order; ``kw``: those of :func:`new_priorities`."""

@@ -359,17 +359,11 @@ class _Queue:
             for job, before, after in chunk:
                 e = failed.get(job.id)
                 if e is not None and e.get("code") == "ResourceNotFoundException":
-                    # gone since the listing (finished, deleted): the others still decrease along
-                    # the order; the whole call's 404 (the queue gone) still stops the sync
-                    why = f"{printable(e['code'])}: {_line(e['message'])}"
-                    report.skipped.append(
-                        (
-                            job.name,
-                            f"job {printable(job.name)}: gone from the queue before its priority "
-                            f"was set ({why}); the others are set",
-                        )
+                    # gone since the listing (finished, deleted); the whole call's 404 (the queue
+                    # gone) still stops the sync
+                    adapter.skip_gone(
+                        report, job, "the queue", f"{printable(e['code'])}: {_line(e['message'])}"
                     )
-                    report.gone_ids.append(job.id)
                     del failed[job.id]
                 elif e is None:
                     report.changes.append((job.name, before, after))

@@ -153,15 +153,8 @@ def sync(
             try:
                 _call(opencue, job.handle.setPriority, int(after))
             except _errors(opencue) as exc:
-                if _gone(exc):  # the others' priorities still decrease along the order
-                    report.skipped.append(
-                        (
-                            job.name,
-                            f"job {printable(job.name)}: gone from Cuebot before its priority was set "
-                            f"({_first_line(exc)}); the others are set",
-                        )
-                    )
-                    report.gone_ids.append(job.id)
+                if _gone(exc):
+                    adapter.skip_gone(report, job, "Cuebot", _first_line(exc))
                     continue
                 done = len(report.changes)
                 raise OpenCueError(
