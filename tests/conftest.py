@@ -1,4 +1,5 @@
 import contextlib
+import io
 import itertools
 import os
 import subprocess
@@ -53,9 +54,6 @@ def run_here(*args, cwd=None, input=None):
     under load). For what a command computes or refuses; the entry points themselves run as
     subprocesses (tests/test_cli_simulate.py). Warnings logged go to pytest's log capture, not
     ``stderr``."""
-    import contextlib
-    import io
-
     from sched import cli
 
     out, err = io.StringIO(), io.StringIO()
@@ -76,8 +74,6 @@ def run_here(*args, cwd=None, input=None):
 @contextlib.contextmanager
 def _stdin(text):
     """``sys.stdin`` reading ``text`` (with a ``buffer`` of its bytes, as a real stdin has)."""
-    import io
-
     saved = sys.stdin
     sys.stdin = io.TextIOWrapper(io.BytesIO(text.encode()), encoding="utf-8")
     try:
