@@ -28,6 +28,9 @@ FILES = {
     "rapport.md": "# report",
     "figures/benchmark_ecdf.png": "png",
     "benchmark/.winner.json.123-abc.tmp": "partial",
+    # the report's config: read by the report alone, rewritten after the manifest when a report
+    # setting changes (the manifest would otherwise go stale)
+    "config/report.yaml": "title",
 }
 
 

@@ -6,8 +6,9 @@ manifest lists every file under ``results/`` but:
 
 * the run records (``sched.layout.is_run_record``: logs, usage tables, ``*.run.*`` files), which
   say how a run ran, not what it computed;
-* the report's own outputs (``rapport.md``, its figures, the HTML report) and the manifest
-  itself: the report prints the manifest's digest, so it comes after it;
+* the report's own outputs (``rapport.md``, its figures, the HTML report), its config file
+  (``config/report.yaml``, which only the report reads: a change of it reruns the report, not the
+  manifest) and the manifest itself: the report prints the manifest's digest, so it comes after it;
 * temporaries of an atomic write (``.NAME.*.tmp``) and other hidden files.
 
 Lines are in ``sha256sum``'s format (``sha256sum -c results/manifest.sha256`` from the project
@@ -50,6 +51,7 @@ DAG_ORDER = (
     r"replay-validation/",
     r"replay/",
     r"benchmark/plan/",
+    r"plan/",  # a robustness setting's plan candidacy (config plan.elsewhere)
     r"benchmark/clairvoyant",
     r"benchmark/",
     r"per_scenario\.csv",
@@ -70,6 +72,9 @@ REPORT_OUTPUTS = (
     "figures/learning_curves.png",
 )
 MANIFEST_NAME = Path(layout.MANIFEST).name
+#: The report's config file (relative to results/): read by the report alone, written after the
+#: manifest when only a report setting changed, so never listed.
+REPORT_CONFIG = "config/report.yaml"
 
 
 def dag_key(rel):
@@ -89,7 +94,7 @@ def is_result(rel):
     return not (
         layout.is_run_record(rel)
         or rel in REPORT_OUTPUTS
-        or rel == MANIFEST_NAME
+        or rel in (MANIFEST_NAME, REPORT_CONFIG)
         or any(part.startswith(".") for part in rel.split("/"))  # temporaries, hidden files
     )
 
