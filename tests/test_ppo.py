@@ -1,6 +1,7 @@
 """PPO: training, the policy file, resume, the scorer (the Gymnasium environment: test_gym_env.py)."""
 
 import contextlib
+import dataclasses
 import json
 
 import numpy as np
@@ -352,3 +353,38 @@ def test_the_loop_refuses_a_warm_start_its_settings_do_not_ask_for_and_one_missi
     with pytest.raises(loop.TrainSettingsError, match="train.teacher_scenarios is 0 and a warm start"):
         loop.train(tiny_cfg, no_teacher, out, progress=False, warm_start=lambda net, gen, progress: 0.0)
     assert not out.exists()
+
+
+def test_the_patience_rule_counts_checks_since_the_best_and_a_better_check_resets_it():
+    from sched.learn.ppo.loop import checks_since_best
+
+    nan = float("nan")
+    rows = [
+        {"iteration": i, "val_weighted_tardiness_s": v} for i, v in enumerate([10.0, nan, 9.0, nan, 9.5, 9.2])
+    ]
+    assert checks_since_best(rows, 2) == 2  # iterations 4 and 5 validated, neither better than 2's
+    assert checks_since_best(rows, 5) == 0  # a new best: nothing since
+    assert checks_since_best(rows, 0) == 3  # rows without a check (nan) do not count
+
+
+def test_ppo_stops_once_its_validation_curve_stops_improving_and_says_so(tiny_cfg, tmp_path):
+    # a learning rate too small to change a greedy decision: every check ties the start, none is
+    # better, so PPO stops after `patience` checks instead of running to its cap
+    from sched.learn.ppo import loop
+
+    out = tmp_path / "p.pt"
+    args = Args(
+        seed=1,
+        **dict(TINY, teacher_scenarios=0, learning_rate=1e-12, eval_every=1, patience=2, iterations=40),
+    )
+    said = []
+    summary = loop.train(tiny_cfg, args, out, progress=False, log=said.append)
+    log = pd.read_csv(out.with_name("train_log.csv"))
+    assert summary["iterations"] == 2 and list(log["iteration"]) == [0, 1, 2]
+    assert any("stopped at iteration 2 of 40: 2 validation check(s) in a row" in s for s in said)
+    assert PF.load(out).meta["best_iteration"] == 0 and PF.load(out).meta["train_args"]["patience"] == 2
+    # without the rule, the cap is the run's length
+    full = loop.train(
+        tiny_cfg, dataclasses.replace(args, patience=0, iterations=4), tmp_path / "q.pt", progress=False
+    )
+    assert full["iterations"] == 4

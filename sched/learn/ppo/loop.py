@@ -187,6 +187,9 @@ class Args:
     """Loads the training episodes are drawn from, a curriculum when several (None: [scenario.load])."""
     eval_every: int = _TRAIN["eval_every"]
     """Validate every eval_every iterations and at the last (0: never; the last weights are kept)."""
+    patience: int = _TRAIN["patience"]
+    """Stop once this many validation checks in a row found no better weights than the best so
+    far (0: never stop early; ``iterations`` is then the run's length, else its cap)."""
     validation_scenarios: int = _TRAIN["validation_scenarios"]
     """Validation scenarios: the first of the config's validation seeds."""
     checkpoint_every: int = _TRAIN["checkpoint_every"]
@@ -336,6 +339,12 @@ def train(cfg, args, out, progress=True, resume=True, log=print, warm_start=None
         run.rows.append(train_log.iteration_row(iteration, run, stats, timing, lr, val, val_atc))
         if bar is not None:
             bar.show(run.rows[-1])
+        if stalled(run, args):
+            log(
+                f"{out}: stopped at iteration {iteration} of {args.iterations}: {args.patience} validation "
+                f"check(s) in a row without better weights than iteration {run.best['iteration']}'s"
+            )
+            break
         if (
             args.checkpoint_every > 0
             and iteration % args.checkpoint_every == 0
@@ -346,6 +355,19 @@ def train(cfg, args, out, progress=True, resume=True, log=print, warm_start=None
     if bar is not None:
         bar.close()
     return finish(out, log_path, ckpt_path, net, meta, run, validator, args)
+
+
+def checks_since_best(rows, best_iteration):
+    """The validation checks logged in ``rows`` after the best one (at ``best_iteration``)."""
+    return sum(
+        1 for r in rows if r["iteration"] > best_iteration and not math.isnan(r["val_weighted_tardiness_s"])
+    )
+
+
+def stalled(run, args):
+    """Whether PPO stops here: ``args.patience`` checks in a row without better weights (the patience
+    rule: compute goes on while the validation curve still falls, up to ``args.iterations``)."""
+    return args.patience > 0 and checks_since_best(run.rows, run.best["iteration"]) >= args.patience
 
 
 def _load_init(net, meta, path):
@@ -397,7 +419,7 @@ def finish(out, log_path, ckpt_path, net, meta, run, validator, args):
     best = run.best
     if best["state"] is not None:
         net.load_state_dict(best["state"])
-    meta["best_iteration"] = int(best["iteration"]) if best["state"] is not None else args.iterations
+    meta["best_iteration"] = int(best["iteration"]) if best["state"] is not None else run.iteration
     meta["val_weighted_tardiness_s"] = None if math.isinf(best["score"]) else float(best["score"])
     meta["val_atc_weighted_tardiness_s"] = None if validator is None else float(validator.atc)
     policy_file.save(out, net, meta)
@@ -407,7 +429,7 @@ def finish(out, log_path, ckpt_path, net, meta, run, validator, args):
     return {
         "policy_file": str(out),
         "log": str(log_path),
-        "iterations": args.iterations,
+        "iterations": run.iteration,  # done: fewer than args.iterations when the patience rule stopped it
         "env_steps": run.env_steps,
         "episodes": run.episodes,
         "wall_s": run.rows[-1]["wall_s"] if run.rows else 0.0,
