@@ -56,9 +56,16 @@ TUNED_PATH = f"{BENCH_DIR}/{TUNED}"
 PLAN_BENCH_DIR = f"{BENCH_DIR}/plan"
 
 
-def plan_candidacy_dir(setting):
-    """The validation run of plan's candidacy at the setting ``setting`` of config plan.grid."""
-    return f"{PLAN_BENCH_DIR}/validation/{setting}"
+def plan_candidacy_dir(setting, robust=None):
+    """The validation run of plan's candidacy at the setting ``setting`` of config plan.grid (under
+    the robustness setting ``robust``: :func:`robust_plan_dir`'s)."""
+    return f"{PLAN_BENCH_DIR if robust is None else robust_plan_dir(robust)}/validation/{setting}"
+
+
+def robust_plan_dir(name):
+    """plan's runs under one robustness setting (config plan.elsewhere): its candidacy's validation
+    runs and the planners' table on the test seeds."""
+    return f"{robust_root(name)}/plan"
 
 
 #: The winner's selection: every policy that may win on the selection (validation) seeds

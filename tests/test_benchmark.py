@@ -215,6 +215,31 @@ def test_gather_refuses_duplicates_and_missing_rows(tiny):
     assert not d.exists()
 
 
+def test_a_planners_table_joins_a_full_test_run_only_and_plan_needs_its_candidacy(tiny):
+    """`sched benchmark --planners` (plan's candidacy under a robustness setting, issue 46): joined to a
+    full test run, never a shard; plan's rows without --plan-selection are refused before any run."""
+    conf = ("--config", tiny["conf"], "benchmark", "--policies", HEURISTICS, "--tuned", tiny["tuned"])
+    frame = pd.read_csv(tiny["bench"] / "per_scenario.csv")
+    planners = tiny["dir"] / "planners.csv"
+    mine = frame[frame["policy"] == "atc"].assign(policy="plan")
+    mine.to_csv(planners, index=False)
+    out = tiny["dir"] / "joined"
+    r = run_here(
+        *conf, "--seeds", range_text(shard_ranges(tiny["cfg"])[0]), "--planners", planners, "--out", out
+    )
+    assert r.returncode == 2 and "--planners: joined to a full test run only" in r.stderr
+    r = run_here(*conf, "--planners", planners, "--out", out)
+    assert (
+        r.returncode == 2
+        and "plan's rows need its candidacy's validation runs: give --plan-selection" in r.stderr
+    )
+    assert not out.exists()
+    # a table whose policy is no planner is refused naming it
+    frame[frame["policy"] == "atc"].to_csv(planners, index=False)
+    r = run_here(*conf, "--planners", planners, "--out", out)
+    assert r.returncode == 2 and "policy atc is not a planner" in r.stderr
+
+
 def test_missing_ppo_policy_file_is_a_clear_error(tiny):
     r = run_here(
         "--config", tiny["conf"], "benchmark", "--policies", "fifo,atc,ppo-7", "--out", tiny["dir"] / "ppo"

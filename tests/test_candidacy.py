@@ -10,7 +10,7 @@ from sched.config import ConfigError, validate_config
 from sched.evaluate import gate as G
 from sched.evaluate.errors import BenchmarkError
 from sched.evaluate.gate import plan_gate
-from sched.learn.search.planner import PlanError, grid_names, grid_setting
+from sched.learn.search.planner import PlanError, elsewhere_names, grid_names, grid_setting
 
 GRID = [
     {"name": "cheap", "rollout": "atc-tuned", "samples": 8, "horizon": 20},
@@ -114,3 +114,52 @@ def test_the_gate_refuses_settings_run_on_other_seeds_or_another_base(cfg, compl
         plan_gate(_winner(), [runs[0], shorter], sel, sel, cfg.benchmark, 0.5)
     with pytest.raises(BenchmarkError, match="plan ran on 'atc'"):
         plan_gate(_winner(), [runs[0], (table, {**run, "base": "atc"})], sel, sel, cfg.benchmark, 0.5)
+
+
+def test_the_robustness_settings_candidacy_names_grid_settings_and_follows_its_profile(cfg):
+    # plan.elsewhere (issue 46): the grid settings tried under the robustness settings and the studio
+    def where(**kw):
+        return validate_config({"plan": {"grid": GRID, "elsewhere": kw}}, "test")
+
+    assert elsewhere_names(where(grid=["dear", "cheap", "dear"]), "full") == ["dear", "cheap"]
+    assert elsewhere_names(where(grid=["dear"]), "default") == []  # the longer run's by default
+    assert elsewhere_names(where(grid=["dear"], profile="default"), "default") == ["dear"]
+    assert elsewhere_names(where(grid=["dear"], profile="off"), "full") == []
+    with pytest.raises(ConfigError, match=r"plan.elsewhere.grid: 'other' is not a setting of plan.grid"):
+        elsewhere_names(where(grid=["other"]), "full")
+    with pytest.raises(ConfigError, match="profile"):
+        where(grid=["dear"], profile="sometimes")
+
+
+def _days(base_totals, plan_totals):
+    days = list(range(len(base_totals)))
+    return pd.concat(
+        [
+            _table("wmdd", days, base_totals),
+            _table("plan", days, plan_totals),
+            _table("atc", days, base_totals),
+        ]
+    )
+
+
+def test_the_studios_validation_days_are_recorded_and_veto_a_plan_worse_there(cfg, complete):
+    runs, sel = _runs([("cheap", 0.05)])
+    test = pd.concat([_table("wmdd", [1, 2], [10.0, 20.0]), _table("plan", [1, 2], [9.0, 19.0])])
+    base = np.array([100.0, 120.0, 90.0, 150.0, 110.0, 130.0, 95.0])
+    # better on the days too: shipped, and the days' result recorded
+    w = plan_gate(_winner(), runs, sel, test, cfg.benchmark, 0.5, days=_days(base, base * 0.97))
+    d = w["plan"]["validation_days"]
+    assert w["policy"] == "plan" and d["days"] == 7 and d["mean_difference_pct"] == pytest.approx(-3.0)
+    assert d["ci95_pct"][1] < 0 and "on the 7 validation days -3.00 %" in w["reason"]
+    # significantly worse on the days: the days veto it, the base stays
+    w = plan_gate(_winner(), runs, sel, test, cfg.benchmark, 0.5, days=_days(base, base * 1.04))
+    assert (
+        w["policy"] == "wmdd" and not w["plan"]["chosen"] and w["plan"]["validation_days"]["ci95_pct"][0] > 0
+    )
+    assert "which veto it: wmdd stays" in w["reason"]
+    # without plan's rows the days cannot weigh it: the error says how to replay them
+    days = _days(base, base)
+    with pytest.raises(BenchmarkError, match="validation-day table: no rows for plan; replay the days"):
+        plan_gate(_winner(), runs, sel, test, cfg.benchmark, 0.5, days=days[days["policy"] != "plan"])
+    # no days (the main setting): the record says so
+    assert plan_gate(_winner(), runs, sel, test, cfg.benchmark, 0.5)["plan"]["validation_days"] is None

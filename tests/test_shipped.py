@@ -93,3 +93,24 @@ def test_the_table_has_a_row_a_setting_and_says_which_the_run_did_not_build(tmp_
     assert [_cell(r, 0) for r in rows] == ["main", "load-0.70", "machines-4", "other"]
     assert _cell(rows[2], 1) == "in the longer run only (`--config profile=full`)"
     assert _cell(rows[3], 1) == "not built by this run"
+    # plan's candidacy under a setting (config plan.elsewhere) is the longer run's by default
+    assert _cell(rows[1], 4) == "in the longer run only (`--config profile=full`)"
+
+
+def test_a_settings_and_the_studios_candidacy_are_read_from_their_folders(tmp_path, cfg):
+    plan = {"base": "ppo-2", "chosen": True, "setting": "atc-8x20",
+            "validation": {"mean_difference_pct": -3.1, "ci95_pct": [-3.9, -2.4]},
+            "validation_days": {"days": 7, "mean_difference_pct": -1.25,
+                                "ci95_pct": [-4.0, 1.5]}}  # fmt: skip
+    timed = tmp_path / "studio" / "plan" / "validation" / "atc-8x20" / "plan.run.json"
+    timed.parent.mkdir(parents=True)
+    timed.write_text(json.dumps({"decision_ms": {"p50": 0.4, "p99": 1.5}}))
+    t = _table()
+    mine = t[t.policy == "ppo-1"].copy()
+    mine["policy"] = "plan"
+    studio = ({"policy": "plan", "plan": plan}, pd.concat([t, mine], ignore_index=True))
+    lines = shipped_section(cfg, ({"policy": "ppo-1"}, t), [], studio, tmp_path / "main", robust_dir=tmp_path)
+    (row,) = [line for line in lines if line.startswith("| studio")]
+    assert _cell(row, 1) == "plan on ppo-2 at atc-8x20"
+    assert _cell(row, 4) == "-3.1 % [-3.9, -2.4] at atc-8x20; 7 days: -1.2 % [-4.0, +1.5] (shipped)"
+    assert _cell(row, 5) == "0.40 / 1.50 ms"

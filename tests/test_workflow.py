@@ -880,6 +880,10 @@ SETTINGS_AND_STUDIO = {
 }
 
 
+#: plan's candidacy under the robustness settings and the studio (config plan.elsewhere), in every run
+PLAN_ELSEWHERE = {"profile": "default", "grid": ["atc-2x5"]}
+
+
 def studio_runs(runs, dest):
     """The two runs' projects copied to ``dest`` (tests/background_runs.py), with a robustness
     setting and the studio added: the local one built on with -j1 on one CPU, the cluster one
@@ -890,6 +894,7 @@ def studio_runs(runs, dest):
     for ws in (local, cluster):
         cfg = yaml.safe_load((ws / "config.yaml").read_text())
         cfg.update(copy.deepcopy(SETTINGS_AND_STUDIO))
+        cfg["plan"] = {**cfg["plan"], "elsewhere": dict(PLAN_ELSEWHERE)}
         (ws / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
     submit = runs.probes.parent / "submit.sh"
     env = {**environment(), "PROBE_DIR": str(dest)}
@@ -927,6 +932,41 @@ def test_a_robustness_setting_and_the_studio_give_the_same_manifest_on_both_runs
         "results/robustness/studio/train/seed-1/politique.pt",
         "results/robustness/studio/replay/per_scenario.csv",
         "results/robustness/studio/winner.json",
+        # plan's candidacy under each (config plan.elsewhere), and plan on the picked setting
+        "results/robustness/load-0.70/plan/validation/atc-2x5/per_scenario.csv",
+        "results/robustness/load-0.70/plan/per_scenario.csv",
+        "results/robustness/studio/plan/validation/atc-2x5/plan.json",
+        "results/robustness/studio/plan/per_scenario.csv",
     ):
         assert want in paths, want
     assert a == b
+
+
+def test_plans_candidacy_runs_under_each_setting_and_the_studios_days(studio):
+    """plan.elsewhere (issue 46): under the robustness setting and the studio, plan runs on the
+    setting's own winner on its validation seeds, on its test seeds, and (the studio) on the
+    validation and held-out days; each winner.json records the candidacy as the main one does."""
+    ws = studio.local
+    assert studio.local_run.returncode == 0, studio.local_run.output[-4000:]
+    for name, seeds in (("load-0.70", 6), ("studio", 4)):  # the studio has 4 selection seeds, fewer than 6
+        root = ws / "results/robustness" / name
+        winner = json.loads((root / "winner.json").read_text())
+        rec = winner["plan"]
+        base = rec["base"]
+        assert rec["candidacy"]["picked"] == "atc-2x5" and rec["setting"] == "atc-2x5"
+        assert rec["validation"]["seeds"][1] == seeds and rec["test"]["scenarios"] == 8
+        assert winner["policy"] == ("plan" if rec["chosen"] else base)
+        per = pd.read_csv(root / "per_scenario.csv")
+        assert (per["policy"] == "plan").sum() == 8  # joined from the planners' table
+        run = json.loads((root / "plan/validation/atc-2x5/plan.json").read_text())
+        sel = pd.read_csv(root / "selection/per_scenario.csv")
+        assert run["base"] == base and base in set(sel["policy"])
+    studio_winner = json.loads((ws / "results/robustness/studio/winner.json").read_text())
+    days = studio_winner["plan"]["validation_days"]
+    assert days["days"] == studio_winner["selection"]["days"]["days"] and len(days["ci95_pct"]) == 2
+    assert "validation days" in studio_winner["reason"]
+    for period in ("replay-validation", "replay"):  # plan replayed on both periods, a row a day
+        per = pd.read_csv(ws / "results/robustness/studio" / period / "per_scenario.csv")
+        assert (per["policy"] == "plan").sum() == per["scenario_seed"].nunique() > 0
+    load = json.loads((ws / "results/robustness/load-0.70/winner.json").read_text())
+    assert load["plan"]["validation_days"] is None  # no days there

@@ -236,3 +236,38 @@ def test_selection_seeds_overlapping_the_checkpoints_stop_the_workflow(tmp_path)
     r = snakemake(workspace(tmp_path / "w", cfg), "-n")
     assert r.returncode != 0
     assert "benchmark.selection_offset: 4 is below train.validation_scenarios (5)" in r.output
+
+
+def test_plans_candidacy_runs_under_the_settings_only_where_plan_elsewhere_says(with_teacher, tmp_path):
+    """config plan.elsewhere (issue 46): by default the longer run's, so the default run plans no
+    candidacy under the settings; with profile default, each setting gets one job per named grid
+    setting on its own selection seeds and winner, the pick on its test seeds, and its benchmark
+    gates its verdict with them."""
+    assert not jobs_of(with_teacher, "robust_plan_candidacy") and not jobs_of(
+        with_teacher, "robust_benchmark_plan"
+    )
+    (bench,) = jobs_of(with_teacher, "robust_benchmark", setting="load-0.70")
+    assert "--plan-selection" not in bench["Shell command"]
+    cfg = copy.deepcopy(SMALL)
+    cfg["robustness"] = {"settings": copy.deepcopy(SETTINGS[:1])}
+    cfg["plan"]["elsewhere"] = {"profile": "default", "grid": ["atc-2x5"]}
+    jobs = plan(tmp_path, cfg)
+    (cand,) = jobs_of(jobs, "robust_plan_candidacy", setting="load-0.70")
+    root = "results/robustness/load-0.70"
+    command = cand["Shell command"]
+    assert cand["output"].startswith(f"{root}/plan/validation/atc-2x5/per_scenario.csv")
+    assert f"--plan-on {root}/selection/per_scenario.csv " in command and "--plan-setting atc-2x5 " in command
+    assert "--seeds 1000004-1000009 " in command and f"--config {root}/config/plan.yaml " in command
+    (pick,) = jobs_of(jobs, "robust_benchmark_plan", setting="load-0.70")
+    assert "--seeds 2000000-2000007 " in pick["Shell command"]
+    assert f"--plan-candidacy {root}/plan/validation/atc-2x5 " in pick["Shell command"]
+    (bench,) = jobs_of(jobs, "robust_benchmark", setting="load-0.70")
+    assert (
+        f"--plan-selection {root}/plan/validation/atc-2x5 --planners {root}/plan/per_scenario.csv"
+        in (bench["Shell command"])
+    )
+    assert f"--config {root}/config/verdict.yaml " in bench["Shell command"]
+    # a name that is not a setting of plan.grid stops the workflow, naming it
+    cfg["plan"]["elsewhere"]["grid"] = ["atc-9x9"]
+    r = snakemake(workspace(tmp_path / "bad", cfg), "-n")
+    assert r.returncode != 0 and "plan.elsewhere.grid: 'atc-9x9' is not a setting of plan.grid" in r.output

@@ -23,9 +23,9 @@ def add_policy_inputs(parser, tuned_help, policy_file_help):
     )
 
 
-def add_plan_inputs(parser):
-    """``--plan-on``, ``--plan-setting``, ``--plan-candidacy`` and ``--plan-selection``: lookahead as a
-    candidate for the verdict (one definition)."""
+def add_plan_inputs(parser, selection=True):
+    """``--plan-on``, ``--plan-setting``, ``--plan-candidacy`` and (with ``selection``)
+    ``--plan-selection``: lookahead as a candidate for the verdict (one definition)."""
     parser.add_argument(
         "--plan-on",
         nargs="+",
@@ -45,8 +45,10 @@ def add_plan_inputs(parser):
         metavar="DIR",
         help="with --plan-on: plan at the setting its candidacy picks on these validation runs (one "
         "per setting of plan.grid: `--split selection --plan-on ... --plan-setting NAME`'s folders; "
-        "the rule: docs/plan.md); writes per_scenario.csv only",
+        "the rule: docs/plan.md); `sched benchmark` then writes per_scenario.csv only",
     )
+    if not selection:
+        return
     parser.add_argument(
         "--plan-selection",
         nargs="+",
@@ -109,7 +111,7 @@ def plan_base_of(args, cfg, names, policy_files):
 
     if not (getattr(args, "plan_on", None) or getattr(args, "plan_selection", None)):
         return None
-    if PLAN not in names:
+    if PLAN not in names and not getattr(args, "planners", None):
         raise BenchmarkError("--plan-on, --plan-selection: the policies run do not include plan")
     if getattr(args, "plan_on", None):
         from sched.evaluate.per_scenario import gather

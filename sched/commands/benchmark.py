@@ -60,6 +60,13 @@ def register(sub):
         "rules unlike the real days, the validation days decide alone",
     )
     add_plan_inputs(s)
+    s.add_argument(
+        "--planners",
+        metavar="CSV",
+        help="a full test run: the planners' table on the same test seeds (`sched benchmark --policies "
+        "plan --plan-candidacy ...`), joined to this run's before the winner is chosen; plan's rows "
+        "need --plan-selection",
+    )
     add_policy_inputs(
         s,
         "`sched tune` output giving atc-tuned's k",
@@ -90,12 +97,11 @@ def run(args):
         default_policies,
         parse_policies,
         parse_policy_files,
-        policy_key,
         resolve_policies,
     )
     from sched.evaluate.runs import run_policies
     from sched.evaluate.seeds import check_selection, check_within, parse_seed_range, range_text
-    from sched.evaluate.summary import UNIT, write_outputs
+    from sched.evaluate.summary import write_outputs
 
     cfg = load_cfg(args)
     threads.apply(args.threads)
@@ -146,20 +152,20 @@ def run(args):
 
         held_out = read_per_scenario(args.held_out)
     validation_days = _validation_days(args, cfg, full, selection)
+    planners = _planners(args, full, plan_run)
     timings = {}
     frame = run_policies(cfg, seeds, specs, progress=True, timings=timings)
+    if planners is not None:  # plan's rows (and the teacher's) from their own job, on the same seeds
+        frame = _join(frame, planners, seeds, specs, cfg, args.tuned, policy_files, base)
     written = write_outputs(
         out, frame, cfg, specs, full, subset_summary=args.summary, selection=selection, held_out=held_out,
         plan_run=plan_run, validation_days=validation_days,
     )  # fmt: skip
     if selecting and base is not None:  # plan's validation run: what its verdict records
         written += _write_plan_run(out, cfg, specs, seeds, base)
-    means = frame.groupby("policy")["total_weighted_tardiness_s"].mean()
     kind = " (selection seeds)" if selecting else "" if full else " (shard)"
     print(f"{len(seeds)} scenarios ({range_text(seeds)}), {len(specs)} policies{kind}")
-    print(f"{'policy':12} {'mean TWT (k w.s)':>17} {'time (s)':>9}")
-    for name in sorted(specs, key=policy_key):
-        print(f"{name:12} {means[name] / UNIT:17.3f} {timings[name]:9.3f}")
+    _print_means(frame, specs, timings)
     for p in written:
         print(f"wrote {p}", file=sys.stderr)
 
@@ -184,6 +190,47 @@ def _write_plan_run(out, cfg, specs, seeds, base):
     record = plan_run_record(base, settings, spec.get("setting"))
     files.write_set([(path, files.json_writer(record)), (timed, files.json_writer({"decision_ms": times}))])
     return [path, timed]
+
+
+def _print_means(frame, specs, timings):
+    """Each policy's mean total weighted tardiness and the seconds its run took (joined: none)."""
+    from sched.evaluate.policies import policy_key
+    from sched.evaluate.summary import UNIT
+
+    means = frame.groupby("policy")["total_weighted_tardiness_s"].mean()
+    print(f"{'policy':12} {'mean TWT (k w.s)':>17} {'time (s)':>9}")
+    for name in sorted(specs, key=policy_key):
+        took = f"{timings[name]:9.3f}" if name in timings else f"{'(joined)':>9}"
+        print(f"{name:12} {means[name] / UNIT:17.3f} {took}")
+
+
+def _planners(args, full, plan_run):
+    """The planners' table of --planners (its path), checked before the run: a full test run
+    only, and plan's rows gated by --plan-selection. None without --planners."""
+    if not args.planners:
+        return None
+    from sched.evaluate.errors import BenchmarkError
+    from sched.evaluate.per_scenario import read_per_scenario
+    from sched.evaluate.policies import PLAN
+
+    if not full:
+        raise BenchmarkError("--planners: joined to a full test run only (drop --seeds and --plan-candidacy)")
+    if PLAN in set(read_per_scenario(args.planners)["policy"]) and plan_run is None:
+        raise BenchmarkError(
+            "--planners: plan's rows need its candidacy's validation runs: give --plan-selection"
+        )
+    return Path(args.planners)
+
+
+def _join(frame, planners, seeds, specs, cfg, tuned, policy_files, base):
+    """``frame`` with the planners' table joined (its policies' specs added to ``specs``)."""
+    from sched.evaluate.per_scenario import join_planners
+    from sched.evaluate.policies import policy_key, resolve_policies
+
+    frame = join_planners(frame, planners, seeds)
+    more = sorted(set(frame["policy"]) - set(specs), key=policy_key)
+    specs.update(resolve_policies(cfg, more, tuned=tuned, policy_files=policy_files, plan_base=base)[0])
+    return frame
 
 
 def _split_seeds(cfg, selecting):

@@ -9,7 +9,7 @@ import numpy as np
 
 from sched import layout, threads
 from sched.cli import load_cfg
-from sched.commands import add_policy_inputs
+from sched.commands import add_plan_inputs, add_policy_inputs
 
 #: The name of a window's scenario file (sched.data.workload.replay: replay-DATE, or replay-DATETHHMM for
 #: windows that are not whole days): the only files --scenarios-out removes.
@@ -38,6 +38,7 @@ def register(sub):
     )
     s.add_argument("--policies", help="comma-separated policy names (default: those of `sched benchmark`)")
     add_policy_inputs(s, "`sched tune` output giving atc-tuned's k", "policy file of a learned policy")
+    add_plan_inputs(s, selection=False)  # plan on the verdict's base, at its candidacy's setting
     s.add_argument(
         "--held-out",
         nargs="?",
@@ -123,7 +124,9 @@ def run(args):
 
 
 def _specs(args, cfg):
-    """The policies to replay (--policies, --tuned, --policy-file), as benchmark specs."""
+    """The policies to replay (--policies, --tuned, --policy-file; plan's base and setting:
+    --plan-on with --plan-setting or --plan-candidacy), as benchmark specs."""
+    from sched.commands import plan_base_of, plan_setting_of
     from sched.evaluate.policies import (
         benchmark_policies,
         parse_policies,
@@ -132,8 +135,11 @@ def _specs(args, cfg):
     )
 
     names = parse_policies(args.policies, cfg, default=benchmark_policies)
+    files = parse_policy_files(args.policy_file)
+    base = plan_base_of(args, cfg, names, files)
+    setting = plan_setting_of(args, cfg, base)
     specs, _ = resolve_policies(
-        cfg, names, tuned=args.tuned, policy_files=parse_policy_files(args.policy_file)
+        cfg, names, tuned=args.tuned, policy_files=files, plan_base=base, plan_setting=setting
     )
     return specs
 

@@ -427,10 +427,48 @@ def rule_text(choice_se):
 
 
 #: The keys of winner.json's ``plan`` record (docs/file-contract.md).
-PLAN_KEYS = ("base", "chosen", "setting", "settings", "budget_ms", "validation", "test", "candidacy")
+PLAN_KEYS = (
+    "base",
+    "chosen",
+    "setting",
+    "settings",
+    "budget_ms",
+    "validation",
+    "validation_days",
+    "test",
+    "candidacy",
+)
 
 
-def plan_gate(winner, plan_runs, selection, test, bench, choice_se=0.5):
+def _plan_on_days(days_table, base, bench):
+    """plan against ``base`` over the validation days (``sched replay --validation --plan-on ...``'s
+    table): {days, mean_difference_pct, ci95_pct}."""
+    days, twt = _days(days_table, "validation-day", base, "--validation")
+    if PLAN not in twt:
+        raise BenchmarkError(
+            "validation-day table: no rows for plan; replay the days with plan too (`sched replay "
+            "--validation --policies ...,plan --plan-on SELECTION.csv --plan-candidacy DIR ...`)"
+        )
+    d, lo, hi = _against(twt, PLAN, base, days, bench)
+    return {"days": len(days), "mean_difference_pct": d, "ci95_pct": [lo, hi]}
+
+
+def _validation_words(base, picked, settings, on_days):
+    """The verdict's words for plan's validation result: the pick's (``picked``, one of
+    ``settings`` settings) and, on the studio, the validation days' (``on_days``)."""
+    d, (lo, hi), n = picked["mean_difference_pct"], picked["ci95_pct"], picked["seeds"][1]
+    name = f" at {picked['setting']}" if picked["setting"] else ""
+    said = f"plan{name} on {base} against {base} on {n} validation scenarios: "
+    said += f"{d:+.2f} % [{lo:+.2f} %, {hi:+.2f} %]"
+    if settings > 1:
+        said += f" (the setting the candidacy picks among {settings})"
+    if on_days is not None:
+        dd, (dlo, dhi) = on_days["mean_difference_pct"], on_days["ci95_pct"]
+        said += f"; on the {on_days['days']} validation days {dd:+.2f} % [{dlo:+.2f} %, {dhi:+.2f} %]"
+    return said
+
+
+def plan_gate(winner, plan_runs, selection, test, bench, choice_se=0.5, days=None):
     """``winner`` (a winner record chosen on ``selection``, changed in place and returned) with
     lookahead as a candidate: the record gains ``plan`` (:data:`PLAN_KEYS`), and becomes
     ``plan`` when plan on the winner, at the setting the candidacy picks, is significantly
@@ -442,14 +480,19 @@ def plan_gate(winner, plan_runs, selection, test, bench, choice_se=0.5):
     totals on those seeds, paired). :func:`choose_setting` picks the setting
     (``choice_se``: config plan.choice_se); ``candidacy`` records every setting's result.
     ``test``: the test table, which confirms when it holds ``plan`` (run at the picked
-    setting). ``bench``: the config's benchmark section. A plan winner keeps its base's rule, k
-    and policy file: what ``rank()`` runs under it."""
+    setting). ``bench``: the config's benchmark section. ``days``: the studio's validation-day
+    table, which holds plan at the picked setting: its paired result against the base there is
+    recorded (``validation_days``), and vetoes plan when significantly worse. A plan winner keeps
+    its base's rule, k and policy file: what ``rank()`` runs under it."""
     base = winner["policy"]
     results, pick = pick_setting(plan_runs, selection, bench, choice_se, base)
     picked = results[pick] if pick is not None else results[0]
     run = plan_runs[pick if pick is not None else 0][1]
     d, (lo, hi) = picked["mean_difference_pct"], picked["ci95_pct"]
     chosen = bool(pick is not None and hi < 0)  # NaN (no tardiness at all): not chosen
+    on_days = _plan_on_days(days, base, bench) if days is not None else None
+    vetoed = bool(chosen and on_days is not None and on_days["ci95_pct"][0] > 0)
+    chosen = chosen and not vetoed
     first, n = picked["seeds"]
     record = {
         "base": base,
@@ -458,6 +501,7 @@ def plan_gate(winner, plan_runs, selection, test, bench, choice_se=0.5):
         "settings": run["settings"],
         "budget_ms": run.get("budget_ms"),
         "validation": {"seeds": [first, n], "mean_difference_pct": d, "ci95_pct": [lo, hi]},
+        "validation_days": on_days,
         "test": None,
         "candidacy": {
             "rule": rule_text(choice_se),
@@ -466,13 +510,7 @@ def plan_gate(winner, plan_runs, selection, test, bench, choice_se=0.5):
             "settings": results,
         },
     }
-    name = f" at {picked['setting']}" if picked["setting"] else ""
-    said = (
-        f"plan{name} on {base} against {base} on {n} validation scenarios: "
-        f"{d:+.2f} % [{lo:+.2f} %, {hi:+.2f} %]"
-    )
-    if len(results) > 1:
-        said += f" (the setting the candidacy picks among {len(results)})"
+    said = _validation_words(base, picked, len(results), on_days)
     t_seeds, t_twt = matrix(test)
     if PLAN in t_twt and base in t_twt:
         tc = bootstrap_counts(len(t_seeds), bench["bootstrap_resamples"], bench["bootstrap_seed"])
@@ -492,6 +530,11 @@ def plan_gate(winner, plan_runs, selection, test, bench, choice_se=0.5):
                 f"{winner['reason']} Lookahead: {said}, which lies entirely below zero: plan on {base} "
                 f"is the verdict.{confirm}"
             ),
+        )
+    elif vetoed:
+        winner["reason"] += (
+            f" Lookahead: {said}: below zero on the scenarios, but significantly worse on the validation "
+            f"days, which veto it: {base} stays.{confirm}"
         )
     else:
         winner["reason"] += (

@@ -383,7 +383,8 @@ def write_outputs(
 
             if selection is None:
                 raise BenchmarkError("the plan selection needs the selection table it was run beside")
-            plan_gate(winner, plan_run, selection, frame, cfg.benchmark, cfg.plan["choice_se"])
+            days = validation_days[0] if validation_days is not None else None
+            plan_gate(winner, plan_run, selection, frame, cfg.benchmark, cfg.plan["choice_se"], days)
         best_rule = None
         if validation_days is not None and full:
             from sched.evaluate.gate import validation_days_gate

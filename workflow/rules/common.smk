@@ -18,7 +18,7 @@ from sched.config import validate_config
 from sched.threads import usable_cpus
 from sched.evaluate.policies import HEURISTICS, default_policies, policy_key, round_name, warm_name
 from sched.evaluate.gate import PLAN_RUN, PLAN_TIMES
-from sched.learn.search.planner import grid_names
+from sched.learn.search.planner import elsewhere_names, grid_names
 from sched.evaluate.seeds import benchmark_seeds, plan_validation_seeds, range_text, selection_seeds, shard_ranges
 
 # Jobs run `python -m sched`: the interpreter running Snakemake (the project's
@@ -39,6 +39,10 @@ PLAN_SETTINGS = grid_names(CFG, config.get("profile", "default"))
 if not PLAN_SETTINGS:
     raise WorkflowError("config: plan.grid: every setting is `profile: full`; the default run needs one")
 PLAN_SEEDS = range_text(plan_validation_seeds(CFG))
+# plan's candidacy under the robustness settings and the studio (config plan.elsewhere): these
+# settings of plan.grid, each on the setting's own winner and validation seeds; none when the
+# active profile does not build it
+PLAN_ELSEWHERE = elsewhere_names(CFG, config.get("profile", "default"))
 CALIBRATION = config["scenario"]["calibration"]   # None: scenarios use scenario.kinds
 WORKLOAD_FILE = config["scenario"]["workload"]   # None: constant-rate arrivals (docs/workload.md)
 HISTORY = config["workload"]["history"]   # the queue history: [] turns calibrate-workload and replay off
@@ -261,6 +265,9 @@ def robust_summaries(wildcards=None):
 # reads: ALL (the whole section) or a list of keys; an entry {key: [...]} takes
 # some settings of a nested section.
 ALL = "all"
+# plan's settings but where its candidacy runs elsewhere (plan.elsewhere, read by the workflow alone):
+# what plan's own jobs and the verdicts depend on
+PLAN_OWN = [k for k in config["plan"] if k != "elsewhere"]
 
 # What a generated scenario depends on. scenario.calibration names the file;
 # its contents reach the jobs as a declared input.
@@ -292,7 +299,7 @@ TRAIN = [
     "teacher_candidates", "teacher_samples", "teacher_chunk", "teacher_horizon", "teacher_z", "rounds",
     "round_scenarios", "round_teacher_share", "round_samples", "round_chunk", "round_horizon", "round_continuation",
     "distill_target", "round_target", "distill_improve", "distill_epochs", "distill_lr", "distill_batch", "distill_scale",
-    "privileged_critic", "tasks", "loads", "eval_every", "validation_scenarios", "checkpoint_every", "group_size",
+    "privileged_critic", "tasks", "loads", "eval_every", "patience", "validation_scenarios", "checkpoint_every", "group_size",
 ]
 TRAIN_NOT_READ = ["seeds", "threads"]
 
@@ -316,7 +323,7 @@ STEP_SETTINGS = {
     "verdict": {**SCENARIO,
                 "benchmark": [*BENCHMARK_COUNTS, *SELECTION, "bootstrap_resamples", "bootstrap_seed", "ci_level",
                               "tie_relative", "tie_absolute_s"],
-                "train": ["validation_scenarios", *TEACHER], "plan": ALL},
+                "train": ["validation_scenarios", *TEACHER], "plan": PLAN_OWN},
     # the whole clairvoyant section (its scenarios count included)
     "clairvoyant": {**SCENARIO,
                     "benchmark": ["scenarios", "validation_scenarios", "shards", "atc_k_grid", "clairvoyant"]},
@@ -329,13 +336,19 @@ STEP_SETTINGS = {
     "replay": {**SCENARIO, "workload": ALL,
                "benchmark": [*BENCHMARK_COUNTS, "bootstrap_resamples", "bootstrap_seed", "ci_level",
                              "tie_relative", "tie_absolute_s"]},
+    # the studio's replays with plan on its verdict (config plan.elsewhere): the replay's settings, with
+    # the selection's (plan's base) and plan's
+    "replay_plan": {**SCENARIO, "workload": ALL,
+                    "benchmark": [*BENCHMARK_COUNTS, *SELECTION, "bootstrap_resamples", "bootstrap_seed",
+                                  "ci_level", "tie_relative", "tie_absolute_s"],
+                    "train": ["validation_scenarios"], "plan": PLAN_OWN},
     # plan's candidacy (its base: what the selection table chooses; its seeds: the selection's first)
     # and its run on the test seeds at the setting the candidacy picks, with the rule's settings
     "plan": {**SCENARIO,
              "benchmark": [*BENCHMARK_COUNTS, *SELECTION, "bootstrap_resamples", "bootstrap_seed", "ci_level",
                            "tie_relative", "tie_absolute_s"],
              "train": ["validation_scenarios", *TEACHER],   # the teacher: the planner, the teacher's settings
-             "plan": ALL},
+             "plan": PLAN_OWN},
 }
 # A new train setting must be listed above (or be one training does not read).
 _unlisted = set(config["train"]) - set(TRAIN) - set(TRAIN_NOT_READ)
@@ -455,6 +468,74 @@ def plan_candidacy_tables():
     return [f"{d}/{name}" for d in plan_candidacy_dirs() for name in (layout.PER_SCENARIO, PLAN_RUN)]
 
 
+def plans_elsewhere(setting):
+    """Whether plan's candidacy runs under the robustness setting ``setting`` (config plan.elsewhere)."""
+    return bool(PLAN_ELSEWHERE) and setting in ROBUST
+
+
+def setting_plan_seeds(setting):
+    """The `--seeds` of plan's candidacy under a robustness setting: its first plan.validation_scenarios
+    selection seeds, or all of them when it has fewer (the studio's: studio.selection_scenarios)."""
+    chosen = validate_config(copy.deepcopy(step_settings("plan", setting)), "config")
+    return range_text(selection_seeds(chosen)[: chosen.plan["validation_scenarios"]])
+
+
+def robust_candidacy_dirs(setting):
+    """The folders of plan's validation runs under a robustness setting (none when it has none)."""
+    return [layout.plan_candidacy_dir(n, setting) for n in PLAN_ELSEWHERE] if plans_elsewhere(setting) else []
+
+
+def robust_plan_inputs(wildcards):
+    """What a robustness setting's benchmark (or the studio's replays) reads of plan: each
+    validation run's table and plan.json, and the planners' table; none without a candidacy.
+    ``wildcards``: the rule's (its setting), or a setting's name."""
+    setting = getattr(wildcards, "setting", wildcards)
+    dirs = robust_candidacy_dirs(setting)
+    if not dirs:
+        return []
+    runs = [f"{d}/{name}" for d in dirs for name in (layout.PER_SCENARIO, PLAN_RUN)]
+    return runs + [f"{layout.robust_plan_dir(setting)}/{layout.PER_SCENARIO}"]
+
+
+def robust_plan_args(setting):
+    """A robustness setting's benchmark's `--plan-selection DIR ... --planners CSV` ("" without)."""
+    dirs = robust_candidacy_dirs(setting)
+    if not dirs:
+        return ""
+    table = f"{layout.robust_plan_dir(setting)}/{layout.PER_SCENARIO}"
+    return f"--plan-selection {' '.join(map(shlex.quote, dirs))} --planners {shlex.quote(table)}"
+
+
+def studio_replay_step():
+    """The config step of the studio's replays: replay's, with the selection's and plan's
+    (replay_plan's) when plan's candidacy runs under the studio."""
+    return "replay_plan" if plans_elsewhere(STUDIO) else "replay"
+
+
+def studio_replay_plan_inputs():
+    """What the studio's replays read to run plan: the selection table (plan's base) and the
+    candidacy's validation runs (its setting); none without a candidacy."""
+    dirs = robust_candidacy_dirs(STUDIO)
+    if not dirs:
+        return []
+    return [layout.robust_selection_table(STUDIO)] + [f"{d}/{f}" for d in dirs for f in (layout.PER_SCENARIO, PLAN_RUN)]
+
+
+def studio_replay_plan_args():
+    """The studio's replays' ` --plan-on CSV --plan-candidacy DIR ...` ("" without a candidacy)."""
+    dirs = robust_candidacy_dirs(STUDIO)
+    if not dirs:
+        return ""
+    return (f" --plan-on {shlex.quote(layout.robust_selection_table(STUDIO))}"
+            f" --plan-candidacy {' '.join(map(shlex.quote, dirs))}")
+
+
+def verdict_step(setting):
+    """The step whose config a robustness setting's benchmark reads: gather's, with plan's
+    settings (verdict's) when its candidacy runs."""
+    return "verdict" if plans_elsewhere(setting) else "gather"
+
+
 def planners(setting=None):
     """benchmark_plan's `--policies`: plan, and the gated teacher run as a policy (teacher) in the
     longer run when training has one (300 test scenarios of it cost about 3.5 minutes of CPU)."""
@@ -472,4 +553,8 @@ def manifest_inputs(wildcards=None):
            *robust_summaries(), *replay_outputs(), *([layout.WORKLOAD] if HISTORY else [])]
     if STUDIO in ROBUST and studio_built():
         out += studio_report_inputs(wildcards)
+    for name in ROBUST:   # plan's runs under the settings (config plan.elsewhere)
+        if plans_elsewhere(name) and (name != STUDIO or studio_built()):
+            out += [f"{d}/{f}" for d in robust_candidacy_dirs(name) for f in (layout.PER_SCENARIO, PLAN_RUN)]
+            out.append(f"{layout.robust_plan_dir(name)}/{layout.PER_SCENARIO}")
     return out

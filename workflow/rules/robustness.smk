@@ -20,7 +20,7 @@ use rule step_config as robust_config with:
     priority: 50
     wildcard_constraints:
         setting="|".join(ROBUST) or "^$",
-        step="tune|teach|train|select|gather|replay",
+        step="tune|teach|train|select|gather|replay|plan|verdict|replay_plan",
 
 
 use rule tune as robust_tune with:
@@ -141,12 +141,13 @@ use rule benchmark as robust_benchmark with:
     table, summary, and the winner, chosen on the setting's selection table and confirmed there.
     Runs `sched benchmark` (sched/commands/benchmark.py -> sched.evaluate.runs.run_policies)."""
     input:
-        # gather's settings: a full run also writes the summary
-        config=step_config("gather", "{setting}"),
+        # gather's settings: a full run also writes the summary (with plan's, verdict's)
+        config=lambda wildcards: step_config(verdict_step(wildcards.setting), wildcards.setting),
         calibration=setting_calibration,
         tuned=f"{ROBUST_ROOT}/{layout.TUNED}",
         policies=lambda wildcards: policy_files(wildcards.setting),
         selection=layout.robust_selection_table("{setting}"),
+        plan=robust_plan_inputs,
     output:
         per_scenario=f"{ROBUST_ROOT}/{layout.PER_SCENARIO}",
         summary=f"{ROBUST_ROOT}/{layout.SUMMARY}",
@@ -155,7 +156,7 @@ use rule benchmark as robust_benchmark with:
         policies=lambda wildcards: bench_policies(wildcards.setting),
         seeds=TEST_SEEDS,
         policy_files=lambda wildcards: policy_file_args(wildcards.setting),
-        selection=lambda wildcards, input: f"--selection {input.selection}",
+        selection=lambda wildcards, input: f"--selection {input.selection} {robust_plan_args(wildcards.setting)}",
     log:
         layout.log("robustness/{setting}/benchmark"),
     benchmark:
@@ -234,17 +235,18 @@ if STUDIO in ROBUST:
         Runs `sched replay` (sched/commands/replay.py -> sched.data.workload.replay.held_out_stream,
         sched.evaluate.runs.run_on_stream)."""
         input:
-            config=step_config("replay", STUDIO),
+            config=step_config(studio_replay_step(), STUDIO),
             calibration=[CALIBRATION] if CALIBRATION else [],
             history=HISTORY,
             workload=layout.WORKLOAD,
             tuned=f"{STUDIO_ROOT}/{layout.TUNED}",
             policies=policy_files(STUDIO),
+            plan=studio_replay_plan_inputs(),
         output:
             studio_validation_days(),
         params:
-            policies=bench_policies(STUDIO),
-            policy_files=policy_file_args(STUDIO),
+            policies=bench_policies(STUDIO) + (",plan" if plans_elsewhere(STUDIO) else ""),
+            policy_files=policy_file_args(STUDIO) + studio_replay_plan_args(),
             out=lambda wildcards, output: os.path.dirname(output[0]),
         log:
             layout.log("robustness/studio/replay-validation"),
@@ -268,17 +270,18 @@ if STUDIO in ROBUST:
         Runs `sched replay` (sched/commands/replay.py -> sched.data.workload.replay.held_out_stream,
         sched.evaluate.runs.run_on_stream)."""
         input:
-            config=step_config("replay", STUDIO),
+            config=step_config(studio_replay_step(), STUDIO),
             calibration=[CALIBRATION] if CALIBRATION else [],
             history=HISTORY,
             workload=layout.WORKLOAD,
             tuned=f"{STUDIO_ROOT}/{layout.TUNED}",
             policies=policy_files(STUDIO),
+            plan=studio_replay_plan_inputs(),
         output:
             studio_held_out(),
         params:
-            policies=bench_policies(STUDIO),
-            policy_files=policy_file_args(STUDIO),
+            policies=bench_policies(STUDIO) + (",plan" if plans_elsewhere(STUDIO) else ""),
+            policy_files=policy_file_args(STUDIO) + studio_replay_plan_args(),
             out=lambda wildcards, output: os.path.dirname(output[0]),
         log:
             layout.log("robustness/studio/replay"),
@@ -303,11 +306,12 @@ if STUDIO in ROBUST:
         Runs `sched benchmark` (sched/commands/benchmark.py -> sched.evaluate.runs.run_policies,
         sched.evaluate.summary.write_outputs)."""
         input:
-            config=step_config("gather", STUDIO),
+            config=step_config(verdict_step(STUDIO), STUDIO),
             calibration=calibration_input(STUDIO),
             tuned=f"{STUDIO_ROOT}/{layout.TUNED}",
             policies=policy_files(STUDIO),
             selection=layout.robust_selection_table(STUDIO),
+            plan=robust_plan_inputs(STUDIO),
             held_out=studio_held_out()[0],
             validation_days=studio_validation_days()[0],
             fidelity=studio_fidelity()[1],
@@ -320,10 +324,89 @@ if STUDIO in ROBUST:
             seeds=TEST_SEEDS,
             policy_files=policy_file_args(STUDIO),
             selection=lambda wildcards, input: (
-                f"--selection {input.selection} --held-out {input.held_out}"
+                f"--selection {input.selection} {robust_plan_args(STUDIO)} --held-out {input.held_out}"
                 f" --validation-days {input.validation_days} --fidelity {input.fidelity}"
             ),
         log:
             layout.log("robustness/studio/benchmark"),
         benchmark:
             layout.usage("robustness/studio/benchmark")
+
+
+# plan's candidacy under the robustness settings and the studio (config plan.elsewhere; issue 46):
+# the main setting's two rules, under each setting, on its winner and its own validation seeds
+if PLAN_ELSEWHERE:
+
+    rule robust_plan_candidacy:
+        """plan's candidacy at one setting of plan.elsewhere.grid under one robustness setting: plan on
+        the policy the setting's selection table chooses, on its first plan.validation_scenarios
+        selection seeds, paired with its totals there.
+        Runs `sched benchmark` (sched/commands/benchmark.py -> sched.evaluate.runs.run_policies)."""
+        input:
+            config=step_config("plan", "{setting}"),
+            calibration=setting_calibration,
+            tuned=f"{ROBUST_ROOT}/{layout.TUNED}",
+            selection=layout.robust_selection_table("{setting}"),
+            policies=lambda wildcards: policy_files(wildcards.setting, warm=False),
+        output:
+            per_scenario=f"{layout.plan_candidacy_dir('{grid}', '{setting}')}/{layout.PER_SCENARIO}",
+            run=f"{layout.plan_candidacy_dir('{grid}', '{setting}')}/{PLAN_RUN}",
+            times=f"{layout.plan_candidacy_dir('{grid}', '{setting}')}/{PLAN_TIMES}",   # a run record
+        params:
+            seeds=lambda wildcards: setting_plan_seeds(wildcards.setting),
+            policy_files=lambda wildcards: policy_file_args(wildcards.setting, warm=False),
+            out=lambda wildcards, output: os.path.dirname(output.per_scenario),
+        log:
+            layout.log("robustness/{setting}/plan-{grid}"),
+        benchmark:
+            layout.usage("robustness/{setting}/plan-{grid}")
+        wildcard_constraints:
+            setting="|".join(map(re.escape, ROBUST)) or "^$",
+            grid="|".join(map(re.escape, PLAN_ELSEWHERE)),
+        threads: cores(2)   # plan's scenarios run on two threads (sched.evaluate.runs.schedule_policy)
+        resources:
+            job_threads=job_threads,   # its --threads: the threads, not the reservation
+        shadow:
+            "minimal"
+        shell:
+            "NUMBA_NUM_THREADS=1 python -m sched --config {input.config:q} benchmark --split selection"
+            " --policies plan --plan-on {input.selection:q} --plan-setting {wildcards.grid}"
+            " --seeds {params.seeds} --tuned {input.tuned:q} {params.policy_files}"
+            " --out {params.out:q} --threads {resources.job_threads} > {log:q} 2>&1"
+
+
+    rule robust_benchmark_plan:
+        """plan at the setting its candidacy picks under one robustness setting, on its winner, on
+        every test seed; the setting's benchmark joins the table (--planners).
+        Runs `sched benchmark` (sched/commands/benchmark.py -> sched.evaluate.runs.run_policies)."""
+        input:
+            config=step_config("plan", "{setting}"),
+            calibration=setting_calibration,
+            tuned=f"{ROBUST_ROOT}/{layout.TUNED}",
+            selection=layout.robust_selection_table("{setting}"),
+            candidacy=lambda wildcards: [f"{d}/{PLAN_RUN}" for d in robust_candidacy_dirs(wildcards.setting)],
+            tables=lambda wildcards: [f"{d}/{layout.PER_SCENARIO}" for d in robust_candidacy_dirs(wildcards.setting)],
+            policies=lambda wildcards: policy_files(wildcards.setting, warm=False),
+        output:
+            f"{layout.robust_plan_dir('{setting}')}/{layout.PER_SCENARIO}",
+        params:
+            seeds=TEST_SEEDS,
+            dirs=lambda wildcards, input: " ".join(shlex.quote(os.path.dirname(p)) for p in input.candidacy),
+            policy_files=lambda wildcards: policy_file_args(wildcards.setting, warm=False),
+            out=lambda wildcards, output: os.path.dirname(output[0]),
+        log:
+            layout.log("robustness/{setting}/benchmark-plan"),
+        benchmark:
+            layout.usage("robustness/{setting}/benchmark-plan")
+        wildcard_constraints:
+            setting="|".join(map(re.escape, ROBUST)) or "^$",
+        threads: cores(2)
+        resources:
+            job_threads=job_threads,
+        shadow:
+            "minimal"
+        shell:
+            "NUMBA_NUM_THREADS=1 python -m sched --config {input.config:q} benchmark --policies plan"
+            " --plan-on {input.selection:q} --plan-candidacy {params.dirs} --seeds {params.seeds}"
+            " --tuned {input.tuned:q} {params.policy_files} --out {params.out:q}"
+            " --threads {resources.job_threads} > {log:q} 2>&1"

@@ -210,7 +210,10 @@ def shipped_lines(cfg, d, times=True):
     main = (d["winner"], d["per"])
     settings = [(s, d["settings"].get(s["name"])) for s in cfg.robustness.settings]
     studio = d.get("studio_verdict")
-    return shipped_section(cfg, main, settings, studio, d.get("plan_dir", layout.PLAN_BENCH_DIR), times)
+    return shipped_section(
+        cfg, main, settings, studio, d.get("plan_dir", layout.PLAN_BENCH_DIR), times,
+        d.get("robust_dir", layout.ROBUST_DIR),
+    )  # fmt: skip
 
 
 def readme_block(cfg, d):
@@ -270,6 +273,7 @@ def build(
     d["settings"] = {s["name"]: read_setting(Path(robust_dir) / s["name"]) for s in cfg.robustness.settings}
     d["studio_verdict"] = read_setting(Path(robust_dir) / layout.STUDIO)
     d["plan_dir"] = plan_dir
+    d["robust_dir"] = robust_dir
     paths = {
         "bench": str(bench_dir),
         "out": str(out),

@@ -52,18 +52,22 @@ def _against(twt, x, ref, counts, bench):
     return f"{pct(d)} {ci(lo, hi)}, {w}/{t}/{lo_}"
 
 
-def plan_cells(winner, plan_dir):
+def plan_cells(winner, plan_dir, absent="not run here"):
     """(plan's validation interval, its decision time) of the setting whose verdict records a
     candidacy (``plan_dir``: its plan folder, the candidacy's runs under validation/<setting>/);
-    ("not run here", "") elsewhere."""
+    (``absent``, "") elsewhere. The studio's adds plan's result on its validation days."""
     from sched.evaluate.gate import PLAN_TIMES
 
     p = winner.get("plan")
     if not p:
-        return "not run here", ""
+        return absent, ""
     v = p["validation"]
     shipped = "shipped" if p.get("chosen") else "not shipped"
-    val = f"{pct(v['mean_difference_pct'])} {ci(*v['ci95_pct'])} at {p.get('setting')} ({shipped})"
+    val = f"{pct(v['mean_difference_pct'])} {ci(*v['ci95_pct'])} at {p.get('setting')}"
+    days = p.get("validation_days")
+    if days:
+        val += f"; {days['days']} days: {pct(days['mean_difference_pct'])} {ci(*days['ci95_pct'])}"
+    val += f" ({shipped})"
     timed = Path(plan_dir) / "validation" / str(p.get("setting")) / PLAN_TIMES
     if not timed.exists():
         return val, ""
@@ -73,11 +77,11 @@ def plan_cells(winner, plan_dir):
     return val, f"{t['p50']:.2f} / {t['p99']:.2f} ms"
 
 
-def shipped_row(name, verdict, bench, plan_dir=None, full_only=False, times=True):
+def shipped_row(name, verdict, bench, plan_dir=None, full_only=False, times=True, absent="not run here"):
     """One row: the setting ``name`` and its (winner, per-scenario table) or None; ``plan_dir``:
-    the setting's plan folder where its candidacy ran (the main setting's); ``full_only``: a
-    setting of the longer run alone (config ``profile: full``); ``times``: with the column of
-    plan's decision time (a run record)."""
+    the setting's plan folder; ``full_only``: a setting of the longer run alone (config
+    ``profile: full``); ``times``: with the column of plan's decision time (a run record);
+    ``absent``: plan's cell where its candidacy did not run."""
     if verdict is None:
         why = "in the longer run only (`--config profile=full`)" if full_only else "not built by this run"
         return f"| {name} | {why} | | |{' |' if times else ''} |"
@@ -88,19 +92,32 @@ def shipped_row(name, verdict, bench, plan_dir=None, full_only=False, times=True
         raise ReportError(f"setting {name}: the verdict {x} has no rows in its per_scenario.csv")
     counts = bootstrap_counts(len(seeds), bench["bootstrap_resamples"], bench["bootstrap_seed"])
     best = best_heuristic(twt)
-    val, timed = plan_cells(winner, plan_dir) if plan_dir else ("not run here", "")
+    val, timed = plan_cells(winner, plan_dir, absent) if plan_dir else (absent, "")
     return (
         f"| {name} | {runs_text(winner)} | {_against(twt, x, ATC_TUNED, counts, bench)} | "
         f"{best}: {_against(twt, x, best, counts, bench)} | {val} |" + (f" {timed} |" if times else "")
     )
 
 
-def shipped_section(cfg, main, settings, studio, plan_dir=layout.PLAN_BENCH_DIR, times=True):
+def shipped_section(
+    cfg, main, settings, studio, plan_dir=layout.PLAN_BENCH_DIR, times=True, robust_dir=layout.ROBUST_DIR
+):
     """The table: ``main`` (winner, per) of the main setting; ``settings`` [(setting, verdict or
     None)] of the robustness settings (config robustness.settings); ``studio`` (winner, per) or
     None; ``plan_dir``: the main setting's plan folder; ``times``: with plan's decision time (the
-    report), or without it (the README's block, which holds results only)."""
+    report), or without it (the README's block, which holds results only); ``robust_dir``: the
+    robustness settings' folder (plan's runs under each, config plan.elsewhere)."""
     bench = cfg.benchmark
+    where = (cfg.plan.get("elsewhere") or {}).get("profile", "full")
+    absent = {
+        "off": "not run (plan.elsewhere.profile: off)",
+        "full": "in the longer run only (`--config profile=full`)",
+    }.get(where, "not run here")
+
+    def robust(name, verdict, full_only=False):
+        folder = Path(robust_dir) / name / "plan"
+        return shipped_row(name, verdict, bench, folder, full_only, times, absent)
+
     timed = (
         " and plan's decision time there (p50 / p99, one thread: a run record)"
         if times
@@ -119,10 +136,7 @@ def shipped_section(cfg, main, settings, studio, plan_dir=layout.PLAN_BENCH_DIR,
         "|---|---|---|---|---|" + ("---|" if times else ""),
         shipped_row("main", main, bench, plan_dir, times=times),
     ]
-    lines += [
-        shipped_row(s["name"], verdict, bench, full_only=s.get("profile") == "full", times=times)
-        for s, verdict in settings
-    ]
+    lines += [robust(s["name"], verdict, s.get("profile") == "full") for s, verdict in settings]
     if studio is not None:
-        lines.append(shipped_row(layout.STUDIO, studio, bench, times=times))
+        lines.append(robust(layout.STUDIO, studio))
     return lines

@@ -90,7 +90,7 @@ def check_budget(budget_ms, where="budget_ms"):
 #: may override; config ``plan``'s own otherwise.
 GRID_KEYS = ("rollout", "candidates", "samples", "horizon", "depth")
 #: Config ``plan``'s keys that are the candidacy's, not a planner setting.
-CANDIDACY_KEYS = ("grid", "validation_scenarios", "choice_se")
+CANDIDACY_KEYS = ("grid", "validation_scenarios", "choice_se", "elsewhere")
 
 
 def grid_names(cfg, profile="full"):
@@ -106,6 +106,27 @@ def grid_names(cfg, profile="full"):
     return [
         str(e["name"]) for e in cfg.plan["grid"] if profile == "full" or e.get("profile", "default") != "full"
     ]
+
+
+def elsewhere_names(cfg, profile="full"):
+    """The names of plan.grid's settings tried under the robustness settings and the studio
+    (config ``plan.elsewhere``) in a run of ``profile``: none when ``plan.elsewhere.profile`` is
+    off, or full and the run is not. A name not in plan.grid is refused (ConfigError)."""
+    from sched.config import ConfigError
+
+    where = dict(cfg.plan.get("elsewhere") or {})
+    wanted = where.get("profile", "full")
+    if wanted == "off" or (wanted == "full" and profile != "full"):
+        return []
+    every = grid_names(cfg, "full")
+    names = [str(n) for n in where.get("grid", [])]
+    unknown = [n for n in names if n not in every]
+    if unknown:
+        raise ConfigError(
+            f"config: plan.elsewhere.grid: {unknown[0]!r} is not a setting of plan.grid "
+            f"(one of {', '.join(every)})"
+        )
+    return list(dict.fromkeys(names))
 
 
 def grid_setting(cfg, name):
