@@ -364,3 +364,28 @@ def test_without_warm_starts_or_logs_the_sections_say_so(tiny, tmp_path):  # noq
     text = out.read_text()
     assert "No training log" in text and "No warm start was benchmarked" in text
     assert "### PPO alone" not in text
+
+
+def test_the_chain_figure_draws_each_seed_and_the_mean_over_the_checks_every_seed_reached():
+    """Issue 48, point 1: validation cost against PPO's decisions, a line a seed, the mean a thick
+    line that ends where the first seed stopped (the patience rule)."""
+    import pandas as pd
+
+    from sched.evaluate.report import figures
+
+    def log(vals, step=1000):
+        it = list(range(-1, len(vals) - 1))  # -1: the untrained network (not on this axis)
+        return pd.DataFrame(
+            {"iteration": it, "env_steps": [max(i, 0) * step for i in it], "val_weighted_tardiness_s": vals}
+        )
+
+    long_, short = log([50.0, 40.0, 38.0, 36.0, 35.0]), log([50.0, 42.0, 40.0])
+    x, y = figures.chain_mean({1: long_, 2: short})
+    assert list(x) == [0, 1000] and list(y) == [41.0, 39.0]  # iterations 0 and 1: both seeds reached them
+    fig = figures.chain_curves_figure([("PPO alone", {1: long_, 2: short})], reference=("ATC", 45_000.0))
+    ax = fig.axes[0]
+    assert len(ax.get_lines()) == 4  # ATC, two seeds, the mean
+    seed1, mean = ax.get_lines()[1], ax.get_lines()[3]
+    assert list(seed1.get_xdata()) == pytest.approx([0.0, 0.001, 0.002, 0.003])  # millions of decisions
+    assert list(seed1.get_ydata()) == pytest.approx([0.040, 0.038, 0.036, 0.035])  # k w.s, from iteration 0
+    assert list(mean.get_ydata()) == pytest.approx([0.041, 0.039]) and "mean of 2 seeds" in mean.get_label()

@@ -176,6 +176,7 @@ def expected_outputs():
         "results/figures/benchmark_paired_vs_atc.png",
         "results/figures/benchmark_ecdf.png",
         "results/figures/learning_curves.png",
+        "results/figures/learning_by_chain.png",
     ]
     for s in cfg["train"]["seeds"]:
         out += [

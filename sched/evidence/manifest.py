@@ -70,6 +70,7 @@ REPORT_OUTPUTS = (
     "figures/benchmark_paired_vs_atc.png",
     "figures/benchmark_ecdf.png",
     "figures/learning_curves.png",
+    "figures/learning_by_chain.png",
 )
 MANIFEST_NAME = Path(layout.MANIFEST).name
 #: The report's config file (relative to results/): read by the report alone, written after the

@@ -243,6 +243,16 @@ def studio_built():
     return held_out_days(load_workload(checkpoints.calibrate_workload.get().output.json)) is not None
 
 
+def ppo_alone_logs(wildcards=None):
+    """The training logs of the robustness settings that train PPO alone at the main queue (no
+    teacher; the main load, machines and tasks; no workload of their own): the report's chain curves."""
+    main = config["scenario"]
+    return [layout.train_log(s, layout.robust_root(name)) for name, st in ROBUST.items()
+            if name != STUDIO and retrains(name) and not has_teacher(name) and not st.get("workload")
+            and all(st.get(k, main[k]) == main[k] for k in ("load", "machines", "tasks"))
+            for s in TRAIN_SEEDS]
+
+
 def robust_summaries(wildcards=None):
     """resume.csv (the summary) of every robustness setting (the studio's when it is built)."""
     return [f"{layout.robust_root(name)}/{layout.SUMMARY}" for name in ROBUST

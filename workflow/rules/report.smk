@@ -5,6 +5,7 @@ REPORT_FIGURES = {   # the report's benchmark and training figures, with their c
     "benchmark_paired_vs_atc.png": "benchmark_paired_vs_atc.rst",
     "benchmark_ecdf.png": "benchmark_ecdf.rst",
     "learning_curves.png": "learning_curves.rst",
+    "learning_by_chain.png": "learning_by_chain.rst",
 }
 
 
@@ -55,6 +56,7 @@ rule report:
         train_logs=[layout.train_log(s) for s in TRAIN_SEEDS],
         train_runs=[layout.train_run_log(s) for s in TRAIN_SEEDS],   # run records, shown apart
         robustness=robust_summaries,
+        chains=ppo_alone_logs,   # the PPO-alone settings' logs: learning_by_chain.png
         replay=replay_outputs(),
         studio=studio_report_inputs,
         workload=[layout.WORKLOAD] if HISTORY else [],

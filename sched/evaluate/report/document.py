@@ -83,12 +83,31 @@ def make_figures(cfg, d, figures_dir):
         made["learning"] = figures.learning_curves(
             d["logs"], fd / FIGURES["learning"], dpi, reference=ref, targets=TARGETS
         )
+        made["chains"] = figures.chain_curves(chains_of(cfg, d), fd / FIGURES["chains"], dpi, reference=ref)
     else:
         notes.append(
             f"Learning curves: no training log (`{layout.train_log('<S>')}`) "
             "was found, so there is no learning-curve figure."
         )
     return made, notes
+
+
+def chains_of(cfg, d):
+    """The training chains whose curves the report draws: the main one (teacher, rounds, then PPO)
+    and each robustness setting that trains PPO alone at the main load, machines and tasks
+    (``sched.evaluate.report.training.ppo_alone_settings``), with their seeds' logs."""
+    from sched.evaluate.report.inputs import read_train_logs
+    from sched.evaluate.report.training import ppo_alone_settings
+
+    chains = [("teacher, rounds, then PPO (main)", d["logs"])]
+    for setting, _ in ppo_alone_settings(cfg, d.get("robust") or []):
+        if setting.get("workload"):
+            continue  # another queue: its validation scenarios are not the main ones
+        root = layout.train_dir(str(Path(d.get("robust_dir", layout.ROBUST_DIR)) / setting["name"]))
+        logs = read_train_logs(root, cfg.train.seeds)
+        if logs:
+            chains.append((f"PPO alone ({setting['name']})", logs))
+    return chains
 
 
 def render(cfg, d, made, notes, paths):

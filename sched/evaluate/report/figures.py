@@ -181,6 +181,68 @@ def learning_curves_figure(logs, unit=UNIT, reference=None, targets=None):
     return fig
 
 
+def chain_curves(chains, path, dpi, unit=UNIT, reference=None):
+    """The learning curve of each training chain (:func:`chain_curves_figure`), saved to ``path``."""
+    return save(chain_curves_figure(chains, unit, reference), path, dpi)
+
+
+def chain_mean(logs):
+    """(decisions, mean validation score) over the checks every seed of ``logs`` ({seed: train
+    log}) reached: a seed the patience rule stopped earlier ends the mean there."""
+    import pandas as pd
+
+    rows = []
+    for seed, log in logs.items():
+        v = log.dropna(subset=["val_weighted_tardiness_s"])
+        v = v[v["iteration"] >= 0]  # the chain's start (0) and PPO's checks
+        rows.append(v[["iteration", "env_steps", "val_weighted_tardiness_s"]].assign(seed=seed))
+    every = pd.concat(rows, ignore_index=True)
+    counts = every.groupby("iteration")["seed"].nunique()
+    shared = counts[counts == len(logs)].index
+    mean = every[every["iteration"].isin(shared)].groupby("iteration")[
+        ["env_steps", "val_weighted_tardiness_s"]
+    ]
+    mean = mean.mean().sort_index()
+    return mean["env_steps"].to_numpy(), mean["val_weighted_tardiness_s"].to_numpy()
+
+
+def chain_curves_figure(chains, unit=UNIT, reference=None):
+    """Validation cost against PPO's decisions simulated, one colour a training chain (issue 48,
+    point 1): each seed a thin line from its chain's start (PPO iteration 0: the ATC prior, or the
+    policy the warm start and the rounds handed over) through every check, the seeds' mean a thick
+    one over the checks every seed reached. ``chains``: [(label, {seed: train log})];
+    ``reference``: (label, value in weighted s), ATC on the same validation scenarios. The
+    decisions are counts (the log's ``env_steps``), the same on any machine. Returns the figure."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(9, 5))
+    if reference is not None:
+        ax.axhline(reference[1] / unit, color="black", ls=":", lw=1, label=reference[0])
+    for i, (label, logs) in enumerate(chains):
+        color = f"C{i}"
+        for log in logs.values():
+            v = log.dropna(subset=["val_weighted_tardiness_s"])
+            v = v[v["iteration"] >= 0]
+            ax.plot(
+                v["env_steps"] / 1e6,
+                v["val_weighted_tardiness_s"] / unit,
+                "-",
+                color=color,
+                lw=0.7,
+                alpha=0.45,
+            )
+        x, y = chain_mean(logs)
+        ax.plot(
+            x / 1e6, y / unit, "o-", color=color, lw=2.2, ms=3, label=f"{label} (mean of {len(logs)} seeds)"
+        )
+    ax.set_xlabel("PPO decisions simulated (millions)")
+    ax.set_ylabel("mean weighted tardiness (1,000 weighted s)")
+    ax.set_title("Validation scenarios, greedy policy: each training chain's PPO stage")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
 def gantt(scenario, schedules, machines, path, dpi, hours, title):
     """Gantt chart of a scenario under several policies, one panel each.
 

@@ -29,6 +29,7 @@ FIGURES = {
     "paired": "benchmark_paired_vs_atc.png",
     "ecdf": "benchmark_ecdf.png",
     "learning": "learning_curves.png",
+    "chains": "learning_by_chain.png",
     "gantt": layout.DEMO_GANTT,
 }
 CAPTIONS = {
@@ -36,6 +37,7 @@ CAPTIONS = {
     "paired": "Per-scenario paired differences against ATC",
     "ecdf": "ECDF of the per-scenario total weighted tardiness",
     "learning": "Learning curves of each training seed, with PPO's diagnostics",
+    "chains": "Validation cost against PPO's decisions simulated, per training chain",
 }
 
 
