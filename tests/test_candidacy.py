@@ -150,13 +150,15 @@ def test_the_studios_validation_days_are_recorded_and_veto_a_plan_worse_there(cf
     w = plan_gate(_winner(), runs, sel, test, cfg.benchmark, 0.5, days=_days(base, base * 0.97))
     d = w["plan"]["validation_days"]
     assert w["policy"] == "plan" and d["days"] == 7 and d["mean_difference_pct"] == pytest.approx(-3.0)
-    assert d["ci95_pct"][1] < 0 and "on the 7 validation days -3.00 %" in w["reason"]
+    assert d["ci95_pct"][1] < 0
+    assert "which lies entirely below zero; on the 7 validation days -3.00 %" in w["reason"]
+    assert "], not significantly worse: plan on wmdd is the verdict" in w["reason"]
     # significantly worse on the days: the days veto it, the base stays
     w = plan_gate(_winner(), runs, sel, test, cfg.benchmark, 0.5, days=_days(base, base * 1.04))
     assert (
         w["policy"] == "wmdd" and not w["plan"]["chosen"] and w["plan"]["validation_days"]["ci95_pct"][0] > 0
     )
-    assert "which veto it: wmdd stays" in w["reason"]
+    assert "], significantly worse: the validation days veto it, wmdd stays" in w["reason"]
     # without plan's rows the days cannot weigh it: the error says how to replay them
     days = _days(base, base)
     with pytest.raises(BenchmarkError, match="validation-day table: no rows for plan; replay the days"):

@@ -454,18 +454,21 @@ def _plan_on_days(days_table, base, bench):
 
 
 def _validation_words(base, picked, settings, on_days):
-    """The verdict's words for plan's validation result: the pick's (``picked``, one of
-    ``settings`` settings) and, on the studio, the validation days' (``on_days``)."""
+    """The verdict's words for plan's validation result: (the pick's, ``picked`` among ``settings``
+    settings; the studio's validation days', ``on_days``, which veto it only when significantly
+    worse: "" elsewhere)."""
     d, (lo, hi), n = picked["mean_difference_pct"], picked["ci95_pct"], picked["seeds"][1]
     name = f" at {picked['setting']}" if picked["setting"] else ""
     said = f"plan{name} on {base} against {base} on {n} validation scenarios: "
     said += f"{d:+.2f} % [{lo:+.2f} %, {hi:+.2f} %]"
     if settings > 1:
         said += f" (the setting the candidacy picks among {settings})"
-    if on_days is not None:
-        dd, (dlo, dhi) = on_days["mean_difference_pct"], on_days["ci95_pct"]
-        said += f"; on the {on_days['days']} validation days {dd:+.2f} % [{dlo:+.2f} %, {dhi:+.2f} %]"
-    return said
+    if on_days is None:
+        return said, ""
+    dd, (dlo, dhi) = on_days["mean_difference_pct"], on_days["ci95_pct"]
+    worse = "significantly worse" if dlo > 0 else "not significantly worse"
+    days = f"; on the {on_days['days']} validation days {dd:+.2f} % [{dlo:+.2f} %, {dhi:+.2f} %], {worse}"
+    return said, days
 
 
 def plan_gate(winner, plan_runs, selection, test, bench, choice_se=0.5, days=None):
@@ -510,7 +513,7 @@ def plan_gate(winner, plan_runs, selection, test, bench, choice_se=0.5, days=Non
             "settings": results,
         },
     }
-    said = _validation_words(base, picked, len(results), on_days)
+    said, days_said = _validation_words(base, picked, len(results), on_days)
     t_seeds, t_twt = matrix(test)
     if PLAN in t_twt and base in t_twt:
         tc = bootstrap_counts(len(t_seeds), bench["bootstrap_resamples"], bench["bootstrap_seed"])
@@ -527,18 +530,18 @@ def plan_gate(winner, plan_runs, selection, test, bench, choice_se=0.5, days=Non
             mean_difference_pct=td,
             ci95_pct=[tlo, thi],
             reason=(
-                f"{winner['reason']} Lookahead: {said}, which lies entirely below zero: plan on {base} "
-                f"is the verdict.{confirm}"
+                f"{winner['reason']} Lookahead: {said}, which lies entirely below zero{days_said}: plan on "
+                f"{base} is the verdict.{confirm}"
             ),
         )
     elif vetoed:
         winner["reason"] += (
-            f" Lookahead: {said}: below zero on the scenarios, but significantly worse on the validation "
-            f"days, which veto it: {base} stays.{confirm}"
+            f" Lookahead: {said}, which lies entirely below zero{days_said}: the validation days veto it, "
+            f"{base} stays.{confirm}"
         )
     else:
         winner["reason"] += (
-            f" Lookahead: {said}, which does not lie entirely below zero: {base} stays.{confirm}"
+            f" Lookahead: {said}, which does not lie entirely below zero{days_said}: {base} stays.{confirm}"
         )
     winner["plan"] = record
     return winner
