@@ -127,6 +127,13 @@ def test_the_robustness_settings_candidacy_names_grid_settings_and_follows_its_p
     assert elsewhere_names(where(grid=["dear"], profile="off"), "full") == []
     with pytest.raises(ConfigError, match=r"plan.elsewhere.grid: 'other' is not a setting of plan.grid"):
         elsewhere_names(where(grid=["other"]), "full")
+    # a setting's own grid (plan.elsewhere.grids), the others the common one
+    both = where(grid=["cheap"], grids={"studio": ["cheap", "dear"]})
+    assert elsewhere_names(both, "full", "studio") == ["cheap", "dear"]
+    assert elsewhere_names(both, "full", "load-0.70") == ["cheap"]
+    assert elsewhere_names(both, "full") == ["cheap", "dear"]  # every name any setting tries
+    with pytest.raises(ConfigError, match=r"plan.elsewhere.grids.studio: 'other' is not a setting"):
+        elsewhere_names(where(grid=["cheap"], grids={"studio": ["other"]}), "full", "load-0.70")
     with pytest.raises(ConfigError, match="profile"):
         where(grid=["dear"], profile="sometimes")
 

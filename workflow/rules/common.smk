@@ -39,9 +39,9 @@ PLAN_SETTINGS = grid_names(CFG, config.get("profile", "default"))
 if not PLAN_SETTINGS:
     raise WorkflowError("config: plan.grid: every setting is `profile: full`; the default run needs one")
 PLAN_SEEDS = range_text(plan_validation_seeds(CFG))
-# plan's candidacy under the robustness settings and the studio (config plan.elsewhere): these
-# settings of plan.grid, each on the setting's own winner and validation seeds; none when the
-# active profile does not build it
+# plan's candidacy under the robustness settings and the studio (config plan.elsewhere): the
+# settings of plan.grid any of them tries (each its grid: elsewhere_grid), each on the setting's
+# own winner and validation seeds; none when the active profile does not build it
 PLAN_ELSEWHERE = elsewhere_names(CFG, config.get("profile", "default"))
 CALIBRATION = config["scenario"]["calibration"]   # None: scenarios use scenario.kinds
 WORKLOAD_FILE = config["scenario"]["workload"]   # None: constant-rate arrivals (docs/workload.md)
@@ -483,6 +483,11 @@ def plans_elsewhere(setting):
     return bool(PLAN_ELSEWHERE) and setting in ROBUST
 
 
+def elsewhere_grid(setting):
+    """The grid settings plan's candidacy tries under the robustness setting ``setting``."""
+    return elsewhere_names(CFG, config.get("profile", "default"), setting) if plans_elsewhere(setting) else []
+
+
 def setting_plan_seeds(setting):
     """The `--seeds` of plan's candidacy under a robustness setting: its first plan.validation_scenarios
     selection seeds, or all of them when it has fewer (the studio's: studio.selection_scenarios)."""
@@ -492,7 +497,7 @@ def setting_plan_seeds(setting):
 
 def robust_candidacy_dirs(setting):
     """The folders of plan's validation runs under a robustness setting (none when it has none)."""
-    return [layout.plan_candidacy_dir(n, setting) for n in PLAN_ELSEWHERE] if plans_elsewhere(setting) else []
+    return [layout.plan_candidacy_dir(n, setting) for n in elsewhere_grid(setting)]
 
 
 def robust_plan_inputs(wildcards):

@@ -108,9 +108,10 @@ def grid_names(cfg, profile="full"):
     ]
 
 
-def elsewhere_names(cfg, profile="full"):
-    """The names of plan.grid's settings tried under the robustness settings and the studio
-    (config ``plan.elsewhere``) in a run of ``profile``: none when ``plan.elsewhere.profile`` is
+def elsewhere_names(cfg, profile="full", setting=None):
+    """The names of plan.grid's settings tried under the robustness setting ``setting`` (None:
+    every name any setting tries) in a run of ``profile`` (config ``plan.elsewhere``: its
+    ``grids`` entry for that setting, else its ``grid``): none when ``plan.elsewhere.profile`` is
     off, or full and the run is not. A name not in plan.grid is refused (ConfigError)."""
     from sched.config import ConfigError
 
@@ -119,14 +120,21 @@ def elsewhere_names(cfg, profile="full"):
     if wanted == "off" or (wanted == "full" and profile != "full"):
         return []
     every = grid_names(cfg, "full")
-    names = [str(n) for n in where.get("grid", [])]
-    unknown = [n for n in names if n not in every]
-    if unknown:
-        raise ConfigError(
-            f"config: plan.elsewhere.grid: {unknown[0]!r} is not a setting of plan.grid "
-            f"(one of {', '.join(every)})"
-        )
-    return list(dict.fromkeys(names))
+    grids = {str(k): list(v) for k, v in dict(where.get("grids") or {}).items()}
+    lists = [("plan.elsewhere.grid", where.get("grid", []))] + [
+        (f"plan.elsewhere.grids.{k}", v) for k, v in grids.items()
+    ]
+    for field, names in lists:
+        unknown = [str(n) for n in names if str(n) not in every]
+        if unknown:
+            raise ConfigError(
+                f"config: {field}: {unknown[0]!r} is not a setting of plan.grid (one of {', '.join(every)})"
+            )
+    if setting is None:
+        names = [n for _, names in lists for n in names]
+    else:
+        names = grids.get(setting, where.get("grid", []))
+    return list(dict.fromkeys(str(n) for n in names))
 
 
 def grid_setting(cfg, name):
