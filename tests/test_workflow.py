@@ -381,7 +381,7 @@ def test_the_two_runs_give_the_same_manifest_line_for_line(runs, built):
 
 def test_the_manifest_lists_every_result_and_no_run_record(built):
     from sched import layout
-    from sched.evidence.manifest import REPORT_OUTPUTS
+    from sched.evidence.manifest import REPORT_CONFIG, REPORT_OUTPUTS
 
     listed = {}
     for line in (built / "results/manifest.sha256").read_text().splitlines():
@@ -389,7 +389,9 @@ def test_the_manifest_lists_every_result_and_no_run_record(built):
         listed[path] = digest
     every = {p.relative_to(built).as_posix() for p in (built / "results").rglob("*") if p.is_file()}
     records = {p for p in every if layout.is_run_record(p)}
-    report = {f"results/{p}" for p in REPORT_OUTPUTS} | {"results/manifest.sha256"}
+    # the report's outputs and its config (read by the report alone), and the manifest itself
+    report = {f"results/{p}" for p in (*REPORT_OUTPUTS, REPORT_CONFIG)} | {"results/manifest.sha256"}
+    assert f"results/{REPORT_CONFIG}" in every and f"results/{REPORT_CONFIG}" not in listed
     assert "results/logs/run.json" in records and "results/train/seed-1/train_log.run.csv" in records
     assert "results/benchmark/plan/validation/atc-2x5/plan.run.json" in records  # plan's decision time
     assert set(listed) == every - records - report
