@@ -62,10 +62,15 @@ def plan_candidacy_dir(setting, robust=None):
     return f"{PLAN_BENCH_DIR if robust is None else robust_plan_dir(robust)}/validation/{setting}"
 
 
-def robust_plan_dir(name):
+#: plan's folder under a robustness setting's (:func:`robust_plan_dir`).
+ROBUST_PLAN = "plan"
+
+
+def robust_plan_dir(name, robust_dir=None):
     """plan's runs under one robustness setting (config plan.elsewhere): its candidacy's validation
-    runs and the planners' table on the test seeds."""
-    return f"{robust_root(name)}/plan"
+    runs and the planners' table on the test seeds (``robust_dir``: the settings' folder, default
+    :data:`ROBUST_DIR`)."""
+    return f"{robust_root(name) if robust_dir is None else f'{robust_dir}/{name}'}/{ROBUST_PLAN}"
 
 
 #: The winner's selection: every policy that may win on the selection (validation) seeds

@@ -369,8 +369,6 @@ def test_without_warm_starts_or_logs_the_sections_say_so(tiny, tmp_path):  # noq
 def test_the_chain_figure_draws_each_seed_and_the_mean_over_the_checks_every_seed_reached():
     """Issue 48, point 1: validation cost against PPO's decisions, a line a seed, the mean a thick
     line that ends where the first seed stopped (the patience rule)."""
-    import pandas as pd
-
     from sched.evaluate.report import figures
 
     def log(vals, step=1000):

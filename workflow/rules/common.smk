@@ -19,6 +19,7 @@ from sched.threads import usable_cpus
 from sched.evaluate.policies import HEURISTICS, default_policies, policy_key, round_name, warm_name
 from sched.evaluate.gate import PLAN_RUN, PLAN_TIMES
 from sched.learn.search.planner import elsewhere_names, grid_names
+from sched.evaluate.report.training import trains_ppo_alone
 from sched.evaluate.seeds import benchmark_seeds, plan_validation_seeds, range_text, selection_seeds, shard_ranges
 
 # Jobs run `python -m sched`: the interpreter running Snakemake (the project's
@@ -244,13 +245,10 @@ def studio_built():
 
 
 def ppo_alone_logs(wildcards=None):
-    """The training logs of the robustness settings that train PPO alone at the main queue (no
-    teacher; the main load, machines and tasks; no workload of their own): the report's chain curves."""
-    main = config["scenario"]
+    """The training logs of the robustness settings that train PPO alone on the main queue
+    (sched.evaluate.report.training.trains_ppo_alone): the report's chain curves."""
     return [layout.train_log(s, layout.robust_root(name)) for name, st in ROBUST.items()
-            if name != STUDIO and retrains(name) and not has_teacher(name) and not st.get("workload")
-            and all(st.get(k, main[k]) == main[k] for k in ("load", "machines", "tasks"))
-            for s in TRAIN_SEEDS]
+            if name != STUDIO and trains_ppo_alone(st, config["scenario"]) for s in TRAIN_SEEDS]
 
 
 def robust_summaries(wildcards=None):
@@ -473,9 +471,14 @@ def plan_candidacy_dirs():
     return [layout.plan_candidacy_dir(name) for name in PLAN_SETTINGS]
 
 
+def candidacy_files(dirs):
+    """What a verdict reads of each validation run in ``dirs``: its per-scenario table and plan.json."""
+    return [f"{d}/{name}" for d in dirs for name in (layout.PER_SCENARIO, PLAN_RUN)]
+
+
 def plan_candidacy_tables():
-    """What gather reads of each validation run: its per-scenario table and plan.json."""
-    return [f"{d}/{name}" for d in plan_candidacy_dirs() for name in (layout.PER_SCENARIO, PLAN_RUN)]
+    """What gather reads of the main setting's validation runs (candidacy_files)."""
+    return candidacy_files(plan_candidacy_dirs())
 
 
 def plans_elsewhere(setting):
@@ -500,16 +503,13 @@ def robust_candidacy_dirs(setting):
     return [layout.plan_candidacy_dir(n, setting) for n in elsewhere_grid(setting)]
 
 
-def robust_plan_inputs(wildcards):
-    """What a robustness setting's benchmark (or the studio's replays) reads of plan: each
-    validation run's table and plan.json, and the planners' table; none without a candidacy.
-    ``wildcards``: the rule's (its setting), or a setting's name."""
-    setting = getattr(wildcards, "setting", wildcards)
+def robust_plan_inputs(setting):
+    """What a robustness setting's benchmark reads of plan: its validation runs (candidacy_files)
+    and the planners' table; none without a candidacy."""
     dirs = robust_candidacy_dirs(setting)
     if not dirs:
         return []
-    runs = [f"{d}/{name}" for d in dirs for name in (layout.PER_SCENARIO, PLAN_RUN)]
-    return runs + [f"{layout.robust_plan_dir(setting)}/{layout.PER_SCENARIO}"]
+    return candidacy_files(dirs) + [f"{layout.robust_plan_dir(setting)}/{layout.PER_SCENARIO}"]
 
 
 def robust_plan_args(setting):
@@ -533,16 +533,17 @@ def studio_replay_plan_inputs():
     dirs = robust_candidacy_dirs(STUDIO)
     if not dirs:
         return []
-    return [layout.robust_selection_table(STUDIO)] + [f"{d}/{f}" for d in dirs for f in (layout.PER_SCENARIO, PLAN_RUN)]
+    return [layout.robust_selection_table(STUDIO)] + candidacy_files(dirs)
 
 
 def studio_replay_plan_args():
-    """The studio's replays' ` --plan-on CSV --plan-candidacy DIR ...` ("" without a candidacy)."""
+    """The studio's replays' `--policies` extension and `--plan-on CSV --plan-candidacy DIR ...`:
+    (",plan", the options), or ("", "") without a candidacy."""
     dirs = robust_candidacy_dirs(STUDIO)
     if not dirs:
-        return ""
-    return (f" --plan-on {shlex.quote(layout.robust_selection_table(STUDIO))}"
-            f" --plan-candidacy {' '.join(map(shlex.quote, dirs))}")
+        return "", ""
+    return ",plan", (f"--plan-on {shlex.quote(layout.robust_selection_table(STUDIO))}"
+                     f" --plan-candidacy {' '.join(map(shlex.quote, dirs))}")
 
 
 def verdict_step(setting):
@@ -569,7 +570,6 @@ def manifest_inputs(wildcards=None):
     if STUDIO in ROBUST and studio_built():
         out += studio_report_inputs(wildcards)
     for name in ROBUST:   # plan's runs under the settings (config plan.elsewhere)
-        if plans_elsewhere(name) and (name != STUDIO or studio_built()):
-            out += [f"{d}/{f}" for d in robust_candidacy_dirs(name) for f in (layout.PER_SCENARIO, PLAN_RUN)]
-            out.append(f"{layout.robust_plan_dir(name)}/{layout.PER_SCENARIO}")
+        if name != STUDIO or studio_built():
+            out += robust_plan_inputs(name)
     return out

@@ -147,7 +147,7 @@ use rule benchmark as robust_benchmark with:
         tuned=f"{ROBUST_ROOT}/{layout.TUNED}",
         policies=lambda wildcards: policy_files(wildcards.setting),
         selection=layout.robust_selection_table("{setting}"),
-        plan=robust_plan_inputs,
+        plan=lambda wildcards: robust_plan_inputs(wildcards.setting),
     output:
         per_scenario=f"{ROBUST_ROOT}/{layout.PER_SCENARIO}",
         summary=f"{ROBUST_ROOT}/{layout.SUMMARY}",
@@ -245,8 +245,9 @@ if STUDIO in ROBUST:
         output:
             studio_validation_days(),
         params:
-            policies=bench_policies(STUDIO) + (",plan" if plans_elsewhere(STUDIO) else ""),
-            policy_files=policy_file_args(STUDIO) + studio_replay_plan_args(),
+            policies=bench_policies(STUDIO) + studio_replay_plan_args()[0],
+            policy_files=policy_file_args(STUDIO),
+            plan=studio_replay_plan_args()[1],   # plan at its candidacy's pick (config plan.elsewhere)
             out=lambda wildcards, output: os.path.dirname(output[0]),
         log:
             layout.log("robustness/studio/replay-validation"),
@@ -259,7 +260,8 @@ if STUDIO in ROBUST:
             "minimal"
         shell:
             "python -m sched --config {input.config:q} replay {input.history:q} --validation {input.workload:q}"
-            " --policies {params.policies} --tuned {input.tuned:q} {params.policy_files} --out {params.out:q}"
+            " --policies {params.policies} --tuned {input.tuned:q} {params.policy_files} {params.plan}"
+            " --out {params.out:q}"
             " --threads {resources.job_threads} > {log:q} 2>&1"
 
 
@@ -280,8 +282,9 @@ if STUDIO in ROBUST:
         output:
             studio_held_out(),
         params:
-            policies=bench_policies(STUDIO) + (",plan" if plans_elsewhere(STUDIO) else ""),
-            policy_files=policy_file_args(STUDIO) + studio_replay_plan_args(),
+            policies=bench_policies(STUDIO) + studio_replay_plan_args()[0],
+            policy_files=policy_file_args(STUDIO),
+            plan=studio_replay_plan_args()[1],   # plan at its candidacy's pick (config plan.elsewhere)
             out=lambda wildcards, output: os.path.dirname(output[0]),
         log:
             layout.log("robustness/studio/replay"),
@@ -294,7 +297,8 @@ if STUDIO in ROBUST:
             "minimal"
         shell:
             "python -m sched --config {input.config:q} replay {input.history:q} --held-out {input.workload:q}"
-            " --policies {params.policies} --tuned {input.tuned:q} {params.policy_files} --out {params.out:q}"
+            " --policies {params.policies} --tuned {input.tuned:q} {params.policy_files} {params.plan}"
+            " --out {params.out:q}"
             " --threads {resources.job_threads} > {log:q} 2>&1"
 
 

@@ -101,8 +101,6 @@ def chains_of(cfg, d):
 
     chains = [("teacher, rounds, then PPO (main)", d["logs"])]
     for setting, _ in ppo_alone_settings(cfg, d.get("robust") or []):
-        if setting.get("workload"):
-            continue  # another queue: its validation scenarios are not the main ones
         root = layout.train_dir(str(Path(d.get("robust_dir", layout.ROBUST_DIR)) / setting["name"]))
         logs = read_train_logs(root, cfg.train.seeds)
         if logs:

@@ -186,6 +186,12 @@ def chain_curves(chains, path, dpi, unit=UNIT, reference=None):
     return save(chain_curves_figure(chains, unit, reference), path, dpi)
 
 
+def _checks(log):
+    """A train log's validated rows from the chain's start (iteration 0) on: PPO's checks."""
+    v = log.dropna(subset=["val_weighted_tardiness_s"])
+    return v[v["iteration"] >= 0]
+
+
 def chain_mean(logs):
     """(decisions, mean validation score) over the checks every seed of ``logs`` ({seed: train
     log}) reached: a seed the patience rule stopped earlier ends the mean there."""
@@ -193,9 +199,7 @@ def chain_mean(logs):
 
     rows = []
     for seed, log in logs.items():
-        v = log.dropna(subset=["val_weighted_tardiness_s"])
-        v = v[v["iteration"] >= 0]  # the chain's start (0) and PPO's checks
-        rows.append(v[["iteration", "env_steps", "val_weighted_tardiness_s"]].assign(seed=seed))
+        rows.append(_checks(log)[["iteration", "env_steps", "val_weighted_tardiness_s"]].assign(seed=seed))
     every = pd.concat(rows, ignore_index=True)
     counts = every.groupby("iteration")["seed"].nunique()
     shared = counts[counts == len(logs)].index
@@ -220,8 +224,7 @@ def chain_curves_figure(chains, unit=UNIT, reference=None):
     for i, (label, logs) in enumerate(chains):
         color = f"C{i}"
         for log in logs.values():
-            v = log.dropna(subset=["val_weighted_tardiness_s"])
-            v = v[v["iteration"] >= 0]
+            v = _checks(log)
             ax.plot(
                 v["env_steps"] / 1e6,
                 v["val_weighted_tardiness_s"] / unit,

@@ -115,7 +115,7 @@ def shipped_section(
     }.get(where, "not run here")
 
     def robust(name, verdict, full_only=False):
-        folder = Path(robust_dir) / name / "plan"
+        folder = layout.robust_plan_dir(name, robust_dir)
         return shipped_row(name, verdict, bench, folder, full_only, times, absent)
 
     timed = (

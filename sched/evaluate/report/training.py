@@ -267,16 +267,23 @@ def _vs_best(row):
 # --------------------------------------------------------------------------- PPO alone
 
 
+def trains_ppo_alone(setting, scenario):
+    """Whether the robustness setting ``setting`` (its config entry) trains PPO alone
+    (train.teacher_scenarios 0) on the main queue: the main ``scenario``'s load, machines and
+    tasks, and no workload of its own (its scenarios, and so its validation and test scores, are
+    then the main setting's kind). The report's "PPO alone" table and its chain curves, and the
+    workflow's report inputs, all ask this."""
+    return (
+        (setting.get("train") or {}).get("teacher_scenarios") == 0
+        and not setting.get("workload")
+        and all(setting.get(key, scenario[key]) == scenario[key] for key in ("load", "machines", "tasks"))
+    )
+
+
 def ppo_alone_settings(cfg, robust):
-    """The robustness settings that train PPO alone (train.teacher_scenarios 0) at the main
-    load and machines, with their summaries: [(setting, summary or None)]."""
-    sc = cfg.scenario
-    return [
-        (setting, summary)
-        for setting, summary in robust
-        if (setting.get("train") or {}).get("teacher_scenarios") == 0
-        and all(setting.get(key, sc[key]) == sc[key] for key in ("load", "machines", "tasks"))
-    ]
+    """The robustness settings that train PPO alone on the main queue (:func:`trains_ppo_alone`),
+    with their summaries: [(setting, summary or None)]."""
+    return [(setting, summary) for setting, summary in robust if trains_ppo_alone(setting, cfg.scenario)]
 
 
 def ppo_alone_lines(cfg, robust, main_summary=None):
