@@ -1,0 +1,98 @@
+"""The one JSON parser of every document the project reads (files, request bodies, API answers).
+
+``parse(text, source, error)`` is ``json.loads`` with the checks a careful reader owes its
+input, each refused with ``error`` naming ``source`` in one line:
+
+* a key given twice in one object (``json.loads`` silently keeps the last value);
+* ``NaN``, ``Infinity`` and ``-Infinity`` (not JSON);
+* nesting deeper than ``MAX_JSON_DEPTH`` levels;
+* more than ``max_values`` values (objects, arrays and scalars), judged before any of the
+  document is built by an upper bound counted at C speed (its commas, ``[`` and ``{``,
+  plus one), so the memory a parse takes is bounded by the limit, not by the input's size.
+"""
+
+import gc
+import json
+
+from sched.limits import MAX_JSON_DEPTH, SHOWN_CHARS
+
+
+def value_bound(text):
+    """An upper bound on the values of the JSON document ``text`` (commas, ``[`` and ``{``, plus one)."""
+    if isinstance(text, (bytes, bytearray)):
+        return text.count(b",") + text.count(b"[") + text.count(b"{") + 1
+    return text.count(",") + text.count("[") + text.count("{") + 1
+
+
+def _depth_ok(text):
+    """Whether no prefix of ``text`` opens more than MAX_JSON_DEPTH brackets (strings ignored: an upper bound)."""
+    # Cheap and exact enough: a document deeper than the limit fails; brackets inside
+    # strings can only over-count, and a legitimate document is far shallower.
+    if text.count("[") + text.count("{") <= MAX_JSON_DEPTH:
+        return True
+    depth = 0
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            if depth > MAX_JSON_DEPTH:
+                return False
+        elif ch in "]}":
+            depth -= 1
+    return True
+
+
+class _Refused(Exception):
+    """Raised from the parser's hooks; carries the message."""
+
+
+def _pairs(pairs):
+    seen = set()
+    for key, _ in pairs:
+        if key in seen:
+            raise _Refused(f"key {key[:SHOWN_CHARS]!r} appears twice in one object")
+        seen.add(key)
+    return dict(pairs)
+
+
+def _constant(name):
+    raise _Refused(f"{name} is not JSON (numbers must be finite)")
+
+
+def parse(text, source, error, max_values=None):
+    """The JSON document ``text`` (str or UTF-8 bytes), checked as the module says, or ``error``."""
+    if isinstance(text, (bytes, bytearray)):
+        try:
+            text = bytes(text).decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise error(f"{source}: not UTF-8 text (byte {exc.start} cannot be decoded)") from None
+    if max_values is not None and value_bound(text) > max_values:
+        raise error(
+            f"{source}: more than {max_values} JSON values (sched.limits; counted as commas and brackets)"
+        )
+    if not _depth_ok(text):
+        raise error(f"{source}: not valid JSON: nested more than {MAX_JSON_DEPTH} levels deep")
+    # The cyclic garbage collector would rescan the growing document again and
+    # again (a list of millions of small objects parses ten times slower).
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return json.loads(text, object_pairs_hook=_pairs, parse_constant=_constant)
+    except _Refused as exc:
+        raise error(f"{source}: not valid JSON: {exc}") from None
+    except RecursionError:
+        raise error(f"{source}: not valid JSON: nested too deeply") from None
+    except ValueError as exc:  # JSONDecodeError, integers too long to read
+        raise error(f"{source}: not valid JSON: {str(exc).splitlines()[0][:200]}") from None
+    finally:
+        if enabled:
+            gc.enable()
