@@ -25,9 +25,8 @@ def value_bound(text):
 
 
 def _depth_ok(text):
-    """Whether no prefix of ``text`` opens more than MAX_JSON_DEPTH brackets (strings ignored: an upper bound)."""
-    # Cheap and exact enough: a document deeper than the limit fails; brackets inside
-    # strings can only over-count, and a legitimate document is far shallower.
+    """Whether ``text`` nests at most MAX_JSON_DEPTH brackets deep (brackets in strings skipped)."""
+    # Before the parser, whose recursion would otherwise decide the limit (about 1,000).
     if text.count("[") + text.count("{") <= MAX_JSON_DEPTH:
         return True
     depth = 0
