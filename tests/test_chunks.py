@@ -275,3 +275,28 @@ def test_policies_of_whole_tasks_refuse_a_chunked_scenario(tmp_path, cli, policy
     src.write_text(CHUNKED)
     r = cli("simulate", "--policy", policy, "--scenario", src, "--policy-file", tmp_path / "none.pt")
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "several chunks" in r.stderr
+
+
+def test_farm_scale_a_thousand_gpus_and_ten_thousand_frames():
+    # two jobs of 10,000 one-second frames, one frame a chunk, on 1,000 GPUs: 20 waves
+    two = ([0.0, 0.0], [1e4, 1e4], [1e4, 1e4], [1.0, 2.0], [0.0, 0.0])
+    job, _, _, end, mach = chunks.simulate(*two, "atc", 1000, frames=[10_000] * 2, chunk_frames=[1, 1])
+    assert len(job) == 20_000 and end.max() == 20.0 and set(mach) == set(range(1000))
+    assert end[job == 1].max() == 10.0  # the heavier job first on every GPU
+    with pytest.raises(SimulationError, match="frames: 10001"):
+        chunks.simulate(*two, "atc", 1000, frames=[10_001, 1])
+
+
+def test_tables_built_in_python_read_like_files():
+    from sched.data.scenario import validate_frame
+
+    f = pd.DataFrame(
+        {"id": ["a", "b"], "kind": ["x", "x"], "arrival_s": [0, 1], "duration_s": [3.0, 4], "weight": [1, 1],
+         "due_s": [5, 5], "frames": [3, 1], "chunk_frames": [np.nan, 2.0], "max_gpus": [None, 2],
+         "setup_s": [np.nan, 0.5]}
+    )  # fmt: skip
+    out = validate_frame(f)
+    got = chunked.chunk_arrays(out)
+    assert [list(c) for c in got] == [[3, 1], [0, 2], [0, 2], [0.0, 0.5]]
+    with pytest.raises(ScenarioError, match="row 1 .* field frames: '0' must be an integer >= 1"):
+        validate_frame(f.assign(frames=[0, 1]))

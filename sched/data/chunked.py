@@ -73,7 +73,7 @@ def _column(raw, col, source, where, error):
         shown = raw.iloc[int(np.argmax(bad))]
         lowered = str(shown).strip().lower()
         why = "is not finite" if lowered.lstrip("+-") in ("nan", "inf", "infinity") else "is not a number"
-        raise error(f"{source}: {where(bad)} field {col}: {shorten(shown)} {why}")
+        raise error(f"{source}: {where(bad)} field {col}: {_shown(shown)} {why}")
     given = ~empty
     if col == "setup_s":
         for mask, why in (
@@ -82,7 +82,7 @@ def _column(raw, col, source, where, error):
         ):
             if mask.any():
                 raise error(
-                    f"{source}: {where(mask)} field {col}: {shorten(raw.iloc[int(np.argmax(mask))])} {why}"
+                    f"{source}: {where(mask)} field {col}: {_shown(raw.iloc[int(np.argmax(mask))])} {why}"
                 )
         return pd.Series(np.where(empty, 0.0, values), index=raw.index, dtype=np.float64)
     top = INTEGER_MAX[col]
@@ -93,13 +93,18 @@ def _column(raw, col, source, where, error):
     ):
         if mask.any():
             raise error(
-                f"{source}: {where(mask)} field {col}: {shorten(raw.iloc[int(np.argmax(mask))])} {why}"
+                f"{source}: {where(mask)} field {col}: {_shown(raw.iloc[int(np.argmax(mask))])} {why}"
             )
     if col == "frames":
         return pd.Series(np.where(empty, 1, values).astype(np.int64), index=raw.index)
     return pd.Series(
         pd.array(np.where(empty, 0, values).astype(np.int64), dtype="Int64"), index=raw.index
     ).mask(empty)
+
+
+def _shown(value):
+    """A value for an error message: as the file has it (a table built in Python: its text)."""
+    return shorten(value if isinstance(value, str) else str(value))
 
 
 def chunk_arrays(frame):
