@@ -14,6 +14,12 @@ MAX_SPEED = 1e3
 #: Tasks in one scenario: generated (``scenario.tasks``, ``train.tasks``, ``--tasks``)
 #: or read from a file (its rows).
 MAX_SCENARIO_TASKS = 1_000_000
+#: Frames of one job (a scenario's ``frames`` and ``chunk_frames``; issue 59: jobs of 1 to
+#: 10,000 frames on farms of 1 to 1,000 GPUs, within MAX_MACHINES).
+MAX_FRAMES = 10_000
+#: Chunks in one scenario (the sum over its jobs of ceil(frames / chunk_frames)): the schedule
+#: holds a row per chunk. A farm day is about 300,000.
+MAX_SCENARIO_CHUNKS = 10_000_000
 #: Values in a YAML document once its aliases are expanded (config files).
 MAX_YAML_NODES = 100_000
 #: Bytes in a config file.

@@ -1,8 +1,18 @@
-"""`sched simulate`: schedule scenarios with a policy and summarise them."""
+"""`sched simulate`: schedule scenarios with a policy and summarise them.
+
+A chunked scenario (one with ``frames``, ``chunk_frames``, ``max_gpus`` or ``setup_s``:
+``sched.data.chunked``) is scheduled chunk by chunk (``sched.sim.chunks``) by the rules, the farm's
+own dispatchers included, and gets one schedule row a chunk; its JSON line's totals are per job.
+The learned policy and ``plan`` still schedule whole tasks: they refuse a scenario with a job of
+several chunks or a setup time. A scenario without those columns gets today's schedule, byte for
+byte (the farm's dispatchers, which today's benchmarks do not run, on it too).
+"""
 
 import json
 import math
 from pathlib import Path
+
+import numpy as np
 
 from sched.cli import load_cfg
 from sched.errors import UsageError
@@ -14,7 +24,7 @@ def register(sub):
     s.add_argument(
         "--policy",
         required=True,
-        help=f"one of {', '.join(rules.RULES)}, ppo (with --policy-file), or plan (the planner on "
+        help=f"one of {', '.join(rules.ALL_RULES)}, ppo (with --policy-file), or plan (the planner on "
         "config plan.base, or on --policy-file)",
     )
     src = s.add_mutually_exclusive_group(required=True)
@@ -33,6 +43,7 @@ def register(sub):
 
 def run(args):
     from sched import files
+    from sched.data import chunked
     from sched.data.machines import spec_of, speeds
     from sched.data.scenario import generate, read_scenario, scenario_model, schedule_frame, summarize
     from sched.evaluate.runs import schedule_scenarios
@@ -58,13 +69,25 @@ def run(args):
         model = scenario_model(cfg).replace(machines=machines)
         scenarios = [generate(model, s) for s in args.seed]
 
-    if args.policy == "plan":
+    if args.policy in rules.ALL_RULES and (
+        args.policy in rules.FARM_RULES or any(sc.chunked for sc in scenarios)
+    ):
+        if args.policy_file:
+            raise UsageError(f"--policy-file is only used with --policy ppo, not {args.policy!r}")
+        from sched.sim import chunks
+
+        results = [
+            chunks.simulate(*sc.arrays, args.policy, machines, k, None, *sc.chunks) for sc in scenarios
+        ]
+    elif args.policy == "plan":
+        _whole_tasks_only(scenarios, args.policy)
         from sched.evaluate.policies import plan_spec
         from sched.evaluate.runs import schedule_policy
 
         spec = plan_spec(cfg, policy_file=args.policy_file)
         results = schedule_policy(spec, scenarios, [s.arrays for s in scenarios], machines, cfg)
     else:
+        _whole_tasks_only(scenarios, args.policy)
         results = schedule_scenarios(
             scenarios, args.policy, machines=machines, k=k, policy_file=args.policy_file
         )
@@ -72,8 +95,15 @@ def run(args):
     many = len(scenarios) > 1
     if out is not None and many and out.exists() and not out.is_dir():
         raise UsageError(f"--out: {out} is a file; several scenarios need a folder")
-    for sc, (start, end, mach) in zip(scenarios, results):
-        sched_frame = schedule_frame(sc, start, end, mach)
+    for sc, result in zip(scenarios, results):
+        if len(result) == 3:  # a whole task a row
+            result = (np.arange(len(sc)), np.zeros(len(sc), np.int64), *result)
+        job, chunk, start, end, mach = result
+        if sc.chunked:
+            sched_frame = chunked.schedule_frame(sc, job, chunk, start, end, mach)
+            per_job = chunked.job_frame(sc, job, end)
+        else:
+            sched_frame = per_job = schedule_frame(sc, start, end, mach)
         if out is not None:
             target = out / f"{sc.name}.csv" if many or out.is_dir() else out
             files.write_csv(target, sched_frame)
@@ -82,5 +112,19 @@ def run(args):
             summary["atc_k"] = k
         if args.policy == "plan":
             summary["base"] = spec["base"]
-        summary.update(summarize(sched_frame))
+        summary.update(summarize(per_job))
+        if sc.chunked:
+            summary["chunks"] = len(sched_frame)
         print(json.dumps(summary), flush=True)
+
+
+def _whole_tasks_only(scenarios, policy):
+    """Refuse a scenario with a job of several chunks or a setup time for a policy of whole tasks."""
+    from sched.sim.chunks import single_chunks
+
+    for sc in scenarios:
+        if sc.chunked and not (single_chunks(sc.chunks) and not sc.chunks[3].any()):
+            raise UsageError(
+                f"--policy {policy}: scenario {sc.name} has jobs of several chunks or a setup_s; "
+                f"{policy} schedules whole tasks (issue 59): use a rule ({', '.join(rules.ALL_RULES)})"
+            )

@@ -3,7 +3,8 @@
 * ``scenario``: scenarios: generate them from a seed, read and validate them, write them;
 * ``model``: the scenario model, everything a generated scenario depends on, read from the config once;
 * ``distributions``: the task kinds' duration distributions, their means and samplers;
-* ``machines``: the GPUs of a farm, how many and how fast (the one parser of every form).
+* ``machines``: the GPUs of a farm, how many and how fast (the one parser of every form);
+* ``chunked``: jobs of frames: the optional chunk columns of a scenario and its per-chunk schedule.
 
 Subpackages: ``bench`` (task durations calibrated from GPU bench logs, ``sched calibrate``)
 and ``workload`` (the queue's own history: its workload fit, its replay and its held-out days).

@@ -11,7 +11,9 @@ are refused, and so is a column name given twice. Every row has the header's
 field count. Ids are stripped of surrounding spaces, then must be distinct.
 Times are finite and at most ``sched.limits.MAX_SECONDS`` in absolute value,
 weights at most ``sched.limits.MAX_WEIGHT``; a file has at most
-``sched.limits.MAX_SCENARIO_TASKS`` rows and ``MAX_SCENARIO_BYTES`` bytes.
+``sched.limits.MAX_SCENARIO_TASKS`` rows and ``MAX_SCENARIO_BYTES`` bytes. Jobs of frames add
+four optional columns, ``frames``, ``chunk_frames``, ``max_gpus`` and ``setup_s``
+(:mod:`sched.data.chunked`: their contract and the per-chunk schedule).
 
 Generated scenarios follow the config's ``scenario`` section (documented in
 ``workflow/schemas/config.schema.yaml``), read once into a
@@ -32,6 +34,7 @@ import pandas as pd
 
 from sched import files
 from sched.config import shorten
+from sched.data import chunked
 from sched.data.distributions import sample_durations
 from sched.data.machines import total as total_speed
 from sched.data.model import ScenarioModel, scenario_model  # noqa: F401  (scenario_model: also from here)
@@ -88,6 +91,16 @@ class Scenario:
             np.ascontiguousarray(c, dtype=np.float64)
             for c in (f["arrival_s"], f["duration_s"], est, f["weight"], f["due_s"])
         )
+
+    @property
+    def chunked(self):
+        """Whether the table holds a chunk column (``sched.data.chunked``: one schedule row a chunk)."""
+        return chunked.is_chunked(self.frame)
+
+    @property
+    def chunks(self):
+        """(frames, chunk_frames, max_gpus, setup_s) arrays in row order (:func:`chunked.chunk_arrays`)."""
+        return chunked.chunk_arrays(self.frame)
 
 
 # --------------------------------------------------------------------------- reading
@@ -152,6 +165,7 @@ def validate_frame(frame, source="scenario", lines=None):
                 f"is out of range (|value| <= {BOUNDS[col]:g})"
             )
         out[col] = values
+    chunked.validate(out, source, lambda mask: _where(mask, lines), ScenarioError)
     dup = out["id"].duplicated()
     if dup.any():
         i = int(np.argmax(dup.to_numpy()))

@@ -4,6 +4,8 @@
 * ``rules``: the dispatching rules, their names and priority formulas, defined once;
 * ``objective``: tardiness and total weighted tardiness, defined once;
 * ``core``: the compiled event loop, the rule picks and batched rollouts;
+* ``chunks``: jobs of frames on a render farm (issue 59): the chunk formulas and their compiled
+  event loop (a job's chunks spread over GPUs up to its limit; one-chunk jobs run on ``core``);
 * ``one_queue``: the compiled path of ``rank()`` (one queue, one rule, one call);
 * ``top``: the one top-k selection (largest first, ties by index: the rules' tie rule);
 * ``reference``: the plain-Python reference simulator the compiled one is checked against;

@@ -16,6 +16,13 @@ of the GPU the decision is for: the rule reads the estimates on that GPU,
 bit, as it was before speeds existed). The static part (``w / p``,
 ``log(w / p)``) stays the speed-1 one: on one GPU every waiting task shares
 the factor ``v`` (the term ``log v``), which does not change their order.
+
+On a farm of chunked jobs (:mod:`sched.sim.chunks`) ``p`` is a job's remaining work: the
+estimates of its waiting chunks (a whole task's estimate when the job is one chunk). The farm's
+own dispatchers, :data:`FARM_RULES`, are rules of their own: ``farm-fifo`` (highest weight, then
+earliest arrival) and ``farm-balanced`` (highest weight, then the job running the fewest chunks
+now, :func:`tie_key`, then earliest arrival). They are not in :data:`RULES`, the rules every
+benchmark, ``rank()`` and tuning already run: their results must not change.
 """
 
 import math
@@ -25,11 +32,16 @@ from numba.extending import register_jitable
 
 from sched.sim.errors import SimulationError
 
-FIFO, SPT, EDD, WSPT, ATC, WMDD = range(6)
+FIFO, SPT, EDD, WSPT, ATC, WMDD, FARM_FIFO, FARM_BALANCED = range(8)
 
 #: Rule names as used on the command line and in every output file.
 RULES = ("fifo", "spt", "edd", "wspt", "atc", "wmdd")
-RULE_IDS = {name: i for i, name in enumerate(RULES)}
+#: The render farm's own dispatchers (OpenCue's and Deadline's defaults): `sched simulate` runs
+#: them; the benchmarks of today's settings do not.
+FARM_RULES = ("farm-fifo", "farm-balanced")
+#: Every rule `sched simulate --policy` takes.
+ALL_RULES = RULES + FARM_RULES
+RULE_IDS = {name: i for i, name in enumerate(ALL_RULES)}
 
 #: Default look-ahead parameter of ATC (the field's usual reference value).
 ATC_K_DEFAULT = 2.0
@@ -93,8 +105,20 @@ def priority(rule, k, at, arrival, p, w, d, static):
         return static
     if rule == ATC:
         return atc_log_index(static, p, d, t, k, pbar)
-    # WMDD, weighted modified due date: smallest max(p, d - t) / w first.
-    return -max(p, d - t) / w
+    if rule == WMDD:  # weighted modified due date: smallest max(p, d - t) / w first
+        return -max(p, d - t) / w
+    # FARM_FIFO, FARM_BALANCED: the highest weight (priority class) first; ties by tie_key,
+    # then by arrival (the queue's order)
+    return w
+
+
+@register_jitable
+def tie_key(rule, running):
+    """What breaks a tie of equal priorities before the arrival order (larger first):
+    ``farm-balanced``'s fewest running chunks (``-running``); 0 for every other rule."""
+    if rule == FARM_BALANCED:
+        return -float(running)
+    return 0.0
 
 
 def rule_id(name):
@@ -102,4 +126,4 @@ def rule_id(name):
     try:
         return RULE_IDS[name]
     except KeyError:
-        raise SimulationError(f"unknown rule {name!r}; expected one of {', '.join(RULES)}") from None
+        raise SimulationError(f"unknown rule {name!r}; expected one of {', '.join(ALL_RULES)}") from None
