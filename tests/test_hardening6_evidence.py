@@ -338,6 +338,22 @@ def test_deadline_a_dry_run_writes_no_task_times(client, conf, tmp_path, exists)
     assert (path.read_bytes() if path.exists() else None) == before
 
 
+def test_deadline_a_dry_run_writes_neither_the_decision_log_nor_the_task_times(
+    client, conf, tmp_path, monkeypatch, capsys
+):
+    from sched import cli
+
+    monkeypatch.setattr(deadline, "connect", lambda region=None, endpoint_url=None: client)
+    log = tmp_path / "decisions.jsonl"
+    with Stubber(client) as stubber:
+        stub_sync(stubber, shots())
+        argv = ["--config", conf, "deadline", "sync", "--farm-id", FARM, "--queue-id", QUEUE, "--dry-run"]
+        code = cli.main(argv + ["--now", str(NOW), "--calls", "1", "--decision-log", str(log)])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    assert "would set" in out.out and not list(tmp_path.glob("decisions*"))
+
+
 # --------------------------------------------------------------------------- class 13: numbers
 
 
