@@ -391,6 +391,16 @@ def test_a_bad_task_times_entry_is_dropped_named_and_the_job_measured_again(clie
     assert kept[victim] == [2, sum(j.done_s) / 2]
 
 
+def test_deadline_a_task_ending_before_it_started_is_left_out_of_the_mean_named(client, conf, tmp_path):
+    queue = shots(3)
+    job = queue.jobs[sorted(queue.jobs)[1]]
+    job.done_s = [-30, 40]
+    report = stubbed(client, queue, conf, tmp_path)
+    (line,) = [w for w in report.warnings if "left out of its mean" in w]
+    assert job.name in line and "1 succeeded tasks" in line and "endedAt - startedAt: -30 s" in line
+    assert not report.skipped and len(report.ranked) == 3
+
+
 def _bad_summary(field, value):
     def summary(job, orig):
         d = orig(job)
