@@ -70,3 +70,7 @@ MAX_VERDICT_BYTES = 1024**2
 #: Nesting levels of a JSON document the project reads (files, request bodies, API answers;
 #: sched.json_input): a verdict, a calibration or a call nests a few levels.
 MAX_JSON_DEPTH = 64
+#: Largest count (tasks, frames) or priority, in absolute value, a render farm's answer or a
+#: file kept for it may hold: the 32-bit integers of OpenCue's and Deadline Cloud's models. A
+#: job whose answer holds a larger one is skipped, named (sched.farms.answers).
+MAX_FARM_COUNT = 2**31 - 1

@@ -8,7 +8,7 @@ to the job). Any other call answers UNIMPLEMENTED, as the generated base service
 Faults a test can ask for: :meth:`FakeCuebot.refuse` (the next calls of one method answer a
 gRPC error, as an overloaded or restarting Cuebot does) and :meth:`FakeCuebot.vanish_after_listing`
 (a job listed once, then gone: finished and archived, or killed, between the listing and the
-calls that follow it).
+calls that follow it), and :meth:`FakeCuebot.list_twice` (GetJobs lists a job twice).
 """
 
 import threading
@@ -26,6 +26,7 @@ class FakeCuebot:
         self.refusals = {}  # method name -> [gRPC status code of each next call to refuse]
         self.calls = {}  # method name -> calls received, refused ones included
         self.vanishing = set()  # ids of jobs GetJobs lists once, then removes
+        self.twice = []  # ids of jobs GetJobs lists a second time, after the others
         self._lock = threading.Lock()
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
         cue_pb2_grpc.add_CueInterfaceServicer_to_server(_Cue(), self.server)
@@ -69,6 +70,10 @@ class FakeCuebot:
         answer ``code`` (a ``grpc.StatusCode``)."""
         self.refusals.setdefault(method, []).extend([code] * times)
 
+    def list_twice(self, jid):
+        """GetJobs lists the job a second time, after every other job."""
+        self.twice.append(jid)
+
     def vanish_after_listing(self, jid):
         """The job is listed by the next GetJobs, then gone: later calls naming it answer NOT_FOUND."""
         self.vanishing.add(jid)
@@ -103,6 +108,7 @@ class _Jobs(job_pb2_grpc.JobInterfaceServicer):
                 for j in self.cue.jobs.values()
                 if (not r.shows or j.show in r.shows) and (r.include_finished or j.state != job_pb2.FINISHED)
             ]
+            jobs += [self.cue.jobs[jid] for jid in self.cue.twice if self.cue.jobs[jid] in jobs]
             for jid in self.cue.vanishing:
                 self.cue.jobs.pop(jid, None)
                 self.cue.comments.pop(jid, None)

@@ -11,6 +11,10 @@
 
 Both apply the priorities the adapter sets to the queue's jobs and record them in
 ``queue.updates`` ((job id, priority), in arrival order).
+
+Repeats, as a service may answer them: ``queue.relisted`` (job ids ListJobs lists a second time,
+after every job: on a later page when pages are small), ``queue.detailed_twice`` (BatchGetJob
+answers their items twice), a Job's ``tasks_twice`` (SearchTasks lists each of its tasks twice).
 """
 
 import json
@@ -49,6 +53,8 @@ class Job:
     target: str = None
     description: str = ""
     parameters: dict = field(default_factory=dict)
+    #: SearchTasks lists each of its tasks twice
+    tasks_twice: bool = False
 
     def counts(self):
         c = {"READY": self.waiting, "RUNNING": self.running, "SUCCEEDED": len(self.done_s)}
@@ -82,7 +88,7 @@ class Job:
 
     def tasks(self):
         t0 = self.created + timedelta(minutes=5)
-        return [
+        return (2 if self.tasks_twice else 1) * [
             {
                 "taskId": f"task-{self.id[4:]}-{k}",
                 "stepId": "step-" + "c" * 32,
@@ -101,7 +107,16 @@ class Queue:
 
     def __init__(self):
         self.jobs, self.updates = {}, []
+        self.relisted, self.detailed_twice = [], set()
         self._lock = threading.Lock()
+
+    def listing(self):
+        """The jobs as ListJobs lists them: each in order, then those of ``relisted`` again."""
+        return list(self.jobs.values()) + [self.jobs[j] for j in self.relisted]
+
+    def items(self, wanted):
+        """BatchGetJob's items of the jobs ``wanted`` (Jobs), those of ``detailed_twice`` twice."""
+        return [j.item() for j in wanted for _ in range(2 if j.id in self.detailed_twice else 1)]
 
     def add(self, name, waiting=10, created=None, **kw):
         jid = f"job-{len(self.jobs):032x}"
@@ -132,7 +147,7 @@ def stub_sync(stubber, queue, page=100, updates=0, measured=True):
     jobs, BatchGetJob, SearchTasks (none when not ``measured``: every job's task times known
     from the last sync), and ``updates`` BatchUpdateJob calls (their parameters are the
     adapter's choice: recorded and applied by :func:`record_updates`, not expected)."""
-    jobs = list(queue.jobs.values())
+    jobs = queue.listing()
     for k in range(0, max(len(jobs), 1), page):
         params = {"farmId": FARM, "queueId": QUEUE, "maxResults": 100}
         if k:
@@ -146,13 +161,14 @@ def stub_sync(stubber, queue, page=100, updates=0, measured=True):
         ids = [{"farmId": FARM, "queueId": QUEUE, "jobId": j.id} for j in waiting[k : k + 100]]
         stubber.add_response(
             "batch_get_job",
-            {"jobs": [j.item() for j in waiting[k : k + 100]], "errors": []},
+            {"jobs": queue.items(waiting[k : k + 100]), "errors": []},
             {"identifiers": ids},
         )
     for j in waiting:
         if j.done_s and measured:
             params = {"farmId": FARM, "queueIds": [QUEUE], "jobId": j.id, "itemOffset": 0, "pageSize": 100}
-            stubber.add_response("search_tasks", {"tasks": j.tasks(), "totalResults": len(j.done_s)}, params)
+            tasks = j.tasks()
+            stubber.add_response("search_tasks", {"tasks": tasks, "totalResults": len(tasks)}, params)
     for _ in range(updates):
         stubber.add_response("batch_update_job", {"errors": []})
 
@@ -211,8 +227,8 @@ class DeadlineServer:
         if method == "GET" and path.startswith("/2023-10-12/farms/") and path.endswith("/jobs"):
             return 404, "ResourceNotFoundException", {"message": "Resource not found: queue"}
         if method == "POST" and path == "/2023-10-12/batch-get-job":
-            wanted = [i["jobId"] for i in body["identifiers"]]
-            jobs = [self.queue.jobs[j].item() for j in wanted]
+            wanted = [self.queue.jobs[i["jobId"]] for i in body["identifiers"]]
+            jobs = self.queue.items(wanted)
             return self._guard("BatchGetJob") or (200, None, {"jobs": jobs, "errors": []})
         if method == "POST" and path == f"/2023-10-12/farms/{FARM}/search/tasks":
             tasks = self.queue.jobs[body["jobId"]].tasks()
@@ -239,7 +255,7 @@ class DeadlineServer:
         return None
 
     def _list(self, query):
-        jobs = list(self.queue.jobs.values())
+        jobs = self.queue.listing()
         start = int(query.get("nextToken", ["0"])[0])
         size = min(self.page, int(query.get("maxResults", ["100"])[0]))
         body = {"jobs": [j.summary() for j in jobs[start : start + size]]}

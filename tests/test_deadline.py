@@ -452,7 +452,7 @@ def test_task_times_round_trip_and_a_file_of_another_queue_or_not_json_is_set_as
     assert got == {} and "fields farm, queue: another queue's file; measuring every job again" in warning
     path.write_text("{not json")
     got, warning = task_times.read(path, FARM, QUEUE)
-    assert got == {} and warning.startswith(f"task times {path}: not JSON")
+    assert got == {} and warning.startswith(f"task times {path}: not valid JSON")
     bad = {"format": "sched-task-times/1", "farm": FARM, "queue": QUEUE, "jobs": {"j": [2, -1]}}
     path.write_text(json.dumps(bad))
     assert (

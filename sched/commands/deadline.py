@@ -51,7 +51,8 @@ def register(sub):
         "--decision-log",
         dest="decision_log",
         metavar="FILE",
-        help="append one JSON line per sync: the order, what it meant to set and what it set",
+        help="append one JSON line per sync: the order, what it meant to set and what it set "
+        "(none by a dry run, which writes nothing)",
     )
     v.add_argument(
         "--calls",
@@ -94,7 +95,8 @@ def run(args):
     bounds = _range(args.priority_range, args.middle)
     ranking = farm_sync_arguments(args, parse_machines(args.machines))
     rules = mapping.read_mapping(args.mapping, unit="task") if args.mapping else []
-    log = DecisionLog(args.decision_log) if args.decision_log else None  # refused now, not after
+    # refused now, not after; a dry run writes nothing: neither the log nor the task times
+    log = DecisionLog(args.decision_log) if args.decision_log and not args.dry_run else None
     try:
         report = deadline.sync(
             args.farm_id,

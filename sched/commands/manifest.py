@@ -33,12 +33,49 @@ def run_write(args):
     from sched import files
     from sched.evidence import manifest, run_record
 
-    text = manifest.manifest_text(args.results)
-    files.write_text(args.out, text)
-    digest, count = manifest.sha256(args.out), text.count("\n")
+    # both targets checked before anything is hashed or written: a link is not written through,
+    # a file of another format not written over
+    manifest.check_out(args.out)
+    _check_record(args.record)
+    data = manifest.encode(manifest.manifest_text(args.results))
+    with files.atomic_path(args.out) as tmp:
+        tmp.write_bytes(data)
+    digest, count = manifest.sha256(args.out), data.count(b"\n")
     run_record.write(args.record, manifest=digest, artefacts=count)
-    print(f"{args.out}: {count} result artefacts, sha256 {digest}")
-    print(f"wrote {args.out} and the run record {args.record}", file=sys.stderr)
+    out = manifest.shown(args.out)
+    print(f"{out}: {count} result artefacts, sha256 {digest}")
+    print(f"wrote {out} and the run record {manifest.shown(args.record)}", file=sys.stderr)
+
+
+#: Keys every run record has (sched.evidence.run_record.record): its signature.
+RECORD_KEYS = ("written", "host", "versions")
+
+
+def _check_record(path):
+    """Refuse ``path`` as the run record to write when it is a symbolic link, or an existing
+    file that is not a run record (a JSON object with :data:`RECORD_KEYS`)."""
+    import os
+
+    from sched import files, json_input
+    from sched.evidence.manifest import ManifestError, shown
+
+    if os.path.islink(path):
+        raise ManifestError(f"{shown(path)}: a symbolic link; the run record is not written through a link")
+    if not os.path.lexists(path):
+        return
+    data = files.read_bytes(path, ManifestError, 64 << 20)
+    if not data:
+        return
+    try:
+        doc = json_input.parse(data, shown(path), ManifestError)
+    except ManifestError as exc:
+        doc = str(exc)
+    if not (isinstance(doc, dict) and all(k in doc for k in RECORD_KEYS)):
+        why = doc if isinstance(doc, str) else f"no {', '.join(RECORD_KEYS)} fields"
+        raise ManifestError(
+            f"{shown(path)}: exists and is not a run record ({why}); not written over "
+            "(remove it, or choose another --record)"
+        )
 
 
 def run_compare(args):
@@ -50,8 +87,8 @@ def run_compare(args):
         print(f"identical: {n} result artefacts, sha256 {manifest.digest(args.a)}")
         return
     first = diffs[0]
-    print(f"first difference (DAG order): {first.path} ({first.how})")
+    print(f"first difference (DAG order): {manifest.shown(first.path)} ({first.how})")
     for d in diffs[1:]:
-        print(f"  then: {d.path} ({d.how})")
+        print(f"  then: {manifest.shown(d.path)} ({d.how})")
     print(f"{len(diffs)} of {n} artefacts differ")
     raise SystemExit(1)

@@ -2,6 +2,7 @@
 optional extra ``opencue``)."""
 
 import math
+import sys
 
 from sched.cli import add_farm_sync_options, farm_sync_arguments, print_sync_report, priority_range
 from sched.errors import UsageError
@@ -72,3 +73,5 @@ def run(args):
         **ranking,
     )
     print_sync_report(report, "pending")
+    for line in report.warnings:
+        print(f"sched opencue: warning: {line}", file=sys.stderr)

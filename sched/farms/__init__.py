@@ -2,6 +2,8 @@
 
 * ``adapter``: what the adapters share: jobs to tasks, ``rank()``'s order, the priorities
   that must change;
+* ``answers``: what a farm's answers hold, checked once where they are read: a job listed
+  twice counts once, a record with a bad number is skipped, named;
 * ``mapping``: how a farm's job becomes a task (weight, due time, estimate): the mapping
   CSV and a job's own ``sched`` values;
 * ``deadline``: ``sched deadline sync``, an AWS Deadline Cloud queue's waiting jobs as job

@@ -139,10 +139,17 @@ def prepare(rules, config, now, machines):
 
 def job_tasks(jobs, rules, own_values, check, default_due_h, report, unit="frame"):
     """(tasks, their jobs, their planned estimates) of the FarmJobs that rank() can read; each
-    other job is skipped into ``report``, with the reason naming it. ``own_values(job)``: the
+    other job is skipped into ``report``, with the reason naming it (a number of the farm's
+    answer out of bounds: :func:`sched.farms.answers.job_problem`). ``own_values(job)``: the
     job's own checked ``sched`` values (None without any; a MappingError skips the job)."""
+    from sched.farms.answers import job_problem
+
     tasks, ranked_jobs, work = [], [], []
     for job in jobs:
+        problem = job_problem(job, unit)  # the farm's own numbers, before anything uses them
+        if problem is not None:
+            report.skipped.append((job.name, problem))
+            continue
         try:
             values = mapping.job_values(job.name, own_values(job), rules)
             task, how = mapping.job_task(

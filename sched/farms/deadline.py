@@ -50,12 +50,11 @@ setting priorities fails part-way, the message says how many were set; a rerun c
 
 # size: the adapter's whole contract with the service in one place: which calls, in what order and
 # batches, at what concurrency, and what each failure says
-import math
 import uuid
 from datetime import UTC, datetime
 
 from sched.errors import MissingExtraError, SchedError, UsageError
-from sched.farms import adapter, mapping, task_times
+from sched.farms import adapter, answers, mapping, task_times
 from sched.farms.adapter import FarmError, FarmJob, SyncReport
 from sched.farms.mapping import printable
 from sched.limits import MAX_RANK_TASKS
@@ -145,13 +144,12 @@ def sync(farm_id, queue_id, rules=(), dry_run=False, now=None, client=None, **kw
     client = client or connect(kw.get("region"), kw.get("endpoint_url"))
     queue = _Queue(client, farm_id, queue_id, calls)
     report = SyncReport(scope=f"farm {printable(farm_id)} queue {printable(queue_id)}", dry_run=dry_run)
-    path = kw.get("task_times")
-    if path is not None:
-        queue.known, warning = task_times.read(path, farm_id, queue_id)
-        if warning:
-            report.warnings.append(warning)
+    path, keep = kw.get("task_times"), False
+    if path is not None:  # kept only over a task-times file (or where none is), and not by a dry run
+        queue.known, warning, keep = task_times.load(path, farm_id, queue_id)
+        report.warnings += [warning] if warning else []
     jobs = queue.waiting_jobs(report)
-    if path is not None:  # a cache: one that cannot be written costs the next sync its calls, no more
+    if keep and not dry_run:  # a cache: one that cannot be written costs the next sync its calls, no more
         try:
             task_times.write(path, farm_id, queue_id, queue.measured)
         except SchedError as exc:
@@ -226,6 +224,10 @@ class _Queue:
             return fn(**params)
         except _errors() as exc:
             raise DeadlineError(f"{what} ({_first_line(exc)})", throttled=_throttled(exc)) from None
+        except UNREADABLE as exc:  # botocore's parser refused a field (a priority "abc"), or none is there
+            raise DeadlineError(
+                f"{what} (its answer cannot be read: {_line(exc) or type(exc).__name__})"
+            ) from None
 
     def waiting_jobs(self, report):
         """The queue's waiting jobs as FarmJobs, by name; each that cannot be read is skipped
@@ -236,7 +238,8 @@ class _Queue:
         summaries = self._call(
             f"{self.where}: cannot list its jobs", lambda: [j for p in pages for j in p["jobs"]]
         )
-        waiting = sorted((s for s in summaries if waits(s)), key=lambda s: (s["name"], s["jobId"]))
+        waiting = answers.deadline_waiting(summaries, waits, (LOWEST, HIGHEST), self.where, report)
+        waiting.sort(key=lambda s: (s["name"], s["jobId"]))
         if len(waiting) > MAX_RANK_TASKS:  # at once: before a job is read or checked
             raise DeadlineError(
                 f"{self.where}: {len(waiting)} jobs with waiting tasks, more than rank()'s limit of "
@@ -244,16 +247,19 @@ class _Queue:
             )
         details = self._details(waiting, report) if self.batched else self._each(waiting, report)
         waiting = [s for s in waiting if s["jobId"] in details]
-        means = self._task_means(waiting)
+        means = self._task_means(waiting, report)
         return [self._job(s, details[s["jobId"]], means.get(s["jobId"], 0.0)) for s in waiting]
 
-    def _task_means(self, waiting):
+    def _task_means(self, waiting, report):
         """{job id: mean seconds per succeeded task} of the jobs of ``waiting`` with succeeded
         tasks: from ``known`` where the count is the same, else measured (SearchTasks)."""
         done = [(s, int((s.get("taskRunStatusCounts") or {}).get("SUCCEEDED", 0))) for s in waiting]
         done = [(s, n) for s, n in done if n > 0]
         todo = [s for s, n in done if self.known.get(s["jobId"], (None,))[0] != n]
-        fresh = dict(zip((s["jobId"] for s in todo), self._map(self._mean_task_s, todo)))
+        fresh = {}
+        for s, (mean, notes) in zip(todo, self._map(self._mean_task_s, todo)):
+            fresh[s["jobId"]] = mean
+            report.warnings += notes  # in the jobs' order, whichever answer came first
         # a job not measured now has its count in ``known``: its mean is the one kept
         self.measured = {
             s["jobId"]: (n, fresh[s["jobId"]] if s["jobId"] in fresh else self.known[s["jobId"]][1])
@@ -270,13 +276,21 @@ class _Queue:
             got = self._call(
                 f"{self.where}: cannot read its jobs", self.client.batch_get_job, identifiers=ids
             )
-            details.update({j["jobId"]: j for j in got["jobs"]})
-            failed = {e["jobId"]: e for e in got["errors"]}
+            items = [j for j in got.get("jobs") or [] if isinstance(j, dict)]
+            items = answers.unique(
+                items, lambda j: j.get("jobId"), f"{self.where}: BatchGetJob", report.warnings
+            )
+            asked = {s["jobId"] for s in chunk}
+            details.update({j["jobId"]: j for j in items if j.get("jobId") in asked})
+            failed = {e.get("jobId"): e for e in got.get("errors") or [] if isinstance(e, dict)}
             for s in chunk:
                 if s["jobId"] in failed:
-                    e = failed[s["jobId"]]
-                    why = f"{printable(e['code'])}: {_line(e['message'])}"
-                    report.skipped.append((s["name"], f"job {printable(s['name'])}: cannot read it ({why})"))
+                    why = _refusal(failed[s["jobId"]])
+                elif s["jobId"] not in details:  # neither its item nor an error: named, not lost
+                    why = "BatchGetJob answered neither the job nor an error for it"
+                else:
+                    continue
+                report.skipped.append((s["name"], f"job {printable(s['name'])}: cannot read it ({why})"))
         return details
 
     def _each(self, waiting, report):
@@ -302,7 +316,7 @@ class _Queue:
                     f"{self.where}: cannot read its jobs ({why})", throttled=_throttled(exc)
                 ) from None
             return None, _first_line(exc)
-        except botocore.exceptions.BotoCoreError as exc:
+        except (botocore.exceptions.BotoCoreError, *UNREADABLE) as exc:
             raise DeadlineError(f"{self.where}: cannot read its jobs ({_first_line(exc)})") from None
 
     def _job(self, summary, item, avg):
@@ -312,7 +326,8 @@ class _Queue:
         return FarmJob(summary["jobId"], summary["name"], summary["priority"], waiting, avg, submitted, item)
 
     def _mean_task_s(self, summary):
-        """The mean run time of the succeeded tasks among the first page of the job's tasks (0: none)."""
+        """(The mean run time of the succeeded tasks among the first page of the job's tasks (0:
+        none), the warnings of that answer: a task listed twice, a task with unreadable times)."""
         got = self._call(
             f"{self.where}: job {printable(summary['name'])}: cannot read its tasks",
             self.client.search_tasks,
@@ -322,13 +337,7 @@ class _Queue:
             itemOffset=0,
             pageSize=PAGE,
         )
-        times = [
-            (t["endedAt"] - t["startedAt"]).total_seconds()
-            for t in got["tasks"]
-            if t.get("runStatus") == "SUCCEEDED" and t.get("startedAt") and t.get("endedAt")
-        ]
-        times = [s for s in times if math.isfinite(s) and s > 0]
-        return math.fsum(times) / len(times) if times else 0.0
+        return answers.mean_task_s(got, f"{self.where}: job {printable(summary['name'])}: SearchTasks")
 
     def set_priorities(self, planned, report):
         """BatchUpdateJob for ``planned`` ((job, before, after)), 100 jobs a call (else UpdateJob,
@@ -340,7 +349,7 @@ class _Queue:
                     self.client.update_job(
                         farmId=self.farm, queueId=self.queue, jobId=job.id, priority=int(after)
                     )
-                except _errors() as exc:
+                except _errors() + UNREADABLE as exc:
                     raise self._partly(report, planned, job.name, _first_line(exc)) from None
                 report.changes.append((job.name, before, after))
                 report.changed_ids.append(job.id)
@@ -353,17 +362,15 @@ class _Queue:
             ]
             try:
                 got = self.client.batch_update_job(jobs=items)
-            except _errors() as exc:
+            except _errors() + UNREADABLE as exc:
                 raise self._partly(report, planned, chunk[0][0].name, _first_line(exc)) from None
-            failed = {e["jobId"]: e for e in got["errors"]}
+            failed = {e.get("jobId"): e for e in got.get("errors") or [] if isinstance(e, dict)}
             for job, before, after in chunk:
                 e = failed.get(job.id)
                 if e is not None and e.get("code") == "ResourceNotFoundException":
                     # gone since the listing (finished, deleted); the whole call's 404 (the queue
                     # gone) still stops the sync
-                    adapter.skip_gone(
-                        report, job, "the queue", f"{printable(e['code'])}: {_line(e['message'])}"
-                    )
+                    adapter.skip_gone(report, job, "the queue", _refusal(e))
                     del failed[job.id]
                 elif e is None:
                     report.changes.append((job.name, before, after))
@@ -371,8 +378,8 @@ class _Queue:
             if failed:  # named by the first of ours it refused (an id not asked for, as it is)
                 job = next((j for j, _, _ in chunk if j.id in failed), None)
                 e = failed[job.id] if job else next(iter(failed.values()))
-                name = job.name if job else e["jobId"]
-                raise self._partly(report, planned, name, f"{printable(e['code'])}: {_line(e['message'])}")
+                name = job.name if job else str(e.get("jobId") or "a job it did not name")
+                raise self._partly(report, planned, name, _refusal(e))
 
     def _partly(self, report, planned, name, why):
         return DeadlineError(
@@ -397,17 +404,20 @@ def _own_values(job):
     """The job's own ``sched`` values: its ``sched_*`` parameters, its description's ``sched:``
     lines over them (None without any); a MappingError naming the job and the value."""
     item, where = job.handle, f"job {printable(job.name)}"
-    found = {}
-    for key, value in (item.get("parameters") or {}).items():
-        if not key.lower().startswith(PARAMETER):
+    found, parameters, description = {}, item.get("parameters") or {}, item.get("description") or ""
+    if not (isinstance(parameters, dict) and isinstance(description, str)):
+        raise mapping.MappingError(f"{where}: parameters, description: expected a map and a string")
+    for key, value in parameters.items():
+        if not str(key).lower().startswith(PARAMETER):
             continue
-        text = next((value[t] for t in ("string", "float", "int", "path") if t in value), None)
-        if text is None:
+        kinds = ("string", "float", "int", "path")
+        text = next((value[t] for t in kinds if t in value), None) if isinstance(value, dict) else None
+        if not isinstance(text, str):
             raise mapping.MappingError(f"{where}: parameter {printable(key)}: expected a string or number")
         found[key[len(PARAMETER) :].lower()] = text
     params = mapping.check_values(found, f"{where}: parameters", features=True, unit="task")
     found = {}
-    for n, raw in enumerate((item.get("description") or "").splitlines(), start=1):
+    for n, raw in enumerate(description.splitlines(), start=1):
         line = raw.strip()
         if not line[: len(TAG)].lower() == TAG:
             continue
@@ -445,6 +455,16 @@ def _record(report, farm_id, queue_id, planned, error):
         "skipped": [{"name": n, "reason": r} for n, r in report.skipped],
         "error": error,
     }
+
+
+def _refusal(error):
+    """A per-job error item of a batch call (BatchGetJob, BatchUpdateJob) in a few words."""
+    return f"{printable(str(error.get('code')))}: {_line(error.get('message') or '')}"
+
+
+#: What botocore's parser raises on an answer it cannot read (a priority "abc", a time "garbage"),
+#: and what reading an answer without a field it must have raises.
+UNREADABLE = (KeyError, TypeError, ValueError, RuntimeError, OverflowError)
 
 
 def _errors():

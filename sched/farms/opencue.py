@@ -36,7 +36,7 @@ import re
 import time
 
 from sched.errors import MissingExtraError, UsageError
-from sched.farms import adapter, mapping
+from sched.farms import adapter, answers, mapping
 from sched.farms.adapter import FarmError, FarmJob, SyncReport
 from sched.farms.mapping import printable
 from sched.limits import MAX_RANK_TASKS
@@ -128,8 +128,11 @@ def sync(
     from opencue_proto import job_pb2
 
     def waits(d):  # a job with nothing waiting to be booked: its priority orders nothing
-        return d.state == job_pb2.PENDING and not d.is_paused and d.job_stats.waiting_frames > 0
+        # a negative count is not "nothing": the job goes on, to be skipped naming the field
+        return d.state == job_pb2.PENDING and not d.is_paused and d.job_stats.waiting_frames != 0
 
+    # a job listed twice (a Cuebot repeating itself) is ranked once, the repeat a warning
+    jobs = answers.unique(jobs, lambda j: j.data.id, f"show {printable(show)}: GetJobs", report.warnings)
     pending = sorted((j for j in jobs if waits(j.data)), key=lambda j: (j.name(), j.id()))
     if len(pending) > MAX_RANK_TASKS:  # at once: before a comment is read or a job checked
         raise OpenCueError(
