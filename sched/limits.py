@@ -16,6 +16,8 @@ MAX_SPEED = 1e3
 MAX_SCENARIO_TASKS = 1_000_000
 #: Values in a YAML document once its aliases are expanded (config files).
 MAX_YAML_NODES = 100_000
+#: Nesting levels of a YAML document (a config nests a few levels, the schema about ten).
+MAX_YAML_DEPTH = 64
 #: Bytes in a config file.
 MAX_YAML_BYTES = 1_000_000
 #: Characters of an offending value quoted in an error message.
