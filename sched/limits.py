@@ -44,6 +44,10 @@ MAX_POLICY_HIDDEN = 1024
 MAX_POLICY_BYTES = 64 * 1024**2
 #: Largest magnitude of a weight in a policy file (trained ones stay orders of magnitude below).
 MAX_POLICY_WEIGHT = 1e6
+#: Digits of the training seed in a learned policy's name (``ppo-<S>``, ``ppo-<S>-warm``...;
+#: ``rank(policy=...)``, ``--policy``, ``--policies``): an int64 seed, and a policy file path
+#: of bounded length.
+MAX_SEED_DIGITS = 18
 #: Bytes in a calibration file (``sched calibrate`` writes a few kilobytes).
 MAX_CALIBRATION_BYTES = 64 * 1024**2
 #: Bytes of one line of a queue history (CSV or JSON Lines); a record is a few hundred
