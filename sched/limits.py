@@ -70,3 +70,9 @@ MAX_VERDICT_BYTES = 1024**2
 #: Nesting levels of a JSON document the project reads (files, request bodies, API answers;
 #: sched.json_input): a verdict, a calibration or a call nests a few levels.
 MAX_JSON_DEPTH = 64
+#: The times of a ``rank()`` call on a datetime clock (when it gives datetimes), in POSIX
+#: seconds: from 0001-01-02 to 9999-12-31 UTC, the dates a datetime can show with a day to
+#: spare for a time zone's offset. ``now`` and the plan's reach (latest time + total estimated
+#: work) must lie within, so that its explain table can show every start and end as a datetime.
+DATETIME_FIRST_S = -62_135_510_400.0  # 0001-01-02T00:00:00Z
+DATETIME_END_S = 253_402_214_400.0  # 9999-12-31T00:00:00Z
