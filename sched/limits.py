@@ -48,6 +48,11 @@ MAX_POLICY_WEIGHT = 1e6
 #: ``rank(policy=...)``, ``--policy``, ``--policies``): an int64 seed, and a policy file path
 #: of bounded length.
 MAX_SEED_DIGITS = 18
+#: Largest magnitude of a duration model's coefficient of a log feature (its exponent:
+#: duration ~ pixels^c; fitted ones are near 1). With the intercept's bound (the median
+#: duration it predicts for features of 1 at most MAX_SECONDS), a calibration file's model
+#: cannot overflow; a prediction beyond MAX_SECONDS for a task's features is refused.
+MAX_MODEL_EXPONENT = 10.0
 #: Bytes in a calibration file (``sched calibrate`` writes a few kilobytes).
 MAX_CALIBRATION_BYTES = 64 * 1024**2
 #: Bytes of one line of a queue history (CSV or JSON Lines); a record is a few hundred
