@@ -314,6 +314,9 @@ def check_semantics(cfg, source="config", sections=None):
             )
     if sections is None or "benchmark" in sections:
         check_benchmark_counts(cfg, source)
+    from sched.limits import check_products
+
+    check_products(cfg, source, ConfigError)  # settings in range whose product is not
 
 
 def check_workload_loads(cfg, source="config"):
