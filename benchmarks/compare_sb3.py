@@ -57,7 +57,6 @@ iterations (the same number of rollouts of the same shape). ``--seconds S``
 says fit in about S seconds.
 """
 
-import argparse
 import copy
 import datetime
 import math
@@ -464,29 +463,39 @@ def write_results(path, result):
 
 
 def parse_args(argv=None):
-    ap = argparse.ArgumentParser(
+    from sched.cli import ScriptParser, float_in, int_in
+
+    ap = ScriptParser(
         description="Training throughput of the project's PPO against sb3-contrib's MaskablePPO "
         f"(unit: {UNIT}). Needs the peer extra: pip install -e '.[peer]'."
     )
     budget = ap.add_mutually_exclusive_group()
     budget.add_argument(
-        "--seconds", type=float, help="about this many measured seconds per side (default 60)"
+        "--seconds",
+        type=float_in(0, above=True),
+        help="about this many measured seconds per side (default 60)",
     )
     budget.add_argument(
-        "--steps", type=int, help="each side runs ceil(STEPS / (num_envs x num_steps)) PPO iterations"
+        "--steps", type=int_in(1), help="each side runs ceil(STEPS / (num_envs x num_steps)) PPO iterations"
     )
-    ap.add_argument("--num-envs", type=int, help="environments per rollout (default: the config's)")
-    ap.add_argument("--num-steps", type=int, help="steps per environment per rollout (default: the config's)")
-    ap.add_argument("--num-minibatches", type=int, help="minibatches per epoch (default: the config's)")
-    ap.add_argument("--update-epochs", type=int, help="passes over each rollout (default: the config's)")
-    ap.add_argument("--hidden", type=int, help="hidden width of both networks (default: the config's)")
-    ap.add_argument("--threads", type=int, default=1, help="torch and numba threads (default: 1)")
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--tasks", type=int, help="tasks per scenario (default: the config's)")
+    ap.add_argument("--num-envs", type=int_in(1), help="environments per rollout (default: the config's)")
     ap.add_argument(
-        "--max-queue", type=int, default=64, help="rows of the Gymnasium observation (default: 64)"
+        "--num-steps", type=int_in(1), help="steps per environment per rollout (default: the config's)"
     )
-    ap.add_argument("--warmup", type=int, default=2, help="throw-away iterations per side first (default: 2)")
+    ap.add_argument("--num-minibatches", type=int_in(1), help="minibatches per epoch (default: the config's)")
+    ap.add_argument(
+        "--update-epochs", type=int_in(1), help="passes over each rollout (default: the config's)"
+    )
+    ap.add_argument("--hidden", type=int_in(1), help="hidden width of both networks (default: the config's)")
+    ap.add_argument("--threads", type=int_in(1), default=1, help="torch and numba threads (default: 1)")
+    ap.add_argument("--seed", type=int_in(0), default=1)
+    ap.add_argument("--tasks", type=int_in(1), help="tasks per scenario (default: the config's)")
+    ap.add_argument(
+        "--max-queue", type=int_in(1), default=64, help="rows of the Gymnasium observation (default: 64)"
+    )
+    ap.add_argument(
+        "--warmup", type=int_in(0), default=2, help="throw-away iterations per side first (default: 2)"
+    )
     ap.add_argument("--config", help="config file (default: the built-in defaults, no calibration file)")
     ap.add_argument("--out", help="write the results there: .json (everything) or CSV (one row per side)")
     a = ap.parse_args(argv)
@@ -529,4 +538,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from sched.cli import run_script
+
+    sys.exit(run_script(main, "benchmarks/compare_sb3.py"))

@@ -12,7 +12,6 @@ at once, where the client's and server's CPU bound the sync, not the calls' late
 Optional extra ``deadline`` (boto3). The figures: docs/deadline.md, "At farm scale".
 """
 
-import argparse
 import multiprocessing as mp
 import os
 import statistics
@@ -63,14 +62,18 @@ def _timed(url, conf, **kw):
     return time.perf_counter() - t0, report
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--jobs", type=int, default=2000)
-    ap.add_argument("--done", type=int, default=725)
-    ap.add_argument("--calls", type=int, default=8)
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--latency-ms", type=float, default=20.0, help="each answer's delay (default 20 ms)")
-    args = ap.parse_args()
+def main(argv=None):
+    from sched.cli import ScriptParser, float_in, int_in
+
+    ap = ScriptParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--jobs", type=int_in(1), default=2000)
+    ap.add_argument("--done", type=int_in(0), default=725)
+    ap.add_argument("--calls", type=int_in(1), default=8)
+    ap.add_argument("--repeat", type=int_in(1), default=3)
+    ap.add_argument(
+        "--latency-ms", type=float_in(0), default=20.0, help="each answer's delay (default 20 ms)"
+    )
+    args = ap.parse_args(argv)
     for k, v in {
         "AWS_ACCESS_KEY_ID": "AKIDEXAMPLE",
         "AWS_SECRET_ACCESS_KEY": "x",
@@ -111,4 +114,6 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    from sched.cli import run_script
+
+    sys.exit(run_script(main, "benchmarks/deadline_sync.py"))

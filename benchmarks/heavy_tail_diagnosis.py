@@ -20,8 +20,8 @@ on them:
 The clairvoyant's headroom on the same setting: ``sched --config CONFIG clairvoyant --seeds A-B``.
 """
 
-import argparse
 import json
+import sys
 
 import numpy as np
 
@@ -90,14 +90,16 @@ def plan_against_atc(cfg, tuned, seeds, scenarios, setting):
     return (d, lo, hi, *win_tie_loss(x, ref, b["tie_relative"], b["tie_absolute_s"]))
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main(argv=None):
+    from sched.cli import ScriptParser, int_in
+
+    ap = ScriptParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--config", required=True, help="the setting's config (the workflow's step config)")
     ap.add_argument("--tuned", required=True, help="the setting's tuned.json (ATC's k)")
-    ap.add_argument("--scenarios", type=int, default=300, help="validation seeds (default 300)")
+    ap.add_argument("--scenarios", type=int_in(1), default=300, help="validation seeds (default 300)")
     ap.add_argument("--plan", nargs="*", default=[], metavar="SxH", help="plan settings to run, e.g. 32x50")
-    ap.add_argument("--threads", type=int, default=2, help="threads for plan's scenarios (default 2)")
-    args = ap.parse_args()
+    ap.add_argument("--threads", type=int_in(1), default=2, help="threads for plan's scenarios (default 2)")
+    args = ap.parse_args(argv)
     threads.apply(args.threads)
     cfg = load_config(args.config).replace(robustness={"settings": []})
     with open(args.tuned, encoding="utf-8") as fh:
@@ -124,4 +126,6 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    from sched.cli import run_script
+
+    sys.exit(run_script(main, "benchmarks/heavy_tail_diagnosis.py"))

@@ -12,7 +12,6 @@ machine's load falls on both; the result is the ratio of the medians, pinned / u
 cache holds both targets, each compiled once in a throw-away first process, outside the timing.
 """
 
-import argparse
 import json
 import os
 import statistics
@@ -61,14 +60,18 @@ def one_run(config, iterations, unpinned, workdir):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--iterations", type=int, default=6)
-    ap.add_argument("--repeats", type=int, default=2)
+    from sched.cli import ScriptParser, int_in
+
+    ap = ScriptParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--iterations", type=int_in(1), default=6)
+    ap.add_argument("--repeats", type=int_in(1), default=2)
     ap.add_argument("--config", default=str(ROOT / "config.yaml"))
     ap.add_argument("--out", help="write the measurements as JSON")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
-        cfg = yaml.safe_load(Path(args.config).read_text())
+        from sched.config import load_yaml
+
+        cfg = load_yaml(args.config) or {}
         cfg.setdefault("train", {}).update(teacher_scenarios=0, eval_every=0, checkpoint_every=0)
         calibration = (cfg.get("scenario") or {}).get("calibration")
         if calibration:  # relative to the config's folder; absent before the workflow ran: scenario.kinds
@@ -97,4 +100,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    from sched.cli import run_script
+
+    sys.exit(run_script(main, "benchmarks/pins_cost.py"))

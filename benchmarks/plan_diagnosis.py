@@ -13,12 +13,13 @@ hurt most where queues are long), and, for the first setting, the scenarios it l
 what the other settings do there.
 """
 
-import argparse
+import sys
 
 import numpy as np
 import pandas as pd
 
 from sched.config import load_config
+from sched.errors import UsageError
 from sched.evaluate.statistics import bootstrap_counts, paired_difference, win_tie_loss
 
 
@@ -26,11 +27,11 @@ def read(spec):
     """(name, table) of a NAME=CSV argument."""
     name, _, path = spec.partition("=")
     if not path:
-        raise SystemExit(f"{spec!r}: expected NAME=CSV (a `plan_quality.py --out` table)")
+        raise UsageError(f"{spec[:60]!r}: expected NAME=CSV (a `plan_quality.py --out` table)")
     frame = pd.read_csv(path)
     want = {"seed", "base", "plan", "decisions", "deviations", "cpu_s"}
     if not want <= set(frame.columns):
-        raise SystemExit(f"{path}: columns {', '.join(frame.columns)}; expected {', '.join(sorted(want))}")
+        raise UsageError(f"{path}: columns {', '.join(frame.columns)}; expected {', '.join(sorted(want))}")
     return name, frame.sort_values("seed").reset_index(drop=True)
 
 
@@ -52,10 +53,12 @@ def row(name, f, bench):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from sched.cli import ScriptParser, int_in
+
+    ap = ScriptParser(description=__doc__.splitlines()[0])
     ap.add_argument("tables", nargs="+", metavar="NAME=CSV")
     ap.add_argument("--config", default="config.yaml")
-    ap.add_argument("--worst", type=int, default=8, help="scenarios listed where the first loses most")
+    ap.add_argument("--worst", type=int_in(1), default=8, help="scenarios listed where the first loses most")
     a = ap.parse_args(argv)
     bench = load_config(a.config)["benchmark"]
     tables = [read(s) for s in a.tables]
@@ -96,4 +99,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    from sched.cli import run_script
+
+    sys.exit(run_script(main, "benchmarks/plan_diagnosis.py"))

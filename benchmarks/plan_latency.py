@@ -14,7 +14,6 @@ auto: the benchmark's winner; its rollouts, samples, horizon, candidates and dep
 counts cost. The numbers are a run record: wall clock on this machine, never read by the
 workflow. """
 
-import argparse
 import os
 import statistics
 import sys
@@ -54,11 +53,13 @@ def timed(fn):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    from sched.cli import ScriptParser, int_in
+
+    ap = ScriptParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--config", help="config file (default: as sched: $SCHED_CONFIG, else ./config.yaml)")
     ap.add_argument("--sizes", default="24,100,1000", help="waiting tasks per queue (comma-separated)")
-    ap.add_argument("--queues", type=int, default=20, help="queues per size (default 20)")
-    ap.add_argument("--seed", type=int, default=4600, help="seed of the first queue")
+    ap.add_argument("--queues", type=int_in(1), default=20, help="queues per size (default 20)")
+    ap.add_argument("--seed", type=int_in(0), default=4600, help="seed of the first queue")
     ap.add_argument(
         "--plan", action="append", default=[], metavar="KEY=VALUE", help="a plan setting over the config's"
     )
@@ -71,12 +72,14 @@ def main(argv=None):
     threads.apply(1)
     path = config_path(os.path.abspath(a.config) if a.config else None)
     if a.plan:  # the file with plan's settings replaced, its relative paths still read from its folder
-        import yaml
+        from sched.config import load_yaml
+        from sched.errors import UsageError
+        from sched.yaml_input import parse
 
-        raw = yaml.safe_load(path.read_text()) if path else {}
+        raw = (load_yaml(path) or {}) if path else {}
         for item in a.plan:
             key, _, value = item.partition("=")
-            raw.setdefault("plan", {})[key] = yaml.safe_load(value)
+            raw.setdefault("plan", {})[key] = parse(value, f"--plan {key}", UsageError)
         raw.setdefault("root", str(path.parent if path else Path.cwd()))
         path = raw
     cfg = load_config(path) if not isinstance(path, dict) else _validated(path)
@@ -121,4 +124,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from sched.cli import run_script
+
+    sys.exit(run_script(main, "benchmarks/plan_latency.py"))

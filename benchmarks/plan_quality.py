@@ -17,15 +17,15 @@ the decisions that deviated, and the process (one-core CPU) time per planned dec
 ``--out`` writes the per-scenario table (CSV).
 """
 
-import argparse
 import json
+import sys
 import time
 
 import pandas as pd
 
 from sched import layout
 from sched.cli import add_chooser_options, chooser_seeds_or_exit
-from sched.config import ConfigError, load_config
+from sched.config import load_config
 from sched.data.scenario import draw, scenario_model
 from sched.evaluate.seeds import free_validation_offset, range_text  # noqa: F401  (free_validation_offset: the tests)
 from sched.evaluate.statistics import bootstrap_counts, paired_difference, win_tie_loss
@@ -55,22 +55,30 @@ def _k(name, cfg):
 
 def parser():
     """The command line (``main`` parses it)."""
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from sched.cli import ScriptParser, float_in, int_in
+
+    ap = ScriptParser(description=__doc__.splitlines()[0])
     ap.add_argument("--config", default="config.yaml")
     ap.add_argument("--base", required=True)
-    ap.add_argument("--atc-k", type=float)
+    ap.add_argument("--atc-k", type=float_in(0, above=True))
     ap.add_argument("--rollout", help="a rule (or atc-tuned) continuing the rollouts (default: the base)")
-    ap.add_argument("--scenarios", type=int, default=30)
+    ap.add_argument("--scenarios", type=int_in(1), default=30)
     add_chooser_options(ap)
-    ap.add_argument("--load", type=float)
-    ap.add_argument("--depth", type=int, help="decisions a rollout takes before its terminal estimate")
+    ap.add_argument("--load", type=float_in(0, above=True))
+    ap.add_argument("--depth", type=int_in(1), help="decisions a rollout takes before its terminal estimate")
     ap.add_argument(
         "--chunk",
-        type=int,
+        type=int_in(0),
         default=0,
         help="> 0: the paired stopping rule, checked every CHUNK samples (the teacher's); 0: every sample",
     )
-    for key, typ in (("candidates", int), ("samples", int), ("horizon", int), ("z", float), ("seed", int)):
+    for key, typ in (
+        ("candidates", int_in(2, 16)),
+        ("samples", int_in(1, 4096)),
+        ("horizon", int_in(1, 10000)),
+        ("z", float_in(0, 10)),
+        ("seed", int_in(0, 2**31 - 1)),
+    ):
         ap.add_argument(f"--{key}", type=typ)
     ap.add_argument("--out")
     return ap
@@ -79,10 +87,7 @@ def parser():
 def main(argv=None):
     a = parser().parse_args(argv)
     cfg = load_config(a.config)
-    try:
-        seeds = pick_seeds(cfg, a.split, a.scenarios, a.skip, a.confirm)
-    except ConfigError as exc:
-        raise SystemExit(str(exc)) from None
+    seeds = pick_seeds(cfg, a.split, a.scenarios, a.skip, a.confirm)  # refused: one line (run_script)
     if a.load is not None:
         cfg = cfg.replace(scenario={"load": a.load})
     settings = dict(cfg["plan"])
@@ -156,4 +161,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    from sched.cli import run_script
+
+    sys.exit(run_script(main, "benchmarks/plan_quality.py"))

@@ -18,7 +18,6 @@ the critic's learned part's explained variance (``train_log.csv``). The numbers 
 docs/learning.md; nothing in the workflow reads them.
 """
 
-import argparse
 import dataclasses
 import sys
 import tempfile
@@ -27,7 +26,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -37,7 +35,10 @@ def parse_variant(text):
     """(name, {train key: value}, value_warmup) of ``NAME[:KEY=VALUE,...]``."""
     name, _, rest = text.partition(":")
     sets = dict(item.split("=", 1) for item in rest.split(",") if item)
-    values = {k: yaml.safe_load(v) for k, v in sets.items()}
+    from sched.errors import UsageError
+    from sched.yaml_input import parse
+
+    values = {k: parse(v, f"--variant {name}: {k}", UsageError) for k, v in sets.items()}
     return name, values, int(values.pop("value_warmup", 0))
 
 
@@ -89,12 +90,14 @@ def row(name, seed, t):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    from sched.cli import ScriptParser, int_in
+
+    ap = ScriptParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--config", default="results/config/train.yaml", help="the training's config")
     ap.add_argument("--seeds", default="1,2", help="training seeds (comma-separated)")
     ap.add_argument("--start", default="results/train/seed-{seed}/round-2.pt", help="the start's file")
-    ap.add_argument("--iterations", type=int, default=100)
-    ap.add_argument("--eval-every", type=int, default=10)
+    ap.add_argument("--iterations", type=int_in(1), default=100)
+    ap.add_argument("--eval-every", type=int_in(0), default=10)
     ap.add_argument("--variant", action="append", default=[], help="NAME[:KEY=VALUE,...] (train settings)")
     ap.add_argument("--out", help="folder for each run's files (default: a temporary one)")
     a = ap.parse_args(argv)
@@ -117,4 +120,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from sched.cli import run_script
+
+    sys.exit(run_script(main, "benchmarks/ppo_from_start.py"))

@@ -13,14 +13,12 @@ how many scenarios each rule wins, and the mean of the per-scenario best rule
 relative to the best single rule (room left for a state-aware policy).
 """
 
-import argparse
 import sys
 
 import numpy as np
 
 from sched.config import load_config, seed_range
 from sched.data.scenario import generate, scenario_model
-from sched.errors import SchedError
 from sched.evaluate.seeds import overlap, parse_seed_range, range_text
 from sched.sim import core, rules
 from sched.sim.objective import weighted_tardiness
@@ -51,7 +49,9 @@ def pick_seeds(cfg, text, confirm=False):
 
 def parser():
     """The command line (``main`` parses it)."""
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from sched.cli import ScriptParser
+
+    ap = ScriptParser(description=__doc__.splitlines()[0])
     ap.add_argument("--config")
     ap.add_argument("--seeds", default="0-199", help="A-B (inclusive); default outside every split")
     ap.add_argument("--confirm", action="store_true", help="run even if --seeds includes test seeds")
@@ -61,10 +61,7 @@ def parser():
 def main(argv=None):
     a = parser().parse_args(argv)
     cfg = load_config(a.config)
-    try:
-        seeds = pick_seeds(cfg, a.seeds, a.confirm)
-    except SchedError as exc:
-        raise SystemExit(str(exc)) from None
+    seeds = pick_seeds(cfg, a.seeds, a.confirm)  # refused: one line (run_script)
     model = scenario_model(cfg)
     scs = [generate(model, s) for s in seeds]
     arrays = [s.arrays for s in scs]
@@ -83,4 +80,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    from sched.cli import run_script
+
+    sys.exit(run_script(main, "benchmarks/rule_mix.py"))

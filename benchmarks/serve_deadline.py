@@ -19,7 +19,6 @@ file: run ``snakemake -j4`` first). Prints a Markdown table of each part; exit 1
 is missed (the numbers are this machine's: on 2 cores the clients and the server share them).
 """
 
-import argparse
 import json
 import os
 import sys
@@ -126,18 +125,25 @@ def mixed(url, cfg, clients, requests, big_clients, big_tasks, big_policy, seed)
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    from sched.cli import ScriptParser, float_in, int_in
+
+    ap = ScriptParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--config", help="config file (default: as sched: $SCHED_CONFIG, else ./config.yaml)")
-    ap.add_argument("--deadline-ms", type=float, default=2000.0, help="the service's --deadline-ms (2000)")
+    ap.add_argument(
+        "--deadline-ms",
+        type=float_in(0, above=True),
+        default=2000.0,
+        help="the service's --deadline-ms (2000)",
+    )
     ap.add_argument("--policies", default="atc,wmdd,ppo-3,plan", help="part 1's policies (comma-separated)")
     ap.add_argument("--sizes", default="24,1000,20000", help="part 1's queue sizes (comma-separated)")
-    ap.add_argument("--repeat", type=int, default=3, help="part 1's calls per policy and size (3)")
-    ap.add_argument("--clients", type=int, default=8, help="part 2's small clients (8)")
-    ap.add_argument("--requests", type=int, default=300, help="requests per small client (300)")
-    ap.add_argument("--big-clients", type=int, default=2, help="part 2's big clients (2)")
-    ap.add_argument("--big-tasks", type=int, default=20000, help="tasks of a big call (20,000)")
+    ap.add_argument("--repeat", type=int_in(1), default=3, help="part 1's calls per policy and size (3)")
+    ap.add_argument("--clients", type=int_in(1), default=8, help="part 2's small clients (8)")
+    ap.add_argument("--requests", type=int_in(1), default=300, help="requests per small client (300)")
+    ap.add_argument("--big-clients", type=int_in(1), default=2, help="part 2's big clients (2)")
+    ap.add_argument("--big-tasks", type=int_in(1), default=20000, help="tasks of a big call (20,000)")
     ap.add_argument("--big-policy", default="ppo-3", help="the big calls' policy (ppo-3)")
-    ap.add_argument("--seed", type=int, default=2026, help="seed of the generated queues")
+    ap.add_argument("--seed", type=int_in(0), default=2026, help="seed of the generated queues")
     ap.add_argument("--out", help="also write the results as JSON to this file")
     a = ap.parse_args(argv)
     from sched.config import config_path, load_config
@@ -204,4 +210,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from sched.cli import run_script
+
+    sys.exit(run_script(main, "benchmarks/serve_deadline.py"))

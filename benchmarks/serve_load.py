@@ -19,7 +19,6 @@ The queues are generated from the config's scenario model with ``--seed``; the s
 uses the same config (its verdicts: ``policy`` auto).
 """
 
-import argparse
 import json
 import os
 import re
@@ -131,18 +130,24 @@ def pct(values, q):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    from sched.cli import ScriptParser, float_in, int_in
+
+    ap = ScriptParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--config", help="config file (default: as sched: $SCHED_CONFIG, else ./config.yaml)")
-    ap.add_argument("--clients", type=int, default=8, help="concurrent clients (default 8)")
-    ap.add_argument("--requests", type=int, default=200, help="requests per client at 24 tasks (default 200)")
+    ap.add_argument("--clients", type=int_in(1), default=8, help="concurrent clients (default 8)")
     ap.add_argument(
-        "--big-requests", type=int, default=10, help="requests per client at 1,000 tasks (default 10)"
+        "--requests", type=int_in(1), default=200, help="requests per client at 24 tasks (default 200)"
     )
-    ap.add_argument("--seed", type=int, default=2026, help="seed of the generated queues")
+    ap.add_argument(
+        "--big-requests", type=int_in(1), default=10, help="requests per client at 1,000 tasks (default 10)"
+    )
+    ap.add_argument("--seed", type=int_in(0), default=2026, help="seed of the generated queues")
     ap.add_argument("--policy", default="auto", help="the requests' policy (default auto: the verdict)")
-    ap.add_argument("--budget-ms", type=float, help="the requests' budget_ms (with --policy plan)")
+    ap.add_argument(
+        "--budget-ms", type=float_in(0, above=True), help="the requests' budget_ms (with --policy plan)"
+    )
     ap.add_argument("--sizes", default="24,1000", help="queue sizes (default 24,1000)")
-    ap.add_argument("--workers", type=int, help="the service's --workers (default: its own, 4)")
+    ap.add_argument("--workers", type=int_in(1), help="the service's --workers (default: its own, 4)")
     ap.add_argument("--out", help="also write the results as JSON to this file")
     a = ap.parse_args(argv)
     call = {"policy": a.policy, **({"budget_ms": a.budget_ms} if a.budget_ms is not None else {})}
@@ -221,4 +226,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from sched.cli import run_script
+
+    sys.exit(run_script(main, "benchmarks/serve_load.py"))

@@ -48,7 +48,7 @@ def load_cfg(args):
 def add_chooser_options(ap):
     """A setting-choosing script's seed options: --skip, --split (validation, or test with
     --confirm) and --confirm (read by :func:`chooser_seeds_or_exit`)."""
-    ap.add_argument("--skip", type=int, default=0, help="start this many seeds later in the split")
+    ap.add_argument("--skip", type=int_in(0), default=0, help="start this many seeds later in the split")
     ap.add_argument(
         "--split",
         choices=("validation", "test"),
@@ -157,6 +157,71 @@ def print_sync_report(report, waiting):
         f"{len(report.changes)} priorities {'to change' if report.dry_run else 'changed'}, {kept} kept, "
         f"{len(report.skipped)} skipped" + (" (dry run: nothing set)" if report.dry_run else "")
     )
+
+
+class ScriptParser(argparse.ArgumentParser):
+    """The argument parser of a script shipped with the project (benchmarks/): a bad argument
+    ends it with one line on standard error (``PROG: error: ...``, no usage text), exit 2."""
+
+    def error(self, message):
+        print(f"{self.prog}: error: {' '.join(str(message).split())}", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def int_in(lo, hi=None):
+    """An argparse type: an integer in [lo, hi] (hi None: no upper bound)."""
+
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r:.40}") from None
+        if value < lo or (hi is not None and value > hi):
+            most = f" and at most {hi}" if hi is not None else ""
+            raise argparse.ArgumentTypeError(f"expected an integer >= {lo}{most}, got {value}")
+        return value
+
+    parse.__name__ = "integer"
+    return parse
+
+
+def float_in(lo, hi=None, above=False):
+    """An argparse type: a finite number >= lo (> lo with ``above``), at most hi when given."""
+    import math
+
+    def parse(text):
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r:.40}") from None
+        low_ok = value > lo if above else value >= lo
+        if not (math.isfinite(value) and low_ok and (hi is None or value <= hi)):
+            most = f" and at most {hi:g}" if hi is not None else ""
+            raise argparse.ArgumentTypeError(
+                f"expected a finite number {'>' if above else '>='} {lo:g}{most}, got {text!r:.40}"
+            )
+        return value
+
+    parse.__name__ = "number"
+    return parse
+
+
+def run_script(main, prog, argv=None):
+    """``main(argv)`` of a shipped script, its bad input (a SchedError, ValueError or OSError)
+    ended as one line on standard error with exit status 2; returns the exit status."""
+    try:
+        return main(argv) or 0
+    except BrokenPipeError:
+        return 0
+    except (SchedError, ValueError) as exc:
+        message = str(exc) or type(exc).__name__
+    except OSError as exc:
+        message = f"{exc.filename}: {exc.strerror or exc}" if exc.filename else str(exc.strerror or exc)
+    except RecursionError:
+        message = "input nested too deeply"
+    lines = message.strip().splitlines() or ["error"]
+    print(f"{prog}: error: {lines[0]}", file=sys.stderr)
+    return 2
 
 
 def build_parser():

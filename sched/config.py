@@ -23,10 +23,8 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-import yaml
-
 from sched.errors import SchedError, shorten  # noqa: F401  (shorten: also imported from here)
-from sched.limits import MAX_YAML_BYTES, MAX_YAML_NODES, SHOWN_CHARS
+from sched.limits import MAX_YAML_BYTES, SHOWN_CHARS
 
 # size: one concept, the config: reading it safely, the schema's defaults and the checks it
 # cannot express, the frozen records, and the values derived from several settings.
@@ -40,42 +38,18 @@ class ConfigError(SchedError):
     """A configuration value is invalid; the message names the field and value."""
 
 
-def _count_nodes(data, limit):
-    """The number of values in ``data``, aliases expanded, counting stops past ``limit``."""
-    count, stack = 0, [data]
-    while stack and count <= limit:
-        item = stack.pop()
-        count += 1
-        if isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-    return count
-
-
 def load_yaml(path, error=None):
-    """Parse a YAML file safely: no code, a size limit, no alias bombs.
-
-    ``yaml.safe_load`` never runs code, but a few hundred bytes of nested
-    anchors expand to billions of values when anything walks them. The file is
-    refused past ``MAX_YAML_BYTES`` bytes or ``MAX_YAML_NODES`` values.
-    Raises ``error`` (default :class:`ConfigError`) naming the file.
+    """Parse a YAML file safely (:func:`sched.yaml_input.parse`): no code, a size limit, no
+    alias bombs, no key given twice, no deep nesting. The file is refused past
+    ``MAX_YAML_BYTES`` bytes. Raises ``error`` (default :class:`ConfigError`) naming the file.
     """
     from sched.files import read_text
+    from sched.yaml_input import parse
 
     error = error or ConfigError
     p = Path(path)
     text = read_text(p, error, limit=MAX_YAML_BYTES)  # a folder, a pipe, a huge file: one error
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise error(f"{p}: not valid YAML: {str(exc).splitlines()[0]}") from None
-    if _count_nodes(data, MAX_YAML_NODES) > MAX_YAML_NODES:
-        raise error(
-            f"{p}: more than {MAX_YAML_NODES} values once its aliases are expanded (nested YAML anchors?)"
-        )
-    return data
+    return parse(text, str(p), error)
 
 
 def check_finite(data, source="config", path=()):
@@ -97,8 +71,10 @@ def check_finite(data, source="config", path=()):
 @functools.cache
 def _schema():
     # parsed once per process: a validation took 55 ms, most of it reading this file again
+    from sched.yaml_input import parse
+
     with open(SCHEMA_PATH, encoding="utf-8") as fh:
-        return yaml.safe_load(fh)
+        return parse(fh.read(), str(SCHEMA_PATH), ConfigError)
 
 
 def load_schema():
@@ -338,6 +314,9 @@ def check_semantics(cfg, source="config", sections=None):
             )
     if sections is None or "benchmark" in sections:
         check_benchmark_counts(cfg, source)
+    from sched.limits import check_products
+
+    check_products(cfg, source, ConfigError)  # settings in range whose product is not
 
 
 def check_workload_loads(cfg, source="config"):

@@ -26,8 +26,10 @@ The settings are shaped on the original project card (median image render
 about 80 % images).
 """
 
+import argparse
 import csv
 import json
+import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -135,7 +137,16 @@ def _model(rng):
     return list(GPU_MODELS)[rng.choice(len(GPU_MODELS), p=GPU_SHARES)]
 
 
-def main():
+class OneLineParser(argparse.ArgumentParser):
+    """A bad argument: one line on standard error (no usage text), exit status 2."""
+
+    def error(self, message):
+        print(f"{self.prog}: error: {' '.join(str(message).split())}", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def main(argv=None):
+    OneLineParser(description=__doc__.splitlines()[0]).parse_args(argv)  # it takes no argument
     rng = np.random.default_rng(SEED)
     fields = ["timestamp", "workflow", "kind", "width", "height", "frames", "steps", "gpu", "duration_s"]
     csv_rows = draw(rng, 600, datetime(2024, 6, 3, 8, 0, tzinfo=UTC))
@@ -183,4 +194,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

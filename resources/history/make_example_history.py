@@ -31,10 +31,12 @@ that ``sched calibrate-workload`` recovers it.
   equals. ``started_at``/``finished_at`` are what that queue would have logged.
 """
 
+import argparse
 import csv
 import heapq
 import importlib.util
 import json
+import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -202,7 +204,16 @@ def make(weeks=WEEKS_CSV + WEEKS_JSONL, seed=SEED):
     return records
 
 
-def main():
+class OneLineParser(argparse.ArgumentParser):
+    """A bad argument: one line on standard error (no usage text), exit status 2."""
+
+    def error(self, message):
+        print(f"{self.prog}: error: {' '.join(str(message).split())}", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def main(argv=None):
+    OneLineParser(description=__doc__.splitlines()[0]).parse_args(argv)  # it takes no argument
     records = make()
     cut = START + timedelta(weeks=WEEKS_CSV)
     first = [r for r in records if datetime.fromisoformat(r["submitted_at"]) < cut]
@@ -227,4 +238,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

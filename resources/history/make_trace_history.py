@@ -24,6 +24,7 @@ logged: the measured durations the fit learns from.
 import argparse
 import csv
 import importlib.util
+import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -44,6 +45,14 @@ LOAD = 0.7  # the mean load on one GPU the durations are scaled to
 ESTIMATE_SIGMA = 0.3  # the estimates' log-noise around the truth
 FIELDS = ["id", "kind", "submitted_at", "priority", "due", "started_at", "finished_at", "gpu"]
 FIELDS += ["width", "height", "frames", "steps"]
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """A bad argument: one line on standard error (no usage text), exit status 2."""
+
+    def error(self, message):
+        print(f"{self.prog}: error: {' '.join(str(message).split())}", file=sys.stderr)
+        raise SystemExit(2)
 
 
 def _example():
@@ -126,15 +135,42 @@ def write(path, days=DAYS, seed=SEED):
     return records
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+#: The longest history it writes (about ten years: some 800,000 tasks).
+MAX_DAYS = 3650
+
+
+def _int_in(lo, hi):
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r:.40}") from None
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"expected an integer in [{lo}, {hi}], got {value}")
+        return value
+
+    parse.__name__ = "integer"
+    return parse
+
+
+def main(argv=None):
+    p = OneLineParser(description=__doc__.splitlines()[0])
     p.add_argument("out", type=Path, help="the CSV to write")
-    p.add_argument("--days", type=int, default=DAYS)
-    p.add_argument("--seed", type=int, default=SEED)
-    a = p.parse_args()
-    records = write(a.out, a.days, a.seed)
+    p.add_argument(
+        "--days", type=_int_in(1, MAX_DAYS), default=DAYS, help=f"days of history, 1 to {MAX_DAYS}"
+    )
+    p.add_argument("--seed", type=_int_in(0, 2**63 - 1), default=SEED, help="the seed, >= 0")
+    a = p.parse_args(argv)
+    if a.out.is_dir() or not a.out.parent.is_dir():  # before any work
+        p.error(f"argument out: {str(a.out)[:80]!r} is a folder, or its folder does not exist")
+    try:
+        records = write(a.out, a.days, a.seed)
+    except OSError as exc:
+        print(f"{p.prog}: error: {a.out}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
     print(f"{len(records)} tasks over {a.days} days in {a.out}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -80,18 +80,20 @@ def run(args):
         )
     if args.min_tasks < 1:
         raise UsageError(f"--min-tasks: must be >= 1, got {args.min_tasks}")
+    if not 0 < args.window_hours <= 24 * 7 * 52:
+        raise UsageError(f"--window-hours: must be in (0, 8736], got {args.window_hours:g}")
     if args.held_out is not None and args.validation is not None:
         raise UsageError("--held-out, --validation: give one period to replay, not both")
+    specs = _specs(args, cfg)  # every argument checked before any window is cut or run
     if args.held_out is not None:
-        return run_held_out(args, cfg, calibration, "held_out", args.held_out)
+        return run_held_out(args, cfg, calibration, "held_out", args.held_out, specs)
     if args.validation is not None:
-        return run_held_out(args, cfg, calibration, "validation", args.validation)
+        return run_held_out(args, cfg, calibration, "validation", args.validation, specs)
     replay = replay_scenarios(
         args.history or cfg.workload.history, cfg, calibration, args.window_hours, args.min_tasks
     )
     for note in replay.notes:
         print(f"sched replay: note: {note}", file=sys.stderr)
-    specs = _specs(args, cfg)
     keys = list(range(len(replay.scenarios)))
     frame = run_on_scenarios(cfg, keys, replay.scenarios, specs, progress=True)
     out = Path(args.out)
@@ -135,6 +137,14 @@ def _specs(args, cfg):
     )
 
     names = parse_policies(args.policies, cfg, default=benchmark_policies)
+    missing = [r for r in ("fifo", "atc") if r not in names]  # resume.csv's references
+    if missing:
+        from sched.evaluate.errors import BenchmarkError
+
+        raise BenchmarkError(
+            f"--policies: the replay writes resume.csv, which compares to {' and '.join(missing)}; "
+            f"add {','.join(missing)}"
+        )
     files = parse_policy_files(args.policy_file)
     base = plan_base_of(args, cfg, names, files)
     setting = plan_setting_of(args, cfg, base)
@@ -175,7 +185,7 @@ PERIOD_WORDS = {
 }
 
 
-def run_held_out(args, cfg, calibration, period="held_out", given=""):
+def run_held_out(args, cfg, calibration, period="held_out", given="", specs=None):
     """`sched replay --held-out` (or ``--validation``): the days of that period of the workload
     file's split as one stream, a row per day and policy."""
     import pandas as pd
@@ -215,7 +225,7 @@ def run_held_out(args, cfg, calibration, period="held_out", given=""):
             f"{word} days judged (the stream runs on through them)",
             file=sys.stderr,
         )
-    specs = _specs(args, cfg)
+    specs = _specs(args, cfg) if specs is None else specs
     frame = run_on_stream(cfg, stream.scenario, stream.day, len(stream.days), specs, progress=True)
     counts = np.bincount(stream.day[stream.day >= 0], minlength=len(stream.days))
     windows = pd.DataFrame(

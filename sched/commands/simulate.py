@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from sched.cli import load_cfg
-from sched.errors import UsageError
+from sched.errors import UsageError, shorten
 from sched.sim import rules
 
 
@@ -41,6 +41,19 @@ def register(sub):
     s.set_defaults(func=run)
 
 
+def check_policy(args):
+    """Refuse --policy (and --policy-file) in one line, naming the option, before any work."""
+    if args.policy not in (*rules.RULES, "ppo", "plan"):
+        raise UsageError(
+            f"--policy: unknown policy {shorten(args.policy)}; expected one of {', '.join(rules.RULES)}, "
+            "ppo (with --policy-file) or plan"
+        )
+    if args.policy in rules.RULES and args.policy_file:
+        raise UsageError(f"--policy-file: only used with --policy ppo or plan, not {args.policy!r}")
+    if args.policy == "ppo" and not args.policy_file:
+        raise UsageError("--policy ppo: needs a policy file (--policy-file, from `sched train`)")
+
+
 def run(args):
     from sched import files
     from sched.data import chunked
@@ -48,6 +61,7 @@ def run(args):
     from sched.data.scenario import generate, read_scenario, scenario_model, schedule_frame, summarize
     from sched.evaluate.runs import schedule_scenarios
 
+    check_policy(args)  # before any work: the config, the scenarios
     cfg = load_cfg(args)
     if args.machines is not None:
         machines = speeds(args.machines, "--machines")  # refused here, naming the option

@@ -7,7 +7,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from sched.errors import InternalError, UsageError
+from sched.errors import InternalError, UsageError, shorten
 from sched.evaluate.per_scenario import PER_SCENARIO_COLUMNS, schedule_metrics, sort_frame
 from sched.evaluate.policies import policy_key
 from sched.evaluate.progress import bar
@@ -39,7 +39,7 @@ def schedule_scenarios(
 
         weeks = [s.week_start_s for s in scenarios]  # the time of week the policy reads
         return kernel.run(load(policy_file), [s.arrays for s in scenarios], machines, machine_free, weeks)
-    raise UsageError(f"unknown policy {policy!r}; expected one of {', '.join(rules.RULES)} or ppo")
+    raise UsageError(f"unknown policy {shorten(policy)}; expected one of {', '.join(rules.RULES)} or ppo")
 
 
 def generate_scenarios(cfg, seeds, progress=False):

@@ -43,12 +43,25 @@ def explain_frame(q, choice, order, start, end, mach):
         columns=list(EXPLAIN_COLUMNS),
     )
     if q.clock == "aware":
-        frame["start_at"] = pd.to_datetime(s, unit="s", utc=True).tz_convert(q.tz or UTC)
-        frame["end_at"] = pd.to_datetime(e, unit="s", utc=True).tz_convert(q.tz or UTC)
+        frame["start_at"] = _datetimes(s, True).tz_convert(q.tz or UTC)
+        frame["end_at"] = _datetimes(e, True).tz_convert(q.tz or UTC)
     elif q.clock == "naive":  # naive in, naive out: UTC without an offset
-        frame["start_at"] = pd.to_datetime(s, unit="s")
-        frame["end_at"] = pd.to_datetime(e, unit="s")
+        frame["start_at"] = _datetimes(s, False)
+        frame["end_at"] = _datetimes(e, False)
     return frame
+
+
+def _datetimes(seconds, utc):
+    """POSIX ``seconds`` as datetimes: nanosecond ones where they reach (1677 to 2262), else
+    microsecond ones, which reach every time a call on a datetime clock accepts (years 1 to
+    9999: sched.limits.DATETIME_FIRST_S and DATETIME_END_S)."""
+    import pandas as pd
+
+    try:
+        return pd.to_datetime(seconds, unit="s", utc=utc)
+    except pd.errors.OutOfBoundsDatetime:
+        micro = np.round(np.asarray(seconds, np.float64) * 1e6).astype(np.int64)
+        return pd.to_datetime(micro, unit="us", utc=utc)
 
 
 def explain_records(frame):

@@ -31,7 +31,8 @@ import numpy as np
 from sched import layout, setting
 from sched.cache import Cache
 from sched.config import Record
-from sched.errors import SchedError
+from sched.errors import SchedError, shorten
+from sched.limits import MAX_SEED_DIGITS
 from sched.ranking.explain import explain_frame
 from sched.ranking.tasks import RankInputError, RankSetupError, read_queue, task_records
 from sched.ranking.times import WEEK_START_S
@@ -297,10 +298,10 @@ def _choice(policy, policy_file, st, farm):
     """How to run ``policy`` on the call's GPUs ``farm``: a Choice (name, rule id or None, k,
     policy file, why)."""
     if not isinstance(policy, (str, os.PathLike)):
-        raise RankInputError(f"policy: expected a name or a policy file path, got {policy!r}")
+        raise RankInputError(f"policy: expected a name or a policy file path, got {shorten(policy)}")
     name = os.fspath(policy)
     if policy_file is not None and not (name == "ppo" or name.startswith("ppo-")):
-        raise RankInputError(f"policy_file: only used with policy 'ppo' or 'ppo-<seed>', not {name!r}")
+        raise RankInputError(f"policy_file: only used with policy 'ppo' or 'ppo-<seed>', not {shorten(name)}")
     asked = f"asked for by the call (policy={name!r})"
     if name == "auto":
         return _setup(auto_choice, st, farm)
@@ -318,6 +319,12 @@ def _choice(policy, policy_file, st, farm):
     if name.startswith("ppo-") and name[4:].isascii() and name[4:].isdecimal():
         from sched.config import under_root
 
+        if len(name) - 4 > MAX_SEED_DIGITS:
+            raise RankInputError(
+                f"policy: the seed of ppo-<seed> has {len(name) - 4} digits, more than "
+                f"{MAX_SEED_DIGITS} (sched.limits.MAX_SEED_DIGITS): {shorten(name)}"
+            )
+
         pfile = policy_file
         if pfile is None:  # the workflow's policy file, under the config's root
             pfile = under_root(st.config, layout.policy_file(name[4:]))
@@ -325,7 +332,7 @@ def _choice(policy, policy_file, st, farm):
     if os.path.isfile(name):
         return _setup(ppo_choice, "ppo", name, "policy", asked)
     raise RankInputError(
-        f"policy: unknown policy {name!r}; expected auto, {', '.join(rules.RULES)}, atc-tuned, "
+        f"policy: unknown policy {shorten(name)}; expected auto, {', '.join(rules.RULES)}, atc-tuned, "
         f"ppo (with policy_file), ppo-<seed>, choice, or an existing policy file"
     )
 

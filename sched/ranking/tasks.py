@@ -22,7 +22,8 @@ tasks and ``MAX_MACHINES`` GPUs (checked before anything is allocated for
 them); every time within ``MAX_SECONDS`` of 0 (datetimes always are);
 estimates in (0, ``MAX_SECONDS``]; weights in (0, ``MAX_WEIGHT``]; and the
 plan's reach (the latest time given + the total estimated work) at most
-``MAX_SECONDS``.
+``MAX_SECONDS``; with datetimes, ``now`` from 0001-01-02 and the reach by 9999-12-31
+(``DATETIME_FIRST_S``, ``DATETIME_END_S``), so that explain shows every start and end.
 """
 
 # size: the reading of a call's tasks and machines, each field with its check and its message,
@@ -40,7 +41,14 @@ from sched.config import shorten
 from sched.data.machines import MachinesError, speeds
 from sched.data.machines import speed as machine_speed
 from sched.errors import SchedError
-from sched.limits import MAX_MACHINES, MAX_RANK_TASKS, MAX_SECONDS, MAX_WEIGHT
+from sched.limits import (
+    DATETIME_END_S,
+    DATETIME_FIRST_S,
+    MAX_MACHINES,
+    MAX_RANK_TASKS,
+    MAX_SECONDS,
+    MAX_WEIGHT,
+)
 from sched.ranking.times import clock_of, now_naive, number, to_seconds, when, where
 
 
@@ -140,21 +148,29 @@ def read_queue(tasks, now, machines, st):
     mfree = np.array(free, dtype=np.float64)
     np.maximum(mfree, now, out=mfree)
     columns = [np.array(c, dtype=np.float64) for c in (arrival, est, weight, due)]
+    end = DATETIME_END_S if clock != "seconds" else MAX_SECONDS
+    if clock != "seconds" and not now >= DATETIME_FIRST_S:
+        raise RankInputError(
+            f"now: {now:.6g} s is before 0001-01-02, the first date a datetime shows "
+            "(sched.limits.DATETIME_FIRST_S)"
+        )
     if len(ids) > 200:  # numpy's reductions: faster on long queues, slower on short ones
-        _check_reach(max(float(columns[0].max()), float(mfree.max())), float(columns[1].sum()))
+        _check_reach(max(float(columns[0].max()), float(mfree.max())), float(columns[1].sum()), end)
     elif ids:
-        _check_reach(max(max(arrival), max(free), now), sum(est))
+        _check_reach(max(max(arrival), max(free), now), sum(est), end)
     return Queue(len(ids), ids, *columns, mfree, speed, kinds, clock, tz)
 
 
-def _check_reach(latest, work):
-    """RankInputError unless the plan ends within MAX_SECONDS: every task starts by the
-    latest free time or arrival (``latest``) plus the work planned before it."""
-    if not latest + work <= MAX_SECONDS:
+def _check_reach(latest, work, end=MAX_SECONDS):
+    """RankInputError unless the plan ends within ``end`` (MAX_SECONDS; DATETIME_END_S on a
+    datetime clock): every task starts by the latest free time or arrival (``latest``) plus the
+    work planned before it."""
+    if not latest + work <= end:
+        limit = "MAX_SECONDS" if end == MAX_SECONDS else "DATETIME_END_S: 9999-12-31, the last date shown"
         raise RankInputError(
             f"tasks: the plan could end at {latest + work:.6g} s (latest start or arrival "
-            f"{latest:.6g} s + total estimated work {work:.6g} s), beyond {MAX_SECONDS:g} s "
-            "(sched.limits.MAX_SECONDS)"
+            f"{latest:.6g} s + total estimated work {work:.6g} s), beyond {end:g} s "
+            f"(sched.limits.{limit})"
         )
 
 

@@ -33,9 +33,9 @@ import numpy as np
 from sched import layout
 from sched.cache import Cache
 from sched.data.distributions import distribution_mean
-from sched.errors import SchedError
+from sched.errors import SchedError, shorten
 from sched.files import read_text
-from sched.limits import MAX_CALIBRATION_BYTES
+from sched.limits import MAX_CALIBRATION_BYTES, MAX_MODEL_EXPONENT, MAX_SECONDS
 
 FORMAT = "sched-calibration/1"
 #: Features of the log-linear duration model, in this order.
@@ -88,11 +88,14 @@ def _read(path):
     return data
 
 
-def check_calibration(data, source="calibration"):
-    """Raise CalibrationFileError unless ``data`` is a usable calibration."""
+def check_calibration(data, source="calibration", fix=None):
+    """Raise CalibrationFileError unless ``data`` is a usable calibration. ``source``: the file
+    (the message says "calibration file SOURCE"); with ``fix`` (what to do about it), ``source``
+    is said as it is (a fit being written)."""
 
     def fail(field, why):
-        raise CalibrationFileError(f"calibration file {source}: {field}: {why}; {_how_to_make(source)}")
+        where = f"calibration file {source}" if fix is None else source
+        raise CalibrationFileError(f"{where}: {field}: {why}; {fix or _how_to_make(source)}")
 
     if not isinstance(data, dict):
         fail("(top level)", f"expected a JSON object, got {type(data).__name__}")
@@ -143,10 +146,31 @@ def _check_model(model, field, fail):
     coef = model.get("coefficients")
     need = ["intercept"] + [f"log_{f}" for f in feats]
     if not isinstance(coef, dict) or any(not _is_number(coef.get(k)) for k in need):
-        fail(f"{field}.coefficients", f"expected numbers for {need}, got {coef!r}")
+        fail(f"{field}.coefficients", f"expected numbers for {need}, got {shorten(coef)}")
     s = model.get("residual_sigma")
     if not (_is_number(s) and s >= 0):
-        fail(f"{field}.residual_sigma", f"expected a number >= 0, got {s!r}")
+        fail(f"{field}.residual_sigma", f"expected a number >= 0, got {shorten(s)}")
+    # bounds, so that exp() of a prediction cannot overflow: the mean's factor exp(s^2 / 2) and
+    # the prediction for features of 1 (the intercept) within MAX_SECONDS, the exponents bounded
+    if s * s / 2.0 > LOG_MAX_SECONDS:
+        why = f"{s:g} makes the mean duration exp({s * s / 2:.4g}) times the median, {_beyond}"
+        fail(f"{field}.residual_sigma", why)
+    if coef["intercept"] + s * s / 2.0 > LOG_MAX_SECONDS:
+        fail(
+            f"{field}.coefficients.intercept",
+            f"{coef['intercept']:g} predicts exp({coef['intercept']:.4g}) s for features of 1, {_beyond}",
+        )
+    for name in need[1:]:
+        if abs(coef[name]) > MAX_MODEL_EXPONENT:
+            fail(
+                f"{field}.coefficients.{name}",
+                f"{coef[name]:g} is beyond +-{MAX_MODEL_EXPONENT:g} (sched.limits.MAX_MODEL_EXPONENT)",
+            )
+
+
+#: log(MAX_SECONDS): the largest log duration a model may predict.
+LOG_MAX_SECONDS = math.log(MAX_SECONDS)
+_beyond = f"beyond {MAX_SECONDS:g} s (sched.limits.MAX_SECONDS)"
 
 
 def _is_number(x):
@@ -233,6 +257,14 @@ def predict_duration(calibration, kind, features=None, statistic="median"):
     model = entry.get("duration_model")
     values = feature_values(features or {}, f"task of kind {kind!r}")
     if model is not None and all(f in values for f in model["features"]):
+        x = model_log_prediction(model, values)
+        if statistic == "mean":
+            x += model["residual_sigma"] ** 2 / 2.0
+        if not x <= LOG_MAX_SECONDS:  # exp() would overflow, or give more than any time holds
+            shown = ", ".join(f"{f} {values[f]:g}" for f in model["features"])
+            raise PredictionError(
+                f"kind {kind!r}: the duration model predicts exp({x:.4g}) s for {shown}, {_beyond}"
+            )
         d = math.exp(model_log_prediction(model, values))
         if statistic == "mean":
             d *= math.exp(model["residual_sigma"] ** 2 / 2.0)

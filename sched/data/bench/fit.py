@@ -211,7 +211,8 @@ def calibrate(paths, options):
         "estimate_noise_note": noise_note,
         "gpu_speeds": gpu,
     }
-    check_calibration(data, "(being written)")
+    fix = "the bench logs give a model no estimate can use: check their durations and features"
+    check_calibration(data, f"the calibration fitted from {names}", fix)
     return Calibration(data, notes, durations, predictions)
 
 

@@ -60,6 +60,15 @@ def check_settings(plan, where="plan"):
         out[key] = int(v) if integral else float(v)
     out["budget_ms"] = check_budget(out.get("budget_ms"), f"{where}.budget_ms")
     out["depth"] = check_depth(out.get("depth"), f"{where}.depth")
+    # in range each, their products bounded before the pool or a decision's rollouts are sized
+    from sched.limits import MAX_DECISION_ROLLOUT_STEPS, MAX_FUTURE_VALUES, refuse_product
+
+    terms = [(f"{where}.futures", out["futures"]), (f"{where}.horizon", out["horizon"])]
+    what = "sampled arrivals in the planner's pool"
+    refuse_product(where, PlanError, terms, MAX_FUTURE_VALUES, "MAX_FUTURE_VALUES", what)
+    terms = [(f"{where}.{k}", out[k]) for k in ("candidates", "samples", "horizon")]
+    what = "rollout steps a decision"
+    refuse_product(where, PlanError, terms, MAX_DECISION_ROLLOUT_STEPS, "MAX_DECISION_ROLLOUT_STEPS", what)
     return out
 
 
