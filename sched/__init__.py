@@ -13,8 +13,9 @@ bottom (docs/architecture.md):
 * ``evidence``: the pinned code paths, the results' manifest and the run records (issue 45).
 
 Modules of this folder: ``cache`` (the one locked cache), ``cli``, ``config`` (the one
-frozen config), ``errors``, ``files`` (atomic writes), ``json_input`` (the one JSON parser),
-``layout`` (every results path), ``limits``, ``setting`` (a benchmark's GPUs and load),
+frozen config), ``csv_input`` (the one set of CSV rules), ``errors``, ``files`` (atomic writes),
+``json_input`` (the one JSON parser), ``layout`` (every results path), ``limits``,
+``setting`` (a benchmark's GPUs and load),
 ``sim_numba`` (the compiled core at the path the contract names), ``threads``.
 """
 
