@@ -136,8 +136,9 @@ def number(text):
 
 
 def normal_id(value):
-    """An id as every reader compares it: text without the white space around it."""
-    return value.strip()
+    """An id as every reader compares it: text without the white space around it (other values
+    as they are)."""
+    return value.strip() if isinstance(value, str) else value
 
 
 def safe_cell(value):

@@ -9,7 +9,6 @@ read in blocks of ``BLOCK`` bytes, and a block of blank lines only is counted, n
 file of blank lines is read at the speed of decompression.
 """
 
-import csv
 import gzip
 import hashlib
 import io
@@ -20,6 +19,7 @@ import stat
 import numpy as np
 import pandas as pd
 
+from sched import csv_input
 from sched.config import shorten
 from sched.errors import SchedError
 from sched.limits import MAX_HISTORY_BYTES, MAX_HISTORY_LINE
@@ -50,7 +50,6 @@ CHUNK_BYTES = 32 * 1024**2
 MAX_DIGITS = 4300
 BAD = "\0bad"  # a JSON value that is neither text, a number nor null: fails every parse
 LONG = "\0long"  # a JSON integer of more than MAX_DIGITS digits: fails every parse
-UNTERMINATED = "an unterminated quoted field (a quoted field may not span lines)"
 
 
 class HistoryError(SchedError):
@@ -202,33 +201,27 @@ def _check_columns(header, path):
         raise HistoryError(f"{path}: no column 'priority' or 'weight' (one of them is required)")
 
 
-def _row(s):
-    """The fields of one CSV line, or None when a quoted field is left open at its end."""
-    row = next(csv.reader((s + "\n",), skipinitialspace=True))
-    if row and row[-1].endswith("\n"):
-        return None
-    return row
-
-
 def csv_chunks(segments, path, stats, size):
     """(lines, frame of str, list of (line, reason)) per chunk of a CSV file.
 
-    A record is one line: a quoted field may not span lines in a history. A line that leaves
-    a quoted field open is malformed, and so is every line up to the one that would have
-    closed it (the lines a CSV reader would have read into that field), each counted. A
-    chunk without a double quote is split line by line and parsed by pandas' C reader,
-    several times faster than the csv module; one holding quotes goes line by line through
-    the csv module. Only the documented columns (``FIELDS``) are kept.
+    A record is one line (``sched.csv_input``): a quoted field may not span lines in a
+    history. A line that leaves a quoted field open, holds text after a closing quote or a
+    NUL byte is malformed, counted and named; the lines after it are records of their own
+    (a CSV reader would have swallowed them into the open field). A chunk without a double
+    quote or a NUL is split line by line and parsed by pandas' C reader, several times faster
+    than the csv module; any other goes line by line through the csv module (strict). Only
+    the documented columns (``FIELDS``) are kept.
     """
     segments = iter(segments)
     first = next(segments, None)
     if first is None or first[0] != 1 or not first[1][0].strip():
         return
     number, lines = first
-    header = [h.strip() for h in next(csv.reader([lines[0]]))]
-    from sched.files import check_header
-
-    check_header(header, path, 1, HistoryError)
+    try:
+        header = [h.strip() for h in csv_input.split_line(lines[0])]
+    except csv_input.BadLine as exc:
+        raise HistoryError(f"{path}: line 1: the header: {exc}") from None
+    csv_input.check_header(header, path, 1, HistoryError)
     _check_columns(header, path)
     width = len(header)
     keep = [i for i, h in enumerate(header) if h in _FIELDS]
@@ -241,7 +234,7 @@ def csv_chunks(segments, path, stats, size):
 
     for nums, chunk in _chunks(rest(), size):
         good_lines, bad = [], []
-        if not any('"' in s for s in chunk):
+        if not any('"' in s or "\0" in s for s in chunk):
             good = []
             for i, s in zip(nums.tolist(), chunk):
                 if not s.strip():
@@ -275,14 +268,12 @@ def csv_chunks(segments, path, stats, size):
                 if not s.strip():
                     continue
                 stats.total += 1
-                try:
-                    row = _row(s)
-                except csv.Error as exc:
-                    bad.append((i, f"not readable CSV ({exc})"))
+                try:  # malformed at its line; the next line is a record of its own
+                    row = csv_input.split_line(s, skipinitialspace=True)
+                except csv_input.BadLine as exc:
+                    bad.append((i, str(exc)))
                     continue
-                if row is None:  # malformed at its line; the next line is a record of its own
-                    bad.append((i, UNTERMINATED))
-                elif len(row) != width:
+                if len(row) != width:
                     bad.append((i, f"{len(row)} fields, the header has {width}"))
                 else:
                     rows.append([row[j] for j in keep])
