@@ -53,6 +53,11 @@ def split_line(line, sep=",", skipinitialspace=False):
         raise BadLine(NUL)
     if '"' not in line:
         fields = line.split(sep)
+        if len(line) > csv.field_size_limit() and max(map(len, fields)) > csv.field_size_limit():
+            # the csv module's own limit, for a line with quotes or without
+            raise BadLine(
+                f"not a readable CSV file (field larger than field limit ({csv.field_size_limit()}))"
+            )
         return [f.lstrip(" ") for f in fields] if skipinitialspace else fields
     reader = csv.reader((line,), delimiter=sep, skipinitialspace=skipinitialspace, strict=True)
     try:
@@ -60,7 +65,7 @@ def split_line(line, sep=",", skipinitialspace=False):
     except csv.Error as exc:
         if "unexpected end of data" in str(exc):
             raise BadLine(SPANS) from None
-        raise BadLine(f"not a readable CSV record ({exc})") from None
+        raise BadLine(f"not a readable CSV file ({exc})") from None
 
 
 def line_records(text, sep=",", skipinitialspace=False):
