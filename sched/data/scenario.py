@@ -8,7 +8,10 @@ A scenario is a table of tasks, one row each. File contract (CSV):
 (the duration when the column is absent). Extra columns are carried through
 to schedules unchanged; the columns a schedule adds (``SCHEDULE_COLUMNS``)
 are refused, and so is a column name given twice. Every row has the header's
-field count. Ids are stripped of surrounding spaces, then must be distinct.
+field count, and a record is one line (``sched.csv_input``: a quoted field that spans lines,
+an unbalanced quote, a NUL are refused naming the line). Ids are stripped of surrounding
+spaces (``sched.csv_input.normal_id``), then must be distinct. Written, a text cell a
+spreadsheet would run as a formula gets a single quote in front (``sched.csv_input.safe_frame``).
 Times are finite and at most ``sched.limits.MAX_SECONDS`` in absolute value,
 weights at most ``sched.limits.MAX_WEIGHT``; a file has at most
 ``sched.limits.MAX_SCENARIO_TASKS`` rows and ``MAX_SCENARIO_BYTES`` bytes.
@@ -32,6 +35,7 @@ import pandas as pd
 
 from sched import files
 from sched.config import shorten
+from sched.csv_input import normal_id
 from sched.data.distributions import sample_durations
 from sched.data.machines import total as total_speed
 from sched.data.model import ScenarioModel, scenario_model  # noqa: F401  (scenario_model: also from here)
@@ -118,8 +122,8 @@ def validate_frame(frame, source="scenario", lines=None):
     out = frame.copy()
     for col in ("id", "kind"):
         text = out[col].astype("string")
-        if col == "id":
-            text = text.str.strip()  # "a " and "a" are the same task (as in rank())
+        if col == "id":  # "a " and "a" are the same task (as in rank(), histories, mappings)
+            text = text.map(normal_id, na_action="ignore").astype("string")
         empty = text.isna() | (text.str.strip() == "")
         if empty.any():
             raise ScenarioError(f"{source}: {_where(empty, lines)} field {col}: missing value")
