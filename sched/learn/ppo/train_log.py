@@ -17,6 +17,7 @@ import numpy as np
 
 from sched import files, layout
 from sched.csv_input import safe_cell
+from sched.errors import SchedError
 from sched.learn.ppo.checkpoint import RECENT_EPISODES
 
 #: The log's file name, beside the policy file, and its run record's.
@@ -159,9 +160,8 @@ def plot_learning_curve(log_csv, png, title=None):
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    import pandas as pd
 
-    df = pd.read_csv(log_csv)
+    df = files.read_csv(log_csv, SchedError)  # the project's CSV rules (sched.csv_input)
     fig, ax = plt.subplots(figsize=(7, 4))
     ax.plot(
         df["iteration"],
