@@ -173,8 +173,7 @@ def _read_csv(path, field):
     for line, row in csv_input.line_records(text):  # a record is one line; blank lines skipped
         if isinstance(row, csv_input.BadLine):
             raise MachinesError(f"{where} line {line}: {row}")
-        if any(c.strip() for c in row):
-            rows.append((line, row))
+        rows.append((line, row))  # a row of empty cells is refused below, never skipped
     if not rows or [c.strip() for c in rows[0][1]] != ["name", "speed"]:
         raise MachinesError(
             f"{where}: expected the header name,speed, got {shorten(rows[0][1] if rows else '')}"

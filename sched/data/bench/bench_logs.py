@@ -150,7 +150,7 @@ def _raw_records(text, fmt, path, columns):
                 yield line, dict(zip(header, row))
     else:
         for line, s in enumerate(csv_input.physical_lines(text), start=1):
-            if not s.strip():
+            if csv_input.is_blank(s):
                 continue
             try:
                 obj = json.loads(s)

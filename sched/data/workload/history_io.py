@@ -158,7 +158,7 @@ def _split(done, number, path):
     """The lines of ``done`` (bytes ending with a line end) as text; nothing for blank lines only."""
     if b"\r" in done:
         done = done.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-    if not done.strip():
+    if not done.strip(b" \t\n"):  # blank lines only (sched.csv_input.is_blank)
         return
     ends = np.flatnonzero(np.frombuffer(done, dtype=np.uint8) == 10)
     lengths = np.diff(ends, prepend=-1) - 1
@@ -213,15 +213,19 @@ def csv_chunks(segments, path, stats, size):
     the documented columns (``FIELDS``) are kept.
     """
     segments = iter(segments)
-    first = next(segments, None)
-    if first is None or first[0] != 1 or not first[1][0].strip():
+    at = None  # the header: the first line that is not blank, as every CSV reader finds it
+    for number, lines in segments:
+        k = next((k for k, s in enumerate(lines) if not csv_input.is_blank(s)), None)
+        if k is not None:
+            at, lines = number + k, lines[k:]
+            break
+    if at is None:
         return
-    number, lines = first
     try:
         header = [h.strip() for h in csv_input.split_line(lines[0])]
     except csv_input.BadLine as exc:
-        raise HistoryError(f"{path}: line 1: the header: {exc}") from None
-    csv_input.check_header(header, path, 1, HistoryError)
+        raise HistoryError(f"{path}: line {at}: the header: {exc}") from None
+    csv_input.check_header(header, path, at, HistoryError)
     _check_columns(header, path)
     width = len(header)
     keep = [i for i, h in enumerate(header) if h in _FIELDS]
@@ -229,7 +233,7 @@ def csv_chunks(segments, path, stats, size):
 
     def rest():
         if len(lines) > 1:
-            yield number + 1, lines[1:]
+            yield at + 1, lines[1:]
         yield from segments
 
     for nums, chunk in _chunks(rest(), size):
@@ -237,7 +241,7 @@ def csv_chunks(segments, path, stats, size):
         if not any('"' in s or "\0" in s for s in chunk):
             good = []
             for i, s in zip(nums.tolist(), chunk):
-                if not s.strip():
+                if csv_input.is_blank(s):
                     continue
                 stats.total += 1
                 k = s.count(",") + 1
@@ -265,7 +269,7 @@ def csv_chunks(segments, path, stats, size):
         else:
             rows = []
             for i, s in zip(nums.tolist(), chunk):
-                if not s.strip():
+                if csv_input.is_blank(s):
                     continue
                 stats.total += 1
                 try:  # malformed at its line; the next line is a record of its own
@@ -329,7 +333,7 @@ def jsonl_chunks(segments, path, stats, size):
     for nums, chunk in _chunks(segments, size):
         rows, lines, bad = [], [], []
         for line, s in zip(nums.tolist(), chunk):
-            if not s.strip():
+            if csv_input.is_blank(s):
                 continue
             stats.total += 1
             try:
