@@ -201,6 +201,26 @@ def _check_columns(header, path):
         raise HistoryError(f"{path}: no column 'priority' or 'weight' (one of them is required)")
 
 
+def _header(segments, path):
+    """(its line, the lines of its segment from it on, its names) of the header of a CSV history:
+    its first line that is not blank, as every CSV reader finds it ((None, None, None) if none);
+    HistoryError naming the line for a header that is no record, a column twice or missing."""
+    for first, lines in segments:
+        k = next((k for k, s in enumerate(lines) if not csv_input.is_blank(s)), None)
+        if k is not None:
+            at = first + k
+            break
+    else:
+        return None, None, None
+    try:
+        header = [h.strip() for h in csv_input.split_line(lines[k])]
+    except csv_input.BadLine as exc:
+        raise HistoryError(f"{path}: line {at}: the header: {exc}") from None
+    csv_input.check_header(header, path, at, HistoryError)
+    _check_columns(header, path)
+    return at, lines[k:], header
+
+
 def csv_chunks(segments, path, stats, size):
     """(lines, frame of str, list of (line, reason)) per chunk of a CSV file.
 
@@ -213,20 +233,9 @@ def csv_chunks(segments, path, stats, size):
     the documented columns (``FIELDS``) are kept.
     """
     segments = iter(segments)
-    at = None  # the header: the first line that is not blank, as every CSV reader finds it
-    for number, lines in segments:
-        k = next((k for k, s in enumerate(lines) if not csv_input.is_blank(s)), None)
-        if k is not None:
-            at, lines = number + k, lines[k:]
-            break
-    if at is None:
+    at, lines, header = _header(segments, path)
+    if header is None:
         return
-    try:
-        header = [h.strip() for h in csv_input.split_line(lines[0])]
-    except csv_input.BadLine as exc:
-        raise HistoryError(f"{path}: line {at}: the header: {exc}") from None
-    csv_input.check_header(header, path, at, HistoryError)
-    _check_columns(header, path)
     width = len(header)
     keep = [i for i, h in enumerate(header) if h in _FIELDS]
     names = [header[i] for i in keep]
