@@ -459,3 +459,18 @@ def test_fuzzed_json_is_a_value_or_the_one_error(mutations):
         assert str(exc).startswith("doc.json") and "\n" not in str(exc)
         return
     assert isinstance(value, (dict, list, str, int, float, bool, type(None)))
+
+
+def test_task_times_job_ids_are_read_without_padding(tmp_path):
+    import json
+
+    from sched.farms import task_times
+
+    p = tmp_path / "times.json"
+    doc = {"format": task_times.FORMAT, "farm": "f", "queue": "q", "jobs": {" job-1\t": [3, 2.5]}}
+    p.write_text(json.dumps(doc))
+    assert task_times.read(p, "f", "q") == ({"job-1": (3, 2.5)}, None)
+    doc["jobs"]["job-1"] = [4, 1.0]  # the same job twice: the cache is set aside, named
+    p.write_text(json.dumps(doc))
+    times, warning = task_times.read(p, "f", "q")
+    assert times == {} and "jobs.job-1: the same job twice" in warning and str(p) in warning

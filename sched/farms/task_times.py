@@ -7,9 +7,11 @@ The file (JSON, written atomically, read with a size limit, no code run)::
     {"format": "sched-task-times/1", "farm": F, "queue": Q,
      "jobs": {"<job id>": [<succeeded tasks>, <mean seconds per task>], ...}}
 
-It is a cache: a file of another farm or queue, or one that cannot be read or is malformed, is
-set aside with a warning naming the file and the field, and the sync measures every job again
-(it rewrites the file). It keeps the jobs of the last sync only, so it stays within rank()'s
+Job ids are read without the white space around them (``sched.csv_input.normal_id``); two
+that differ by it only are the same job given twice. It is a cache: a file of another farm or
+queue, or one that cannot be read or is malformed, is set aside with a warning naming the file
+and the field, and the sync measures every job again (it rewrites the file). It keeps the jobs
+of the last sync only, so it stays within rank()'s
 limit of jobs.
 """
 
@@ -17,6 +19,7 @@ import json
 import math
 
 from sched import files
+from sched.csv_input import normal_id
 from sched.errors import SchedError
 from sched.limits import MAX_RANK_TASKS
 
@@ -65,7 +68,12 @@ def _read(path, farm, queue):
             raise TaskTimesError(
                 f"task times {path}: field jobs.{str(jid)[:60]}: expected [succeeded tasks > 0, seconds >= 0]"
             )
-        out[jid] = (n, float(mean))
+        key = normal_id(jid)  # as every id the project reads (sched.csv_input.normal_id)
+        if key in out:
+            raise TaskTimesError(
+                f"task times {path}: field jobs.{key[:60]}: the same job twice (white space around ids aside)"
+            )
+        out[key] = (n, float(mean))
     return out
 
 
