@@ -13,10 +13,10 @@ bottom (docs/architecture.md):
 * ``evidence``: the pinned code paths, the results' manifest and the run records (issue 45).
 
 Modules of this folder: ``cache`` (the one locked cache), ``cli``, ``config`` (the one
-frozen config), ``errors``, ``files`` (atomic writes), ``json_input`` (the one JSON parser),
-``layout`` (every results path), ``limits`` (and the products of settings they bound),
-``setting`` (a benchmark's GPUs and load), ``sim_numba`` (the compiled core at the path the
-contract names), ``threads``, ``yaml_input`` (the one YAML parser).
+frozen config), ``csv_input`` (the one set of CSV rules), ``errors``, ``files`` (atomic writes),
+``json_input`` (the one JSON parser), ``layout`` (every results path), ``limits`` (and the
+products of settings they bound), ``setting`` (a benchmark's GPUs and load), ``sim_numba`` (the
+compiled core at the path the contract names), ``threads``, ``yaml_input`` (the one YAML parser).
 """
 
 import os

@@ -19,7 +19,6 @@ other write error) is an :class:`OutputError` naming the path.
 # size: atomic writes of one file and of a set, stale temporaries and bounded reads: every
 # file the project writes or loads goes through these few functions, kept together
 
-import csv
 import errno
 import glob
 import hashlib
@@ -31,8 +30,8 @@ import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
+from sched.csv_input import check_header, safe_frame, scan_csv  # noqa: F401 (check_header: also from here)
 from sched.errors import SchedError
-from sched.limits import SHOWN_CHARS as SHOWN
 
 
 class OutputError(SchedError):
@@ -168,6 +167,7 @@ def write_set(items):
 
 def csv_writer(frame):
     """A :func:`write_set` writer of ``frame`` as CSV (as :func:`write_csv`)."""
+    frame = safe_frame(frame)
     return lambda tmp: frame.to_csv(tmp, index=False)
 
 
@@ -251,6 +251,8 @@ def write_json(path, data):
 
 
 def write_csv(path, frame):
+    """``frame`` as CSV, its formula-like text cells quoted (:func:`sched.csv_input.safe_frame`)."""
+    frame = safe_frame(frame)
     with atomic_path(path) as tmp:
         frame.to_csv(tmp, index=False)
 
@@ -323,67 +325,6 @@ def decode_utf8(data, source, error):
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise error(f"{source}: not a UTF-8 text file (byte {exc.start} cannot be decoded)") from None
-
-
-def scan_csv(text, source, error, skipinitialspace=False, sep=",", max_rows=None):
-    """Check a CSV text's shape: (header, the file line of each data row).
-
-    Refused with ``error``, naming ``source``, the row (1 = the first data row)
-    and the line (1 = the first line of the file, the header's when it has no
-    blank line above it): a row whose field count differs from the header's,
-    a column name given twice (compared stripped), more than ``max_rows`` rows,
-    text that is no CSV, a file with no header. Blank lines are skipped, as
-    pandas does; a row's line is where it starts (a quoted field may span lines).
-    """
-    header, header_line, lines = None, 0, []
-    for start, record in _records(text, source, error, sep, skipinitialspace):
-        if not record or (len(record) == 1 and not record[0].strip()):
-            continue
-        if header is None:
-            header, header_line = record, start
-            check_header(header, source, start, error)
-        elif len(record) != len(header):
-            raise error(
-                f"{source}: row {len(lines) + 1} (line {start}): {len(record)} fields, "
-                f"the header (line {header_line}) has {len(header)}"
-            )
-        else:
-            lines.append(start)
-            if max_rows is not None and len(lines) > max_rows:
-                raise error(f"{source}: more than {max_rows} rows")
-    if header is None:
-        raise error(f"{source}: empty file (no header, no rows)")
-    return header, lines
-
-
-def _records(text, source, error, sep, skipinitialspace):
-    """(first line, fields) of each record of a CSV text, blank lines included."""
-    if '"' not in text:
-        # no quoting: a record is a line (CRLF, LF or CR ended, as pandas reads them);
-        # splitting lines is several times faster than the csv module
-        for i, line in enumerate(text.replace("\r\n", "\n").replace("\r", "\n").split("\n"), start=1):
-            yield i, line.split(sep)
-        return
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=sep, skipinitialspace=skipinitialspace)
-    end = 0
-    try:
-        for record in reader:
-            yield end + 1, record
-            end = reader.line_num
-    except csv.Error as exc:
-        raise error(f"{source}: line {reader.line_num}: not a readable CSV file ({exc})") from None
-
-
-def check_header(header, source, line, error):
-    """Refuse a column name given twice (compared stripped; empty names may repeat)."""
-    seen = {}
-    for i, name in enumerate(header, start=1):
-        name = name.strip()
-        if name and name in seen:  # pandas names empty columns "Unnamed: i", all different
-            raise error(
-                f"{source}: line {line}: column {name[:SHOWN]!r} appears twice (fields {seen[name]} and {i})"
-            )
-        seen[name] = i
 
 
 def read_csv_lines(path, error, limit=None, max_rows=None, **kwargs):

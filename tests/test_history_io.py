@@ -96,12 +96,12 @@ def test_stray_quote_is_refused_at_its_line_and_every_line_after_it_counted(tmp_
     st = HistoryStats(p, "csv")
     n = sum(len(c) for c in read_history(p, cfg["scenario"]["priorities"], 0.05, stats=st))
     assert n == 3300 and st.total == 3301 and st.bad_count == 1
-    assert st.bad == [(302, "an unterminated quoted field (a quoted field may not span lines)")]
+    assert st.bad == [(302, "a quoted field spans lines (unbalanced quote?)")]
     # past the share of malformed records: one line naming the file and the line, nothing kept
     many = _write(tmp_path / "m.csv", [HEADER, *_rows(30), *(['"stray,image,1717372800,low'] * 5)])
     with pytest.raises(HistoryError, match=r"m\.csv: 5 of 35 records are malformed") as exc:
         list(read_history(many, cfg["scenario"]["priorities"], 0.05, stats=HistoryStats(many, "csv")))
-    assert "line 32: an unterminated quoted field" in str(exc.value)
+    assert "line 32: a quoted field spans lines" in str(exc.value)
     # a quoted field on one line is read as before
     ok = _write(tmp_path / "ok.csv", [HEADER, *_rows(300), '"q,1",image,1717372800,"low"'])
     st = HistoryStats(ok, "csv")

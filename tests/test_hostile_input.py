@@ -152,11 +152,16 @@ def _simulate_file(tmp_path, name, text):
     [
         # every row one field longer: pandas took `id` as the index and exited 0
         (SCENARIO_HEADER + "a,image,0,10,1,20,30\nb,image,0,10,1,20,30\n", ["row 1 (line 2)", "7 fields"]),
-        # the ragged row after a blank line and a two-line quoted id is on line 7
+        # the ragged row after a blank line and a quoted id is on line 6
         (
             SCENARIO_HEADER
-            + 'a,image,0,10,1,20\n\nb,image,0,10,1,20\n"c\nd",image,0,10,1,20\ne,image,0,10,1,20,30\n',
-            ["row 4 (line 7)", "7 fields", "header (line 1) has 6"],
+            + 'a,image,0,10,1,20\n\nb,image,0,10,1,20\n"c d",image,0,10,1,20\ne,image,0,10,1,20,30\n',
+            ["row 4 (line 6)", "7 fields", "header (line 1) has 6"],
+        ),
+        # a quoted id over two lines: a record is one line (issue 58)
+        (
+            SCENARIO_HEADER + 'a,image,0,10,1,20\n\nb,image,0,10,1,20\n"c\nd",image,0,10,1,20\n',
+            ["row 3 (line 5)", "a quoted field spans lines"],
         ),
         (SCENARIO_HEADER.rstrip() + ",id\na,image,0,10,1,20,x\n", ["column 'id' appears twice"]),
         (SCENARIO_HEADER.rstrip() + ",start_s\na,image,0,10,1,20,7\n", ["'start_s'", "schedule"]),

@@ -174,10 +174,15 @@ SHAPE = [
         HEADER + "a,image,0,10,1,20\nb,image,0,10\n",
         r"row 2 \(line 3\): 4 fields, the header \(line 1\) has 6",
     ),
-    # a blank line and a quoted field over two lines: the row named is the right one
+    # a blank line, then a quoted field over two lines: a record is one line (issue 58), so the
+    # line that leaves the quote open is named
     (
         HEADER + 'a,image,0,10,1,20\n\nb,image,0,10,1,20\n"c\nd",image,0,10,1,20\ne,image,0,10,1,20,30\n',
-        r"row 4 \(line 7\): 7 fields",
+        r"row 3 \(line 5\): a quoted field spans lines",
+    ),
+    (
+        HEADER + 'a,image,0,10,1,20\n\nb,image,0,10,1,20\n"c d",image,0,10,1,20\ne,image,0,10,1,20,30\n',
+        r"row 4 \(line 6\): 7 fields",
     ),
     (
         HEADER.rstrip("\n") + ",id\na,image,0,10,1,20,x\n",
@@ -231,13 +236,14 @@ def test_ids_are_stripped(tmp_path):
 
 
 def test_valid_files_in_every_layout_read_as_before(tmp_path):
-    # a byte-order mark, CRLF line ends, a quoted comma, a quoted line break, blank and
-    # white lines, spaces after commas, an unnamed trailing column
+    # a byte-order mark, CRLF line ends, a quoted comma, a quoted quote, blank and white
+    # lines, spaces after commas, an unnamed trailing column (a quoted line break: refused,
+    # issue 58)
     p = tmp_path / "s.csv"
     p.write_bytes(
         b"\xef\xbb\xbfid,kind,arrival_s,duration_s,weight,due_s,note,\r\n"
         b'1,image,0,10,1,20,"a, b",\r\n\r\n   \r\n'
-        b'2, video , 1e1,5,2,  30,"multi\nline",x\r\n'
+        b'2, video , 1e1,5,2,  30,"one ""line""",x\r\n'
     )
     f = read_scenario(p).frame
     assert list(f.columns) == [
@@ -252,7 +258,7 @@ def test_valid_files_in_every_layout_read_as_before(tmp_path):
     ]
     assert f["id"].tolist() == ["1", "2"] and f["kind"].tolist() == ["image", "video "]
     assert f["arrival_s"].tolist() == [0.0, 10.0] and f["due_s"].tolist() == [20.0, 30.0]
-    assert f["note"].tolist() == ["a, b", "multi\nline"] and f["Unnamed: 7"].tolist() == ["", "x"]
+    assert f["note"].tolist() == ["a, b", 'one "line"'] and f["Unnamed: 7"].tolist() == ["", "x"]
 
 
 def test_a_generated_scenario_reads_back_identically(tmp_path, cfg):

@@ -27,6 +27,7 @@ def register(sub):
 
 
 def run(args):
+    from sched.csv_input import safe_frame
     from sched.data.scenario import generate, scenario_model, write_scenario
 
     check_overrides(args)
@@ -38,7 +39,7 @@ def run(args):
         write_scenario(args.out, sc)
         print(f"wrote {args.out} ({len(sc)} tasks, seed {args.seed})", file=sys.stderr)
     else:
-        sc.frame.to_csv(sys.stdout, index=False)
+        safe_frame(sc.frame).to_csv(sys.stdout, index=False)  # as write_scenario writes it
 
 
 def check_overrides(args):

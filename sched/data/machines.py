@@ -10,7 +10,9 @@ rank``, ``rank(machines=...)``, the simulators' ``machines`` argument):
 * a spec ``NxSPEED[,NxSPEED...]`` such as ``"2x1.0,2x0.6"``: N GPUs of each
   speed, in the order written (the ``x`` tells a spec from ``sched rank``'s
   comma-separated free times);
-* the path of a machines CSV, header ``name,speed``, one GPU a row;
+* the path of a machines CSV, header ``name,speed``, one GPU a row (a record is one line,
+  ``sched.csv_input``: an unbalanced quote is refused naming its line, never two GPUs merged
+  into one; names compared without the white space around them);
 * in Python, a sequence of speeds (numbers), one per GPU.
 
 Refused with a :class:`MachinesError` naming the field: a count below 1, a
@@ -19,14 +21,12 @@ infinities), an empty spec or item, more than ``MAX_MACHINES`` GPUs (checked
 before anything is allocated).
 """
 
-import csv
-import io
 import math
 import os
 
 import numpy as np
 
-from sched import files
+from sched import csv_input, files
 from sched.errors import SchedError, shorten
 from sched.limits import MAX_MACHINES, MAX_SPEED, MIN_SPEED
 
@@ -67,10 +67,10 @@ def is_spec(text):
 def speed(v, field):
     """One GPU's speed: a finite number within [MIN_SPEED, MAX_SPEED]."""
     if isinstance(v, str):
-        try:
-            v = float(v.strip())
-        except ValueError:
-            raise MachinesError(f"{field}: speed is not a number: {shorten(v)}") from None
+        f = csv_input.number(v)  # ASCII only (not 1_000, not ١٢), as a scenario's numbers
+        if f is None:
+            raise MachinesError(f"{field}: speed is not a number: {shorten(v)}")
+        v = f
     if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
         raise MachinesError(f"{field}: speed is not a number: {shorten(v)}")
     try:
@@ -169,25 +169,26 @@ def _read_csv(path, field):
         text = files.read_text(path, MachinesError, MAX_CSV_BYTES)
     except MachinesError as exc:  # it names the file; add the field
         raise MachinesError(f"{field} {exc}") from None
-    try:
-        rows = list(csv.reader(io.StringIO(text)))
-    except csv.Error as exc:
-        raise MachinesError(f"{where}: not a CSV ({exc})") from None
-    rows = [r for r in rows if any(c.strip() for c in r)]
-    if not rows or [c.strip() for c in rows[0]] != ["name", "speed"]:
+    rows = []
+    for line, row in csv_input.line_records(text):  # a record is one line; blank lines skipped
+        if isinstance(row, csv_input.BadLine):
+            raise MachinesError(f"{where} line {line}: {row}")
+        rows.append((line, row))  # a row of empty cells is refused below, never skipped
+    if not rows or [c.strip() for c in rows[0][1]] != ["name", "speed"]:
         raise MachinesError(
-            f"{where}: expected the header name,speed, got {shorten(rows[0] if rows else '')}"
+            f"{where}: expected the header name,speed, got {shorten(rows[0][1] if rows else '')}"
         )
     if len(rows) == 1:
         raise MachinesError(f"{where}: no GPU rows (at least one GPU is needed)")
     if len(rows) - 1 > MAX_MACHINES:
         raise _too_many(where, len(rows) - 1)
     seen, out = set(), []
-    for line, row in enumerate(rows[1:], 2):
-        if len(row) != 2 or not row[0].strip():
+    for line, row in rows[1:]:
+        name = csv_input.normal_id(row[0])
+        if len(row) != 2 or not name:
             raise MachinesError(f"{where} row {line}: expected a name and a speed, got {shorten(row)}")
-        if row[0].strip() in seen:
-            raise MachinesError(f"{where} row {line}: name {shorten(row[0].strip())} repeated")
-        seen.add(row[0].strip())
+        if name in seen:
+            raise MachinesError(f"{where} row {line}: name {shorten(name)} repeated")
+        seen.add(name)
         out.append(speed(row[1], f"{where} row {line}: speed"))
     return np.array(out, dtype=np.float64)

@@ -4,12 +4,11 @@ A scenario is a table of tasks, one row each. File contract (CSV):
 
     id,kind,arrival_s,duration_s,weight,due_s[,estimate_s][,extra columns...]
 
-``duration_s`` is the true duration, ``estimate_s`` what the scheduler sees
-(the duration when the column is absent). Extra columns are carried through
-to schedules unchanged; the columns a schedule adds (``SCHEDULE_COLUMNS``)
-are refused, and so is a column name given twice. Every row has the header's
-field count. Ids are stripped of surrounding spaces, then must be distinct.
-Times are finite and at most ``sched.limits.MAX_SECONDS`` in absolute value,
+``duration_s`` is the true duration, ``estimate_s`` what the scheduler sees (the duration
+when the column is absent). Extra columns are carried through to schedules unchanged; the
+columns a schedule adds (``SCHEDULE_COLUMNS``) are refused, and so is a column name given
+twice. The file's records follow ``sched.csv_input`` (one line each; ids stripped, then
+distinct; formula-like text cells quoted when written). Times are finite and at most ``sched.limits.MAX_SECONDS`` in absolute value,
 weights at most ``sched.limits.MAX_WEIGHT``; a file has at most
 ``sched.limits.MAX_SCENARIO_TASKS`` rows and ``MAX_SCENARIO_BYTES`` bytes. Jobs of frames add
 four optional columns, ``frames``, ``chunk_frames``, ``max_gpus`` and ``setup_s``
@@ -34,6 +33,7 @@ import pandas as pd
 
 from sched import files
 from sched.config import shorten
+from sched.csv_input import normal_id
 from sched.data import chunked
 from sched.data.distributions import sample_durations
 from sched.data.machines import total as total_speed
@@ -131,8 +131,8 @@ def validate_frame(frame, source="scenario", lines=None):
     out = frame.copy()
     for col in ("id", "kind"):
         text = out[col].astype("string")
-        if col == "id":
-            text = text.str.strip()  # "a " and "a" are the same task (as in rank())
+        if col == "id":  # "a " and "a" are the same task (as in rank(), histories, mappings)
+            text = text.map(normal_id, na_action="ignore").astype("string")
         empty = text.isna() | (text.str.strip() == "")
         if empty.any():
             raise ScenarioError(f"{source}: {_where(empty, lines)} field {col}: missing value")

@@ -26,15 +26,13 @@ MAX_WEIGHT, a frame time and ``due_after_h`` hours at most MAX_SECONDS), so a va
 would refuse is refused here, at its line and column or as its job's comment.
 """
 
-import csv
 import fnmatch
-import io
 import math
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from sched import files
+from sched import csv_input, files
 from sched.errors import SchedError
 from sched.limits import MAX_SECONDS, MAX_WEIGHT
 
@@ -101,7 +99,9 @@ class Mapping:
         self.rules.append(rule)
 
     def first(self, name):
-        """The first rule that matches job ``name``, or None."""
+        """The first rule that matches job ``name`` (without the white space around it, as the
+        patterns are read: :func:`sched.csv_input.normal_id`), or None."""
+        name = csv_input.normal_id(name)
         named = self.names.get(name, len(self.rules))
         for pos, match in self.patterns:
             if pos > named:
@@ -126,26 +126,22 @@ def read_mapping(path, unit="frame"):
     """The rules of the mapping CSV ``path``, in file order: a :class:`Mapping` (its columns:
     ``job`` and any of :func:`keys` of ``unit``).
 
-    Lines may end in LF, CRLF or CR. Refused naming the file and line: text that is no CSV
-    (a field over the csv module's limit, 131,072 characters), a column given twice, an
-    unknown or missing column, more fields than columns, a bad value (:func:`check_values`),
-    more than MAX_MAPPING_PATTERNS rows with a wildcard.
+    Lines may end in LF, CRLF or CR; a record is one line (``sched.csv_input``), blank lines
+    are skipped. Refused naming the file and line: a line that is no CSV record (a quoted
+    field left open: a stray quote, text after a closing quote, a NUL byte, a field over the
+    csv module's limit, 131,072 characters), a column given twice, an unknown or missing
+    column, more fields than columns, a bad value (:func:`check_values`), more than
+    MAX_MAPPING_PATTERNS rows with a wildcard.
     """
     text = files.read_text(path, MappingError, MAX_MAPPING_BYTES)
-    # newline="": the csv module reads the line ends itself (a quoted field may hold one)
-    reader = csv.reader(io.StringIO(text, newline=""))
-    try:
-        return _rules(reader, path, unit)
-    except csv.Error as exc:
-        raise MappingError(f"{path}: line {reader.line_num}: not a readable CSV file ({exc})") from None
+    return _rules(csv_input.line_records(text), path, unit)
 
 
-def _rules(reader, path, unit):
-    cols, out, checked, end = None, Mapping(), {}, 0
-    for record in reader:
-        line, end = end + 1, reader.line_num  # a record's line is where it starts
-        if not record:
-            continue  # a blank line, as csv.DictReader skips them
+def _rules(records, path, unit):
+    cols, out, checked = None, Mapping(), {}
+    for line, record in records:
+        if isinstance(record, csv_input.BadLine):
+            raise MappingError(f"{path}: line {line}: {record}")
         if cols is None:
             cols = record
             _check_columns(cols, path, line, unit)
@@ -153,7 +149,7 @@ def _rules(reader, path, unit):
         if len(record) > len(cols):
             raise MappingError(f"{path}: line {line}: more fields than columns")
         row = dict(zip(cols, record))
-        pattern = row.pop("job", "").strip()  # a short row may end before its job field
+        pattern = csv_input.normal_id(row.pop("job", ""))  # a short row may end before its job field
         if not pattern:
             raise MappingError(f"{path}: line {line}: column job: empty")
         where = f"{path}: line {line}"
@@ -209,10 +205,9 @@ def check_values(values, where, features=False, unit="frame"):
     out, known = {}, keys(unit)
     for key, text in values.items():
         if key in _NUMBERS and key in known:
-            try:
-                v = float(text)
-            except ValueError:
-                raise MappingError(f"{where}: {key}: expected a number, got {text[:40]!r}") from None
+            v = _number(text)
+            if v is None:
+                raise MappingError(f"{where}: {key}: expected a number, got {text[:40]!r}")
             least, most, limit = _NUMBERS[key]
             if not (math.isfinite(v) and least <= v <= most):
                 sign = ">= 0" if key == "due_after_h" else "> 0"
@@ -236,12 +231,20 @@ def check_values(values, where, features=False, unit="frame"):
     return out
 
 
+def _number(value):
+    """A number given as one (a farm's typed parameter), or text in ASCII as a scenario's numbers
+    (:func:`sched.csv_input.number`: not ``1_000``, not ``١٢``); None otherwise."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            return float(value)
+        except OverflowError:
+            return math.inf
+    return csv_input.number(value)
+
+
 def _feature(text):
-    try:
-        v = float(text)
-    except ValueError:
-        return text
-    return v if math.isfinite(v) else text
+    v = _number(text)
+    return v if v is not None and math.isfinite(v) else text
 
 
 def posix_seconds(text, where):

@@ -16,13 +16,16 @@ file, the job and the field, and that job is measured again.
 It is written only over a file of its own (``format`` ``sched-task-times/1``) or where none is:
 a symbolic link, a folder, a file that is not JSON or of another format (a decision log named
 by mistake) is neither read nor written, with a warning (:func:`load`). A dry run writes nothing.
-It keeps the jobs of the last sync only, so it stays within rank()'s limit of jobs.
+It keeps the jobs of the last sync only, so it stays within rank()'s limit of jobs. Job ids
+are read without the white space around them (``sched.csv_input.normal_id``); two that differ by
+it only are the same job given twice: both entries are dropped, named, and the job measured again.
 """
 
 import math
 import os
 
 from sched import files, json_input
+from sched.csv_input import normal_id
 from sched.errors import SchedError, shorten
 from sched.farms.mapping import printable
 from sched.limits import MAX_FARM_COUNT, MAX_RANK_TASKS, MAX_SECONDS
@@ -91,13 +94,16 @@ def _read(path, farm, queue):
     jobs = doc.get("jobs")
     if not isinstance(jobs, dict):
         raise TaskTimesError(f"task times {path}: field jobs: expected {{job id: [succeeded, seconds]}}")
-    out, bad = {}, []
+    out, bad, seen = {}, [], set()
     for jid, entry in jobs.items():
         got = entry_times(entry)
-        if got is None:
+        key = normal_id(jid)  # as every id the project reads
+        if got is None or key in seen:
             bad.append((jid, entry))
+            out.pop(key, None)  # the same job twice (white space aside): measured again
         else:
-            out[jid] = got
+            out[key] = got
+        seen.add(key)
     if not bad:
         return out, None
     jid, entry = bad[0]

@@ -1,9 +1,11 @@
 """Reading GPU bench logs: one record per measured render, CSV or JSON Lines.
 
-Malformed records (a missing field, a value that is not a number, NaN, a
+Malformed records (a missing field, a value that is not a number in ASCII, NaN, a
 duration <= 0, a line that is not JSON or not a JSON object, a row with the
-wrong number of fields) are skipped, counted and kept with their line numbers
-in a :class:`BenchLog`. A file that cannot be read, an empty file and a file
+wrong number of fields, a CSV line that is no record: an unbalanced quote, a NUL)
+are skipped, counted and kept with their line numbers in a :class:`BenchLog`; a
+record is one physical line (``sched.csv_input``), so a stray quote spoils its
+own line only. A file that cannot be read, an empty file and a file
 with more than ``calibration.max_bad_share`` malformed records raise
 :class:`CalibrationError`, and so do a folder, a pipe and a CSV header naming
 a column twice. A number above ``sched.limits.MAX_SECONDS`` (a duration or a
@@ -11,9 +13,7 @@ feature) makes its record malformed. The checks that need every file (kinds,
 counts) are :func:`sched.data.bench.fit.calibrate`'s.
 """
 
-import csv
 import hashlib
-import io
 import json
 import math
 from dataclasses import dataclass, field
@@ -21,14 +21,13 @@ from pathlib import Path
 
 import numpy as np
 
-from sched import files
+from sched import csv_input, files
 from sched.errors import SchedError
 from sched.limits import MAX_SECONDS
 
 SUFFIXES = {".csv": "csv", ".jsonl": "jsonl", ".json-lines": "jsonl"}
 FIELDS = ("kind", "duration_s", "width", "height", "frames", "steps")
 SHOWN = 5  # malformed records listed by line in messages
-_EXTRA, _SHORT = "\0extra", "\0short"  # csv.DictReader markers for too many / too few fields
 
 
 class CalibrationError(SchedError):
@@ -49,9 +48,23 @@ class BenchLog:
     total: int = 0
 
     def bad_summary(self):
+        """The first SHOWN malformed records with their reasons, then the lines of the others:
+        every skipped record is named by its line."""
         shown = "; ".join(f"line {line}: {why}" for line, why in self.bad[:SHOWN])
-        more = f"; and {len(self.bad) - SHOWN} more" if len(self.bad) > SHOWN else ""
+        rest = [line for line, _ in self.bad[SHOWN:]]
+        more = f"; and {len(rest)} more (lines {line_ranges(rest)})" if rest else ""
         return f"{shown}{more}"
+
+
+def line_ranges(lines):
+    """Line numbers (ascending) in short: ``5, 7-9, 12``."""
+    runs = []
+    for n in lines:
+        if runs and n == runs[-1][1] + 1:
+            runs[-1][1] = n
+        else:
+            runs.append([n, n])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
 
 
 class _Bad(Exception):
@@ -63,10 +76,13 @@ def _number(value, name):
         raise _Bad(f"{name}: missing value")
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise _Bad(f"{name}: {value!r} is not a number")
+    # text in ASCII only (sched.csv_input.number): float() alone takes 1_000 and Arabic digits
     try:
-        x = float(value)
-    except ValueError:
-        raise _Bad(f"{name}: {value!r} is not a number") from None
+        x = csv_input.number(value) if isinstance(value, str) else float(value)
+    except OverflowError:  # a JSON integer beyond any float
+        x = math.inf
+    if x is None:
+        raise _Bad(f"{name}: {value!r} is not a number")
     if math.isnan(x):
         raise _Bad(f"{name}: NaN")
     if not math.isfinite(x):
@@ -110,31 +126,31 @@ def _parse_record(raw, columns):
 def _raw_records(text, fmt, path, columns):
     """Yield (line, raw mapping or _Bad) for every record of a file's text."""
     if fmt == "csv":
-        reader = csv.DictReader(io.StringIO(text, newline=""), restkey=_EXTRA, restval=_SHORT)
-        header = reader.fieldnames
+        # a record is one physical line (sched.csv_input): a stray quote spoils its line only
+        records = csv_input.line_records(text)
+        line, header = next(records, (0, None))
         if header is None:
             return
+        if isinstance(header, csv_input.BadLine):
+            raise CalibrationError(f"{path}: line {line}: the header: {header}")
         header = [h.strip() for h in header]
-        reader.fieldnames = header
-        files.check_header(header, path, reader.line_num, CalibrationError)
+        files.check_header(header, path, line, CalibrationError)
         for f in ("kind", "duration_s"):
             if columns[f] not in header:
                 raise CalibrationError(
                     f"{path}: no column {columns[f]!r} (columns: {', '.join(header)}); "
                     f"name the {f} column in calibration.columns.{f}"
                 )
-        for row in reader:
-            line = reader.line_num
-            if _EXTRA in row:
-                yield line, _Bad(f"{len(header) + len(row[_EXTRA])} fields, the header has {len(header)}")
-            elif _SHORT in row.values():
-                n = sum(v != _SHORT for v in row.values())
-                yield line, _Bad(f"{n} fields, the header has {len(header)}")
+        for line, row in records:
+            if isinstance(row, csv_input.BadLine):
+                yield line, _Bad(str(row))
+            elif len(row) != len(header):
+                yield line, _Bad(f"{len(row)} fields, the header has {len(header)}")
             else:
-                yield line, row
+                yield line, dict(zip(header, row))
     else:
-        for line, s in enumerate(text.splitlines(), start=1):
-            if not s.strip():
+        for line, s in enumerate(csv_input.physical_lines(text), start=1):
+            if csv_input.is_blank(s):
                 continue
             try:
                 obj = json.loads(s)

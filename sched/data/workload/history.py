@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from sched.config import shorten
+from sched.csv_input import normal_id
 from sched.data.bench.bench_logs import SHOWN
 from sched.data.workload.history_io import (
     BAD,
@@ -197,7 +198,10 @@ def _parse(frame, lines, priorities, kinds, window=None):
 
     for name in frame.columns:  # a JSON integer too long to convert, in any field
         flag(frame[name].to_numpy(dtype=object) == LONG, f"{name}: {_shown(LONG)}")
-    ids = text_ok("id")
+    raw_ids = text_ok("id")
+    # ids without the white space around them (sched.csv_input.normal_id), as scenarios and
+    # `sched replay` compare them: "a " and "a" are the same task, counted once
+    ids = pd.Series([normal_id(v) for v in raw_ids.to_numpy(dtype=object)], index=raw_ids.index, dtype=object)
     kind = _strip(text_ok("kind"))
     prio = _strip(text_ok("priority"))
     flag(_empty(ids), "id: missing value")

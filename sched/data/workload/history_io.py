@@ -9,7 +9,6 @@ read in blocks of ``BLOCK`` bytes, and a block of blank lines only is counted, n
 file of blank lines is read at the speed of decompression.
 """
 
-import csv
 import gzip
 import hashlib
 import io
@@ -20,6 +19,7 @@ import stat
 import numpy as np
 import pandas as pd
 
+from sched import csv_input
 from sched.config import shorten
 from sched.errors import SchedError
 from sched.limits import MAX_HISTORY_BYTES, MAX_HISTORY_LINE
@@ -50,7 +50,6 @@ CHUNK_BYTES = 32 * 1024**2
 MAX_DIGITS = 4300
 BAD = "\0bad"  # a JSON value that is neither text, a number nor null: fails every parse
 LONG = "\0long"  # a JSON integer of more than MAX_DIGITS digits: fails every parse
-UNTERMINATED = "an unterminated quoted field (a quoted field may not span lines)"
 
 
 class HistoryError(SchedError):
@@ -159,7 +158,7 @@ def _split(done, number, path):
     """The lines of ``done`` (bytes ending with a line end) as text; nothing for blank lines only."""
     if b"\r" in done:
         done = done.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-    if not done.strip():
+    if not done.strip(b" \t\n"):  # blank lines only (sched.csv_input.is_blank)
         return
     ends = np.flatnonzero(np.frombuffer(done, dtype=np.uint8) == 10)
     lengths = np.diff(ends, prepend=-1) - 1
@@ -202,49 +201,56 @@ def _check_columns(header, path):
         raise HistoryError(f"{path}: no column 'priority' or 'weight' (one of them is required)")
 
 
-def _row(s):
-    """The fields of one CSV line, or None when a quoted field is left open at its end."""
-    row = next(csv.reader((s + "\n",), skipinitialspace=True))
-    if row and row[-1].endswith("\n"):
-        return None
-    return row
+def _header(segments, path):
+    """(its line, the lines of its segment from it on, its names) of the header of a CSV history:
+    its first line that is not blank, as every CSV reader finds it ((None, None, None) if none);
+    HistoryError naming the line for a header that is no record, a column twice or missing."""
+    for first, lines in segments:
+        k = next((k for k, s in enumerate(lines) if not csv_input.is_blank(s)), None)
+        if k is not None:
+            at = first + k
+            break
+    else:
+        return None, None, None
+    try:
+        header = [h.strip() for h in csv_input.split_line(lines[k])]
+    except csv_input.BadLine as exc:
+        raise HistoryError(f"{path}: line {at}: the header: {exc}") from None
+    csv_input.check_header(header, path, at, HistoryError)
+    _check_columns(header, path)
+    return at, lines[k:], header
 
 
 def csv_chunks(segments, path, stats, size):
     """(lines, frame of str, list of (line, reason)) per chunk of a CSV file.
 
-    A record is one line: a quoted field may not span lines in a history. A line that leaves
-    a quoted field open is malformed, and so is every line up to the one that would have
-    closed it (the lines a CSV reader would have read into that field), each counted. A
-    chunk without a double quote is split line by line and parsed by pandas' C reader,
-    several times faster than the csv module; one holding quotes goes line by line through
-    the csv module. Only the documented columns (``FIELDS``) are kept.
+    A record is one line (``sched.csv_input``): a quoted field may not span lines in a
+    history. A line that leaves a quoted field open, holds text after a closing quote or a
+    NUL byte is malformed, counted and named; the lines after it are records of their own
+    (a CSV reader would have swallowed them into the open field). A chunk without a double
+    quote or a NUL is split line by line and parsed by pandas' C reader, several times faster
+    than the csv module; any other goes line by line through the csv module (strict). Only
+    the documented columns (``FIELDS``) are kept.
     """
     segments = iter(segments)
-    first = next(segments, None)
-    if first is None or first[0] != 1 or not first[1][0].strip():
+    at, lines, header = _header(segments, path)
+    if header is None:
         return
-    number, lines = first
-    header = [h.strip() for h in next(csv.reader([lines[0]]))]
-    from sched.files import check_header
-
-    check_header(header, path, 1, HistoryError)
-    _check_columns(header, path)
     width = len(header)
     keep = [i for i, h in enumerate(header) if h in _FIELDS]
     names = [header[i] for i in keep]
 
     def rest():
         if len(lines) > 1:
-            yield number + 1, lines[1:]
+            yield at + 1, lines[1:]
         yield from segments
 
     for nums, chunk in _chunks(rest(), size):
         good_lines, bad = [], []
-        if not any('"' in s for s in chunk):
+        if not any('"' in s or "\0" in s for s in chunk):
             good = []
             for i, s in zip(nums.tolist(), chunk):
-                if not s.strip():
+                if csv_input.is_blank(s):
                     continue
                 stats.total += 1
                 k = s.count(",") + 1
@@ -272,17 +278,15 @@ def csv_chunks(segments, path, stats, size):
         else:
             rows = []
             for i, s in zip(nums.tolist(), chunk):
-                if not s.strip():
+                if csv_input.is_blank(s):
                     continue
                 stats.total += 1
-                try:
-                    row = _row(s)
-                except csv.Error as exc:
-                    bad.append((i, f"not readable CSV ({exc})"))
+                try:  # malformed at its line; the next line is a record of its own
+                    row = csv_input.split_line(s, skipinitialspace=True)
+                except csv_input.BadLine as exc:
+                    bad.append((i, str(exc)))
                     continue
-                if row is None:  # malformed at its line; the next line is a record of its own
-                    bad.append((i, UNTERMINATED))
-                elif len(row) != width:
+                if len(row) != width:
                     bad.append((i, f"{len(row)} fields, the header has {width}"))
                 else:
                     rows.append([row[j] for j in keep])
@@ -338,7 +342,7 @@ def jsonl_chunks(segments, path, stats, size):
     for nums, chunk in _chunks(segments, size):
         rows, lines, bad = [], [], []
         for line, s in zip(nums.tolist(), chunk):
-            if not s.strip():
+            if csv_input.is_blank(s):
                 continue
             stats.total += 1
             try:

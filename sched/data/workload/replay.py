@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from sched.csv_input import normal_id
 from sched.data.bench.calibration import load_calibration
 from sched.data.scenario import Scenario, validate_frame
 from sched.data.workload.history import HistoryError, HistoryStats, history_format, read_history
@@ -87,7 +88,7 @@ def check_ids(g, paths, where):
     same id (white space around it ignored, as a scenario's), naming both records where the
     user finds them: the history file, its line, and the day each was submitted on. ``where``
     says which scenario (a window, the held-out stream)."""
-    ids = pd.Series(g["id"].to_numpy(), dtype="string").str.strip()
+    ids = pd.Series([normal_id(v) for v in g["id"].to_numpy(dtype=object)], dtype=object)
     dup = ids.duplicated().to_numpy()
     if not dup.any():
         return
