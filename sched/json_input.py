@@ -4,7 +4,7 @@
 input, each refused with ``error`` naming ``source`` in one line:
 
 * a key given twice in one object (``json.loads`` silently keeps the last value);
-* ``NaN``, ``Infinity`` and ``-Infinity`` (not JSON);
+* ``NaN``, ``Infinity`` and ``-Infinity`` (not JSON), and numbers beyond a float (``1e999``);
 * nesting deeper than ``MAX_JSON_DEPTH`` levels;
 * more than ``max_values`` values (objects, arrays and scalars), judged before any of the
   document is built by an upper bound counted at C speed (its commas, ``[`` and ``{``,
@@ -67,6 +67,13 @@ def _constant(name):
     raise _Refused(f"{name} is not JSON (numbers must be finite)")
 
 
+def _float(literal):
+    value = float(literal)
+    if value in (float("inf"), float("-inf")):
+        raise _Refused(f"{literal[:SHOWN_CHARS]} is beyond a 64-bit float")
+    return value
+
+
 def parse(text, source, error, max_values=None):
     """The JSON document ``text`` (str or UTF-8 bytes), checked as the module says, or ``error``."""
     if isinstance(text, (bytes, bytearray)):
@@ -85,7 +92,7 @@ def parse(text, source, error, max_values=None):
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return json.loads(text, object_pairs_hook=_pairs, parse_constant=_constant)
+        return json.loads(text, object_pairs_hook=_pairs, parse_constant=_constant, parse_float=_float)
     except _Refused as exc:
         raise error(f"{source}: not valid JSON: {exc}") from None
     except RecursionError:

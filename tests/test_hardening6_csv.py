@@ -470,7 +470,9 @@ def test_task_times_job_ids_are_read_without_padding(tmp_path):
     doc = {"format": task_times.FORMAT, "farm": "f", "queue": "q", "jobs": {" job-1\t": [3, 2.5]}}
     p.write_text(json.dumps(doc))
     assert task_times.read(p, "f", "q") == ({"job-1": (3, 2.5)}, None)
-    doc["jobs"]["job-1"] = [4, 1.0]  # the same job twice: the cache is set aside, named
+    doc["jobs"]["job-1"] = [4, 1.0]  # the same job twice: both dropped, named, measured again
+    doc["jobs"]["job-2"] = [1, 1.0]
     p.write_text(json.dumps(doc))
     times, warning = task_times.read(p, "f", "q")
-    assert times == {} and "jobs.job-1: the same job twice" in warning and str(p) in warning
+    assert times == {"job-2": (1, 1.0)}
+    assert "jobs.job-1: the same job twice" in warning and str(p) in warning

@@ -8,9 +8,9 @@ A scenario is a table of tasks, one row each. File contract (CSV):
 when the column is absent). Extra columns are carried through to schedules unchanged; the
 columns a schedule adds (``SCHEDULE_COLUMNS``) are refused, and so is a column name given
 twice. The file's records follow ``sched.csv_input`` (one line each; ids stripped, then
-distinct; formula-like text cells quoted when written). Times are finite and at most ``sched.limits.MAX_SECONDS`` in absolute value,
-weights at most ``sched.limits.MAX_WEIGHT``; a file has at most
-``sched.limits.MAX_SCENARIO_TASKS`` rows and ``MAX_SCENARIO_BYTES`` bytes. Jobs of frames add
+distinct; formula-like text cells quoted when written). Times are finite and at most
+``sched.limits.MAX_SECONDS`` in absolute value, weights at most ``sched.limits.MAX_WEIGHT``; a
+file has at most ``sched.limits.MAX_SCENARIO_TASKS`` rows and ``MAX_SCENARIO_BYTES`` bytes. Jobs of frames add
 four optional columns, ``frames``, ``chunk_frames``, ``max_gpus`` and ``setup_s``
 (:mod:`sched.data.chunked`: their contract and the per-chunk schedule).
 

@@ -98,20 +98,27 @@ def _read(path, farm, queue):
     for jid, entry in jobs.items():
         got = entry_times(entry)
         key = normal_id(jid)  # as every id the project reads
-        if got is None or key in seen:
-            bad.append((jid, entry))
-            out.pop(key, None)  # the same job twice (white space aside): measured again
+        if key in seen:  # the same job twice (white space aside): dropped, measured again
+            out.pop(key, None)
+            bad.append((key, "the same job twice (white space around ids aside)"))
+        elif got is None:
+            bad.append(
+                (
+                    jid,
+                    f"expected [succeeded tasks > 0, seconds >= 0] (a whole count at most "
+                    f"{MAX_FARM_COUNT}, seconds finite and at most {MAX_SECONDS:g}: sched.limits), "
+                    f"got {shorten(entry)}",
+                )
+            )
         else:
             out[key] = got
         seen.add(key)
     if not bad:
         return out, None
-    jid, entry = bad[0]
+    jid, why = bad[0]
     more = f" ({len(bad) - 1} more entries like it dropped)" if len(bad) > 1 else ""
     return out, (
-        f"task times {path}: field jobs.{printable(jid)[:60]}: expected [succeeded tasks > 0, "
-        f"seconds >= 0] (a whole count at most {MAX_FARM_COUNT}, seconds finite and at most "
-        f"{MAX_SECONDS:g}: sched.limits), got {shorten(entry)}: the entry is dropped, "
+        f"task times {path}: field jobs.{printable(jid)[:60]}: {why}: the entry is dropped, "
         f"the job measured again{more}"
     )
 
