@@ -22,14 +22,18 @@ from sched import layout
 from sched.config import training_atc_k
 from sched.evaluate.errors import BenchmarkError
 from sched.evaluate.seeds import train_seeds
+from sched.limits import MAX_SEED_DIGITS
 
 #: The heuristics in the order every table lists them.
 HEURISTICS = ("fifo", "spt", "edd", "wspt", "atc", "wmdd", "atc-tuned")
 
-_PPO = re.compile(r"^ppo-(\d+)$")
-_WARM = re.compile(r"^ppo-(\d+)-warm$")
-_ROUND = re.compile(r"^ppo-(\d+)-r(\d+)$")
-_MAIN = re.compile(r"^main-ppo-(\d+)$")
+#: A seed (or a round) in a name: ASCII digits, at most limits.MAX_SEED_DIGITS (never a number
+#: too long to read, nor a path too long to open).
+_SEED = f"([0-9]{{1,{MAX_SEED_DIGITS}}})"
+_PPO = re.compile(rf"^ppo-{_SEED}$")
+_WARM = re.compile(rf"^ppo-{_SEED}-warm$")
+_ROUND = re.compile(rf"^ppo-{_SEED}-r{_SEED}$")
+_MAIN = re.compile(rf"^main-ppo-{_SEED}$")
 #: The prefix of the main setting's policies benchmarked under another setting (the studio's
 #: ``main-ppo-<S>``, results/train/seed-S/): benchmarked beside its own ``ppo-<S>``, never the winner.
 MAIN_PREFIX = "main-"
