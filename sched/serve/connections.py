@@ -32,6 +32,8 @@ bounds nginx and gunicorn have, counted on the raw bytes before the parser sees 
 Each refusal is counted (``sched_http_connections_closed_total{reason}``).
 """
 
+import socket
+import struct
 import time
 from dataclasses import dataclass
 
@@ -171,7 +173,7 @@ class GuardedProtocol(HttpToolsProtocol):
         oldest = min(waiting, key=lambda c: (c._head_bytes > 0, c._since))
         oldest._close("shed")
         if oldest.transport.get_write_buffer_size() > 0:  # its answer unread: its slot freed now
-            oldest.transport.abort()
+            _reset(oldest.transport)
 
     def _send_deadline(self):
         """Abort the connection if its buffered answer is not read within ``send_s``."""
@@ -188,7 +190,7 @@ class GuardedProtocol(HttpToolsProtocol):
         if self.closed is not None:
             self.closed("send_timeout")
         self._cancel()
-        self.transport.abort()  # close() would wait for the client to read; abort frees the buffer
+        _reset(self.transport)
 
     def _cancel_send(self):
         timer, self._send_timer = getattr(self, "_send_timer", None), None
@@ -217,3 +219,15 @@ class GuardedProtocol(HttpToolsProtocol):
         if not self.transport.is_closing():
             self.transport.write(STATUS_LINE[status] + head + body)
         self._close(reason)
+
+
+def _reset(transport):
+    """Abort the connection with a reset: close() would wait for the client to read, and the
+    kernel would still hold what it buffered; a reset frees both and tells the client."""
+    sock = transport.get_extra_info("socket")
+    if sock is not None:
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        except OSError:
+            pass
+    transport.abort()
