@@ -478,7 +478,11 @@ def test_no_absolute_server_path_reaches_a_client(tmp_path):
     log = tmp_path / "d.jsonl"
     settings = ServiceSettings(config=conf, decision_log=DecisionLog(log))
     with live(settings) as url, httpx.Client(base_url=url, timeout=60) as c:
-        for body in ({"now": 0, "tasks": small}, {"now": 0, "tasks": small, "policy": "atc-tuned"}):
+        for body in (
+            {"now": 0, "tasks": small},
+            {"now": 0, "tasks": small, "policy": "atc-tuned"},
+            {"now": 0, "tasks": small, "explain": True},
+        ):
             r = post(c, body)
             assert str(tmp_path) not in r.text and os.getcwd() not in r.text, r.text
         ok = post(c, {"now": 0, "tasks": small}).json()

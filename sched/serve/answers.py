@@ -44,6 +44,18 @@ def public(text, folders):
     return _ABSOLUTE.sub(lambda m: os.path.basename(m.group(0).rstrip(".:")) + _tail(m.group(0)), text)
 
 
+def public_records(records, folders):
+    """The explain rows with their ``why`` through :func:`public` (one text for many rows: once each)."""
+    shown = {}
+    for rec in records:
+        why = rec.get("why")
+        if isinstance(why, str):
+            if why not in shown:
+                shown[why] = public(why, folders)
+            rec["why"] = shown[why]
+    return records
+
+
 def _tail(path):
     """The sentence's own punctuation after a path (a final "." or ":"), kept."""
     return path[len(path.rstrip(".:")) :]

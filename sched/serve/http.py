@@ -219,7 +219,7 @@ class Service:
             if fell == "base":
                 self.metrics.base_fallbacks.inc()
         if records is not None:
-            out["plan"] = records
+            out["plan"] = answers.public_records(records, answers.roots(self.settings.config))
         self.metrics.latency.observe(time.perf_counter() - got)
         self.metrics.ran(asked, d.policy)
         self._log(digest, got, out={**out, "why": d.why})  # the operator's log: paths whole
