@@ -20,8 +20,9 @@ from sched.ranking.tasks import RankSetupError
 
 log = logging.getLogger("sched.serve")
 
-#: An absolute path in a message: a "/" that does not follow a word, up to a space or a quote.
-_ABSOLUTE = re.compile(r"(?<![\w.~/-])/[^\s'\"`,;()\[\]{}<>]+")
+#: An absolute path in a message: a "/" that does not follow a word (nor a URL's "scheme:"), up to a
+#: space or a quote.
+_ABSOLUTE = re.compile(r"(?<![\w.~/:-])/[^\s'\"`,;()\[\]{}<>]+")
 
 #: The message of a 500 (the log has the rest).
 INTERNAL = "internal error: the call could not be decided; the service's log has the details"
