@@ -68,16 +68,22 @@ MAX_RANK_TASKS = 20_000
 #: bounds its times and estimates by MAX_SECONDS (and the plan's reach: latest
 #: time + total estimated work) and its weights by MAX_WEIGHT.
 MAX_RANK_BYTES = 32 * 1024**2
+#: JSON values (objects, arrays, strings, numbers...) in one ``rank()`` input (``sched rank``'s
+#: file or standard input, a ``POST /v1/rank`` body): MAX_RANK_TASKS tasks of up to 30 fields
+#: each (the 8 rank reads, the rest features of the duration model), plus the call's own few.
+#: Counted before the document is built (sched.json_input), so a body of millions of tiny
+#: values in a field rank ignores is refused at C speed: the values a call builds stay below
+#: about 100 MB (tests/test_hardening6_serve.py measures it; docs/serve.md).
+MAX_RANK_JSON_VALUES = MAX_RANK_TASKS * 32 + 1024
+#: Digits of a training seed in a learned policy's name (``ppo-<seed>``): a longer number names
+#: no policy this project trains, and is refused before it becomes an integer or a path.
+MAX_SEED_DIGITS = 9
 #: Hidden width of a policy file's network (the training default: 32).
 MAX_POLICY_HIDDEN = 1024
 #: Bytes of a policy file, and of its contents once unpacked.
 MAX_POLICY_BYTES = 64 * 1024**2
 #: Largest magnitude of a weight in a policy file (trained ones stay orders of magnitude below).
 MAX_POLICY_WEIGHT = 1e6
-#: Digits of the training seed in a learned policy's name (``ppo-<S>``, ``ppo-<S>-warm``...;
-#: ``rank(policy=...)``, ``--policy``, ``--policies``): an int64 seed, and a policy file path
-#: of bounded length.
-MAX_SEED_DIGITS = 18
 #: Largest magnitude of a duration model's coefficient of a log feature (its exponent:
 #: duration ~ pixels^c; fitted ones are near 1). With the intercept's bound (the median
 #: duration it predicts for features of 1 at most MAX_SECONDS), a calibration file's model

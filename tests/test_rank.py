@@ -795,7 +795,7 @@ def _task(**kw):
         ([], '[{"id": "a", "estimate_s": Infinity, "weight": 1, "due": 0}]', ["Infinity"]),
         ([], '[{"id": "a", "estimate_s": 1' + "0" * 400 + ', "weight": 1, "due": 0}]', ["estimate_s"]),
         ([], '[{"id": "a", "estimate_s": 1' + "0" * 5000 + ', "weight": 1, "due": 0}]', ["not valid JSON"]),
-        ([], "[" * 100_000, ["standard input: not valid JSON: nested too deeply"]),
+        ([], "[" * 100_000, ["standard input: not valid JSON: nested more than"]),
     ],
 )
 def test_hostile_cli_input_is_one_line(tmp_path, args, stdin, needles):
@@ -816,7 +816,7 @@ def test_hostile_files_are_one_line(tmp_path):
     cfg = _hostile(tmp_path)
     (tmp_path / "deep.json").write_text("[" * 100_000)
     code, _, err = probe("--config", cfg, "rank", "deep.json", cwd=tmp_path)
-    assert_one_line_error(code, err, "deep.json: not valid JSON: nested too deeply")
+    assert_one_line_error(code, err, "deep.json: not valid JSON: nested more than")
 
     n = MAX_RANK_TASKS + 1
     (tmp_path / "many.json").write_text(json.dumps([_task(id=i) for i in range(n)]))

@@ -389,7 +389,7 @@ def test_server_faults_are_answered_by_atc_and_never_blamed_on_the_client(tmp_pa
     body = {"now": 0, "tasks": tasks}
     with live(ServiceSettings(config=conf)) as url, httpx.Client(base_url=url, timeout=60) as c:
         (tmp_path / "winner.json").write_text("{broken")
-        for policy in ("auto", "ppo-7"):  # a verdict unreadable; a policy file the service lacks
+        for policy in ("auto", "ppo-1"):  # a verdict unreadable; a trained policy's file the service lacks
             r = post(c, {**body, "policy": policy})
             assert r.status_code == 200, r.text
             out = r.json()

@@ -89,6 +89,15 @@ def _limit_options(s):
         help="a request body that takes longer to arrive gets 408 (default 10)",
     )
     s.add_argument(
+        "--send-timeout-s",
+        dest="send_timeout_s",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="an answer the client has not read S seconds after it was sent is given up and the "
+        "connection closed (default 10)",
+    )
+    s.add_argument(
         "--idle-timeout-s",
         dest="idle_timeout_s",
         type=float,
@@ -185,6 +194,7 @@ def run(args):
         raise UsageError(f"--port: expected 0 to 65535, got {args.port}")
     _positive(args.deadline_ms, "--deadline-ms")
     _positive(args.read_timeout_s, "--read-timeout-s")
+    _positive(args.send_timeout_s, "--send-timeout-s")
     _positive(args.idle_timeout_s, "--idle-timeout-s")
     _positive(args.header_timeout_s, "--header-timeout-s")
     _positive(args.max_header_bytes, "--max-header-bytes")
@@ -224,12 +234,14 @@ def run(args):
         header_s=args.header_timeout_s,
         header_bytes=args.max_header_bytes,
         header_fields=args.max_header_fields,
+        send_s=args.send_timeout_s,
     )
     config = uvicorn_config(
         create_app(settings, on_ready=ready),
         limits,
         log_level=args.log_level,
         access_log=args.log_level in ("debug", "info"),
+        timeout_graceful_shutdown=grace_s(args),
     )
     if log is not None:
         # What log rotation tools send after moving the file away: begin a new one. (uvicorn
@@ -238,6 +250,12 @@ def run(args):
     else:
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
     uvicorn.Server(config).run(sockets=[sock])
+
+
+def grace_s(args):
+    """Seconds SIGTERM waits for the calls in progress (docs/serve.md): a body's arrival, its
+    deadline and the sending of its answer, plus a second; past it, they are cancelled."""
+    return args.read_timeout_s + args.deadline_ms / 1000.0 + args.send_timeout_s + 1.0
 
 
 def _listen(host, port):

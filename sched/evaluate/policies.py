@@ -20,7 +20,6 @@ import numpy as np
 
 from sched import layout
 from sched.config import training_atc_k
-from sched.errors import shorten
 from sched.evaluate.errors import BenchmarkError
 from sched.evaluate.seeds import train_seeds
 from sched.limits import MAX_SEED_DIGITS
@@ -28,12 +27,13 @@ from sched.limits import MAX_SEED_DIGITS
 #: The heuristics in the order every table lists them.
 HEURISTICS = ("fifo", "spt", "edd", "wspt", "atc", "wmdd", "atc-tuned")
 
-#: A training seed in a learned policy's name: ASCII digits, at most sched.limits.MAX_SEED_DIGITS.
-_SEED = f"[0-9]{{1,{MAX_SEED_DIGITS}}}"
-_PPO = re.compile(rf"^ppo-({_SEED})$")
-_WARM = re.compile(rf"^ppo-({_SEED})-warm$")
-_ROUND = re.compile(rf"^ppo-({_SEED})-r({_SEED})$")
-_MAIN = re.compile(rf"^main-ppo-({_SEED})$")
+#: A seed (or a round) in a name: ASCII digits, at most limits.MAX_SEED_DIGITS (never a number
+#: too long to read, nor a path too long to open).
+_SEED = f"([0-9]{{1,{MAX_SEED_DIGITS}}})"
+_PPO = re.compile(rf"^ppo-{_SEED}$")
+_WARM = re.compile(rf"^ppo-{_SEED}-warm$")
+_ROUND = re.compile(rf"^ppo-{_SEED}-r{_SEED}$")
+_MAIN = re.compile(rf"^main-ppo-{_SEED}$")
 #: The prefix of the main setting's policies benchmarked under another setting (the studio's
 #: ``main-ppo-<S>``, results/train/seed-S/): benchmarked beside its own ``ppo-<S>``, never the winner.
 MAIN_PREFIX = "main-"
@@ -162,7 +162,7 @@ def parse_policies(text, cfg, default=default_policies):
     for n in names:
         if not (is_heuristic(n) or is_learned(n) or n in PLANNERS):
             raise BenchmarkError(
-                f"--policies: unknown policy {shorten(n)}; expected {', '.join(HEURISTICS)}, "
+                f"--policies: unknown policy {n!r}; expected {', '.join(HEURISTICS)}, "
                 f"ppo-<training seed>, ppo-<training seed>-warm, ppo-<training seed>-r<round>, "
                 f"main-ppo-<training seed>, {PLAN} or {TEACHER}"
             )
@@ -181,7 +181,7 @@ def parse_policy_files(items):
         if not sep or not path.strip() or not is_learned(name):
             raise BenchmarkError(
                 f"--policy-file: expected ppo-<seed>=PATH, ppo-<seed>-warm=PATH, ppo-<seed>-r<round>=PATH "
-                f"or main-ppo-<seed>=PATH, got {shorten(item)}"
+                f"or main-ppo-<seed>=PATH, got {item!r}"
             )
         if name in out:
             raise BenchmarkError(f"--policy-file: {name} given twice")

@@ -32,8 +32,8 @@ from sched import layout, setting
 from sched.cache import Cache
 from sched.config import Record
 from sched.errors import SchedError, shorten
-from sched.limits import MAX_SEED_DIGITS
 from sched.ranking.explain import explain_frame
+from sched.ranking.request import is_seed_name
 from sched.ranking.tasks import RankInputError, RankSetupError, read_queue, task_records
 from sched.ranking.times import WEEK_START_S
 from sched.ranking.verdicts import Choice, auto_choice, missing_files, ppo_choice, tuned_k
@@ -316,18 +316,13 @@ def _choice(policy, policy_file, st, farm):
         if policy_file is None:
             raise RankInputError("policy ppo: needs policy_file (a trained policy file)")
         return _setup(ppo_choice, name, policy_file, "policy_file", asked)
-    if name.startswith("ppo-") and name[4:].isascii() and name[4:].isdecimal():
+    if is_seed_name(name):
         from sched.config import under_root
-
-        if len(name) - 4 > MAX_SEED_DIGITS:
-            raise RankInputError(
-                f"policy: the seed of ppo-<seed> has {len(name) - 4} digits, more than "
-                f"{MAX_SEED_DIGITS} (sched.limits.MAX_SEED_DIGITS): {shorten(name)}"
-            )
 
         pfile = policy_file
         if pfile is None:  # the workflow's policy file, under the config's root
             pfile = under_root(st.config, layout.policy_file(name[4:]))
+            _known_seed(name, pfile, st.config)
         return _setup(ppo_choice, name, pfile, "policy_file", asked)
     if os.path.isfile(name):
         return _setup(ppo_choice, "ppo", name, "policy", asked)
@@ -335,6 +330,19 @@ def _choice(policy, policy_file, st, farm):
         f"policy: unknown policy {shorten(name)}; expected auto, {', '.join(rules.RULES)}, atc-tuned, "
         f"ppo (with policy_file), ppo-<seed>, choice, or an existing policy file"
     )
+
+
+def _known_seed(name, pfile, cfg):
+    """A ``ppo-<seed>`` the config does not train and no policy file holds names no policy: the
+    caller's error (a RankInputError), not a fault of the files (a configured seed's policy file
+    missing is one: a RankSetupError). No path in the message: a service's client reads it."""
+    seeds = list(cfg.train.seeds)
+    if int(name[4:]) not in seeds and not os.path.isfile(pfile):
+        shown = ", ".join(map(str, seeds[:10])) + (", ..." if len(seeds) > 10 else "")
+        raise RankInputError(
+            f"policy: unknown policy {name!r}: seed {name[4:]} is not among config train.seeds "
+            f"({shown}) and its policy file is not found"
+        )
 
 
 def _setup(read, *args):

@@ -2,17 +2,20 @@
 ``POST /v1/rank`` body (``sched serve``), read bounded and checked.
 
 One home for the reading, so that both ways in refuse the same input with the same
-one-line message: at most ``sched.limits.MAX_RANK_BYTES`` bytes of UTF-8 JSON, nested
-at most as deep as Python's JSON parser goes (about 1,000 levels), without ``NaN`` or
-``Infinity`` (not JSON). Every refusal is a :class:`~sched.ranking.tasks.RankInputError`
-naming the source (a file, standard input, the request body).
+one-line message: at most ``sched.limits.MAX_RANK_BYTES`` bytes of UTF-8 JSON
+(``sched.json_input``: nested at most ``MAX_JSON_DEPTH`` levels, without ``NaN`` or
+``Infinity``, without a key given twice in one object), of at most
+``sched.limits.MAX_RANK_JSON_VALUES`` values, counted before any is built: the memory a
+call's parse takes is bounded by the limit, not by the size of what it ignores. Every
+refusal is a :class:`~sched.ranking.tasks.RankInputError` naming the source (a file,
+standard input, the request body).
 """
 
-import gc
-import json
 import math
 
-from sched.limits import MAX_RANK_BYTES
+from sched import json_input
+from sched.errors import shorten
+from sched.limits import MAX_RANK_BYTES, MAX_RANK_JSON_VALUES, MAX_SEED_DIGITS
 from sched.ranking.tasks import RankInputError
 from sched.sim import rules
 
@@ -36,29 +39,14 @@ def json_document(data, name):
     refused in one line naming ``name``."""
     if len(data) > MAX_RANK_BYTES:
         raise RankInputError(too_large(name))
-    try:
-        text = data.decode("utf-8") if isinstance(data, (bytes, bytearray)) else data
-    except UnicodeDecodeError as exc:
-        raise RankInputError(
-            f"{name}: cannot read: not UTF-8 text ({exc.reason} at byte {exc.start})"
-        ) from None
-    # The cyclic garbage collector would rescan the growing document again and
-    # again (a list of millions of small objects parses ten times slower).
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        return json.loads(text, parse_constant=_not_json)
-    except RecursionError:
-        raise RankInputError(f"{name}: not valid JSON: nested too deeply") from None
-    except ValueError as exc:  # JSONDecodeError, NaN/Infinity, integers too long to read
-        raise RankInputError(f"{name}: not valid JSON: {str(exc).splitlines()[0][:200]}") from None
-    finally:
-        if enabled:
-            gc.enable()
-
-
-def _not_json(constant):
-    raise RankInputError(f"{constant} is not JSON (numbers must be finite)")
+    if isinstance(data, (bytes, bytearray)):
+        try:
+            data = bytes(data).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise RankInputError(
+                f"{name}: cannot read: not UTF-8 text ({exc.reason} at byte {exc.start})"
+            ) from None
+    return json_input.parse(data, name, RankInputError, max_values=MAX_RANK_JSON_VALUES)
 
 
 def task_list(data, name):
@@ -90,10 +78,11 @@ def rank_body(data, name="request body"):
         raise RankInputError(f"{name}: field tasks: expected a JSON list of task objects, got {_kind(tasks)}")
     policy = doc.get("policy")
     policy = "auto" if policy is None else policy
-    if not isinstance(policy, str) or not (policy in _NAMED or _is_seed_name(policy)):
+    if not isinstance(policy, str) or not (policy in _NAMED or is_seed_name(policy)):
         raise RankInputError(
-            f"policy: unknown policy {policy!r:.60}; expected {', '.join(_NAMED)} or ppo-<seed> "
-            f"(the service runs no policy file a call names)"
+            f"policy: unknown policy {shorten(policy)}; expected {', '.join(_NAMED)} or ppo-<seed> "
+            f"(a seed of at most {MAX_SEED_DIGITS} digits; "
+            f"the service runs no policy file a call names)"
         )
     explain = doc.get("explain", False)
     if not isinstance(explain, bool):
@@ -131,8 +120,16 @@ def _machines(value):
     return value
 
 
-def _is_seed_name(policy):
-    return policy.startswith("ppo-") and policy[4:].isascii() and policy[4:].isdecimal()
+def is_seed_name(policy):
+    """Whether ``policy`` is ``ppo-<seed>``: at most MAX_SEED_DIGITS ASCII digits (a longer
+    number names no trained policy, and is never turned into an integer or a path)."""
+    digits = policy[4:]
+    return (
+        policy.startswith("ppo-")
+        and 0 < len(digits) <= MAX_SEED_DIGITS
+        and digits.isascii()
+        and digits.isdecimal()
+    )
 
 
 def _kind(value):

@@ -417,7 +417,7 @@ def _duration_model(calibration):
         features = {k: v for k, v in task.items() if k not in KNOWN_FIELDS}
         try:
             value = predict(calibration, kind, features)
-        except (ValueError, KeyError, TypeError) as exc:
+        except (ValueError, ArithmeticError, KeyError, TypeError) as exc:  # exp() past a float
             raise _bad(
                 tid, pos, "estimate_s", f"missing, and the duration model cannot estimate it: {exc}"
             ) from None

@@ -16,6 +16,12 @@ bounds nginx and gunicorn have, counted on the raw bytes before the parser sees 
 - **header size and count** (``header_bytes``, ``header_fields``): more gets 431 and the
   connection is closed (gunicorn ``limit_request_field_size`` / ``limit_request_fields``,
   nginx ``large_client_header_buffers``);
+- **send timeout** (``send_s``): an answer the client does not read (the connection's
+  write buffer above asyncio's high-water mark, or left unsent when the connection is
+  closed) for this long is given up: the connection is aborted and its buffered bytes
+  freed (nginx ``send_timeout``). A client that sends calls with big answers and never
+  reads them holds neither a slot nor memory past it, and a shutdown (SIGTERM) never
+  waits on it longer;
 - **slots** (``max_connections``): when a new connection would pass the limit, the
   connection that has waited longest without a request in progress (silent ones before
   ones still sending headers) is closed to make room; only when every connection is
@@ -26,6 +32,8 @@ bounds nginx and gunicorn have, counted on the raw bytes before the parser sees 
 Each refusal is counted (``sched_http_connections_closed_total{reason}``).
 """
 
+import socket
+import struct
 import time
 from dataclasses import dataclass
 
@@ -51,6 +59,9 @@ class Limits:
     header_bytes: int = 32 * 1024
     #: header fields of one request
     header_fields: int = 100
+    #: seconds an answer may wait for the client to read it (buffered past the high-water
+    #: mark, or unsent at close); then the connection is aborted
+    send_s: float = 10.0
 
 
 def protocol(limits, closed=None):
@@ -74,7 +85,25 @@ class GuardedProtocol(HttpToolsProtocol):
 
     def connection_lost(self, exc):
         self._cancel()
+        self._cancel_send()
         super().connection_lost(exc)
+
+    def pause_writing(self):
+        super().pause_writing()  # the client does not read as fast as we answer: its deadline
+        self._send_deadline()
+
+    def resume_writing(self):
+        super().resume_writing()
+        if not self.transport.is_closing():  # once closing, what is left must go by the deadline
+            self._cancel_send()
+
+    def shutdown(self):
+        super().shutdown()  # SIGTERM: an idle connection is closed, its unread answer given send_s
+        self._closing()
+
+    def timeout_keep_alive_handler(self):
+        super().timeout_keep_alive_handler()
+        self._closing()
 
     def data_received(self, data):
         if self._in_head and not self._count_head(data):
@@ -134,6 +163,7 @@ class GuardedProtocol(HttpToolsProtocol):
             c
             for c in self.connections
             if c is not self
+            and not c.transport.is_closing()
             and getattr(c, "_in_head", False)
             and (c.cycle is None or c.cycle.response_complete)
         ]
@@ -142,6 +172,30 @@ class GuardedProtocol(HttpToolsProtocol):
             return
         oldest = min(waiting, key=lambda c: (c._head_bytes > 0, c._since))
         oldest._close("shed")
+        if oldest.transport.get_write_buffer_size() > 0:  # its answer unread: its slot freed now
+            _reset(oldest.transport)
+
+    def _send_deadline(self):
+        """Abort the connection if its buffered answer is not read within ``send_s``."""
+        if getattr(self, "_send_timer", None) is None:
+            self._send_timer = self.loop.call_later(self.limits.send_s, self._stalled)
+
+    def _closing(self):
+        """After a close: bytes still buffered must be read within ``send_s`` (a close waits for them)."""
+        if self.transport.is_closing() and self.transport.get_write_buffer_size() > 0:
+            self._send_deadline()
+
+    def _stalled(self):
+        self._send_timer = None
+        if self.closed is not None:
+            self.closed("send_timeout")
+        self._cancel()
+        _reset(self.transport)
+
+    def _cancel_send(self):
+        timer, self._send_timer = getattr(self, "_send_timer", None), None
+        if timer is not None:
+            timer.cancel()
 
     def _cancel(self):
         timer, self._timer = getattr(self, "_timer", None), None
@@ -154,6 +208,7 @@ class GuardedProtocol(HttpToolsProtocol):
             self.closed(reason)
         if not self.transport.is_closing():
             self.transport.close()
+        self._closing()
 
     def _refuse(self, status, message, reason):
         """Answer ``status`` with ``message`` as a JSON error, then close the connection."""
@@ -164,3 +219,15 @@ class GuardedProtocol(HttpToolsProtocol):
         if not self.transport.is_closing():
             self.transport.write(STATUS_LINE[status] + head + body)
         self._close(reason)
+
+
+def _reset(transport):
+    """Abort the connection with a reset: close() would wait for the client to read, and the
+    kernel would still hold what it buffered; a reset frees both and tells the client."""
+    sock = transport.get_extra_info("socket")
+    if sock is not None:
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        except OSError:
+            pass
+    transport.abort()

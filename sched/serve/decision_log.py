@@ -24,9 +24,17 @@ from doing worse than losing lines:
   half line stays for the next one to be glued to;
 - a file moved or deleted under the log (``logrotate``, ``rm``) is noticed on the next
   write (the path no longer names the open file) and a new one is begun; so is a
-  request to reopen (:meth:`reopen`, on SIGHUP).
+  request to reopen (:meth:`reopen`, on SIGHUP);
+- the path is opened without blocking (``O_NONBLOCK``) and only a regular file is
+  written to: a FIFO, a device or a folder at the path (at start: refused, naming the
+  path; swapped in while serving, then reopened or rotated to) is refused, its records
+  counted lost, and the event loop, which writes the log, never waits on it.
+
+The message that ends an outage names the records lost during that outage;
+:attr:`DecisionLog.failures` counts them since the start (the service's metric).
 """
 
+import errno
 import json
 import logging
 import os
@@ -69,6 +77,7 @@ class DecisionLog:
         self._reopen = False
         self._rotation_failing = None
         self._failing = None  # the reason of the outage in progress (None: writing)
+        self._lost = 0  # records not written during the outage in progress
         self.failures = 0  # records not written since the start
         try:
             self._fd, self._id = self._open()
@@ -76,11 +85,27 @@ class DecisionLog:
             raise DecisionLogError(f"{self.path}: cannot open the decision log: {exc.strerror}") from None
 
     def _open(self):
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o640)
+        """(descriptor, (device, inode)) of the regular file at ``path``, opened without blocking.
+        Raises _Down naming what is there instead (a FIFO, a device, a folder), or OSError."""
+        try:
+            there = os.stat(self.path)
+        except FileNotFoundError:
+            there = None
+        except OSError:
+            there = None  # os.open says why
+        if there is not None and not stat.S_ISREG(there.st_mode):
+            raise _Down(f"not a regular file: {_kind(there.st_mode)}")
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NONBLOCK
+        try:
+            fd = os.open(self.path, flags, 0o640)
+        except OSError as exc:
+            if exc.errno == errno.ENXIO:  # a FIFO swapped in since the stat, with no reader
+                raise _Down(f"not a regular file: {_kind(stat.S_IFIFO)}") from None
+            raise
         s = os.fstat(fd)
         if not stat.S_ISREG(s.st_mode):
             os.close(fd)
-            raise _Down("not a regular file")
+            raise _Down(f"not a regular file: {_kind(s.st_mode)}")
         return fd, (s.st_dev, s.st_ino)
 
     def reopen(self):
@@ -105,11 +130,17 @@ class DecisionLog:
                     raise
             except (OSError, _Down) as exc:
                 self.failures += 1
+                self._lost += 1
                 self._failed(exc.strerror or str(exc))
                 return False
             if self._failing is not None:
-                log.warning("decision log %s: writing again (%d records lost)", self.path, self.failures)
-                self._failing = None
+                log.warning(
+                    "decision log %s: writing again (%d records lost during this outage, %d since the start)",
+                    self.path,
+                    self._lost,
+                    self.failures,
+                )
+                self._failing, self._lost = None, 0
             return True
 
     def _ready(self, size):
@@ -183,6 +214,20 @@ class DecisionLog:
     def close(self):
         with self._lock:
             self._close()
+
+
+def _kind(mode):
+    """What a file of ``mode`` is, in words."""
+    for test, name in (
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return name
+    return "not a file"
 
 
 def _cut(fd, size):

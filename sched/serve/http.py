@@ -42,6 +42,7 @@ from sched.limits import MAX_RANK_BYTES
 from sched.ranking import ranker
 from sched.ranking import request as rank_request
 from sched.ranking.tasks import RankInputError, RankSetupError
+from sched.serve import answers
 from sched.serve.metrics import Metrics
 
 try:
@@ -203,23 +204,25 @@ class Service:
         digest = hashlib.sha256(body).hexdigest()
         try:
             asked, d, records, fell = await self._answer(body, got)
-        except RankInputError as exc:  # the client's input: a RankSetupError never gets here
-            self._log(digest, got, status=400, error=_one_line(exc))
-            return JSONResponse({"error": _one_line(exc)}, status_code=400)
         except _Unavailable as exc:
             self._log(digest, got, status=503, error=exc.message)
             return JSONResponse({"error": exc.message}, status_code=503, headers={"Retry-After": "1"})
-        out = {"order": d.ids, "policy": d.policy, "why": d.why, "decision_id": uuid.uuid4().hex}
+        except Exception as exc:  # the client's input (400, naming the field), else ours (500, logged)
+            status, message = answers.refusal(exc)
+            self._log(digest, got, status=status, error=message)
+            return JSONResponse({"error": self._public(message)}, status_code=status)
+        why = self._public(d.why)
+        out = {"order": d.ids, "policy": d.policy, "why": why, "decision_id": uuid.uuid4().hex}
         if fell is not None:
             out["fallback"] = True
             (self.metrics.setup_faults if fell == "setup" else self.metrics.fallbacks).inc()
             if fell == "base":
                 self.metrics.base_fallbacks.inc()
         if records is not None:
-            out["plan"] = records
+            out["plan"] = answers.public_records(records, answers.roots(self.settings.config))
         self.metrics.latency.observe(time.perf_counter() - got)
         self.metrics.ran(asked, d.policy)
-        self._log(digest, got, out=out)
+        self._log(digest, got, out={**out, "why": d.why})  # the operator's log: paths whole
         return Response(json.dumps(out, allow_nan=False), media_type="application/json")
 
     # ----------------------------------------------------------------- the decision
@@ -379,7 +382,7 @@ class Service:
 
     def _fault(self, exc):
         """Log a setup fault for the operator, once per message (the client is not told paths)."""
-        text = _one_line(exc)
+        text = answers.one_line(exc)
         if text not in self._faults and len(self._faults) < 256:
             self._faults.add(text)
             log.error("sched serve: a policy cannot run, calls answered by ATC meanwhile: %s", text)
@@ -396,7 +399,8 @@ class Service:
                 self.spare, partial(ranker.readiness, self.settings.config)
             )
         except RankInputError as exc:
-            return JSONResponse({"ready": False, "reason": _one_line(exc)}, status_code=503)
+            reason = self._public(answers.one_line(exc))
+            return JSONResponse({"ready": False, "reason": reason}, status_code=503)
         return JSONResponse({"ready": True, "policy": policy, "why": why})
 
     async def metrics_text(self, req):
@@ -419,6 +423,10 @@ class Service:
         self.spare.shutdown(wait=False, cancel_futures=True)
         if self.settings.decision_log is not None:
             self.settings.decision_log.close()
+
+    def _public(self, text):
+        """``text`` without the server's absolute paths (:func:`sched.serve.answers.public`)."""
+        return answers.public(text, answers.roots(self.settings.config))
 
     def _log(self, digest, got, out=None, status=None, error=None):
         """One decision-log line for the call (nothing without --decision-log); a line that
@@ -503,8 +511,3 @@ async def _body(req, timeout_s):
     except ClientDisconnect:
         raise _Refused(400, "request body: the client closed the connection") from None
     return b"".join(chunks)
-
-
-def _one_line(exc):
-    lines = str(exc).strip().splitlines()
-    return lines[0] if lines else type(exc).__name__

@@ -29,7 +29,7 @@ from sched.cache import Cache
 from sched.config import shorten, training_atc_k, training_hash
 from sched.data.model import scenario_model
 from sched.errors import SchedError
-from sched.files import atomic_path
+from sched.files import atomic_path, read_bytes
 from sched.learn.env.vec_env import p_ref_of
 from sched.learn.policy import features as F
 from sched.learn.policy import networks
@@ -121,9 +121,9 @@ def load(path):
     Nothing is built before the metadata and the weights are checked against
     each other (see the module's docstring).
     """
-    _check_size(path)
+    data = _read(path)
     try:
-        blob = torch.load(path, map_location="cpu", weights_only=True)
+        blob = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
     except FileNotFoundError:
         raise PolicyFileError(f"{path}: policy file not found") from None
     except Exception as exc:  # pickle refusals, truncated files, not a torch file, too deep
@@ -154,8 +154,10 @@ def load(path):
     return Policy(net, meta)
 
 
-def _check_size(path):
-    """PolicyFileError when the file, or its zip entries once unpacked, exceed MAX_POLICY_BYTES."""
+def _read(path):
+    """The policy file's bytes, read once (``sched.files.read_bytes``: a regular file, opened without
+    blocking: a FIFO swapped in does not hang a worker); PolicyFileError when the file, or its zip
+    entries once unpacked, exceed MAX_POLICY_BYTES."""
     try:
         size = os.stat(path).st_size
     except FileNotFoundError:
@@ -167,16 +169,18 @@ def _check_size(path):
             f"{path}: {size} bytes, more than a policy file may hold "
             f"({MAX_POLICY_BYTES} bytes, sched.limits.MAX_POLICY_BYTES)"
         )
+    data = read_bytes(path, PolicyFileError, MAX_POLICY_BYTES)
     try:
-        with zipfile.ZipFile(path) as z:
+        with zipfile.ZipFile(io.BytesIO(data)) as z:
             unpacked = sum(i.file_size for i in z.infolist())
     except (zipfile.BadZipFile, OSError, ValueError, EOFError):
-        return  # not a zip: torch.load says what it is
+        return data  # not a zip: torch.load says what it is
     if unpacked > MAX_POLICY_BYTES:
         raise PolicyFileError(
             f"{path}: {unpacked} bytes once unpacked, more than a policy file may hold "
             f"({MAX_POLICY_BYTES} bytes, sched.limits.MAX_POLICY_BYTES)"
         )
+    return data
 
 
 def _bad(path, field, why, value):
