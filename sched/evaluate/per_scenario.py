@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from sched import files
+from sched.config import shorten
 from sched.evaluate.errors import BenchmarkError
 from sched.evaluate.policies import PLANNERS, is_heuristic, is_learned, policy_key
 from sched.evaluate.seeds import range_text
@@ -93,7 +94,7 @@ def _check_policy_names(path, names):
     if bad.any():
         i = int(np.argmax(bad.to_numpy()))
         raise BenchmarkError(
-            f"{path}: row {i + 1} (line {i + 2}) field policy: unknown policy {names.iloc[i]!r}"
+            f"{path}: row {i + 1} (line {i + 2}) field policy: unknown policy {shorten(names.iloc[i])}"
         )
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from sched import layout
-from sched.config import training_atc_k
+from sched.config import shorten, training_atc_k
 from sched.evaluate.errors import BenchmarkError
 from sched.evaluate.seeds import train_seeds
 from sched.limits import MAX_SEED_DIGITS
@@ -162,7 +162,7 @@ def parse_policies(text, cfg, default=default_policies):
     for n in names:
         if not (is_heuristic(n) or is_learned(n) or n in PLANNERS):
             raise BenchmarkError(
-                f"--policies: unknown policy {n!r}; expected {', '.join(HEURISTICS)}, "
+                f"--policies: unknown policy {shorten(n)}; expected {', '.join(HEURISTICS)}, "
                 f"ppo-<training seed>, ppo-<training seed>-warm, ppo-<training seed>-r<round>, "
                 f"main-ppo-<training seed>, {PLAN} or {TEACHER}"
             )

@@ -32,6 +32,7 @@ from sched import layout, setting
 from sched.cache import Cache
 from sched.config import Record
 from sched.errors import SchedError, shorten
+from sched.limits import MAX_SEED_DIGITS
 from sched.ranking.explain import explain_frame
 from sched.ranking.request import is_seed_name
 from sched.ranking.tasks import RankInputError, RankSetupError, read_queue, task_records
@@ -316,6 +317,12 @@ def _choice(policy, policy_file, st, farm):
         if policy_file is None:
             raise RankInputError("policy ppo: needs policy_file (a trained policy file)")
         return _setup(ppo_choice, name, policy_file, "policy_file", asked)
+    digits = name[4:] if name.startswith("ppo-") else ""
+    if digits.isascii() and digits.isdecimal() and len(digits) > MAX_SEED_DIGITS:
+        raise RankInputError(
+            f"policy: the seed of ppo-<seed> has {len(digits)} digits, more than "
+            f"{MAX_SEED_DIGITS} (sched.limits.MAX_SEED_DIGITS): {shorten(name)}"
+        )
     if is_seed_name(name):
         from sched.config import under_root
 
