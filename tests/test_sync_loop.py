@@ -3,9 +3,13 @@
 compiled loop equals the plain-Python reference chunk by chunk on random scenarios and random
 intervals; sync 0 is today's chunked loop bit for bit; the model's rules, case by case."""
 
+import json
+
 import numpy as np
+import pandas as pd
 import pytest
 
+from sched.data.scenario import read_scenario
 from sched.limits import MAX_SYNC_S, MIN_SYNC_S
 from sched.sim import chunks, reference, rules, sync
 from sched.sim.errors import SimulationError
@@ -196,3 +200,95 @@ def test_sync_instants_are_the_multiples_of_the_interval(t, s):
     assert ka * s == at and kb * s == before
     assert at <= t < (ka + 1) * s and before < t <= (kb + 1) * s
     assert (at == t) == (before < at) and (at == t or before == at)
+
+
+# --------------------------------------------------------------------------- `sched simulate --sync-s`
+
+HEAD = "id,kind,arrival_s,duration_s,weight,due_s,estimate_s"
+FARM = (
+    HEAD
+    + ",frames,chunk_frames,max_gpus,setup_s\n"
+    + "".join(
+        f"j{i},image,{7 * i % 90},{20 + 13 * i % 70},{1 + i % 3},{60 + 11 * i},{25 + 7 * i % 50},"
+        f"{1 + 5 * i % 40},{'' if i % 4 == 0 else 1 + i % 6},{'' if i % 3 else 1 + i % 2},{i % 2 * 0.5}\n"
+        for i in range(24)
+    )
+)
+WHOLE = (
+    HEAD
+    + "\n"
+    + "".join(f"t{i},image,{i % 5},{3 + i % 7},{1 + i % 3},{10 + i},{4 + i % 5}\n" for i in range(20))
+)
+
+
+@pytest.mark.parametrize("rule", ["atc", "wspt", "farm-fifo"])
+@pytest.mark.parametrize("text", [FARM, WHOLE], ids=["chunked", "whole"])
+def test_sync_zero_on_the_command_line_changes_no_byte(tmp_path, cli, rule, text):
+    src = tmp_path / "s.csv"
+    src.write_text(text)
+    runs = []
+    for extra in ((), ("--sync-s", "0")):
+        out = tmp_path / f"out{len(extra)}.csv"
+        r = cli("simulate", "--policy", rule, "--scenario", src, "--machines", 3, "--out", out, *extra)
+        assert r.returncode == 0, r.stderr
+        runs.append((r.stdout, out.read_bytes()))
+    assert runs[0] == runs[1]
+
+
+@pytest.mark.parametrize("rule", ["atc", "farm-balanced"])
+@pytest.mark.parametrize("text", [FARM, WHOLE], ids=["chunked", "whole"])
+def test_simulate_with_a_sync_interval_runs_the_sync_loop(tmp_path, cli, rule, text):
+    src, out = tmp_path / "s.csv", tmp_path / "out.csv"
+    src.write_text(text)
+    r = cli(
+        "simulate",
+        "--policy",
+        rule,
+        "--scenario",
+        src,
+        "--machines",
+        "2x1.0,1x0.5",
+        "--sync-s",
+        5,
+        "--out",
+        out,
+    )
+    assert r.returncode == 0, r.stderr
+    line = json.loads(r.stdout)
+    assert line["sync_s"] == 5.0
+    sched = pd.read_csv(out, dtype={"id": str}, keep_default_na=False)
+    sc = read_scenario(src)
+    assert ("chunk" in sched.columns) == sc.chunked  # a whole-task file keeps today's format
+    k = 2.0 if rule != "atc" else json.loads(r.stdout)["atc_k"]
+    _, _, start, end, mach = reference.simulate_chunked(
+        *sc.arrays, *sc.chunks, rule, "2x1.0,1x0.5", k, None, 5.0
+    )
+    assert np.array_equal(sched["start_s"], start) and np.array_equal(sched["machine"], mach)
+    assert np.array_equal(sched["end_s"], end)
+
+
+@pytest.mark.parametrize("bad", ["-1", "0.5", "nan", "inf", "1e13", "x"])
+def test_a_bad_sync_interval_is_refused_in_one_line(tmp_path, cli, bad):
+    src = tmp_path / "s.csv"
+    src.write_text(FARM)
+    r = cli("simulate", "--policy", "atc", "--scenario", src, "--sync-s", bad)
+    assert r.returncode == 2 and r.stderr.strip().count("\n") == 0 and "--sync-s" in r.stderr, r.stderr
+    assert not r.stdout
+
+
+@pytest.mark.parametrize("policy", ["plan", "ppo"])
+def test_policies_of_whole_tasks_refuse_a_sync_interval(tmp_path, cli, policy):
+    src = tmp_path / "s.csv"
+    src.write_text(WHOLE)
+    r = cli(
+        "simulate",
+        "--policy",
+        policy,
+        "--scenario",
+        src,
+        "--sync-s",
+        60,
+        "--policy-file",
+        tmp_path / "none.pt",
+    )
+    assert r.returncode == 2 and r.stderr.strip().count("\n") == 0 and "--sync-s" in r.stderr, r.stderr

@@ -39,6 +39,7 @@ from collections import namedtuple
 import numpy as np
 from numba.extending import register_jitable
 
+from sched.errors import shorten
 from sched.limits import MAX_SYNC_S, MIN_SYNC_S
 from sched.sim import chunks, rules
 from sched.sim.chunks import _free_gpu, _start
@@ -162,7 +163,7 @@ def check_sync(sync_s, what="sync_s"):
     try:
         v = float(sync_s)
     except (TypeError, ValueError):
-        raise SimulationError(f"{what}: expected a number of seconds, got {sync_s!r:.40}") from None
+        raise SimulationError(f"{what}: expected a number of seconds, got {shorten(sync_s)}") from None
     if not (v == 0 or MIN_SYNC_S <= v <= MAX_SYNC_S):  # NaN fails both
         raise SimulationError(
             f"{what}: must be 0 (decide at each free GPU) or from {MIN_SYNC_S:g} to {MAX_SYNC_S:g} s "
