@@ -5,7 +5,10 @@ scratch, with Python lists and no shared state code, so the tests can check
 that both produce identical schedules. Only the rule formulas are shared
 (``sched.sim.rules``): they are the specification both must follow; and, for jobs of frames
 (:func:`simulate_chunked`), the chunk formulas of ``sched.sim.chunks`` (a chunk's frames and
-work, a job's remaining work), the model's specification too.
+work, a job's remaining work), the model's specification too. With ``sync_s`` > 0,
+:func:`simulate_chunked` runs the farm as the adapters drive it (``sched.sim.sync``: ranks at syncs,
+the farm's order between), visiting every sync instant where the compiled loop runs only the last
+sync before each event.
 """
 
 import math
