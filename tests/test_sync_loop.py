@@ -292,3 +292,13 @@ def test_policies_of_whole_tasks_refuse_a_sync_interval(tmp_path, cli, policy):
         tmp_path / "none.pt",
     )
     assert r.returncode == 2 and r.stderr.strip().count("\n") == 0 and "--sync-s" in r.stderr, r.stderr
+
+
+def test_times_beyond_the_exact_grid_still_end():
+    # ten jobs of 1e12 s on a GPU of speed 0.001: ends beyond 2**53 syncs of 1 s from 0, where
+    # k x s is coarser than the integers; the loop's adjustments are bounded, the schedule ends
+    assert sync.sync_floor(1e30, 1.0, False) <= 1e30 and sync.sync_floor(-1e30, 1.0, True) < -1e29
+    n = 10
+    big = np.full(n, 1e12)
+    _, _, start, end, _ = sync.simulate(np.zeros(n), big, big, np.ones(n), big, "atc", [0.001], sync_s=1.0)
+    assert np.array_equal(start, np.arange(n) * 1e15) and end.max() == 1e16
