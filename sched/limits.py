@@ -56,6 +56,11 @@ SHOWN_CHARS = 40
 #: (``arrival_s``, ``duration_s``, ``due_s``, ``estimate_s``; about 31,700 years):
 #: sums over a million such tasks stay finite, so output JSON never holds Infinity.
 MAX_SECONDS = 1e12
+#: Seconds between two syncs of the farm's priorities (``sched simulate --sync-s``, a setting's
+#: ``sync_s``; sched.sim.sync): 0 means the policy decides at each free GPU; else from a second
+#: (the finest a timer runs a sync at) to MAX_SECONDS (in effect: one sync, at time 0).
+MIN_SYNC_S = 1.0
+MAX_SYNC_S = MAX_SECONDS
 #: Largest task weight in a scenario file.
 MAX_WEIGHT = 1e6
 #: Bytes in a scenario file (``sched simulate --scenario``).

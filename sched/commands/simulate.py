@@ -6,6 +6,10 @@ own dispatchers included, and gets one schedule row a chunk; its JSON line's tot
 The learned policy and ``plan`` still schedule whole tasks: they refuse a scenario with a job of
 several chunks or a setup time. A scenario without those columns gets today's schedule, byte for
 byte (the farm's dispatchers, which today's benchmarks do not run, on it too).
+
+``--sync-s S`` (a rule only; default 0): the farm as ``sched opencue sync`` and ``sched deadline
+sync`` drive it, the rule ranking the jobs at syncs every S seconds and the farm dispatching by those
+ranks between them (``sched.sim.sync``); the JSON line then says ``sync_s``. 0 changes no byte.
 """
 
 import json
@@ -38,6 +42,15 @@ def register(sub):
     s.add_argument("--atc-k", type=float, dest="atc_k", help="ATC look-ahead k (default: config rules.atc_k)")
     s.add_argument("--policy-file", dest="policy_file", help="trained policy file for --policy ppo")
     s.add_argument("--out", help="schedule CSV for one scenario, or a folder for several")
+    s.add_argument(
+        "--sync-s",
+        default="0",
+        dest="sync_s",
+        help="seconds between two syncs of the farm's priorities, as `sched opencue sync` and `sched "
+        "deadline sync` run (a rule only): the rule ranks the jobs at each sync, the farm dispatches by "
+        "those ranks between syncs, a job submitted since by its class then submission (docs/model.md); "
+        "0 (default): the rule decides at each free GPU; else 1 to 1e12 (sched.limits)",
+    )
     s.set_defaults(func=run)
 
 
@@ -83,15 +96,17 @@ def run(args):
         model = scenario_model(cfg).replace(machines=machines)
         scenarios = [generate(model, s) for s in args.seed]
 
+    sync_s = _sync_s(args)
     if args.policy in rules.ALL_RULES and (
-        args.policy in rules.FARM_RULES or any(sc.chunked for sc in scenarios)
+        args.policy in rules.FARM_RULES or sync_s > 0 or any(sc.chunked for sc in scenarios)
     ):
         if args.policy_file:
             raise UsageError(f"--policy-file is only used with --policy ppo, not {args.policy!r}")
-        from sched.sim import chunks
+        from sched.sim import sync
 
         results = [
-            chunks.simulate(*sc.arrays, args.policy, machines, k, None, *sc.chunks) for sc in scenarios
+            sync.simulate(*sc.arrays, args.policy, machines, k, None, *sc.chunks, sync_s=sync_s)
+            for sc in scenarios
         ]
     elif args.policy == "plan":
         _whole_tasks_only(scenarios, args.policy)
@@ -124,12 +139,30 @@ def run(args):
         summary = {"scenario": sc.name, "policy": args.policy, "machines": shown}
         if args.policy == "atc":
             summary["atc_k"] = k
+        if sync_s > 0:
+            summary["sync_s"] = sync_s
         if args.policy == "plan":
             summary["base"] = spec["base"]
         summary.update(summarize(per_job))
         if sc.chunked:
             summary["chunks"] = len(sched_frame)
         print(json.dumps(summary), flush=True)
+
+
+def _sync_s(args):
+    """``--sync-s`` checked (sched.sim.sync.check_sync): a float; > 0 only with a rule."""
+    from sched.sim.errors import SimulationError
+    from sched.sim.sync import check_sync
+
+    try:
+        sync_s = check_sync(args.sync_s, "--sync-s")
+    except SimulationError as exc:
+        raise UsageError(str(exc)) from None
+    if sync_s > 0 and args.policy not in rules.ALL_RULES:
+        raise UsageError(
+            f"--sync-s: syncs run a rule's ranking ({', '.join(rules.ALL_RULES)}), not --policy {args.policy}"
+        )
+    return sync_s
 
 
 def _whole_tasks_only(scenarios, policy):

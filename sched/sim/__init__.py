@@ -6,6 +6,8 @@
 * ``core``: the compiled event loop, the rule picks and batched rollouts;
 * ``chunks``: jobs of frames on a render farm (issue 59): the chunk formulas and their compiled
   event loop (a job's chunks spread over GPUs up to its limit; one-chunk jobs run on ``core``);
+* ``sync``: the farm as the adapters drive it: the rule ranks the jobs at syncs every ``sync_s``
+  seconds, the farm dispatches by those ranks between them (``simulate(..., sync_s)``);
 * ``one_queue``: the compiled path of ``rank()`` (one queue, one rule, one call);
 * ``top``: the one top-k selection (largest first, ties by index: the rules' tie rule);
 * ``reference``: the plain-Python reference simulator the compiled one is checked against;

@@ -5,7 +5,10 @@ scratch, with Python lists and no shared state code, so the tests can check
 that both produce identical schedules. Only the rule formulas are shared
 (``sched.sim.rules``): they are the specification both must follow; and, for jobs of frames
 (:func:`simulate_chunked`), the chunk formulas of ``sched.sim.chunks`` (a chunk's frames and
-work, a job's remaining work), the model's specification too.
+work, a job's remaining work), the model's specification too. With ``sync_s`` > 0,
+:func:`simulate_chunked` runs the farm as the adapters drive it (``sched.sim.sync``: ranks at syncs,
+the farm's order between), visiting every sync instant where the compiled loop runs only the last
+sync before each event.
 """
 
 import math
@@ -73,70 +76,128 @@ def simulate(
 
 def simulate_chunked(
     arrival, duration, estimate, weight, due, frames, chunk_frames, max_gpus, setup, rule,
-    machines=1, k=rules.ATC_K_DEFAULT, machine_free=None,
+    machines=1, k=rules.ATC_K_DEFAULT, machine_free=None, sync_s=0.0,
 ):  # fmt: skip
     """Schedule one scenario of jobs of frames (``sched.sim.chunks``: its model and formulas);
     returns (job, chunk, start, end, machine) lists, one item a chunk, jobs in row order and
-    each job's chunks in order. ``chunk_frames`` 0: indivisible; ``max_gpus`` 0: no limit."""
+    each job's chunks in order. ``chunk_frames`` 0: indivisible; ``max_gpus`` 0: no limit.
+    ``sync_s`` > 0: the rule ranks the jobs at syncs every ``sync_s`` seconds and the farm
+    dispatches by those ranks between them (``sched.sim.sync``: its model); here every sync
+    instant k × sync_s from the first arrival on is visited."""
     rid = rules.rule_id(rule) if isinstance(rule, str) else rule
     speed = [float(v) for v in speeds(machines)]
     n = len(arrival)
     free_at = list(machine_free) if machine_free is not None else [-math.inf] * len(speed)
     if len(free_at) != len(speed):
         raise MachinesError(f"machine_free: expected {len(speed)} values, got {len(free_at)}")
-    frames, per = [int(f) for f in frames], [int(c) for c in chunk_frames]
-    limit = [int(g) if g > 0 else math.inf for g in max_gpus]
-    total = [chunks.chunk_count(frames[j], per[j]) for j in range(n)]
-    started = [0] * n
+    job = _Jobs(arrival, duration, estimate, weight, due, frames, chunk_frames, max_gpus, setup)
     running = []  # (end, job) of the chunks running
     not_arrived = deque(sorted(range(n), key=lambda j: (arrival[j], j)))
     waiting, placed, t = [], {}, -math.inf
+    next_sync, farm_rank = None, {}  # the index k of the next sync; the ranks of the last one
     while True:
         while not_arrived and arrival[not_arrived[0]] <= t:
             waiting.append(not_arrived.popleft())
         free = [m for m in range(len(speed)) if free_at[m] <= t]
         running = [(e, i) for e, i in running if e > t]  # a chunk ended by t frees its job's place
         busy = [sum(1 for _, i in running if i == j) for j in range(n)]
-        ready = [j for j in waiting if busy[j] < limit[j]]
+        if sync_s > 0 and next_sync is None and waiting:
+            next_sync = _first_sync(t, sync_s)
+        if next_sync is not None and next_sync * sync_s == t:  # after the ends and arrivals at t
+            farm_rank = _ranking(job, rid, k, t, waiting, busy)
+            next_sync += 1
+        ready = [j for j in waiting if busy[j] < job.limit[j]]
         if free and ready:
             m = free[0]
-            rem = {
-                j: chunks.remaining_work(estimate[j], frames[j], per[j], total[j], started[j], setup[j])
-                for j in ready
-            }
-            at = rules.Decision(t, sum(rem[j] for j in ready) / len(ready), speed[m])
-            key = {
-                j: (
-                    rules.priority(
-                        rid,
-                        k,
-                        at,
-                        arrival[j],
-                        rem[j],
-                        weight[j],
-                        due[j],
-                        rules.static_part(rid, rem[j], weight[j]),
-                    ),
-                    rules.tie_key(rid, busy[j]),
-                )  # fmt: skip
-                for j in ready
-            }
-            j = ready[0]
-            for i in ready[1:]:
-                if key[i] > key[j]:
-                    j = i
-            c = started[j]
-            work = chunks.chunk_work(duration[j], frames[j], chunks.frames_of(frames[j], per[j], c), setup[j])
+            if sync_s > 0:
+                j = _farm_choice(ready, farm_rank, weight)
+            else:
+                j = _rule_choice(job, rid, k, t, ready, busy, speed[m])
+            c = job.started[j]
+            f = chunks.frames_of(job.frames[j], job.per[j], c)
+            work = chunks.chunk_work(duration[j], job.frames[j], f, setup[j])
             placed[j, c] = (t, t + work / speed[m], m)
             free_at[m] = placed[j, c][1]
             running.append((free_at[m], j))
-            started[j] += 1
-            if started[j] == total[j]:
+            job.started[j] += 1
+            if job.started[j] == job.total[j]:
                 waiting.remove(j)
             continue
         later = [e for e in free_at if e > t] + ([arrival[not_arrived[0]]] if not_arrived else [])
+        if next_sync is not None and (waiting or not_arrived):
+            later.append(next_sync * sync_s)
         if not later:
             break
         t = min(later)
-    rows = [(j, c, *placed[j, c]) for j in range(n) for c in range(total[j])]
+    rows = [(j, c, *placed[j, c]) for j in range(n) for c in range(job.total[j])]
     return tuple(list(col) for col in zip(*rows)) if rows else ([], [], [], [], [])
+
+
+class _Jobs:
+    """A chunked scenario's jobs as lists, and how many chunks of each have started."""
+
+    def __init__(self, arrival, duration, estimate, weight, due, frames, chunk_frames, max_gpus, setup):
+        self.arrival, self.estimate, self.weight, self.due, self.setup = arrival, estimate, weight, due, setup
+        self.frames, self.per = [int(f) for f in frames], [int(c) for c in chunk_frames]
+        self.limit = [int(g) if g > 0 else math.inf for g in max_gpus]
+        self.total = [chunks.chunk_count(f, c) for f, c in zip(self.frames, self.per)]
+        self.started = [0] * len(self.frames)
+
+    def remaining(self, j):
+        """The estimated work of job ``j``'s waiting chunks."""
+        return chunks.remaining_work(
+            self.estimate[j], self.frames[j], self.per[j], self.total[j], self.started[j], self.setup[j]
+        )
+
+    def scores(self, rid, k, at, jobs, busy):
+        """{job: (priority, tie key)} of ``jobs`` under rule ``rid`` at the decision ``at``."""
+        out = {}
+        for j in jobs:
+            rem = self.remaining(j)
+            static = rules.static_part(rid, rem, self.weight[j])
+            x = rules.priority(rid, k, at, self.arrival[j], rem, self.weight[j], self.due[j], static)
+            out[j] = (x, rules.tie_key(rid, busy[j]))
+        return out
+
+
+def _rule_choice(job, rid, k, t, ready, busy, speed):
+    """The ready job the rule starts a chunk of on a GPU of ``speed`` at ``t`` (sync 0): the first
+    maximum of (priority, tie key), ``ready`` being in (arrival, row) order."""
+    at = rules.Decision(t, sum(job.remaining(j) for j in ready) / len(ready), speed)
+    key = job.scores(rid, k, at, ready, busy)
+    j = ready[0]
+    for i in ready[1:]:
+        if key[i] > key[j]:
+            j = i
+    return j
+
+
+def _first_sync(t, sync_s):
+    """The index k of the first sync at or after ``t``: the least integer k with k × sync_s >= t."""
+    k = math.ceil(t / sync_s)
+    while k * sync_s < t:
+        k += 1
+    while (k - 1) * sync_s >= t:
+        k -= 1
+    return k
+
+
+def _ranking(job, rid, k, t, waiting, busy):
+    """{job: rank} of a sync at ``t``: every job with a waiting chunk sorted by the rule's
+    (priority, tie key) at ``t`` on a GPU of speed 1, largest first; ties in (arrival, row) order
+    (a stable sort of ``waiting``)."""
+    if not waiting:
+        return {}
+    at = rules.Decision(t, sum(job.remaining(j) for j in waiting) / len(waiting), 1.0)
+    key = job.scores(rid, k, at, waiting, busy)
+    order = sorted(waiting, key=lambda j: (-key[j][0], -key[j][1]))
+    return {j: r for r, j in enumerate(order)}
+
+
+def _farm_choice(ready, farm_rank, weight):
+    """The ready job the farm starts a chunk of between syncs: the best-ranked of the last sync;
+    else, among jobs submitted since, the highest weight (priority class), the earliest first."""
+    synced = [j for j in ready if j in farm_rank]
+    if synced:
+        return min(synced, key=farm_rank.get)
+    return max(ready, key=lambda j: weight[j])
