@@ -56,12 +56,13 @@ def register(sub):
 
 def check_policy(args):
     """Refuse --policy (and --policy-file) in one line, naming the option, before any work."""
-    if args.policy not in (*rules.RULES, "ppo", "plan"):
+    named = (*rules.RULES, *rules.FARM_RULES)
+    if args.policy not in (*named, "ppo", "plan"):
         raise UsageError(
-            f"--policy: unknown policy {shorten(args.policy)}; expected one of {', '.join(rules.RULES)}, "
+            f"--policy: unknown policy {shorten(args.policy)}; expected one of {', '.join(named)}, "
             "ppo (with --policy-file) or plan"
         )
-    if args.policy in rules.RULES and args.policy_file:
+    if args.policy in named and args.policy_file:
         raise UsageError(f"--policy-file: only used with --policy ppo or plan, not {args.policy!r}")
     if args.policy == "ppo" and not args.policy_file:
         raise UsageError("--policy ppo: needs a policy file (--policy-file, from `sched train`)")
