@@ -74,7 +74,7 @@ def main(argv=None):
     if a.plan:  # the file with plan's settings replaced, its relative paths still read from its folder
         from sched.config import load_yaml
         from sched.errors import UsageError
-        from sched.yaml_input import parse
+        from sched.formats.yaml_input import parse
 
         raw = (load_yaml(path) or {}) if path else {}
         for item in a.plan:

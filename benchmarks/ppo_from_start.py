@@ -36,7 +36,7 @@ def parse_variant(text):
     name, _, rest = text.partition(":")
     sets = dict(item.split("=", 1) for item in rest.split(",") if item)
     from sched.errors import UsageError
-    from sched.yaml_input import parse
+    from sched.formats.yaml_input import parse
 
     values = {k: parse(v, f"--variant {name}: {k}", UsageError) for k, v in sets.items()}
     return name, values, int(values.pop("value_warmup", 0))

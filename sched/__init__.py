@@ -10,13 +10,13 @@ bottom (docs/architecture.md):
 * ``ranking``: ``rank()``, the in-process decision;
 * ``serve`` and ``farms``: ``rank()`` over HTTP, and into render farms;
 * ``commands`` with ``cli``: the ``sched`` command line, one module a subcommand;
-* ``evidence``: the pinned code paths, the results' manifest and the run records (issue 45).
+* ``evidence``: the pinned code paths, the results' manifest and the run records (issue 45);
+* ``formats``: the one parser of each text format read (CSV, JSON, YAML).
 
 Modules of this folder: ``cache`` (the one locked cache), ``cli``, ``config`` (the one
-frozen config), ``csv_input`` (the one set of CSV rules), ``errors``, ``files`` (atomic writes),
-``json_input`` (the one JSON parser), ``layout`` (every results path), ``limits`` (and the
-products of settings they bound), ``setting`` (a benchmark's GPUs and load), ``sim_numba`` (the
-compiled core at the path the contract names), ``threads``, ``yaml_input`` (the one YAML parser).
+frozen config), ``errors``, ``files`` (atomic writes), ``layout`` (every results path),
+``limits`` (and the products of settings they bound), ``setting`` (a benchmark's GPUs and
+load), ``sim_numba`` (the compiled core at the path the contract names), ``threads``.
 """
 
 import os

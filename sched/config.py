@@ -39,12 +39,12 @@ class ConfigError(SchedError):
 
 
 def load_yaml(path, error=None):
-    """Parse a YAML file safely (:func:`sched.yaml_input.parse`): no code, a size limit, no
+    """Parse a YAML file safely (:func:`sched.formats.yaml_input.parse`): no code, a size limit, no
     alias bombs, no key given twice, no deep nesting. The file is refused past
     ``MAX_YAML_BYTES`` bytes. Raises ``error`` (default :class:`ConfigError`) naming the file.
     """
     from sched.files import read_text
-    from sched.yaml_input import parse
+    from sched.formats.yaml_input import parse
 
     error = error or ConfigError
     p = Path(path)
@@ -71,7 +71,7 @@ def check_finite(data, source="config", path=()):
 @functools.cache
 def _schema():
     # parsed once per process: a validation took 55 ms, most of it reading this file again
-    from sched.yaml_input import parse
+    from sched.formats.yaml_input import parse
 
     with open(SCHEMA_PATH, encoding="utf-8") as fh:
         return parse(fh.read(), str(SCHEMA_PATH), ConfigError)

@@ -30,8 +30,8 @@ import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
-from sched.csv_input import check_header, safe_frame, scan_csv  # noqa: F401 (check_header: also from here)
 from sched.errors import SchedError
+from sched.formats.csv_input import check_header, safe_frame, scan_csv  # noqa: F401 (check_header: also from here)
 
 
 class OutputError(SchedError):
@@ -251,7 +251,7 @@ def write_json(path, data):
 
 
 def write_csv(path, frame):
-    """``frame`` as CSV, its formula-like text cells quoted (:func:`sched.csv_input.safe_frame`)."""
+    """``frame`` as CSV, its formula-like text cells quoted (:func:`sched.formats.csv_input.safe_frame`)."""
     frame = safe_frame(frame)
     with atomic_path(path) as tmp:
         frame.to_csv(tmp, index=False)

@@ -76,7 +76,7 @@ MAX_RANK_BYTES = 32 * 1024**2
 #: JSON values (objects, arrays, strings, numbers...) in one ``rank()`` input (``sched rank``'s
 #: file or standard input, a ``POST /v1/rank`` body): MAX_RANK_TASKS tasks of up to 30 fields
 #: each (the 8 rank reads, the rest features of the duration model), plus the call's own few.
-#: Counted before the document is built (sched.json_input), so a body of millions of tiny
+#: Counted before the document is built (sched.formats.json_input), so a body of millions of tiny
 #: values in a field rank ignores is refused at C speed: the values a call builds stay below
 #: about 100 MB (tests/test_hardening6_serve.py measures it; docs/serve.md).
 MAX_RANK_JSON_VALUES = MAX_RANK_TASKS * 32 + 1024
@@ -114,7 +114,7 @@ MIN_HISTORY_SPAN_S = 7 * 86400.0
 #: Bytes of a verdict file (``winner.json``, ``tuned.json``: a few kilobytes as written).
 MAX_VERDICT_BYTES = 1024**2
 #: Nesting levels of a JSON document the project reads (files, request bodies, API answers;
-#: sched.json_input): a verdict, a calibration or a call nests a few levels.
+#: sched.formats.json_input): a verdict, a calibration or a call nests a few levels.
 MAX_JSON_DEPTH = 64
 #: Largest count (tasks, frames) or priority, in absolute value, a render farm's answer or a
 #: file kept for it may hold: the 32-bit integers of OpenCue's and Deadline Cloud's models. A

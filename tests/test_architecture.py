@@ -32,6 +32,7 @@ SUBPACKAGES = (
     "farms",
     "commands",
     "evidence",
+    "formats",
 )
 #: No folder holds more than this many modules (``commands/``, one module a subcommand, aside).
 MAX_FOLDER_MODULES = 12

@@ -64,7 +64,7 @@ def test_a_key_given_twice_is_refused_naming_it_and_both_lines(tmp_path, name):
 
 
 def test_a_merge_key_may_still_be_overridden(tmp_path):
-    from sched.yaml_input import parse
+    from sched.formats.yaml_input import parse
 
     data = parse("base: &b {tasks: 5, load: 0.5}\nscenario:\n  <<: *b\n  tasks: 6\n", "x", ConfigError)
     assert data["scenario"] == {"tasks": 6, "load": 0.5}

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sched import csv_input, files
+from sched import files
 from sched.config import thawed
 from sched.data import machines as MA
 from sched.data.bench.bench_logs import CalibrationError, read_bench
@@ -28,6 +28,7 @@ from sched.data.scenario import Scenario, ScenarioError, read_scenario, write_sc
 from sched.data.workload.history import HistoryError, HistoryStats, read_history
 from sched.errors import SchedError
 from sched.farms import mapping as MP
+from sched.formats import csv_input
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIO_HEADER = "id,kind,arrival_s,duration_s,weight,due_s"
@@ -444,7 +445,7 @@ JSON_INSERTS = ['"', "{", "}", "[", "]", ",", ":", "\0", "\ufeff", "NaN", "1e999
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(JSON_INSERTS), st.floats(0, 1)), min_size=1, max_size=4))
 def test_fuzzed_json_is_a_value_or_the_one_error(mutations):
-    from sched.json_input import parse
+    from sched.formats.json_input import parse
 
     class Bad(SchedError):
         pass

@@ -273,7 +273,7 @@ def test_a_policy_file_that_is_a_fifo_is_refused_without_blocking(tmp_path):
 
 def tiny_values_body(values, shape="{}"):
     """A valid call of one task whose ignored field holds tiny JSON values: about ``values``
-    of them as sched.json_input counts (a comma, and a bracket for an object or a list)."""
+    of them as sched.formats.json_input counts (a comma, and a bracket for an object or a list)."""
     each = 1 + shape.count("{") + shape.count("[") + shape.count(",")
     items = ",".join([shape] * max(1, values // each))
     return (

@@ -56,8 +56,9 @@ def _check_record(path):
     file that is not a run record (a JSON object with :data:`RECORD_KEYS`)."""
     import os
 
-    from sched import files, json_input
+    from sched import files
     from sched.evidence.manifest import ManifestError, shown
+    from sched.formats import json_input
 
     if os.path.islink(path):
         raise ManifestError(f"{shown(path)}: a symbolic link; the run record is not written through a link")

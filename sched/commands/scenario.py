@@ -27,8 +27,8 @@ def register(sub):
 
 
 def run(args):
-    from sched.csv_input import safe_frame
     from sched.data.scenario import generate, scenario_model, write_scenario
+    from sched.formats.csv_input import safe_frame
 
     check_overrides(args)
     cfg = load_cfg(args)

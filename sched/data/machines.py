@@ -11,7 +11,7 @@ rank``, ``rank(machines=...)``, the simulators' ``machines`` argument):
   speed, in the order written (the ``x`` tells a spec from ``sched rank``'s
   comma-separated free times);
 * the path of a machines CSV, header ``name,speed``, one GPU a row (a record is one line,
-  ``sched.csv_input``: an unbalanced quote is refused naming its line, never two GPUs merged
+  ``sched.formats.csv_input``: an unbalanced quote is refused naming its line, never two GPUs merged
   into one; names compared without the white space around them);
 * in Python, a sequence of speeds (numbers), one per GPU.
 
@@ -26,8 +26,9 @@ import os
 
 import numpy as np
 
-from sched import csv_input, files
+from sched import files
 from sched.errors import SchedError, shorten
+from sched.formats import csv_input
 from sched.limits import MAX_MACHINES, MAX_SPEED, MIN_SPEED
 
 #: Bytes of a machines CSV (name,speed rows of a few dozen bytes each).

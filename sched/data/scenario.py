@@ -7,7 +7,7 @@ A scenario is a table of tasks, one row each. File contract (CSV):
 ``duration_s`` is the true duration, ``estimate_s`` what the scheduler sees (the duration
 when the column is absent). Extra columns are carried through to schedules unchanged; the
 columns a schedule adds (``SCHEDULE_COLUMNS``) are refused, and so is a column name given
-twice. The file's records follow ``sched.csv_input`` (one line each; ids stripped, then
+twice. The file's records follow ``sched.formats.csv_input`` (one line each; ids stripped, then
 distinct; formula-like text cells quoted when written). Times are finite and at most
 ``sched.limits.MAX_SECONDS`` in absolute value, weights at most ``sched.limits.MAX_WEIGHT``; a
 file has at most ``sched.limits.MAX_SCENARIO_TASKS`` rows and ``MAX_SCENARIO_BYTES`` bytes. Jobs of frames add
@@ -33,7 +33,6 @@ import pandas as pd
 
 from sched import files
 from sched.config import shorten
-from sched.csv_input import normal_id
 from sched.data import chunked
 from sched.data.distributions import sample_durations
 from sched.data.machines import total as total_speed
@@ -46,6 +45,7 @@ from sched.data.workload.workload import (
     draw_priorities,
 )
 from sched.errors import SchedError
+from sched.formats.csv_input import normal_id
 from sched.limits import MAX_MACHINES, MAX_SCENARIO_BYTES, MAX_SCENARIO_TASKS, MAX_SECONDS, MAX_WEIGHT
 from sched.sim.objective import tardiness
 

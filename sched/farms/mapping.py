@@ -32,8 +32,9 @@ import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from sched import csv_input, files
+from sched import files
 from sched.errors import SchedError
+from sched.formats import csv_input
 from sched.limits import MAX_SECONDS, MAX_WEIGHT
 
 #: Bytes of a mapping CSV (a row a job pattern: far smaller).
@@ -100,7 +101,7 @@ class Mapping:
 
     def first(self, name):
         """The first rule that matches job ``name`` (without the white space around it, as the
-        patterns are read: :func:`sched.csv_input.normal_id`), or None."""
+        patterns are read: :func:`sched.formats.csv_input.normal_id`), or None."""
         name = csv_input.normal_id(name)
         named = self.names.get(name, len(self.rules))
         for pos, match in self.patterns:
@@ -126,7 +127,7 @@ def read_mapping(path, unit="frame"):
     """The rules of the mapping CSV ``path``, in file order: a :class:`Mapping` (its columns:
     ``job`` and any of :func:`keys` of ``unit``).
 
-    Lines may end in LF, CRLF or CR; a record is one line (``sched.csv_input``), blank lines
+    Lines may end in LF, CRLF or CR; a record is one line (``sched.formats.csv_input``), blank lines
     are skipped. Refused naming the file and line: a line that is no CSV record (a quoted
     field left open: a stray quote, text after a closing quote, a NUL byte, a field over the
     csv module's limit, 131,072 characters), a column given twice, an unknown or missing
@@ -233,7 +234,7 @@ def check_values(values, where, features=False, unit="frame"):
 
 def _number(value):
     """A number given as one (a farm's typed parameter), or text in ASCII as a scenario's numbers
-    (:func:`sched.csv_input.number`: not ``1_000``, not ``١٢``); None otherwise."""
+    (:func:`sched.formats.csv_input.number`: not ``1_000``, not ``١٢``); None otherwise."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         try:
             return float(value)

@@ -17,17 +17,18 @@ It is written only over a file of its own (``format`` ``sched-task-times/1``) or
 a symbolic link, a folder, a file that is not JSON or of another format (a decision log named
 by mistake) is neither read nor written, with a warning (:func:`load`). A dry run writes nothing.
 It keeps the jobs of the last sync only, so it stays within rank()'s limit of jobs. Job ids
-are read without the white space around them (``sched.csv_input.normal_id``); two that differ by
+are read without the white space around them (``sched.formats.csv_input.normal_id``); two that differ by
 it only are the same job given twice: both entries are dropped, named, and the job measured again.
 """
 
 import math
 import os
 
-from sched import files, json_input
-from sched.csv_input import normal_id
+from sched import files
 from sched.errors import SchedError, shorten
 from sched.farms.mapping import printable
+from sched.formats import json_input
+from sched.formats.csv_input import normal_id
 from sched.limits import MAX_FARM_COUNT, MAX_RANK_TASKS, MAX_SECONDS
 
 FORMAT = "sched-task-times/1"

@@ -3,7 +3,7 @@
 
 One home for the reading, so that both ways in refuse the same input with the same
 one-line message: at most ``sched.limits.MAX_RANK_BYTES`` bytes of UTF-8 JSON
-(``sched.json_input``: nested at most ``MAX_JSON_DEPTH`` levels, without ``NaN`` or
+(``sched.formats.json_input``: nested at most ``MAX_JSON_DEPTH`` levels, without ``NaN`` or
 ``Infinity``, without a key given twice in one object), of at most
 ``sched.limits.MAX_RANK_JSON_VALUES`` values, counted before any is built: the memory a
 call's parse takes is bounded by the limit, not by the size of what it ignores. Every
@@ -13,8 +13,8 @@ standard input, the request body).
 
 import math
 
-from sched import json_input
 from sched.errors import shorten
+from sched.formats import json_input
 from sched.limits import MAX_RANK_BYTES, MAX_RANK_JSON_VALUES, MAX_SEED_DIGITS
 from sched.ranking.tasks import RankInputError
 from sched.sim import rules

@@ -4,7 +4,7 @@ Malformed records (a missing field, a value that is not a number in ASCII, NaN, 
 duration <= 0, a line that is not JSON or not a JSON object, a row with the
 wrong number of fields, a CSV line that is no record: an unbalanced quote, a NUL)
 are skipped, counted and kept with their line numbers in a :class:`BenchLog`; a
-record is one physical line (``sched.csv_input``), so a stray quote spoils its
+record is one physical line (``sched.formats.csv_input``), so a stray quote spoils its
 own line only. A file that cannot be read, an empty file and a file
 with more than ``calibration.max_bad_share`` malformed records raise
 :class:`CalibrationError`, and so do a folder, a pipe and a CSV header naming
@@ -21,8 +21,9 @@ from pathlib import Path
 
 import numpy as np
 
-from sched import csv_input, files
+from sched import files
 from sched.errors import SchedError
+from sched.formats import csv_input
 from sched.limits import MAX_SECONDS
 
 SUFFIXES = {".csv": "csv", ".jsonl": "jsonl", ".json-lines": "jsonl"}
@@ -76,7 +77,7 @@ def _number(value, name):
         raise _Bad(f"{name}: missing value")
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise _Bad(f"{name}: {value!r} is not a number")
-    # text in ASCII only (sched.csv_input.number): float() alone takes 1_000 and Arabic digits
+    # text in ASCII only (sched.formats.csv_input.number): float() alone takes 1_000 and Arabic digits
     try:
         x = csv_input.number(value) if isinstance(value, str) else float(value)
     except OverflowError:  # a JSON integer beyond any float
@@ -126,7 +127,7 @@ def _parse_record(raw, columns):
 def _raw_records(text, fmt, path, columns):
     """Yield (line, raw mapping or _Bad) for every record of a file's text."""
     if fmt == "csv":
-        # a record is one physical line (sched.csv_input): a stray quote spoils its line only
+        # a record is one physical line (sched.formats.csv_input): a stray quote spoils its line only
         records = csv_input.line_records(text)
         line, header = next(records, (0, None))
         if header is None:

@@ -33,7 +33,6 @@ import numpy as np
 import pandas as pd
 
 from sched.config import shorten
-from sched.csv_input import normal_id
 from sched.data.bench.bench_logs import SHOWN
 from sched.data.workload.history_io import (
     BAD,
@@ -45,6 +44,7 @@ from sched.data.workload.history_io import (
     jsonl_chunks,
     open_history,
 )
+from sched.formats.csv_input import normal_id
 from sched.limits import HISTORY_END_TIME, HISTORY_FIRST_TIME, MAX_SECONDS, MAX_WEIGHT
 
 SUFFIXES = {".csv": "csv", ".jsonl": "jsonl", ".json-lines": "jsonl"}
@@ -199,7 +199,7 @@ def _parse(frame, lines, priorities, kinds, window=None):
     for name in frame.columns:  # a JSON integer too long to convert, in any field
         flag(frame[name].to_numpy(dtype=object) == LONG, f"{name}: {_shown(LONG)}")
     raw_ids = text_ok("id")
-    # ids without the white space around them (sched.csv_input.normal_id), as scenarios and
+    # ids without the white space around them (sched.formats.csv_input.normal_id), as scenarios and
     # `sched replay` compare them: "a " and "a" are the same task, counted once
     ids = pd.Series([normal_id(v) for v in raw_ids.to_numpy(dtype=object)], index=raw_ids.index, dtype=object)
     kind = _strip(text_ok("kind"))

@@ -19,9 +19,9 @@ import stat
 import numpy as np
 import pandas as pd
 
-from sched import csv_input
 from sched.config import shorten
 from sched.errors import SchedError
+from sched.formats import csv_input
 from sched.limits import MAX_HISTORY_BYTES, MAX_HISTORY_LINE
 
 #: The documented fields of a record (docs/workload.md); a CSV column or JSON key not among
@@ -158,7 +158,7 @@ def _split(done, number, path):
     """The lines of ``done`` (bytes ending with a line end) as text; nothing for blank lines only."""
     if b"\r" in done:
         done = done.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-    if not done.strip(b" \t\n"):  # blank lines only (sched.csv_input.is_blank)
+    if not done.strip(b" \t\n"):  # blank lines only (sched.formats.csv_input.is_blank)
         return
     ends = np.flatnonzero(np.frombuffer(done, dtype=np.uint8) == 10)
     lengths = np.diff(ends, prepend=-1) - 1
@@ -224,7 +224,7 @@ def _header(segments, path):
 def csv_chunks(segments, path, stats, size):
     """(lines, frame of str, list of (line, reason)) per chunk of a CSV file.
 
-    A record is one line (``sched.csv_input``): a quoted field may not span lines in a
+    A record is one line (``sched.formats.csv_input``): a quoted field may not span lines in a
     history. A line that leaves a quoted field open, holds text after a closing quote or a
     NUL byte is malformed, counted and named; the lines after it are records of their own
     (a CSV reader would have swallowed them into the open field). A chunk without a double

@@ -25,13 +25,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sched.csv_input import normal_id
 from sched.data.bench.calibration import load_calibration
 from sched.data.scenario import Scenario, validate_frame
 from sched.data.workload.history import HistoryError, HistoryStats, history_format, read_history
 from sched.data.workload.workload import EPOCH_WEEK_OFFSET_S, NO_DEADLINE_S
 from sched.data.workload.workload_fit import estimates
 from sched.errors import shorten
+from sched.formats.csv_input import normal_id
 
 DAY_S = 86400.0
 

@@ -16,8 +16,8 @@ import time
 import numpy as np
 
 from sched import files, layout
-from sched.csv_input import safe_cell
 from sched.errors import SchedError
+from sched.formats.csv_input import safe_cell
 from sched.learn.ppo.checkpoint import RECENT_EPISODES
 
 #: The log's file name, beside the policy file, and its run record's.
@@ -110,7 +110,7 @@ def _csv_writer(rows, columns):
         with open(tmp, "w", newline="") as fh:
             w = csv.DictWriter(fh, fieldnames=columns, extrasaction="ignore")
             w.writeheader()
-            # text cells a spreadsheet would run as formulas quoted (sched.csv_input.safe_cell)
+            # text cells a spreadsheet would run as formulas quoted (sched.formats.csv_input.safe_cell)
             w.writerows({k: safe_cell(v) for k, v in row.items()} for row in rows)
 
     return write
@@ -161,7 +161,7 @@ def plot_learning_curve(log_csv, png, title=None):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    df = files.read_csv(log_csv, SchedError)  # the project's CSV rules (sched.csv_input)
+    df = files.read_csv(log_csv, SchedError)  # the project's CSV rules (sched.formats.csv_input)
     fig, ax = plt.subplots(figsize=(7, 4))
     ax.plot(
         df["iteration"],
