@@ -148,7 +148,8 @@ STUDIO_WORKLOAD = {
 
 def studio_verdict(tmp_path, policy, rule, held_out=None, workload=STUDIO_WORKLOAD):
     """The studio's winner.json, and the fit it was measured on (results/workload.json)."""
-    verdict(tmp_path, "studio", policy, rule, where={**setting(1, load=0.57), "workload": workload})
+    k = 0.4 if policy == "atc-tuned" else None  # atc-tuned's k: a verdict without it is refused (issue 58)
+    verdict(tmp_path, "studio", policy, rule, atc_k=k, where={**setting(1, load=0.57), "workload": workload})
     fit = tmp_path / "results" / "workload.json"
     fit.parent.mkdir(exist_ok=True)
     fit.write_bytes(FIT)

@@ -13,6 +13,7 @@ A spec says how to run a name: ``kind`` ('rule' or 'ppo'), ``rule`` and
 """
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from sched import layout
 from sched.config import training_atc_k
 from sched.evaluate.errors import BenchmarkError
 from sched.evaluate.seeds import train_seeds
+from sched.files import file_problem
 
 #: The heuristics in the order every table lists them.
 HEURISTICS = ("fifo", "spt", "edd", "wspt", "atc", "wmdd", "atc-tuned")
@@ -244,7 +246,8 @@ def resolve_policies(
             else:
                 default = (layout.warm_policy_file if is_warm(name) else layout.policy_file)(ppo_seed(name))
             path = policy_files.get(name, Path(default))
-            if not Path(path).is_file():
+            why = file_problem(path)
+            if why == "not found":
                 if missing_ok and name not in policy_files:
                     skipped.append(f"{name} ({path} not found)")
                     continue
@@ -253,6 +256,8 @@ def resolve_policies(
                     f"policy {name}: policy file {path} not found (train it with `sched train`{how}, "
                     f"or name another file with --policy-file {name}=PATH)"
                 )
+            if why is not None:  # a folder, a device, a name too long: not "not found"
+                raise BenchmarkError(f"policy {name}: policy file {path}: {why}")
             specs[name] = {"kind": "ppo", "rule": None, "atc_k": None, "policy_file": str(path)}
     return specs, skipped
 
@@ -337,7 +342,10 @@ def plan_spec(cfg, tuned=None, policy_file=None, base=None, policy_files=None, s
             ) from None
     elif is_heuristic(base) or is_learned(base):
         name, spec = base, resolve_policies(cfg, [base], tuned=tuned)[0][base]
-    elif Path(base).is_file():
+    elif os.path.lexists(base) or os.sep in base or base.endswith((".pt", ".pth")):
+        why = file_problem(base)
+        if why is not None:  # a folder, a device: said so, not "unknown base policy"
+            raise BenchmarkError(f"plan.base: policy file {base}: {why}")
         name, spec = Path(base).stem, {"kind": "ppo", "rule": None, "atc_k": None, "policy_file": base}
     else:
         raise BenchmarkError(

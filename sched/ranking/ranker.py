@@ -322,12 +322,17 @@ def _choice(policy, policy_file, st, farm):
         if pfile is None:  # the workflow's policy file, under the config's root
             pfile = under_root(st.config, layout.policy_file(name[4:]))
         return _setup(ppo_choice, name, pfile, "policy_file", asked)
-    if os.path.isfile(name):
+    if os.path.lexists(name) or _looks_like_a_path(name):  # a folder or a device: said so, not "unknown"
         return _setup(ppo_choice, "ppo", name, "policy", asked)
     raise RankInputError(
         f"policy: unknown policy {name!r}; expected auto, {', '.join(rules.RULES)}, atc-tuned, "
         f"ppo (with policy_file), ppo-<seed>, choice, or an existing policy file"
     )
+
+
+def _looks_like_a_path(name):
+    """Whether policy ``name`` can only be a file's path (a folder in it, or a policy file's suffix)."""
+    return os.sep in name or name.endswith((".pt", ".pth"))
 
 
 def _setup(read, *args):
