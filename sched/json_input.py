@@ -67,8 +67,12 @@ def _constant(name):
     raise _Refused(f"{name} is not JSON (numbers must be finite)")
 
 
-def parse(text, source, error, max_values=None):
-    """The JSON document ``text`` (str or UTF-8 bytes), checked as the module says, or ``error``."""
+def parse(text, source, error, max_values=None, nan=False):
+    """The JSON document ``text`` (str or UTF-8 bytes), checked as the module says, or ``error``.
+
+    ``nan``: read ``NaN`` and ``Infinity`` as floats, for the files this project writes with
+    them in fields no decision reads (a verdict's mean difference when no policy was late at
+    all, a tau of constant totals); the reader then checks every field it uses is finite."""
     if isinstance(text, (bytes, bytearray)):
         try:
             text = bytes(text).decode("utf-8-sig")
@@ -85,7 +89,7 @@ def parse(text, source, error, max_values=None):
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return json.loads(text, object_pairs_hook=_pairs, parse_constant=_constant)
+        return json.loads(text, object_pairs_hook=_pairs, parse_constant=None if nan else _constant)
     except _Refused as exc:
         raise error(f"{source}: not valid JSON: {exc}") from None
     except RecursionError:

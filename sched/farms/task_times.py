@@ -13,10 +13,9 @@ set aside with a warning naming the file and the field, and the sync measures ev
 limit of jobs.
 """
 
-import json
 import math
 
-from sched import files
+from sched import files, json_input
 from sched.errors import SchedError
 from sched.limits import MAX_RANK_TASKS
 
@@ -44,11 +43,8 @@ def read(path, farm, queue):
 
 
 def _read(path, farm, queue):
-    data = files.read_text(path, TaskTimesError, limit=MAX_BYTES)
-    try:
-        doc = json.loads(data)
-    except ValueError as exc:
-        raise TaskTimesError(f"task times {path}: not JSON ({exc})") from None
+    data = files.read_bytes(path, TaskTimesError, limit=MAX_BYTES)
+    doc = json_input.parse(data, f"task times {path}", TaskTimesError)
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         got = doc.get("format") if isinstance(doc, dict) else type(doc).__name__
         raise TaskTimesError(f"task times {path}: field format: expected {FORMAT!r}, got {str(got)[:40]!r}")

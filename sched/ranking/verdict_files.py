@@ -44,7 +44,7 @@ def read_verdict(path, check, root=".", error=RankInputError):
     MAX_VERDICT_BYTES, a FIFO refused without blocking) and ``sched.json_input.parse`` (a key given
     twice refused). Its refusals are ``error`` (a VerdictRefused stays one when ``error`` is
     RankInputError: rank() falls back on it)."""
-    data = json_input.parse(files.read_bytes(path, error, MAX_VERDICT_BYTES), path, error)
+    data = json_input.parse(files.read_bytes(path, error, MAX_VERDICT_BYTES), path, error, nan=True)
     try:
         return check(data, path, root)
     except RankInputError as exc:

@@ -23,14 +23,13 @@ against the same schema definition), so the generator samples from it with
 """
 
 import copy
-import json
 import math
 import os
 from pathlib import Path
 
 import numpy as np
 
-from sched import layout
+from sched import json_input, layout
 from sched.cache import Cache
 from sched.data.distributions import distribution_mean
 from sched.errors import SchedError
@@ -78,12 +77,7 @@ def _read(path):
     """A calibration file's content, parsed and checked."""
     path = Path(path)
     text = read_text(path, CalibrationFileError, limit=MAX_CALIBRATION_BYTES)  # no folder, pipe
-    try:
-        data = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
-        raise CalibrationFileError(
-            f"calibration file {path}: not valid JSON ({str(exc)[:80]}); {_how_to_make(path)}"
-        ) from None
+    data = json_input.parse(text, f"calibration file {path}", CalibrationFileError, nan=True)
     check_calibration(data, str(path))
     return data
 
