@@ -29,9 +29,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from sched.errors import SchedError
+from sched.data.workload.fidelity_record import FORMAT, FidelityError, read_fidelity  # noqa: F401
 
-FORMAT = "sched-fidelity/1"
 #: The rules compared, at their default settings (no tuned k: the check runs before tuning).
 RULES = ("fifo", "spt", "edd", "wspt", "atc", "wmdd")
 #: The rule whose schedules give the queue, backlog and late-task figures, and the ratios' base.
@@ -54,10 +53,6 @@ LEVELS = (
     ("late_share", REFERENCE),
     ("weighted_tardiness_k_per_day", REFERENCE),
 )
-
-
-class FidelityError(SchedError):
-    """A fidelity record is missing or malformed; the message names the file and field."""
 
 
 @dataclass(frozen=True)
@@ -295,13 +290,6 @@ def _mean(values):
 
 def _ratio(x, ref):
     return float(x / ref) if ref > 0 else float("nan")
-
-
-def read_fidelity(path):
-    """A ``fidelity.json``, checked (:mod:`sched.data.workload.fidelity_record`)."""
-    from sched.data.workload.fidelity_record import read_fidelity as read
-
-    return read(path)
 
 
 def render_figure(table, record, queues):

@@ -2,11 +2,18 @@
 bounded and non-blocking through ``sched.files.read_bytes``, parsed by ``sched.json_input``
 (a key given twice refused), and every field a reader uses checked once, here: its type, its
 range, and that ``lean_on_days`` is what the tau and the threshold say. A malformed record is a
-:class:`~sched.data.workload.fidelity.FidelityError` naming the file and the field."""
+:class:`FidelityError` naming the file and the field."""
 
 from sched import files, json_input
-from sched.data.workload.fidelity import FORMAT, FidelityError
+from sched.errors import SchedError
 from sched.limits import MAX_VERDICT_BYTES
+
+#: The record's format (``sched fidelity`` writes it, :mod:`sched.data.workload.fidelity`).
+FORMAT = "sched-fidelity/1"
+
+
+class FidelityError(SchedError):
+    """A fidelity record is missing or malformed; the message names the file and field."""
 
 
 def read_fidelity(path):
