@@ -26,8 +26,8 @@ from collections import namedtuple
 from pathlib import Path
 
 from sched import files, layout, setting
-from sched.errors import shorten
-from sched.limits import MAX_CALIBRATION_BYTES, MAX_HISTORY_BYTES, MAX_POLICY_BYTES
+from sched.limits import MAX_CALIBRATION_BYTES, MAX_POLICY_BYTES
+from sched.ranking.studio_sources import sources_moved
 from sched.ranking.tasks import RankInputError
 from sched.ranking.verdict_files import Choice, VerdictRefused, check_tuned, check_winner, read_verdict
 from sched.sim import rules
@@ -256,7 +256,7 @@ def _studio(st, won):
             path = studio_workload(st)
             now = _file_sha256(path, MAX_CALIBRATION_BYTES)
             if now == w["sha256"]:
-                moved = _sources_moved(st, path)
+                moved = sources_moved(st, path, _file_sha256)
                 if not moved:
                     return v, ""
                 return None, f"; the verdict of {v.source} was measured on {moved}: not followed"
@@ -267,65 +267,6 @@ def _studio(st, won):
                 "not followed"
             )
     return None, ""
-
-
-_fit_cache = {}
-
-
-def _sources_moved(st, fit):
-    """Why the history files the fit ``fit`` records (its ``sources``: path and sha256 of each,
-    ``sched calibrate-workload``) are not the config's ``workload.history`` now, in words; "" when
-    they are: the same files (paths resolved) with the same bytes. A fit recording none, or
-    unreadable, is said so: the studio's verdict is followed only on the sources it was measured on."""
-    want = sorted(os.path.realpath(p) for p in st.config.workload.history)
-    try:
-        s = os.stat(fit)
-        key = (os.path.abspath(fit), s.st_mtime_ns, s.st_ctime_ns, s.st_size, s.st_ino, st.root)
-        if key not in _fit_cache:
-            if len(_fit_cache) > 16:
-                _fit_cache.clear()
-            _fit_cache[key] = _fit_sources(fit, st.root)
-        recorded = _fit_cache[key]
-    except (OSError, RankInputError) as exc:
-        why = str(exc) if isinstance(exc, RankInputError) else f"{fit}: cannot read: {exc.strerror}"
-        return f"a fit whose sources cannot be told ({why})"
-    if isinstance(recorded, str):
-        return recorded
-    if sorted(p for p, _ in recorded) != want:
-        names = ", ".join(os.path.basename(p) for p, _ in recorded)
-        now = ", ".join(os.path.basename(p) for p in want)
-        return (
-            f"the fit {fit} of {names}, not of config workload.history now ({now}); refit it "
-            "(`sched calibrate-workload`) and rerun the studio"
-        )
-    for p, sha in recorded:
-        if _file_sha256(p, MAX_HISTORY_BYTES) != sha:
-            return (
-                f"the fit {fit} of {os.path.basename(p)} as it was (sha256 {sha[:12]}…), whose bytes have "
-                "changed since (or it is no longer readable); refit it and rerun the studio"
-            )
-    return ""
-
-
-def _fit_sources(fit, root):
-    """[(resolved path, sha256)] of the sources a fitted workload records, or why not (a str)."""
-    from sched import json_input
-
-    data = json_input.parse(
-        files.read_bytes(fit, RankInputError, MAX_CALIBRATION_BYTES), fit, RankInputError, nan=True
-    )
-    sources = data.get("sources") if isinstance(data, dict) else None
-    if not isinstance(sources, list) or not sources:
-        return f"a fit, {fit}, that records no sources (history files and their sha256)"
-    out = []
-    for src in sources:
-        p, sha = (src.get("path"), src.get("sha256")) if isinstance(src, dict) else (None, None)
-        if not (isinstance(p, str) and p and "\0" not in p and isinstance(sha, str) and len(sha) == 64):
-            return f"a fit, {fit}, whose field sources holds {shorten(src)}, not a path and its sha256"
-        if not os.path.isabs(p) and root != ".":
-            p = os.path.join(root, p)
-        out.append((os.path.realpath(p), sha))
-    return out
 
 
 def studio_workload(st):
