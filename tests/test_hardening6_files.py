@@ -283,7 +283,7 @@ FIDELITY = {
     "change, field",
     [
         ({"threshold": None}, "threshold"),
-        ({"threshold": 3.0}, "threshold"),
+        ({"threshold": float("nan")}, "threshold"),
         ({"streams": "4"}, "streams"),
         ({"reference": 7}, "reference"),
         ({"days": -1}, "days"),

@@ -42,9 +42,13 @@ def read(path, farm, queue):
         return {}, f"{exc}; measuring every job again"
 
 
+def _not_json(message):
+    return TaskTimesError(message.replace(": not valid JSON", ": not JSON", 1))
+
+
 def _read(path, farm, queue):
     data = files.read_bytes(path, TaskTimesError, limit=MAX_BYTES)
-    doc = json_input.parse(data, f"task times {path}", TaskTimesError)
+    doc = json_input.parse(data, f"task times {path}", _not_json)
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         got = doc.get("format") if isinstance(doc, dict) else type(doc).__name__
         raise TaskTimesError(f"task times {path}: field format: expected {FORMAT!r}, got {str(got)[:40]!r}")

@@ -109,8 +109,8 @@ def check_winner(data, path, root="."):
         )
     runs = plan["base"] if plan is not None else name  # a plan verdict runs its base's rule or file
     _agree(path, name, runs, rule, k, pfile, sha, where)
-    if held is not None:
-        _held_out_agrees(path, runs, data["held_out"], where)
+    if held is not None:  # the held-out gate runs after plan's: it judged the policy named, plan too
+        _held_out_agrees(path, name, data["held_out"], where)
     if rule is not None:
         return Choice(name, rules.rule_id(rule), k, None, gate, None, plan), where
     _usable_path(pfile, path, where)
@@ -242,7 +242,8 @@ def _held_out_note(held, path):
 
 def _held_out_agrees(path, runs, held, where):
     """VerdictRefused unless winner.json's ``held_out`` record (checked by :func:`_held_out_note`)
-    says the policy the verdict runs (``runs``) is what the held-out gate left
+    says the policy the verdict names (``runs``: its field policy, plan included) is what the
+    held-out gate left
     (``sched.evaluate.gate.held_out_gate``): the chosen policy when it was deployed (confirmed,
     or the incumbent itself), else the rule it fell back to (``best_rule``)."""
     chosen, best, deployed = held["chosen"], held["best_rule"], held["deployed"]

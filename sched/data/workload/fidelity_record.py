@@ -4,6 +4,8 @@ bounded and non-blocking through ``sched.files.read_bytes``, parsed by ``sched.j
 range, and that ``lean_on_days`` is what the tau and the threshold say. A malformed record is a
 :class:`FidelityError` naming the file and the field."""
 
+import math
+
 from sched import files, json_input
 from sched.errors import SchedError
 from sched.limits import MAX_VERDICT_BYTES
@@ -55,7 +57,7 @@ def _check_used(data, path):
         return type(v) is int and v >= 0
 
     th = data.get("threshold")
-    need(_number(th) and -1.0 <= th <= 1.0, "threshold", "Kendall's tau threshold in [-1, 1]")
+    need(_number(th) and math.isfinite(th), "threshold", "Kendall's tau threshold, a finite number")
     for key in ("streams", "scenarios"):
         need(count(data.get(key)), key, "a count of samples")
     need(_number(data.get("days")) and data["days"] >= 0, "days", "a count of days")
