@@ -293,6 +293,8 @@ def read_bytes(path, error, limit=None):
         raise error(f"{path}: cannot read (permission denied)") from None
     except OSError as exc:
         raise error(f"{path}: cannot read: {exc.strerror}") from None
+    except ValueError:  # a NUL byte in the name
+        raise error(f"{path}: cannot read: not a valid file name") from None
     try:
         st = os.fstat(fd)
         if stat.S_ISDIR(st.st_mode):
@@ -307,6 +309,23 @@ def read_bytes(path, error, limit=None):
         raise error(f"{path}: cannot read: {exc.strerror}") from None
     finally:
         os.close(fd)
+
+
+def file_problem(path):
+    """Why ``path`` cannot be read as a regular file, in words ("not found", "is a folder, not a
+    file", "not a regular file (a pipe or a device?)", "cannot read: ..."), or None when it can
+    be tried. For a caller that must tell a missing file from a wrong one before reading it."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return "not found"
+    except (OSError, ValueError) as exc:  # a name too long, a NUL byte, a loop of links
+        return f"cannot read: {getattr(exc, 'strerror', None) or exc}"
+    if stat.S_ISDIR(st.st_mode):
+        return "is a folder, not a file"
+    if not stat.S_ISREG(st.st_mode):
+        return "not a regular file (a pipe or a device?)"
+    return None
 
 
 def sha256_file(path, error, limit=None):

@@ -113,6 +113,8 @@ HISTORY_END_TIME = 9_214_646_400.0  # 2262-01-01T00:00:00Z
 MIN_HISTORY_SPAN_S = 7 * 86400.0
 #: Bytes of a verdict file (``winner.json``, ``tuned.json``: a few kilobytes as written).
 MAX_VERDICT_BYTES = 1024**2
+#: Bytes of one teacher label file (``sched teach``'s .npz: a few megabytes per hundred scenarios).
+MAX_LABEL_BYTES = 4 * 1024**3
 #: Nesting levels of a JSON document the project reads (files, request bodies, API answers;
 #: sched.formats.json_input): a verdict, a calibration or a call nests a few levels.
 MAX_JSON_DEPTH = 64

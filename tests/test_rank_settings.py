@@ -137,7 +137,14 @@ def test_an_explicit_policy_trained_for_other_gpus_says_so(tmp_path, tiny_policy
 
 #: The bytes of the studio's fitted workload (results/workload.json under the config's root):
 #: a verdict records their sha256; rank() reads nothing else of the file.
-FIT = b'{"format": "sched-workload/1", "fitted on": "example_history"}'
+HISTORY = b"id,submitted_at\n1,2024-06-03T00:00:00Z\n"  # the config's workload.history, h.csv
+#: rank() also checks the sources the fit records against the config's history now (issue 58)
+FIT = json.dumps(
+    {
+        "format": "sched-workload/1",
+        "sources": [{"path": "h.csv", "sha256": hashlib.sha256(HISTORY).hexdigest()}],
+    }
+).encode()
 STUDIO_WORKLOAD = {
     "sha256": hashlib.sha256(FIT).hexdigest(),
     "history": ["example_history"],
@@ -148,10 +155,12 @@ STUDIO_WORKLOAD = {
 
 def studio_verdict(tmp_path, policy, rule, held_out=None, workload=STUDIO_WORKLOAD):
     """The studio's winner.json, and the fit it was measured on (results/workload.json)."""
-    verdict(tmp_path, "studio", policy, rule, where={**setting(1, load=0.57), "workload": workload})
+    k = 0.4 if policy == "atc-tuned" else None  # atc-tuned's k: a verdict without it is refused (issue 58)
+    verdict(tmp_path, "studio", policy, rule, atc_k=k, where={**setting(1, load=0.57), "workload": workload})
     fit = tmp_path / "results" / "workload.json"
     fit.parent.mkdir(exist_ok=True)
     fit.write_bytes(FIT)
+    (tmp_path / "h.csv").write_bytes(HISTORY)
     if held_out is not None:
         path = tmp_path / "robustness" / "studio" / "winner.json"
         w = json.loads(path.read_text())

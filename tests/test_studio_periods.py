@@ -389,7 +389,9 @@ def wcfg_workload(cfg, calibrated, tmp_path_factory):
 )  # fmt: skip
 def test_a_malformed_fidelity_record_is_refused_naming_the_field(tmp_path, change, field):
     pair = {"rules": ["wspt", "wmdd"], "real": [0.98, 1.0], "generated": [1.07, 1.0]}
+    # every field a reader uses (issue 58: checked where the record is read)
     good = {"format": fid.FORMAT, "lean_on_days": False, "tau": {"streams": 0.9, "scenarios": 1.0},
+            "threshold": 0.8, "days": 7, "streams": 4, "scenarios": 6, "reference": "fifo",
             "misses": {"against": "scenarios", "levels": {"arrivals_per_hour": 1.4},
                        "discordant": [pair]}}  # fmt: skip
     (tmp_path / "ok.json").write_text(json.dumps(good))

@@ -567,17 +567,17 @@ def plan_run_record(base, settings, setting=None):
 def read_plan_run(folder):
     """(per-scenario table, record) of plan's validation run in ``folder`` (per_scenario.csv and
     plan.json), each checked: a malformed one is a BenchmarkError naming the file and field."""
-    import json
     from pathlib import Path
 
-    from sched import layout
+    from sched import files, layout
     from sched.evaluate.per_scenario import read_per_scenario
+    from sched.formats import json_input
+    from sched.limits import MAX_VERDICT_BYTES
 
     path = Path(folder) / PLAN_RUN
-    try:
-        run = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise BenchmarkError(f"{path}: cannot read plan's run record ({type(exc).__name__}: {exc})") from None
+    run = json_input.parse(
+        files.read_bytes(path, BenchmarkError, MAX_VERDICT_BYTES), path, BenchmarkError, nan=True
+    )
     if not isinstance(run, dict) or sorted(run) != sorted(PLAN_RUN_KEYS):
         got = ", ".join(map(str, run)) if isinstance(run, dict) else type(run).__name__
         raise BenchmarkError(f"{path}: keys {got}; expected {', '.join(PLAN_RUN_KEYS)}")

@@ -12,16 +12,15 @@ A spec says how to run a name: ``kind`` ('rule' or 'ppo'), ``rule`` and
 ``atc_k`` for a rule, ``policy_file`` for a learned policy.
 """
 
-import json
+import os
 import re
 from pathlib import Path
-
-import numpy as np
 
 from sched import layout
 from sched.config import shorten, training_atc_k
 from sched.evaluate.errors import BenchmarkError
 from sched.evaluate.seeds import train_seeds
+from sched.files import file_problem
 from sched.limits import MAX_SEED_DIGITS
 
 #: The heuristics in the order every table lists them.
@@ -191,19 +190,18 @@ def parse_policy_files(items):
 
 def read_tuned(path):
     """The tuned ATC k from ``sched tune``'s file."""
+    from sched.ranking.verdict_files import check_tuned, read_verdict
+
     path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    if file_problem(path) == "not found":
         raise BenchmarkError(
             f"{path}: tuned-k file not found (run `sched tune` first, or leave atc-tuned out of --policies)"
-        ) from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise BenchmarkError(f"{path}: not valid JSON: {exc}") from None
-    k = data.get("atc_k") if isinstance(data, dict) else None
-    if isinstance(k, bool) or not isinstance(k, (int, float)) or not np.isfinite(k) or k <= 0:
-        raise BenchmarkError(f"{path}: field atc_k: expected a number > 0, got {k!r}")
-    return data
+        )
+    # read as rank() reads it (bounded, a FIFO refused, duplicate keys refused) and checked as it
+    # checks it: a k > 0, fields that agree
+    return read_verdict(
+        path, lambda data, p, root: (check_tuned(data, p, root), data)[1], error=BenchmarkError
+    )
 
 
 def resolve_policies(
@@ -248,7 +246,8 @@ def resolve_policies(
             else:
                 default = (layout.warm_policy_file if is_warm(name) else layout.policy_file)(ppo_seed(name))
             path = policy_files.get(name, Path(default))
-            if not Path(path).is_file():
+            why = file_problem(path)
+            if why == "not found":
                 if missing_ok and name not in policy_files:
                     skipped.append(f"{name} ({path} not found)")
                     continue
@@ -257,6 +256,8 @@ def resolve_policies(
                     f"policy {name}: policy file {path} not found (train it with `sched train`{how}, "
                     f"or name another file with --policy-file {name}=PATH)"
                 )
+            if why is not None:  # a folder, a device, a name too long: not "not found"
+                raise BenchmarkError(f"policy {name}: policy file {path}: {why}")
             specs[name] = {"kind": "ppo", "rule": None, "atc_k": None, "policy_file": str(path)}
     return specs, skipped
 
@@ -324,24 +325,27 @@ def plan_spec(cfg, tuned=None, policy_file=None, base=None, policy_files=None, s
         return _plan_spec(cfg, tuned, base, spec, setting)
     base = str(policy_file) if policy_file is not None else cfg.plan.base
     if base == "auto":
+        from sched.ranking.verdict_files import check_winner, read_verdict
+
         path = Path(cfg.rank.winner)
-        try:
-            won = json.loads(path.read_text(encoding="utf-8"))
-            name = won["policy"]
-            spec = rule_spec(won["rule"], won["atc_k"]) if won["rule"] else None
-            spec = spec or {
-                "kind": "ppo",
-                "rule": None,
-                "atc_k": None,
-                "policy_file": str(won["policy_file"]),
-            }
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise BenchmarkError(
-                f"plan.base: auto needs the winner file {path} ({type(exc).__name__})"
-            ) from None
+        if file_problem(path) == "not found":
+            raise BenchmarkError(f"plan.base: auto needs the winner file {path} (not found)")
+        # read and checked as rank() reads it: a winner whose fields disagree is refused here too
+        won, choice = read_verdict(
+            path,
+            lambda data, p, root: (data, check_winner(data, p, root)[0]),
+            cfg.get("root") or ".",
+            error=BenchmarkError,
+        )
+        name = won["policy"]
+        spec = rule_spec(won["rule"], won["atc_k"]) if won["rule"] else None
+        spec = spec or {"kind": "ppo", "rule": None, "atc_k": None, "policy_file": str(choice.policy_file)}
     elif is_heuristic(base) or is_learned(base):
         name, spec = base, resolve_policies(cfg, [base], tuned=tuned)[0][base]
-    elif Path(base).is_file():
+    elif os.path.lexists(base) or os.sep in base or base.endswith((".pt", ".pth")):
+        why = file_problem(base)
+        if why is not None:  # a folder, a device: said so, not "unknown base policy"
+            raise BenchmarkError(f"plan.base: policy file {base}: {why}")
         name, spec = Path(base).stem, {"kind": "ppo", "rule": None, "atc_k": None, "policy_file": base}
     else:
         raise BenchmarkError(

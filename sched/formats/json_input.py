@@ -74,8 +74,12 @@ def _float(literal):
     return value
 
 
-def parse(text, source, error, max_values=None):
-    """The JSON document ``text`` (str or UTF-8 bytes), checked as the module says, or ``error``."""
+def parse(text, source, error, max_values=None, nan=False):
+    """The JSON document ``text`` (str or UTF-8 bytes), checked as the module says, or ``error``.
+
+    ``nan``: read ``NaN`` and ``Infinity`` as floats, for the files this project writes with
+    them in fields no decision reads (a verdict's mean difference when no policy was late at
+    all, a tau of constant totals); the reader then checks every field it uses is finite."""
     if isinstance(text, (bytes, bytearray)):
         try:
             text = bytes(text).decode("utf-8-sig")
@@ -92,7 +96,9 @@ def parse(text, source, error, max_values=None):
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return json.loads(text, object_pairs_hook=_pairs, parse_constant=_constant, parse_float=_float)
+        return json.loads(
+            text, object_pairs_hook=_pairs, parse_constant=None if nan else _constant, parse_float=_float
+        )
     except _Refused as exc:
         raise error(f"{source}: not valid JSON: {exc}") from None
     except RecursionError:

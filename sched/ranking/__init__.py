@@ -6,6 +6,7 @@
 * ``request``: the bytes of a call (``sched rank``'s input, a request body);
 * ``verdicts``: the benchmark verdict ``policy="auto"`` follows for a call's GPUs;
 * ``verdict_files``: what a ``winner.json`` and a ``tuned.json`` must hold;
+* ``studio_sources``: the history files the studio's verdict was measured on, against the config's;
 * ``explain``: ``explain=True``, the plan as a table and as records;
 * ``plan_rank``: ``policy="plan"``, the planner's order of the queue waiting now.
 """

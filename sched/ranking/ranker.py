@@ -331,7 +331,7 @@ def _choice(policy, policy_file, st, farm):
             pfile = under_root(st.config, layout.policy_file(name[4:]))
             _known_seed(name, pfile, st.config)
         return _setup(ppo_choice, name, pfile, "policy_file", asked)
-    if os.path.isfile(name):
+    if os.path.lexists(name) or _looks_like_a_path(name):  # a folder or a device: said so, not "unknown"
         return _setup(ppo_choice, "ppo", name, "policy", asked)
     raise RankInputError(
         f"policy: unknown policy {shorten(name)}; expected auto, {', '.join(rules.RULES)}, atc-tuned, "
@@ -350,6 +350,11 @@ def _known_seed(name, pfile, cfg):
             f"policy: unknown policy {name!r}: seed {name[4:]} is not among config train.seeds "
             f"({shown}) and its policy file is not found"
         )
+
+
+def _looks_like_a_path(name):
+    """Whether policy ``name`` can only be a file's path (a folder in it, or a policy file's suffix)."""
+    return os.sep in name or name.endswith((".pt", ".pth"))
 
 
 def _setup(read, *args):

@@ -19,7 +19,6 @@ not followed, as if it were absent, and ``why`` says so.
 """
 
 import hashlib
-import json
 import logging
 import os
 import threading
@@ -27,14 +26,16 @@ from collections import namedtuple
 from pathlib import Path
 
 from sched import files, layout, setting
-from sched.limits import MAX_CALIBRATION_BYTES, MAX_POLICY_BYTES, MAX_VERDICT_BYTES
+from sched.limits import MAX_CALIBRATION_BYTES, MAX_POLICY_BYTES
+from sched.ranking.studio_sources import sources_moved
 from sched.ranking.tasks import RankInputError
-from sched.ranking.verdict_files import Choice, check_tuned, check_winner
+from sched.ranking.verdict_files import Choice, VerdictRefused, check_tuned, check_winner, read_verdict
 from sched.sim import rules
 
 #: A benchmark's verdict on one setting: where from, the setting, its winner (a Choice or
-#: None) and its tuned ATC k (or None).
-Verdict = namedtuple("Verdict", "source setting winner tuned_k")
+#: None), its tuned ATC k (or None) and, when its winner.json or tuned.json was refused (their
+#: fields disagree: VerdictRefused), the words ``why`` adds ("" when none was).
+Verdict = namedtuple("Verdict", "source setting winner tuned_k refused", defaults=("",))
 
 _json_cache = {}
 #: rank()'s warnings (a verdict file not found): the ``sched`` logger's child
@@ -44,25 +45,25 @@ _warned_lock = threading.Lock()
 
 
 def _json_file(path, check, root="."):
-    """``check(data, path, root)`` of a JSON file, cached while the file is unchanged; None if absent."""
+    """``check(data, path, root)`` of a JSON file (:func:`read_verdict`), cached while the file is
+    unchanged; None if absent. A file whose fields disagree (VerdictRefused) is cached as its
+    refusal: :func:`_verdicts` leaves it out and says why."""
     try:
         s = os.stat(path)
     except FileNotFoundError:
         return None
+    except (OSError, ValueError) as exc:  # a name the system refuses: read_bytes names it
+        s = exc
     path = os.path.join(os.getcwd(), path)
     # ctime too: an in-place rewrite that restores the mtime (os.utime, cp -p) still changes it
-    key = (s.st_mtime_ns, s.st_ctime_ns, s.st_size, s.st_ino, root)
+    key = None if isinstance(s, Exception) else (s.st_mtime_ns, s.st_ctime_ns, s.st_size, s.st_ino, root)
     hit = _json_cache.get(path)
-    if hit is not None and hit[0] == key:
+    if key is not None and hit is not None and hit[0] == key:
         return hit[1]
-    text = files.read_text(path, RankInputError, MAX_VERDICT_BYTES)
     try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise RankInputError(f"{path}: not a readable JSON file: {exc}") from None
-    except RecursionError:
-        raise RankInputError(f"{path}: not a readable JSON file: nested too deeply") from None
-    value = check(data, path, root)
+        value = read_verdict(path, check, root)
+    except VerdictRefused as exc:
+        value = exc
     _json_cache[path] = (key, value)  # one atomic store of (version, value): never torn
     return value
 
@@ -105,15 +106,32 @@ def _verdicts(st):
     for source, wpath, tpath, fallback in sources:
         won = _json_file(wpath, check_winner, st.root)
         tuned = _json_file(tpath, check_tuned, st.root)
+        notes = []
+        if isinstance(won, VerdictRefused):
+            notes.append(str(won))  # names the file, the fields, and that it is not followed
+            won = (None, won.where)
+        if isinstance(tuned, VerdictRefused):
+            notes.append(str(tuned))
+            tuned = (None, tuned.where)
         choice, where = won if won is not None else (None, None)
         k, twhere = tuned if tuned is not None else (None, None)
+        refused = "".join(f"; {n}" for n in notes)
+        if where is not None and twhere is not None and not _same_setting(where, twhere):
+            # winner.json and tuned.json of one folder measured on other settings: each holds for its own
+            out.append(Verdict(source, twhere, None, k, refused))
+            k = choice.k if choice is not None and choice.name == "atc-tuned" else None
         where = where or twhere or fallback
         if where is None:
             continue  # a verdict that does not say its setting is not used for any call
         if choice is not None and choice.name == "atc-tuned" and choice.k is not None:
             k = choice.k  # the k the benchmark measured
-        out.append(Verdict(source, where, choice, k))
+        out.append(Verdict(source, where, choice, k, refused))
     return out
+
+
+def _same_setting(a, b):
+    """Whether two settings a verdict folder's files record are one (farm, load and workload)."""
+    return setting.same_farm(a, b) and a["load"] == b["load"] and a.get("workload") == b.get("workload")
 
 
 def _closest(verdicts, st):
@@ -157,9 +175,11 @@ def auto_choice(st, farm):
     """What policy "auto" runs for the call's GPUs, and why (docs/rank.md)."""
     gpus = setting.describe({**farm, "load": None})
     found = _matching(st, farm)
+    told = "".join(dict.fromkeys(v.refused for v in found))  # files whose fields disagree: said
     studio, stale = _studio(st, [v for v in found if v.winner is not None])
     if stale:  # measured on another fit than the config's history now has: as if it were absent
         found = [v for v in found if v.source != f"setting {layout.STUDIO}"]
+    stale += told  # said, and warned of, wherever the call goes
     won = [v for v in found if v.winner is not None]
     refused = ""
     if studio is not None:
@@ -196,9 +216,9 @@ def auto_choice(st, farm):
                 why = (
                     f"auto: the winner of {v.source}, measured on the fitted workload of {names} "
                     f"({days} held-out days), {setting.describe({**v.setting, 'load': None})}: the call's "
-                    f"{gpus}{v.winner.why}{note}{_missing_winner(st)}"
+                    f"{gpus}{v.winner.why}{note}{_missing_winner(st)}{told}"
                 )
-                _warn(why)
+                _warn(why, force=bool(told))
                 return choice._replace(why=why)
             why = (
                 f"auto: the winner of {v.source}, measured on {setting.describe(v.setting)}: "
@@ -236,7 +256,10 @@ def _studio(st, won):
             path = studio_workload(st)
             now = _file_sha256(path, MAX_CALIBRATION_BYTES)
             if now == w["sha256"]:
-                return v, ""
+                moved = sources_moved(st, path, _file_sha256)
+                if not moved:
+                    return v, ""
+                return None, f"; the verdict of {v.source} was measured on {moved}: not followed"
             have = f"sha256 {now[:12]}…" if now else "not found or not readable"
             return None, (
                 f"; the verdict of {v.source} was measured on another fitted workload (sha256 "
@@ -307,7 +330,16 @@ def _warn(why, force=False):
 
 
 def ppo_choice(name, pfile, where, why=""):
-    p = Path(pfile)
-    if not p.is_file():
-        raise RankInputError(f"{where}: policy file {p} not found")
+    """The Choice of the learned policy ``name`` in file ``pfile`` (``where``: the argument or file
+    that names it); RankInputError when it is no regular file (missing, a folder, a device, a
+    name the system refuses), naming it."""
+    from sched.learn.policy.policy_file import path_problem
+
+    try:
+        p = Path(pfile)
+    except TypeError:
+        raise RankInputError(f"{where}: expected a policy file path, got {pfile!r:.40}") from None
+    problem = path_problem(p)
+    if problem is not None:
+        raise RankInputError(f"{where}: {problem}")
     return Choice(name, None, None, p, why)

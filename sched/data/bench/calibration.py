@@ -23,7 +23,6 @@ against the same schema definition), so the generator samples from it with
 """
 
 import copy
-import json
 import math
 import os
 from pathlib import Path
@@ -35,6 +34,7 @@ from sched.cache import Cache
 from sched.data.distributions import distribution_mean
 from sched.errors import SchedError, shorten
 from sched.files import read_text
+from sched.formats import json_input
 from sched.limits import MAX_CALIBRATION_BYTES, MAX_MODEL_EXPONENT, MAX_SECONDS
 
 FORMAT = "sched-calibration/1"
@@ -78,12 +78,7 @@ def _read(path):
     """A calibration file's content, parsed and checked."""
     path = Path(path)
     text = read_text(path, CalibrationFileError, limit=MAX_CALIBRATION_BYTES)  # no folder, pipe
-    try:
-        data = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
-        raise CalibrationFileError(
-            f"calibration file {path}: not valid JSON ({str(exc)[:80]}); {_how_to_make(path)}"
-        ) from None
+    data = json_input.parse(text, f"calibration file {path}", CalibrationFileError, nan=True)
     check_calibration(data, str(path))
     return data
 

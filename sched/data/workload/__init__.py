@@ -12,5 +12,6 @@ generator checked against it (``sched calibrate-workload``, ``sched replay``,
 * ``workload``: reading a workload file and drawing arrivals (durations, deadlines) from it;
 * ``replay``: the history cut into windows, each a scenario with its real tasks;
 * ``fidelity``: the validation days against scenarios generated from the fit;
+* ``fidelity_record``: ``fidelity.json`` read back, every field its readers use checked;
 * ``fidelity_text``: the fidelity record's sentences (the verdict, what the generator misses).
 """

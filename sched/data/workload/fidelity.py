@@ -23,17 +23,14 @@ would choose differently between rules that matter; below it the studio's verdic
 the real days (``sched.evaluate.gate.validation_days_gate``). docs/workload.md, "Fidelity".
 """
 
-import json
 import math
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from sched.errors import SchedError
+from sched.data.workload.fidelity_record import FORMAT, FidelityError, read_fidelity  # noqa: F401
 
-FORMAT = "sched-fidelity/1"
 #: The rules compared, at their default settings (no tuned k: the check runs before tuning).
 RULES = ("fifo", "spt", "edd", "wspt", "atc", "wmdd")
 #: The rule whose schedules give the queue, backlog and late-task figures, and the ratios' base.
@@ -56,10 +53,6 @@ LEVELS = (
     ("late_share", REFERENCE),
     ("weighted_tardiness_k_per_day", REFERENCE),
 )
-
-
-class FidelityError(SchedError):
-    """A fidelity record is missing or malformed; the message names the file and field."""
 
 
 @dataclass(frozen=True)
@@ -297,57 +290,6 @@ def _mean(values):
 
 def _ratio(x, ref):
     return float(x / ref) if ref > 0 else float("nan")
-
-
-def read_fidelity(path):
-    """A ``fidelity.json``, checked (no code runs): the record, or FidelityError naming the field."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise FidelityError(f"fidelity file {path}: cannot read it ({type(exc).__name__}: {exc})") from None
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
-        got = data.get("format") if isinstance(data, dict) else type(data).__name__
-        raise FidelityError(f"fidelity file {path}: field format: expected {FORMAT!r}, got {str(got)[:40]!r}")
-    if not isinstance(data.get("lean_on_days"), bool):
-        raise FidelityError(f"fidelity file {path}: field lean_on_days: expected true/false")
-    tau = data.get("tau")
-    if not isinstance(tau, dict) or not all(
-        isinstance(tau.get(k), (int, float)) and not isinstance(tau.get(k), bool)
-        for k in ("streams", "scenarios")
-    ):
-        raise FidelityError(f"fidelity file {path}: field tau: expected {{streams, scenarios}} numbers")
-    if "misses" in data:
-        _check_misses(data["misses"], path)
-    return data
-
-
-def _number(x):
-    return isinstance(x, (int, float)) and not isinstance(x, bool)
-
-
-def _check_misses(m, path):
-    """FidelityError naming the field unless ``m`` is a ``misses`` record (:func:`misses`)."""
-    where = f"fidelity file {path}: field misses"
-    if not isinstance(m, dict) or not isinstance(m.get("against"), str):
-        raise FidelityError(f"{where}: expected {{against, levels, discordant}}")
-    levels = m.get("levels")
-    if not isinstance(levels, dict) or not all(isinstance(k, str) and _number(v) for k, v in levels.items()):
-        raise FidelityError(f"{where}.levels: expected {{name: number}}")
-    pairs = m.get("discordant")
-    if not isinstance(pairs, list):
-        raise FidelityError(f"{where}.discordant: expected a list")
-    for i, d in enumerate(pairs):
-        ok = isinstance(d, dict) and all(
-            isinstance(d.get(k), list) and len(d[k]) == 2 for k in ("rules", "real", "generated")
-        )
-        if (
-            not ok
-            or not all(isinstance(r, str) for r in d["rules"])
-            or not all(_number(x) for k in ("real", "generated") for x in d[k])
-        ):
-            raise FidelityError(
-                f"{where}.discordant[{i}]: expected {{rules: [a, b], real: [x, y], generated: [x, y]}}"
-            )
 
 
 def render_figure(table, record, queues):

@@ -21,7 +21,6 @@ tasks of similar estimate (the bin of its estimate; inverse CDF through the
 bin's quantiles). A task without deadline gets ``NO_DEADLINE_S``.
 """
 
-import json
 import math
 import os
 from pathlib import Path
@@ -30,6 +29,7 @@ import numpy as np
 
 from sched.errors import SchedError
 from sched.files import read_text
+from sched.formats import json_input
 from sched.limits import MAX_CALIBRATION_BYTES, MAX_WEIGHT
 
 FORMAT = "sched-workload/1"
@@ -68,10 +68,7 @@ def load_workload(path):
     if not os.path.exists(path):
         raise WorkloadFileError(f"workload file {path} not found; {_how_to_make(path)}")
     text = read_text(Path(path), WorkloadFileError, limit=MAX_CALIBRATION_BYTES)
-    try:
-        data = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
-        raise WorkloadFileError(f"workload file {path}: not valid JSON ({str(exc)[:80]})") from None
+    data = json_input.parse(text, f"workload file {path}", WorkloadFileError, nan=True)
     check_workload(data, str(path))
     return data
 

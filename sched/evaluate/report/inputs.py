@@ -5,7 +5,6 @@ summary must match the per-scenario table, the winner must be one of its
 policies, and the files must come from the config's scenario settings.
 """
 
-import json
 import math
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from sched.evaluate.summary import (
     WINNER_KEYS,
 )
 from sched.files import read_csv
+from sched.formats import json_input
 from sched.limits import MAX_VERDICT_BYTES
 
 #: The columns of train_log.csv the report reads (sched.learn.ppo.train_log.RESULT_COLUMNS has them).
@@ -42,13 +42,23 @@ TRAIN_RUN_COLUMNS = ("iteration", "wall_s", "steps_per_s", "collect_s", "update_
 
 def read_json(path):
     """A verdict file (winner.json, tuned.json): a regular file of at most MAX_VERDICT_BYTES."""
-    text = files.read_text(path, ReportError, MAX_VERDICT_BYTES)
+    return json_input.parse(
+        files.read_bytes(path, ReportError, MAX_VERDICT_BYTES), path, ReportError, nan=True
+    )
+
+
+def read_verdict_record(path, check):
+    """A verdict file checked as ``rank()`` checks it (``sched.ranking.verdict_files``: each field
+    its readers use, and the fields against one another), its data returned; ReportError
+    naming the file and field otherwise (never a KeyError deep in a section)."""
+    from sched.ranking.tasks import RankInputError
+
+    data = read_json(path)
     try:
-        return json.loads(text)
-    except RecursionError:
-        raise ReportError(f"{path}: not valid JSON: nested too deeply") from None
-    except ValueError as exc:
-        raise ReportError(f"{path}: not valid JSON: {exc}") from None
+        check(data, path)
+    except RankInputError as exc:
+        raise ReportError(str(exc)) from None
+    return data
 
 
 def read_summary(path):

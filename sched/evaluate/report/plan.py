@@ -9,7 +9,6 @@ The measured decision times are run records (``plan.run.json`` beside each valid
 shown apart from the results and never in the README.
 """
 
-import json
 from pathlib import Path
 
 from sched.evaluate.report.format import ci, level_text, pct
@@ -17,15 +16,31 @@ from sched.evaluate.report.format import ci, level_text, pct
 
 def read_plan(plan_dir):
     """{setting: decision_ms} of the candidacy's run records under ``plan_dir`` ({} when none)."""
+    from sched import files
+    from sched.errors import SchedError
     from sched.evaluate.gate import PLAN_TIMES
+    from sched.formats import json_input
+    from sched.limits import MAX_VERDICT_BYTES
 
     out = {}
     for path in sorted(Path(plan_dir).glob(f"validation/*/{PLAN_TIMES}")):
-        try:
-            out[path.parent.name] = json.loads(path.read_text(encoding="utf-8"))["decision_ms"]
-        except (OSError, ValueError, KeyError, TypeError):
+        try:  # bounded and non-blocking: a FIFO or a device in its place is skipped, not waited on
+            ms = json_input.parse(
+                files.read_bytes(path, SchedError, MAX_VERDICT_BYTES), path, SchedError, nan=True
+            )
+            ms = ms["decision_ms"]
+        except (SchedError, KeyError, TypeError):
             continue  # a run record: the report shows what it can read of it
+        if ms is None or _times_ok(ms):
+            out[path.parent.name] = ms
     return out
+
+
+def _times_ok(ms):
+    """Whether a run record's ``decision_ms`` is what the section prints: p50 and p99, numbers."""
+    return isinstance(ms, dict) and all(
+        isinstance(ms.get(q), (int, float)) and not isinstance(ms.get(q), bool) for q in ("p50", "p99")
+    )
 
 
 def _shape(st):

@@ -8,7 +8,6 @@ validation-day replay (``replay-validation/``), the fidelity check (``fidelity/`
 tuned k (``tuned.json``).
 """
 
-import json
 from pathlib import Path
 
 from sched import layout
@@ -22,18 +21,16 @@ def read_studio(robust_dir):
     when the studio setting was not built (no resume.csv)."""
     from sched.evaluate.errors import ReportError
     from sched.evaluate.per_scenario import read_per_scenario
-    from sched.evaluate.report.inputs import read_summary
-    from sched.files import read_csv, read_text
+    from sched.evaluate.report.inputs import read_summary, read_verdict_record
+    from sched.files import read_csv
+    from sched.ranking.verdict_files import check_winner
 
     d = Path(robust_dir) / layout.STUDIO
     if not (d / layout.SUMMARY).exists():
         return None
     out = {"summary": read_summary(d / layout.SUMMARY), "winner": None, "held_summary": None}
     if (d / layout.WINNER).exists():
-        try:
-            out["winner"] = json.loads(read_text(d / layout.WINNER, ReportError))
-        except json.JSONDecodeError as exc:
-            raise ReportError(f"{d / layout.WINNER}: not valid JSON ({exc})") from None
+        out["winner"] = read_verdict_record(d / layout.WINNER, check_winner)  # as rank() checks it
     r = d / Path(layout.studio_replay_dir()).name
     if (r / layout.SUMMARY).exists():
         out["held_summary"] = read_summary(r / layout.SUMMARY)
@@ -55,11 +52,30 @@ def read_studio(robust_dir):
         out["fidelity"] = (read_csv(f / layout.FIDELITY_TABLE, ReportError), record)
     out["tuned"] = None
     if (d / layout.TUNED).exists():
-        try:
-            out["tuned"] = json.loads(read_text(d / layout.TUNED, ReportError))
-        except json.JSONDecodeError as exc:
-            raise ReportError(f"{d / layout.TUNED}: not valid JSON ({exc})") from None
+        out["tuned"] = read_verdict_record(d / layout.TUNED, _check_tuned)
     return out
+
+
+def _check_tuned(data, path):
+    """tuned.json as rank() checks it, and its ``validation_days`` as the section reads it."""
+    from sched.ranking.tasks import RankInputError
+    from sched.ranking.verdict_files import check_tuned
+
+    check_tuned(data, path)
+    days = data.get("validation_days")
+    if days is None:
+        return
+    num = ("generated_atc_k", "default_atc_k")
+    ok = (
+        isinstance(days, dict)
+        and all(isinstance(days.get(k), (int, float)) and not isinstance(days.get(k), bool) for k in num)
+        and type(days.get("days")) is int
+        and isinstance(days.get("reason"), str)
+    )
+    if not ok:
+        raise RankInputError(
+            f"{path}: field validation_days: expected {{days, generated_atc_k, default_atc_k, reason, ...}}"
+        )
 
 
 def _ordered(summary):

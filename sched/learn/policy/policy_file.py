@@ -24,12 +24,12 @@ import zipfile
 
 import torch
 
-from sched import setting
+from sched import files, setting
 from sched.cache import Cache
 from sched.config import shorten, training_atc_k, training_hash
 from sched.data.model import scenario_model
 from sched.errors import SchedError
-from sched.files import atomic_path, read_bytes
+from sched.files import atomic_path, file_problem
 from sched.learn.env.vec_env import p_ref_of
 from sched.learn.policy import features as F
 from sched.learn.policy import networks
@@ -118,14 +118,15 @@ def save(path, net, meta):
 def load(path):
     """Read a policy file without executing code; PolicyFileError on anything unexpected.
 
-    Nothing is built before the metadata and the weights are checked against
-    each other (see the module's docstring).
+    The one function that reads a policy file, whoever names it (``auto``, ``ppo-<S>``,
+    ``--policy-file``, the benchmark, plan's base, the teacher, the report): its bytes are
+    read once (:func:`read_checked`: a regular file within MAX_POLICY_BYTES, every record's
+    CRC-32 verified), then unpickled from memory. Nothing is built before the metadata and the
+    weights are checked against each other (see the module's docstring).
     """
-    data = _read(path)
+    data = read_checked(path)
     try:
         blob = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
-    except FileNotFoundError:
-        raise PolicyFileError(f"{path}: policy file not found") from None
     except Exception as exc:  # pickle refusals, truncated files, not a torch file, too deep
         raise PolicyFileError(
             f"{path}: not a readable policy file ({type(exc).__name__}: "
@@ -154,32 +155,54 @@ def load(path):
     return Policy(net, meta)
 
 
-def _read(path):
-    """The policy file's bytes, read once (``sched.files.read_bytes``: a regular file, opened without
-    blocking: a FIFO swapped in does not hang a worker); PolicyFileError when the file, or its zip
-    entries once unpacked, exceed MAX_POLICY_BYTES."""
+def path_problem(path):
+    """PolicyFileError naming ``path`` when it is no regular file (missing, a folder, a pipe or a
+    device, a name the system refuses); None when it can be read. Every place a policy file
+    can be named asks this before it chooses the file, so that a folder is never "not found"."""
+    why = file_problem(path)
+    if why is None:
+        return None
+    if why == "not found":
+        return PolicyFileError(f"{path}: policy file not found")
+    return PolicyFileError(f"{path}: {why.replace('not a file', 'not a policy file')}")
+
+
+def _read_error(message):
+    return PolicyFileError(message.replace(": file not found", ": policy file not found", 1))
+
+
+def read_checked(path):
+    """The bytes of policy file ``path``, read once through ``sched.files.read_bytes`` (a folder,
+    a pipe, a device or a file over MAX_POLICY_BYTES refused, a FIFO without blocking), and
+    checked as a zip archive: its records unpack to at most MAX_POLICY_BYTES, and each one's
+    bytes, the weights' included, match the CRC-32 the archive stores for them (``torch.load``
+    does not check it: a flipped bit would run). PolicyFileError naming the file otherwise."""
+    data = files.read_bytes(path, _read_error, MAX_POLICY_BYTES)
     try:
-        size = os.stat(path).st_size
-    except FileNotFoundError:
-        raise PolicyFileError(f"{path}: policy file not found") from None
-    except OSError as exc:
-        raise PolicyFileError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    if size > MAX_POLICY_BYTES:
+        z = zipfile.ZipFile(io.BytesIO(data))
+    except (zipfile.BadZipFile, ValueError, EOFError, OSError) as exc:
         raise PolicyFileError(
-            f"{path}: {size} bytes, more than a policy file may hold "
-            f"({MAX_POLICY_BYTES} bytes, sched.limits.MAX_POLICY_BYTES)"
-        )
-    data = read_bytes(path, PolicyFileError, MAX_POLICY_BYTES)
-    try:
-        with zipfile.ZipFile(io.BytesIO(data)) as z:
-            unpacked = sum(i.file_size for i in z.infolist())
-    except (zipfile.BadZipFile, OSError, ValueError, EOFError):
-        return data  # not a zip: torch.load says what it is
-    if unpacked > MAX_POLICY_BYTES:
-        raise PolicyFileError(
-            f"{path}: {unpacked} bytes once unpacked, more than a policy file may hold "
-            f"({MAX_POLICY_BYTES} bytes, sched.limits.MAX_POLICY_BYTES)"
-        )
+            f"{path}: not a readable policy file (not a torch zip archive: {shorten(str(exc), 80)})"
+        ) from None
+    with z:
+        infos = z.infolist()
+        unpacked = sum(i.file_size for i in infos)
+        if unpacked > MAX_POLICY_BYTES:
+            raise PolicyFileError(
+                f"{path}: {unpacked} bytes once unpacked, more than a policy file may hold "
+                f"({MAX_POLICY_BYTES} bytes, sched.limits.MAX_POLICY_BYTES)"
+            )
+        for info in infos:
+            try:
+                with z.open(info) as fh:  # reading to the end checks the record's CRC-32
+                    while fh.read(1 << 20):
+                        pass
+            except Exception as exc:  # BadZipFile (bad CRC-32, headers that disagree), zlib, EOF
+                why = str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__
+                raise PolicyFileError(
+                    f"{path}: damaged policy file: record {shorten(info.filename, 80)} fails its "
+                    f"integrity check ({why}); it was changed after it was written"
+                ) from None
     return data
 
 
@@ -340,6 +363,7 @@ def load_cached(path):
     under ``sched.learn.policy.kernel``'s lock)."""
     try:
         key = _cache_key(path)
-    except FileNotFoundError:
-        raise PolicyFileError(f"{path}: policy file not found") from None
+    except (OSError, ValueError, TypeError):
+        problem = path_problem(path)
+        raise problem or PolicyFileError(f"{path}: cannot read the policy file") from None
     return _CACHE.get(key, lambda: load(path))

@@ -325,15 +325,24 @@ def save_labels(path, labels, meta):
 
 def load_labels(paths):
     """Concatenate label files (numpy only, no pickle); checks they agree."""
+    import io
+    import zipfile
+
+    from sched.formats import json_input
+    from sched.limits import MAX_LABEL_BYTES
+
     parts, meta = [], None
     for p in paths:
+        data = files.read_bytes(p, TeacherLabelError, MAX_LABEL_BYTES)  # a FIFO, a device: refused
         try:
-            with np.load(p, allow_pickle=False) as z:
-                m = json.loads(str(z["meta"]))
+            with np.load(io.BytesIO(data), allow_pickle=False) as z:
+                m = json_input.parse(str(z["meta"]), f"{p}: field meta", TeacherLabelError, nan=True)
                 parts.append({k: z[k] for k in z.files if k != "meta"})
-        except (OSError, ValueError, KeyError) as exc:
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
+            if isinstance(exc, TeacherLabelError):
+                raise
             raise TeacherLabelError(f"{p}: not a teacher label file ({exc})") from None
-        if m.get("format") != LABEL_FORMAT:
+        if not isinstance(m, dict) or m.get("format") != LABEL_FORMAT:
             raise TeacherLabelError(f"{p}: not a teacher label file (format {m.get('format')!r})")
         same = {k: v for k, v in m.items() if k != "seeds"}
         if meta is not None and same != meta:
