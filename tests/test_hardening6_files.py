@@ -350,10 +350,10 @@ ALLOWED = {
     ("train_log.py", "open"): "writes the training log",
     ("decision_log.py", "open"): "appends to the decision log",
     ("manifest.py", "open"): "hashes the workflow's outputs in blocks",
-    ("rank.py", "open"): "`sched rank FILE`: its own bounded read of the queue (MAX_RANK_BYTES)",
     ("teacher.py", "load"): "np.load of the bytes read_bytes read",
     ("files.py", "read_csv"): "pandas on bytes read_bytes read",
     ("json_input.py", "json.loads"): "the one JSON parser itself",
+    ("yaml_input.py", "yaml.load"): "the one YAML parser itself, on text read_text read",
     (
         "request.py",
         "json.loads",
@@ -432,9 +432,11 @@ def fifo_with_no_writer(tmp_path, name):
 
 def _readers(tmp_path):
     """Each file-reading entry point reachable here: (name, reader(path), the error it raises)."""
+    from sched.commands.rank import read_tasks as read_queue_input
     from sched.data.bench.calibration import CalibrationFileError, load_calibration
     from sched.data.workload.fidelity import FidelityError, read_fidelity
     from sched.data.workload.workload import WorkloadFileError, load_workload
+    from sched.errors import UsageError
     from sched.evaluate.errors import BenchmarkError, ReportError
     from sched.evaluate.gate import read_plan_run
     from sched.evaluate.policies import read_tuned
@@ -467,6 +469,7 @@ def _readers(tmp_path):
         ("plan.json", plan_json, BenchmarkError),
         ("teacher labels", lambda p: load_labels([p]), TeacherLabelError),
         ("task times", lambda p: read_task_times(p, "farm", "queue"), TaskTimesError),
+        ("sched rank FILE", lambda p: read_queue_input(str(p)), UsageError),
     ]
 
 

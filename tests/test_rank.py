@@ -832,7 +832,7 @@ def test_hostile_files_are_one_line(tmp_path):
 
     (tmp_path / "folder.json").mkdir()
     code, _, err = probe("--config", cfg, "rank", "folder.json", cwd=tmp_path)
-    assert_one_line_error(code, err, "folder.json: cannot read")
+    assert_one_line_error(code, err, "folder.json: is a folder")
 
 
 def test_hostile_policy_files_are_one_line(tmp_path):

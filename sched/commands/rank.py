@@ -108,16 +108,18 @@ def read_tasks(source):
     shares): more than MAX_RANK_BYTES bytes, text that is not UTF-8 or not JSON, ``NaN`` or
     ``Infinity``, nesting too deep for the parser, anything but a list.
     """
-    from sched.ranking.request import task_list
+    from sched import files
+    from sched.ranking.request import task_list, too_large
 
     name = "standard input" if source == "-" else source
     try:
         if source == "-":
             stream = getattr(sys.stdin, "buffer", sys.stdin)
             data = stream.read(MAX_RANK_BYTES + 1)
-        else:
-            with open(source, "rb") as fh:
-                data = fh.read(MAX_RANK_BYTES + 1)
+        else:  # the one bounded reader: a regular file, opened without blocking (a FIFO refused)
+            if os.path.isfile(source) and os.stat(source).st_size > MAX_RANK_BYTES:
+                raise UsageError(too_large(name))
+            data = files.read_bytes(source, UsageError, MAX_RANK_BYTES)
     except FileNotFoundError:
         raise UsageError(f"{source}: file not found") from None
     except OSError as exc:
