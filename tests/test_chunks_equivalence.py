@@ -6,28 +6,7 @@ import pytest
 
 from sched.sim import chunks, core, reference, rules
 
-SPEED_GRIDS = ([1.0], [0.5, 1.0, 2.0], [0.6, 1.0, 1.5])
-
-
-def random_farm(rng, max_jobs=30, max_frames=50, max_gpus=8, one_chunk=False):
-    """A small scenario on a coarse grid (ties and coincident events are common) and its farm."""
-    n = int(rng.integers(1, max_jobs + 1))
-    arrival = rng.integers(0, 20, n).astype(float) if rng.random() < 0.8 else np.zeros(n)
-    duration = rng.integers(1, 40, n).astype(float)
-    estimate = duration if rng.random() < 0.5 else rng.integers(1, 40, n).astype(float)
-    weight = rng.choice([1.0, 2.0, 4.0], n)
-    due = arrival + rng.integers(-5, 60, n)
-    frames = rng.integers(1, max_frames + 1, n)
-    if one_chunk:
-        per = np.where(rng.random(n) < 0.5, 0, frames + rng.integers(0, 3, n))
-    else:
-        per = np.where(rng.random(n) < 0.2, 0, rng.integers(1, 12, n))
-    limit = np.where(rng.random(n) < 0.4, 0, rng.integers(1, 5, n))
-    setup = np.where(rng.random(n) < 0.5, 0.0, rng.choice([0.5, 1.0, 3.0], n))
-    m = int(rng.integers(1, max_gpus + 1))
-    speed = list(rng.choice(SPEED_GRIDS[int(rng.integers(len(SPEED_GRIDS)))], m))
-    free = list(rng.integers(-2, 10, m).astype(float)) if rng.random() < 0.2 else None
-    return (arrival, duration, estimate, weight, due), (frames, per, limit, setup), speed, free
+from .random_farms import random_farm
 
 
 def _same(got, want):

@@ -14,28 +14,16 @@ from sched.limits import MAX_SYNC_S, MIN_SYNC_S
 from sched.sim import chunks, reference, rules, sync
 from sched.sim.errors import SimulationError
 
-SPEED_GRIDS = ([1.0], [0.5, 1.0, 2.0], [0.6, 1.0, 1.5])
+from .random_farms import random_farm as shared_random_farm
+
 #: intervals on and off the scenarios' integer grid (ties of a sync with ends and arrivals), and
 #: one beyond every scenario (one sync, at 0)
 INTERVALS = (1.0, 2.0, 3.0, 5.0, 7.5, 10.0, 25.0, 60.0, MAX_SYNC_S)
 
 
-def random_farm(rng, max_jobs=25, max_frames=40, max_gpus=6):
-    """A small chunked scenario on a coarse grid (ties and coincident events are common)."""
-    n = int(rng.integers(1, max_jobs + 1))
-    arrival = rng.integers(-3, 30, n).astype(float) if rng.random() < 0.85 else np.zeros(n)
-    duration = rng.integers(1, 40, n).astype(float)
-    estimate = duration if rng.random() < 0.5 else rng.integers(1, 40, n).astype(float)
-    weight = rng.choice([1.0, 2.0, 4.0], n)
-    due = arrival + rng.integers(-5, 60, n)
-    frames = rng.integers(1, max_frames + 1, n)
-    per = np.where(rng.random(n) < 0.2, 0, rng.integers(1, 12, n))
-    limit = np.where(rng.random(n) < 0.4, 0, rng.integers(1, 5, n))
-    setup = np.where(rng.random(n) < 0.5, 0.0, rng.choice([0.5, 1.0, 3.0], n))
-    m = int(rng.integers(1, max_gpus + 1))
-    speed = list(rng.choice(SPEED_GRIDS[int(rng.integers(len(SPEED_GRIDS)))], m))
-    free = list(rng.integers(-2, 10, m).astype(float)) if rng.random() < 0.2 else None
-    return (arrival, duration, estimate, weight, due), (frames, per, limit, setup), speed, free
+def random_farm(rng):
+    """A small chunked scenario, some jobs arriving before the first sync at 0."""
+    return shared_random_farm(rng, max_jobs=25, max_frames=40, max_gpus=6, arrivals=(-3, 30), spread=0.85)
 
 
 def _same(got, want):

@@ -110,6 +110,16 @@ def _free_gpu(s, t):
 
 
 @core_jit
+def next_event(s, t, nxt, N, M):
+    """The time of the next arrival or chunk end after ``t`` (inf: none): where the loop jumps."""
+    tn = s.arr[nxt] if nxt < N else np.inf
+    for mm in range(M):
+        if s.mfree[mm] > t and s.mfree[mm] < tn:
+            tn = s.mfree[mm]
+    return tn
+
+
+@core_jit
 def _pick(s, ql, rule, k, t, m):
     """Queue position of the job whose next chunk ``rule`` starts on GPU ``m`` at ``t``: the
     first maximum of (priority, tie_key) among jobs under their limit; -1 when none is."""
@@ -191,10 +201,7 @@ def run_farm(s, rule, k):
                 decisions += 1
                 continue
         # nothing starts now: jump to the next arrival or the next chunk to end
-        tn = s.arr[nxt] if nxt < N else np.inf
-        for mm in range(M):
-            if s.mfree[mm] > t and s.mfree[mm] < tn:
-                tn = s.mfree[mm]
+        tn = next_event(s, t, nxt, N, M)
         if tn == np.inf:
             return decisions
         t = tn

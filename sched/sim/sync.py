@@ -42,7 +42,7 @@ from numba.extending import register_jitable
 from sched.errors import shorten
 from sched.limits import MAX_SYNC_S, MIN_SYNC_S
 from sched.sim import chunks, rules
-from sched.sim.chunks import _free_gpu, _start
+from sched.sim.chunks import _free_gpu, _start, next_event
 from sched.sim.errors import SimulationError
 from sched.sim.rules import priority, tie_key
 from sched.sim.state import core_jit
@@ -141,10 +141,7 @@ def run_synced(s, y, rule, k, sync_s):
                 ql = _start(s, q, ql, m, t, rule)
                 decisions += 1
                 continue
-        tn = s.arr[nxt] if nxt < N else np.inf
-        for mm in range(M):
-            if s.mfree[mm] > t and s.mfree[mm] < tn:
-                tn = s.mfree[mm]
+        tn = next_event(s, t, nxt, N, M)
         if tn == np.inf:
             return decisions
         ts = sync_floor(tn, sync_s, True)  # the last sync before the next event sees the state as now
