@@ -65,7 +65,7 @@ def main(argv=None):
     seeds = tables[0][1]["seed"].tolist()
     for name, f in tables[1:]:
         if f["seed"].tolist() != seeds:
-            raise SystemExit(f"{name}: its scenarios differ from {tables[0][0]}'s (paired: the same seeds)")
+            raise UsageError(f"{name}: its scenarios differ from {tables[0][0]}'s (paired: the same seeds)")
     print(
         "| setting | scenarios | plan vs base [95 % CI] | W/T/L | median scenario "
         "| extra TWT in the worst 5 % of scenarios | decisions deviated | ms CPU / decision |"

@@ -59,7 +59,10 @@ def test_a_setting_that_loses_on_one_scenario_carries_all_its_loss_there(tmp_pat
 def test_tables_of_other_scenarios_are_refused(tmp_path):
     a = _table(tmp_path / "a.csv", [1.0, 2.0])
     b = _table(tmp_path / "b.csv", [1.0, 2.0], seeds=[5, 6])
-    with pytest.raises(SystemExit, match="scenarios differ"):
+    # the script's bad input is a SchedError, which sched.cli.run_script ends as one line, exit 2
+    from sched.errors import SchedError
+
+    with pytest.raises(SchedError, match="scenarios differ"):
         _script().main([f"a={a}", f"b={b}", "--config", str(ROOT / "config.yaml")])
-    with pytest.raises(SystemExit, match="expected NAME=CSV"):
+    with pytest.raises(SchedError, match="expected NAME=CSV"):
         _script().main([str(a)])

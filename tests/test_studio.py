@@ -377,20 +377,21 @@ def test_held_out_days_without_any_measured_task_hold_nothing_out(tmp_path, wcfg
         held_out_stream([_history(tmp_path / "h.csv", 10)], wcfg, calibrated.calibration, split["fitted"])
 
 
-def test_a_duplicate_id_in_the_held_out_stream_names_the_history_lines(tmp_path, wcfg, calibrated):
+def test_an_id_repeated_with_white_space_around_is_one_held_out_task(tmp_path, wcfg, calibrated):
+    # issue 58, class 14: ids are normalised alike everywhere (sched.formats.csv_input.normal_id),
+    # so the history reader names the padded repeat as the same task twice (a malformed record
+    # counted toward workload.max_bad_share, naming the first) and the stream holds the task once
     path = _history(tmp_path / "h.csv", 15, per_day=20, seed=8)
     frame = pd.read_csv(path)
     first = int(np.flatnonzero(frame["submitted_at"] >= MONDAY + 11 * DAY)[0])  # 2024-06-14
-    frame.loc[first + 25, "id"] = f"  {frame.loc[first, 'id']} "  # the next day, white space around
-    frame.to_csv(path, index=False)
-    with pytest.raises(HistoryError) as exc:
-        held_out_stream([path], wcfg, calibrated.calibration, ["2024-06-11", "2024-06-17"])
     dup = frame.loc[first, "id"]
-    assert str(exc.value) == (
-        f"{path}: line {first + 27} (submitted 2024-06-15): field id: duplicate id {dup!r} in the held-out "
-        f"stream (2024-06-11 to 2024-06-17, with the day before); first at {path}: line {first + 2} "
-        "(submitted 2024-06-14): each task of a replayed day needs its own id"
-    )
+    frame.loc[first + 25, "id"] = f"  {dup} "  # the next day, white space around
+    frame.to_csv(path, index=False)
+    stream = held_out_stream([path], wcfg, calibrated.calibration, ["2024-06-11", "2024-06-17"])
+    ids = [str(i).strip() for i in stream.scenario.frame["id"]]
+    assert ids.count(dup) == 1 and len(ids) == len(set(ids))
+    bad = [why for s in stream.stats for _, why in s.bad]
+    assert any(f"id: {dup!r} repeats" in why and "(the same task twice)" in why for why in bad), bad
 
 
 def test_replay_held_out_refuses_a_workload_fitted_on_another_history(tmp_path, wcfg, calibrated, cli):
@@ -398,7 +399,7 @@ def test_replay_held_out_refuses_a_workload_fitted_on_another_history(tmp_path, 
     other = _history(tmp_path / "other.csv", 15, per_day=20, seed=10)
     workload = tmp_path / "workload.json"
     files.write_json(workload, calibrate_workload([fitted_on], wcfg, calibrated.calibration).data)
-    r = cli("replay", "--held-out", workload, other, "--policies", "fifo", "--out", tmp_path / "out")
+    r = cli("replay", "--held-out", workload, other, "--policies", "fifo,atc", "--out", tmp_path / "out")
     assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
     sha = {p: files.sha256_file(p, HistoryError) for p in (fitted_on, other)}
     assert f"workload file {workload} was fitted on fitted.csv (sha256 {sha[fitted_on][:12]}…)" in r.stderr

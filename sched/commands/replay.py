@@ -84,11 +84,11 @@ def run(args):
         raise UsageError(f"--window-hours: must be in (0, 8736], got {args.window_hours:g}")
     if args.held_out is not None and args.validation is not None:
         raise UsageError("--held-out, --validation: give one period to replay, not both")
-    specs = _specs(args, cfg)  # every argument checked before any window is cut or run
     if args.held_out is not None:
-        return run_held_out(args, cfg, calibration, "held_out", args.held_out, specs)
+        return run_held_out(args, cfg, calibration, "held_out", args.held_out)
     if args.validation is not None:
-        return run_held_out(args, cfg, calibration, "validation", args.validation, specs)
+        return run_held_out(args, cfg, calibration, "validation", args.validation)
+    specs = _specs(args, cfg)  # every argument checked before any window is cut or run
     replay = replay_scenarios(
         args.history or cfg.workload.history, cfg, calibration, args.window_hours, args.min_tasks
     )
@@ -205,6 +205,8 @@ def run_held_out(args, cfg, calibration, period="held_out", given="", specs=None
         raise UsageError(
             f"{option}: workload file {path} holds no {word} days (split.{period} is null: {why})"
         )
+    if specs is None:  # the period's file first, then every argument, before any day is replayed
+        specs = _specs(args, cfg)
     stream = held_out_stream(
         args.history or cfg.workload.history,
         cfg,
@@ -225,7 +227,6 @@ def run_held_out(args, cfg, calibration, period="held_out", given="", specs=None
             f"{word} days judged (the stream runs on through them)",
             file=sys.stderr,
         )
-    specs = _specs(args, cfg) if specs is None else specs
     frame = run_on_stream(cfg, stream.scenario, stream.day, len(stream.days), specs, progress=True)
     counts = np.bincount(stream.day[stream.day >= 0], minlength=len(stream.days))
     windows = pd.DataFrame(
