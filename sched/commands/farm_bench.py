@@ -57,7 +57,7 @@ def run(args):
             raise UsageError(f"--test-scenarios: expected 1 to {len(test)}, got {args.test_scenarios}")
         test = test[: args.test_scenarios]
     frame = farm.run(cfg, test, farm.scenarios(cfg, test, True), farm.policy_specs(k, verdict, sync_s), True)
-    table = farm.comparisons(frame, cfg)
+    table = farm.comparisons(frame, cfg, verdict["policy"])
     files.write_set(
         [
             (out / layout.TUNED, files.json_writer(tuned)),

@@ -43,8 +43,9 @@ WHOLE = "atc-tuned-whole"
 #: The policies that may be shipped, in table order.
 CANDIDATES = HEURISTICS + rules.FARM_RULES
 #: The references every policy of ``farm.csv`` is compared with ("best-rule": the rule of lowest
-#: mean on the test scenarios among :data:`CANDIDATES`).
-REFERENCES = ("farm-fifo", "farm-balanced", "atc-tuned", WHOLE, "best-rule")
+#: mean on the test scenarios among :data:`CANDIDATES`; "shipped": the shipped decision at the
+#: setting's sync interval).
+REFERENCES = ("farm-fifo", "farm-balanced", "atc-tuned", WHOLE, "best-rule", "shipped")
 FARM_COLUMNS = (
     "policy", "reference", "reference_policy", "scenarios", "mean_twt_k", "reference_mean_twt_k",
     "diff_pct", "ci_lo_pct", "ci_hi_pct", "wins", "ties", "losses",
@@ -200,13 +201,14 @@ def best_rule(twt):
     return min((p for p in CANDIDATES if p in twt), key=lambda p: (twt[p].mean(), CANDIDATES.index(p)))
 
 
-def comparisons(frame, cfg):
-    """``farm.csv``: every policy against every reference of :data:`REFERENCES` present, paired."""
+def comparisons(frame, cfg, shipped=None):
+    """``farm.csv``: every policy against every reference of :data:`REFERENCES` present, paired
+    (``shipped``: the shipped policy's name; None leaves "shipped" out)."""
     b = cfg.benchmark
     seeds, twt = totals(frame)
     counts = bootstrap_counts(len(seeds), b["bootstrap_resamples"], b["bootstrap_seed"])
     order = list(dict.fromkeys(frame["policy"]))
-    refs = {r: (best_rule(twt) if r == "best-rule" else r) for r in REFERENCES}
+    refs = {r: {"best-rule": best_rule(twt), "shipped": shipped}.get(r, r) for r in REFERENCES}
     rows = []
     for p in order:
         for r, rp in refs.items():
