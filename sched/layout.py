@@ -24,9 +24,10 @@ PER_SCENARIO = "per_scenario.csv"
 SUMMARY = "resume.csv"
 WINNER = "winner.json"
 TUNED = "tuned.json"
-#: A chunked setting's farm benchmark (``sched farm-bench``, sched.evaluate.farm), beside its tuned.json and
-#: per_scenario.csv under results/farm/<name>/ (:func:`farm_root`): the selection table the shipped rule is
-#: chosen on, the paired comparisons and the shipped decision (not a winner.json: rank() reads none yet).
+#: A chunked setting's farm benchmark (``sched farm-bench``, sched.evaluate.farm.bench), beside its
+#: tuned.json and per_scenario.csv under results/farm/<name>/ (:func:`farm_root`): the selection table
+#: the shipped rule is chosen on, the paired comparisons and the shipped decision (not a winner.json:
+#: rank() reads none yet).
 FARM_SELECTION = "selection.csv"
 FARM_TABLE = "farm.csv"
 FARM_VERDICT = "farm_verdict.json"

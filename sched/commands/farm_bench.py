@@ -1,4 +1,4 @@
-"""`sched farm-bench`: the farm benchmark of a chunked setting (sched.evaluate.farm)."""
+"""`sched farm-bench`: the farm benchmark of a chunked setting (sched.evaluate.farm.bench)."""
 
 import sys
 
@@ -33,7 +33,7 @@ def run(args):
 
     from sched import files, layout
     from sched.errors import UsageError
-    from sched.evaluate import farm
+    from sched.evaluate.farm import bench as farm
     from sched.evaluate.seeds import benchmark_seeds, range_text, validation_seeds
     from sched.evaluate.summary import UNIT
 

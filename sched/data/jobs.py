@@ -18,7 +18,7 @@ describes every field) draws, per job, a number of frames and cuts the job into 
   ``setup_s`` per chunk, the columns of :mod:`sched.data.chunked`.
 
 ``sync_s`` (the adapters' interval the setting's decision is chosen at) and
-``selection_scenarios`` are read by the farm benchmark (:mod:`sched.evaluate.farm`), not here.
+``selection_scenarios`` are read by the farm benchmark (:mod:`sched.evaluate.farm.bench`), not here.
 """
 
 import math

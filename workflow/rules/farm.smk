@@ -71,7 +71,7 @@ rule farm_benchmark:
     """Benchmark one chunked farm setting: ATC's k at frame level on the validation seeds, the shipped
     rule chosen on its selection seeds, every rule, farm-fifo, farm-balanced, the jobs run whole and the
     shipped rule at sync 60 and 300 s on the test seeds, with paired intervals (farm.csv).
-    Runs `sched farm-bench` (sched/commands/farm_bench.py -> sched.evaluate.farm)."""
+    Runs `sched farm-bench` (sched/commands/farm_bench.py -> sched.evaluate.farm.bench)."""
     input:
         config=layout.step_config("farm", layout.farm_root("{farm}")),
         calibration=lambda wildcards: farm_inputs(wildcards.farm),

@@ -19,10 +19,10 @@ from pathlib import Path
 
 from sched import files, layout
 from sched.evaluate.errors import ReportError
+from sched.evaluate.farm.report import first_table_lines as farm_first_lines
+from sched.evaluate.farm.report import read_farms
+from sched.evaluate.farm.report import section_lines as farm_section_lines
 from sched.evaluate.report.conclusion import conclusion_section, robustness_section
-from sched.evaluate.report.farm import first_table_lines as farm_first_lines
-from sched.evaluate.report.farm import read_farms
-from sched.evaluate.report.farm import section_lines as farm_section_lines
 from sched.evaluate.report.inputs import load, read_robustness
 from sched.evaluate.report.plan import plan_section, plan_test_line, read_plan
 from sched.evaluate.report.rounds import rounds_section

@@ -1,7 +1,7 @@
 """The report's rows of the chunked farm settings (config farm.settings; ``sched farm-bench``).
 
 Two parts, every number read from each setting's ``farm.csv`` and ``farm_verdict.json``
-(:mod:`sched.evaluate.farm`): under the first table, one row a chunked setting (the decision
+(:mod:`sched.evaluate.farm.bench`): under the first table, one row a chunked setting (the decision
 chosen on its validation scenarios, which ``rank()`` is to run there, against tuned ATC, the best
 rule and ``farm-fifo`` on its test scenarios); and the section "Chunked farm settings": every
 policy against ``farm-fifo``, ``farm-balanced`` and tuned ATC, then the comparisons the issue
@@ -15,7 +15,7 @@ import numpy as np
 
 from sched import files, layout
 from sched.evaluate.errors import ReportError
-from sched.evaluate.farm import FARM_COLUMNS, SYNCS, WHOLE, sync_name
+from sched.evaluate.farm.bench import FARM_COLUMNS, SYNCS, WHOLE, sync_name
 from sched.evaluate.report.format import ci, k, pct
 from sched.evaluate.report.inputs import read_json
 
