@@ -24,6 +24,7 @@ COMMANDS = (
     "train",
     "tune",
     "benchmark",
+    "farm_bench",
     "replay",
     "fidelity",
     "gather",
