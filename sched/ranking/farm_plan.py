@@ -120,7 +120,8 @@ def plan(q, choice, full):
     inv[rows] = np.arange(q.n)
     run_gpu = np.where(ch.run_gpu >= 0, inv[np.maximum(ch.run_gpu, 0)], -1)
     order = np.empty(q.n, np.int64)
-    started = rollout(farm, choice.rule, float(choice.k), run_gpu, order, full)
+    k = rules.ATC_K_DEFAULT if choice.k is None else float(choice.k)  # a rule's k: ATC's alone reads it
+    started = rollout(farm, choice.rule, k, run_gpu, order, full)
     ranked = rows[order[:started]]
     first = farm.first[inv]  # each row's chunk 0
     start, mach = farm.start[first], farm.mach[first]
