@@ -181,7 +181,7 @@ def _fleet(fleet_id, workers):
             "serviceManagedEc2": {
                 "instanceCapabilities": {
                     "vCpuCount": {"min": 1},
-                    "memoryMiB": {"min": 1},
+                    "memoryMiB": {"min": 512},
                     "osFamily": "LINUX",
                     "cpuArchitectureType": "x86_64",
                 },
