@@ -21,6 +21,9 @@ The calls, all paginated or batched within the service model's limits:
   file beside the decision log): the mean run time of the succeeded tasks among them, the
   job's measured seconds per task.
 
+* ``ListQueueFleetAssociations`` and ``GetFleet``, without ``--machines``: the workers of the
+  queue's active fleets, the GPUs ``rank()`` plans the jobs of frames on.
+
 The per-job calls (SearchTasks, and GetJob on a botocore without the batch operations) run
 ``calls`` at a time (8 by default) on the one client, which botocore allows; their answers are
 used in the jobs' order, so the result does not depend on which comes back first.
