@@ -33,6 +33,7 @@ from sched.cache import Cache
 from sched.config import Record
 from sched.errors import SchedError, shorten
 from sched.limits import MAX_SEED_DIGITS
+from sched.ranking import farm_plan
 from sched.ranking.explain import explain_frame
 from sched.ranking.request import is_seed_name
 from sched.ranking.tasks import RankInputError, RankSetupError, read_queue, task_records
@@ -142,7 +143,8 @@ def prepare(
             check_budget(budget_ms)
         except PlanError as exc:
             raise RankInputError(str(exc)) from None
-    choice = _choice(policy, policy_file, st, _farm_of(q))
+    choose = lambda: _choice(policy, policy_file, st, _farm_of(q))  # noqa: E731
+    choice = choose() if q.chunks is None else farm_plan.choose(policy, choose, st, _farm_of(q))
     if budget_ms is not None and choice.name != "plan":
         raise RankInputError(f"budget_ms: only used with policy 'plan', not {choice.name!r}")
     return Call(q, st, choice, budget_ms, explain, started)
@@ -153,6 +155,8 @@ def run(call):
     q, st, choice = call.q, call.st, call.choice
     if q.n == 0:
         order = start = end = mach = np.zeros(0, np.int64)
+    elif q.chunks is not None:  # jobs of frames: the rule's plan on the chunked model
+        order, start, end, mach = farm_plan.plan(q, choice, call.explain)
     elif choice.name == "plan":
         from sched.ranking.plan_rank import plan_order
 
