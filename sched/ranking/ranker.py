@@ -11,13 +11,11 @@ benchmark verdict ``auto`` follows for the call's GPUs is
 :mod:`sched.ranking.tasks`, the clock rules :mod:`sched.ranking.times`; the
 ``explain`` table is :mod:`sched.ranking.explain`.
 
-Errors: every bad input ends in a :class:`RankInputError` (a
-``sched.errors.SchedError``, so a ``ValueError``) with a one-line message
-naming the task and field, the argument, or the file: the tasks, ``now``,
-``machines``, ``policy``, ``policy_file`` (a damaged or crafted policy file:
-the ``PolicyFileError`` of :mod:`sched.learn.policy.policy_file` is its
-``__cause__``), ``winner.json``, ``tuned.json`` and ``config`` (a
-``ConfigError`` as the cause).
+Errors: every bad input ends in a :class:`RankInputError` (a ``SchedError``, so a
+``ValueError``) with a one-line message naming the task and field, the argument, or the
+file: the tasks, ``now``, ``machines``, ``policy``, ``policy_file`` (a damaged or crafted
+policy file: its ``PolicyFileError`` is the ``__cause__``), ``winner.json``, ``tuned.json``
+and ``config`` (a ``ConfigError`` as the cause).
 """
 
 import json
