@@ -114,3 +114,43 @@ def test_rank_plan_speed(benchmark, n, budget_ms):
     benchmark.extra_info["target_p50_s"] = budget_ms * 1.1e-3
     out = benchmark(rank, tasks, now=now, policy="plan", config=cfg, budget_ms=budget_ms)
     assert sorted(out) == sorted(first)
+
+
+def farm_jobs(n=1000, seed=2026):
+    """``n`` waiting jobs of frames as a farm adapter hands them (issue 59, point 9): frames
+    log-normal (median 7, a chunk each), a frame 2.5 min (log-normal), weights 1 to 8, due within
+    6 h, a host limit of 5 to 50, three in ten running a chunk; and the same jobs as whole tasks."""
+    rng = np.random.default_rng(seed)
+    jobs = []
+    for i in range(n):
+        frames = int(min(10_000, max(1, rng.lognormal(2.0, 1.0))))
+        jobs.append(
+            {
+                "id": f"job-{i}",
+                "frames": frames,
+                "frame_s": float(rng.lognormal(5.0, 0.8)),
+                "weight": float(rng.choice([1.0, 2.0, 4.0, 8.0])),
+                "due": float(rng.uniform(0, 6 * 3600)),
+                "max_gpus": int(rng.choice([5, 10, 20, 50])),
+                **({"running": 1} if rng.random() < 0.3 else {}),
+            }
+        )
+    whole = [
+        {"id": j["id"], "estimate_s": j["frames"] * j["frame_s"], "weight": j["weight"], "due": j["due"]}
+        for j in jobs
+    ]
+    return jobs, whole
+
+
+@pytest.mark.parametrize("kind", ["frames", "whole"])
+def test_rank_frames_speed(benchmark, kind):
+    """rank() with ATC on 1,000 waiting jobs of frames on 500 GPUs (target: <= 50 ms, issue 59),
+    against the same jobs as whole tasks on the same GPUs in the same run (the reference)."""
+    jobs, whole = farm_jobs()
+    tasks = jobs if kind == "frames" else whole
+    first = rank(tasks, now=0.0, policy="atc", machines=500)  # warm-up: JIT load, config cache
+    benchmark.group = "rank 1000 jobs on 500 GPUs"
+    benchmark.extra_info["target_p50_s"] = 50e-3 if kind == "frames" else None
+    benchmark.extra_info["chunks"] = sum(j["frames"] for j in jobs)
+    out = benchmark(rank, tasks, now=0.0, policy="atc", machines=500)
+    assert out == first and sorted(out) == sorted(j["id"] for j in jobs)

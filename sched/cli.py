@@ -24,6 +24,7 @@ COMMANDS = (
     "train",
     "tune",
     "benchmark",
+    "farm_bench",
     "replay",
     "fidelity",
     "gather",
@@ -83,10 +84,10 @@ def add_farm_sync_options(v, workers):
     v.add_argument("--policy", default="auto", help="rank()'s policy (default auto: the benchmark's verdict)")
     v.add_argument(
         "--machines",
-        default="1",
+        default=None,
         metavar="M",
         help="the farm as rank() sees it, in sched rank --machines' forms: a count, a spec NxSPEED, "
-        f"a machines CSV or free times (default 1: one queue; 1xN: N {workers}' worth of work at once)",
+        f"a machines CSV or free times (default: the farm's count of {workers} when it reports one, else 1)",
     )
     v.add_argument(
         "--now", type=float, metavar="T", help="current time in POSIX seconds (default: the clock)"
@@ -104,7 +105,8 @@ def add_farm_sync_options(v, workers):
 def farm_sync_arguments(args, machines):
     """The keyword arguments of a farm adapter's ``sync`` from :func:`add_farm_sync_options`'s
     options, checked (a UsageError naming the option); ``machines``: ``--machines`` read by
-    ``sched.commands.rank.parse_machines`` (the forms of ``sched rank --machines``)."""
+    ``sched.commands.rank.parse_machines`` (the forms of ``sched rank --machines``), None when
+    not given (the adapter then asks the farm)."""
     import math
     import os
 

@@ -24,6 +24,13 @@ PER_SCENARIO = "per_scenario.csv"
 SUMMARY = "resume.csv"
 WINNER = "winner.json"
 TUNED = "tuned.json"
+#: A chunked setting's farm benchmark (``sched farm-bench``, sched.evaluate.farm.bench), beside its
+#: tuned.json and per_scenario.csv under results/farm/<name>/ (:func:`farm_root`): the selection table
+#: the shipped rule is chosen on, the paired comparisons and the shipped decision (not a winner.json:
+#: rank() reads none yet).
+FARM_SELECTION = "selection.csv"
+FARM_TABLE = "farm.csv"
+FARM_VERDICT = "farm_verdict.json"
 CLAIRVOYANT = "clairvoyant.csv"
 DEMO_TABLE = "demo.csv"
 DEMO_GANTT = "demo_gantt.png"
@@ -49,6 +56,8 @@ BENCH_DIR = f"{RESULTS}/benchmark"
 DEMO_DIR = f"{RESULTS}/demo"
 FIGURES_DIR = f"{RESULTS}/figures"
 ROBUST_DIR = f"{RESULTS}/robustness"
+#: The chunked farm settings' folders (config farm.settings; ``sched farm-bench``).
+FARM_DIR = f"{RESULTS}/farm"
 REPORT_PATH = f"{RESULTS}/{REPORT}"
 TUNED_PATH = f"{BENCH_DIR}/{TUNED}"
 #: plan's runs: its candidacy's validation runs (validation/<setting>/), and plan at the setting
@@ -150,6 +159,11 @@ def shard_dir(seeds):
 def selection_shard_dir(seeds):
     """One shard of the selection run (validation seeds ``A-B``), run by hand."""
     return f"{SELECTION_DIR}/shards/{seeds}"
+
+
+def farm_root(name):
+    """The folder of one chunked farm setting (config farm.settings): its config and farm benchmark."""
+    return f"{FARM_DIR}/{name}"
 
 
 def robust_root(name):

@@ -3,7 +3,9 @@ just the calls ``sched opencue sync`` makes, with jobs the test controls.
 
 Calls: CueInterface.GetSystemStats (pycue's connection check), JobInterface.GetJobs,
 JobInterface.GetComments and JobInterface.SetPriority (recorded in ``set_calls`` and applied
-to the job). Any other call answers UNIMPLEMENTED, as the generated base servicer does.
+to the job); ShowInterface.FindShow and GetSubscriptions, HostInterface.GetHosts (the show's
+hosts: :meth:`FakeCuebot.add_host`, :meth:`FakeCuebot.subscribe`; none by default). Any other
+call answers UNIMPLEMENTED, as the generated base servicer does.
 
 Faults a test can ask for: :meth:`FakeCuebot.refuse` (the next calls of one method answer a
 gRPC error, as an overloaded or restarting Cuebot does) and :meth:`FakeCuebot.vanish_after_listing`
@@ -15,7 +17,18 @@ import threading
 from concurrent import futures
 
 import grpc
-from opencue_proto import comment_pb2, cue_pb2, cue_pb2_grpc, job_pb2, job_pb2_grpc
+from opencue_proto import (
+    comment_pb2,
+    cue_pb2,
+    cue_pb2_grpc,
+    host_pb2,
+    host_pb2_grpc,
+    job_pb2,
+    job_pb2_grpc,
+    show_pb2,
+    show_pb2_grpc,
+    subscription_pb2,
+)
 
 
 class FakeCuebot:
@@ -27,10 +40,14 @@ class FakeCuebot:
         self.calls = {}  # method name -> calls received, refused ones included
         self.vanishing = set()  # ids of jobs GetJobs lists once, then removes
         self.twice = []  # ids of jobs GetJobs lists a second time, after the others
+        self.hosts = []  # host_pb2.Host
+        self.subscriptions = {}  # show name -> [allocation names]
         self._lock = threading.Lock()
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
         cue_pb2_grpc.add_CueInterfaceServicer_to_server(_Cue(), self.server)
         job_pb2_grpc.add_JobInterfaceServicer_to_server(_Jobs(self), self.server)
+        show_pb2_grpc.add_ShowInterfaceServicer_to_server(_Shows(self), self.server)
+        host_pb2_grpc.add_HostInterfaceServicer_to_server(_Hosts(self), self.server)
         self.port = self.server.add_insecure_port("127.0.0.1:0")
 
     @property
@@ -44,9 +61,11 @@ class FakeCuebot:
     def __exit__(self, *exc):
         self.server.stop(grace=None)
 
-    def add_job(self, name, show="film", waiting=10, avg_frame_s=60, priority=1, start_time=0, **kw):
+    def add_job(
+        self, name, show="film", waiting=10, avg_frame_s=60, priority=1, start_time=0, running=0, **kw
+    ):
         jid = f"job-{len(self.jobs):04d}"
-        stats = job_pb2.JobStats(waiting_frames=waiting, avg_frame_sec=avg_frame_s)
+        stats = job_pb2.JobStats(waiting_frames=waiting, avg_frame_sec=avg_frame_s, running_frames=running)
         self.jobs[jid] = job_pb2.Job(
             id=jid,
             name=name,
@@ -58,6 +77,22 @@ class FakeCuebot:
             **kw,
         )
         return jid
+
+    def add_host(self, name, alloc="local.general", up=True, locked=False):
+        """A host of allocation ``alloc`` (``up``: state UP, else DOWN; ``locked``: LOCKED, else OPEN)."""
+        self.hosts.append(
+            host_pb2.Host(
+                id=f"host-{len(self.hosts):04d}",
+                name=name,
+                alloc_name=alloc,
+                state=host_pb2.UP if up else host_pb2.DOWN,
+                lock_state=host_pb2.LOCKED if locked else host_pb2.OPEN,
+            )
+        )
+
+    def subscribe(self, show, alloc):
+        """``show`` subscribes to allocation ``alloc``."""
+        self.subscriptions.setdefault(show, []).append(alloc)
 
     def add_comment(self, jid, subject, message, timestamp=0):
         self.comments.setdefault(jid, []).append(
@@ -132,3 +167,32 @@ class _Jobs(job_pb2_grpc.JobInterfaceServicer):
             self.cue.set_calls.append((request.job.id, request.val))
             job.priority = request.val
         return job_pb2.JobSetPriorityResponse()
+
+
+class _Shows(show_pb2_grpc.ShowInterfaceServicer):
+    def __init__(self, cue):
+        self.cue = cue
+
+    def FindShow(self, request, context):
+        self.cue._enter("FindShow", context)
+        return show_pb2.ShowFindShowResponse(show=show_pb2.Show(id=f"show-{request.name}", name=request.name))
+
+    def GetSubscriptions(self, request, context):
+        self.cue._enter("GetSubscriptions", context)
+        subs = [
+            subscription_pb2.Subscription(id=f"sub-{a}", name=f"{a}.{request.show.name}", allocation_name=a)
+            for a in self.cue.subscriptions.get(request.show.name, [])
+        ]
+        seq = subscription_pb2.SubscriptionSeq(subscriptions=subs)
+        return show_pb2.ShowGetSubscriptionResponse(subscriptions=seq)
+
+
+class _Hosts(host_pb2_grpc.HostInterfaceServicer):
+    def __init__(self, cue):
+        self.cue = cue
+
+    def GetHosts(self, request, context):
+        self.cue._enter("GetHosts", context)
+        allocs = set(request.r.allocs)
+        hosts = [h for h in self.cue.hosts if not allocs or h.alloc_name in allocs]
+        return host_pb2.HostGetHostsResponse(hosts=host_pb2.HostSeq(hosts=hosts))

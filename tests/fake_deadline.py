@@ -55,6 +55,8 @@ class Job:
     parameters: dict = field(default_factory=dict)
     #: SearchTasks lists each of its tasks twice
     tasks_twice: bool = False
+    #: its maxWorkerCount (None: not given)
+    max_workers: int = None
 
     def counts(self):
         c = {"READY": self.waiting, "RUNNING": self.running, "SUCCEEDED": len(self.done_s)}
@@ -72,6 +74,7 @@ class Job:
             "taskRunStatus": self.status,
             "taskRunStatusCounts": self.counts(),
             **({"targetTaskRunStatus": self.target} if self.target else {}),
+            **({"maxWorkerCount": self.max_workers} if self.max_workers is not None else {}),
         }
 
     def item(self):
@@ -107,6 +110,8 @@ class Queue:
 
     def __init__(self):
         self.jobs, self.updates = {}, []
+        #: fleet id -> (association status, workerCount): the queue's fleets (none by default)
+        self.fleets = {}
         self.relisted, self.detailed_twice = [], set()
         self._lock = threading.Lock()
 
@@ -142,10 +147,58 @@ class Queue:
         return sorted(ranked, key=lambda j: (j.name, j.id))
 
 
-def stub_sync(stubber, queue, page=100, updates=0, measured=True):
+def stub_fleets(stubber, queue):
+    """Queue on ``stubber`` the fleet calls of a sync without --machines (ListQueueFleetAssociations,
+    then GetFleet of each ACTIVE fleet)."""
+    assoc = [
+        {
+            "queueId": QUEUE,
+            "fleetId": f,
+            "status": st,
+            "createdAt": datetime(2027, 1, 1, tzinfo=UTC),
+            "createdBy": "a",
+        }
+        for f, (st, _) in queue.fleets.items()
+    ]
+    stubber.add_response(
+        "list_queue_fleet_associations", {"queueFleetAssociations": assoc}, {"farmId": FARM, "queueId": QUEUE}
+    )
+    for f, (st, n) in queue.fleets.items():
+        if st == "ACTIVE":
+            stubber.add_response("get_fleet", _fleet(f, n), {"farmId": FARM, "fleetId": f})
+
+
+def _fleet(fleet_id, workers):
+    return {
+        "fleetId": fleet_id,
+        "farmId": FARM,
+        "displayName": fleet_id,
+        "status": "ACTIVE",
+        "minWorkerCount": 0,
+        "maxWorkerCount": 1000,
+        "workerCount": workers,
+        "configuration": {
+            "serviceManagedEc2": {
+                "instanceCapabilities": {
+                    "vCpuCount": {"min": 1},
+                    "memoryMiB": {"min": 512},
+                    "osFamily": "LINUX",
+                    "cpuArchitectureType": "x86_64",
+                },
+                "instanceMarketOptions": {"type": "spot"},
+            }
+        },
+        "roleArn": "arn:aws:iam::123456789012:role/fleet",
+        "createdAt": datetime(2027, 1, 1, tzinfo=UTC),
+        "createdBy": "admin",
+    }
+
+
+def stub_sync(stubber, queue, page=100, updates=0, measured=True, fleets=True):
     """Queue on ``stubber`` the responses of one sync of ``queue``: ListJobs pages of ``page``
     jobs, BatchGetJob, SearchTasks (none when not ``measured``: every job's task times known
-    from the last sync), and ``updates`` BatchUpdateJob calls (their parameters are the
+    from the last sync), the fleet calls (``fleets``: a sync without --machines), and ``updates``
+    BatchUpdateJob calls (their parameters are the
     adapter's choice: recorded and applied by :func:`record_updates`, not expected)."""
     jobs = queue.listing()
     for k in range(0, max(len(jobs), 1), page):
@@ -169,6 +222,8 @@ def stub_sync(stubber, queue, page=100, updates=0, measured=True):
             params = {"farmId": FARM, "queueIds": [QUEUE], "jobId": j.id, "itemOffset": 0, "pageSize": 100}
             tasks = j.tasks()
             stubber.add_response("search_tasks", {"tasks": tasks, "totalResults": len(tasks)}, params)
+    if fleets and waiting:  # a sync without --machines asks for the fleets' workers
+        stub_fleets(stubber, queue)
     for _ in range(updates):
         stubber.add_response("batch_update_job", {"errors": []})
 
@@ -234,6 +289,16 @@ class DeadlineServer:
             tasks = self.queue.jobs[body["jobId"]].tasks()
             found = (200, None, {"tasks": tasks, "totalResults": len(tasks)})
             return self._guard("SearchTasks", body["jobId"]) or found
+        if method == "GET" and path == f"/2023-10-12/farms/{FARM}/queue-fleet-associations":
+            assoc = [
+                {"queueId": QUEUE, "fleetId": f, "status": st, "createdAt": datetime(2027, 1, 1, tzinfo=UTC),
+                 "createdBy": "a"}
+                for f, (st, _) in self.queue.fleets.items()
+            ]  # fmt: skip
+            return self._guard("ListQueueFleetAssociations") or (200, None, {"queueFleetAssociations": assoc})
+        if method == "GET" and path.startswith(f"/2023-10-12/farms/{FARM}/fleets/"):
+            f = path.rsplit("/", 1)[1]
+            return self._guard("GetFleet") or (200, None, _fleet(f, self.queue.fleets[f][1]))
         if method == "PATCH" and path == "/2023-10-12/batch-update-job":
             denied = self._guard("BatchUpdateJob")
             if denied:

@@ -27,6 +27,7 @@ SUBPACKAGES = (
     "learn/search",
     "evaluate",
     "evaluate/report",
+    "evaluate/farm",
     "ranking",
     "serve",
     "farms",

@@ -53,7 +53,8 @@ def farm(queue, n=50, seed=0):
         done = rng.choice([[], [30], [30, 60, 90], [240, 240]])
         created = T0 - timedelta(seconds=rng.randint(0, 86400))
         waiting = rng.randint(1, 200)
-        jid = queue.add(name, waiting=waiting, done_s=done, created=created, running=rng.randint(0, 3))
+        running = rng.randint(0, 3)
+        jid = queue.add(name, waiting=waiting, done_s=done, created=created, running=running)
         task_s = sum(done) / len(done) if done else 20.0  # the CSV's task_s for jobs with none done
         due = created.timestamp() + 3600.0 * (2.0 if urgent else 12.0)
         tasks[name] = {
@@ -61,8 +62,17 @@ def farm(queue, n=50, seed=0):
             "estimate_s": waiting * task_s,
             "weight": 4.0 if urgent else 1.0,
             "due": due,
+            # a job of frames (issue 59): its waiting tasks a chunk each, its running ones
+            "frames": waiting,
+            "chunk_frames": 1,
+            **({"running": running} if running else {}),
         }
     return tasks
+
+
+def gpus(tasks):
+    """The GPUs a sync without --machines plans on when the queue has no fleet: the running tasks'."""
+    return max(1, sum(t.get("running", 0) for t in tasks))
 
 
 def names(queue, ids):
@@ -93,7 +103,7 @@ def test_a_sync_on_50_jobs_sets_priorities_in_rank_order_and_a_second_sets_nothi
     tasks = farm(queue)
     record_updates(client, queue)
     report = sync(client, queue, conf, tmp_path, updates=1)  # 49 changes: one BatchUpdateJob call
-    want = rank(list(tasks.values()), now=NOW, config=conf)
+    want = rank(list(tasks.values()), now=NOW, config=conf, machines=gpus(tasks.values()))
     assert names(queue, want) == report.ranked == queue.by_priority()
     prios = [queue.jobs[i].priority for i in want]
     assert all(a > b for a, b in zip(prios, prios[1:])) and all(0 <= p <= 100 for p in prios)
@@ -134,7 +144,8 @@ def test_a_new_job_changes_only_what_it_must_and_dry_run_sets_nothing_and_prints
     assert queue.updates[29:] == [(jid, queue.jobs[jid].priority)]  # the new job, alone
     assert {k: v for k, v in queue.priorities().items() if k in before} == before
     tasks["film-late-urgent"] = {"id": jid, "estimate_s": 30.0, "weight": 4.0, "due": NOW + 7200}
-    assert queue.by_priority() == names(queue, rank(list(tasks.values()), now=NOW, config=conf))
+    want = rank(list(tasks.values()), now=NOW, config=conf, machines=gpus(tasks.values()))
+    assert queue.by_priority() == names(queue, want)
 
 
 def test_listing_pages_and_batches_within_the_models_limits_and_more_jobs_than_levels_share_them(
@@ -153,7 +164,7 @@ def test_listing_pages_and_batches_within_the_models_limits_and_more_jobs_than_l
     assert n > 200 and queue.updates == []
     report = sync(client, queue, conf, tmp_path, page=40, updates=-(-n // 100))
     assert sizes == [100, 100, n - 200] and report.changes == planned.changes
-    want = rank(list(tasks.values()), now=NOW, config=conf)
+    want = rank(list(tasks.values()), now=NOW, config=conf, machines=gpus(tasks.values()))
     prios = [queue.jobs[i].priority for i in want]
     assert all(a >= b for a, b in zip(prios, prios[1:])) and 0 <= min(prios) and max(prios) <= 100
     assert max(len(list(g)) for _, g in itertools.groupby(prios)) == 3  # at most ceil(250 / 101) a level

@@ -93,7 +93,7 @@ def run(args):
     from sched.serve.decision_log import DecisionLog
 
     bounds = _range(args.priority_range, args.middle)
-    ranking = farm_sync_arguments(args, parse_machines(args.machines))
+    ranking = farm_sync_arguments(args, None if args.machines is None else parse_machines(args.machines))
     rules = mapping.read_mapping(args.mapping, unit="task") if args.mapping else []
     # refused now, not after; a dry run writes nothing: neither the log nor the task times
     log = DecisionLog(args.decision_log) if args.decision_log and not args.dry_run else None

@@ -54,7 +54,7 @@ def run(args):
     bounds = priority_range(
         args.priority_range, 0, opencue.MAX_PRIORITY, "OpenCue's priorities are 32-bit integers"
     )
-    ranking = farm_sync_arguments(args, parse_machines(args.machines))
+    ranking = farm_sync_arguments(args, None if args.machines is None else parse_machines(args.machines))
     # else pycue's calls fail at once, as if Cuebot could not be reached
     if not (math.isfinite(args.timeout_s) and 0 < args.timeout_s <= opencue.MAX_TIMEOUT_S):
         raise UsageError(

@@ -47,6 +47,14 @@ def register(sub):
         "(default: %(default)s)",
     )
     s.add_argument(
+        "--farm",
+        nargs="*",
+        default=[],
+        metavar="DIR",
+        help="the chunked farm settings' folders (`sched farm-bench`: farm.csv, farm_verdict.json), in "
+        "the report's order; those not built are left out",
+    )
+    s.add_argument(
         "--readme",
         metavar="README",
         help="also rewrite the results block of this README (its lines between the markers) "
@@ -72,6 +80,7 @@ def run(args):
         replay_dir=args.replay,
         workload=args.workload,
         manifest_path=args.manifest,
+        farm_dirs=args.farm,
     )
     for p in written:
         print(f"wrote {p}", file=sys.stderr)

@@ -4,7 +4,8 @@
 * ``model``: the scenario model, everything a generated scenario depends on, read from the config once;
 * ``distributions``: the task kinds' duration distributions, their means and samplers;
 * ``machines``: the GPUs of a farm, how many and how fast (the one parser of every form);
-* ``chunked``: jobs of frames: the optional chunk columns of a scenario and its per-chunk schedule.
+* ``chunked``: jobs of frames: the optional chunk columns of a scenario and its per-chunk schedule;
+* ``jobs``: generated jobs of frames (``scenario.chunks``): frames per job, frames x time per frame.
 
 Subpackages: ``bench`` (task durations calibrated from GPU bench logs, ``sched calibrate``)
 and ``workload`` (the queue's own history: its workload fit, its replay and its held-out days).

@@ -90,6 +90,8 @@ class ScenarioModel:
     #: ``scenario.workload_model``: which of issue 50's elements a workload's scenarios draw
     #: (class_durations, heavy_tails, day_intensity; :func:`workload_switches`).
     switches: MappingProxyType = dataclasses.field(default_factory=lambda: MappingProxyType({}))
+    #: ``scenario.chunks``: jobs of frames (:func:`sched.data.jobs.chunk_spec`); None: whole tasks.
+    chunks: MappingProxyType | None = None
 
     def history_durations(self):
         """Whether durations come from the history's measured ones (not the bench calibration)."""
@@ -218,6 +220,7 @@ def scenario_model(cfg):
     ``MachinesError``, each naming the file or field.
     """
     from sched.data.bench.calibration import load_calibration
+    from sched.data.jobs import chunk_spec
     from sched.data.workload.workload import load_workload
 
     sc = cfg.scenario
@@ -280,4 +283,5 @@ def scenario_model(cfg):
         warm_up_s=warm_days * 86400.0,
         warm_up_tasks=int(warm_tasks),
         switches=MappingProxyType(switches),
+        chunks=chunk_spec(sc.get("chunks"), kinds),
     )

@@ -15,14 +15,13 @@ four optional columns, ``frames``, ``chunk_frames``, ``max_gpus`` and ``setup_s`
 (:mod:`sched.data.chunked`: their contract and the per-chunk schedule).
 
 Generated scenarios follow the config's ``scenario`` section (documented in
-``workflow/schemas/config.schema.yaml``), read once into a
-:class:`~sched.data.model.ScenarioModel` (:func:`scenario_model`) that
-:func:`draw` and :func:`generate` take (they read no file): Poisson arrivals at the rate that
-gives the configured load, kinds and durations from the config or from a
-calibration file, priority classes, estimate noise and the deadline model.
-Each random quantity has its own stream spawned from the seed, so changing
-one setting (the load, say) leaves the other draws of a seed unchanged:
-scenarios stay comparable across settings (common random numbers).
+``workflow/schemas/config.schema.yaml``), read once into a :class:`~sched.data.model.ScenarioModel`
+(:func:`scenario_model`) that :func:`draw` and :func:`generate` take (they read no file): Poisson
+arrivals at the rate that gives the configured load, kinds and durations from the config or from a
+calibration file, priority classes, estimate noise, the deadline model, and jobs of frames
+(``scenario.chunks``, :mod:`sched.data.jobs`). Each random quantity has its own stream spawned
+from the seed, so changing one setting (the load, say) leaves the other draws of a seed
+unchanged: scenarios stay comparable across settings (common random numbers).
 """
 
 from dataclasses import dataclass
@@ -33,7 +32,7 @@ import pandas as pd
 
 from sched import files
 from sched.config import shorten
-from sched.data import chunked
+from sched.data import chunked, jobs
 from sched.data.distributions import sample_durations
 from sched.data.machines import total as total_speed
 from sched.data.model import ScenarioModel, scenario_model  # noqa: F401  (scenario_model: also from here)
@@ -277,21 +276,19 @@ def _check_drawn(seed, **times):
 def draw(model, seed, tasks=None, load=None, machines=None, week_start_s=None, warm_up=False):
     """The random part of :func:`generate`: a dict of task arrays, no table.
 
-    ``model``: the :class:`~sched.data.model.ScenarioModel` of the config
-    (:func:`sched.data.model.scenario_model`, built once); ``tasks``, ``load``
-    and ``machines`` override its own (``machines``: any form of
-    :mod:`sched.data.machines`; an array of speeds reads no file). Reads no file.
-
-    Keys: arrival, duration, estimate, weight, due (float64), kind and
-    priority (int indices into ``kinds`` and ``classes``, also returned), and
-    week_start_s (the time of week of time 0 in seconds; 0.0 without a workload) and
-    counted_from_s. With ``warm_up`` (the scenarios that tune, train, validate and test), the
-    model's ``scenario.warm_up_days`` come first: ``model.warm_up_tasks`` more tasks are drawn,
-    and those arriving before ``counted_from_s`` (the warm-up in seconds) count toward no
-    metric; without it (futures of the lookahead, `sched scenario`), counted_from_s is 0. With a
-    workload, ``week_start_s`` fixes that time of week instead of drawing it (the fidelity
-    check's streams over the hours of the real days, ``sched.data.workload.fidelity``).
-    Training draws thousands of scenarios through this, so it avoids pandas.
+    ``model``: the config's :class:`~sched.data.model.ScenarioModel` (built once); ``tasks``, ``load``
+    and ``machines`` override its own (``machines``: any form of :mod:`sched.data.machines`; an
+    array of speeds reads no file). Reads no file. Keys: arrival, duration, estimate, weight, due
+    (float64), kind and priority (int indices into ``kinds`` and ``classes``, also returned),
+    week_start_s (the time of week of time 0 in seconds; 0.0 without a workload), counted_from_s,
+    and with ``scenario.chunks`` frames (int64). With ``warm_up`` (the scenarios that tune, train,
+    validate and test), the model's ``scenario.warm_up_days`` come first: ``model.warm_up_tasks``
+    more tasks are drawn, and those arriving before ``counted_from_s`` (the warm-up in seconds)
+    count toward no metric; without it (futures of the lookahead, `sched scenario`),
+    counted_from_s is 0. With a workload, ``week_start_s`` fixes that time of week instead of
+    drawing it (the fidelity check's streams over the hours of the real days,
+    ``sched.data.workload.fidelity``). Training draws thousands of scenarios through this, so it
+    avoids pandas.
     """
     model = _model(model)
     seed = check_seed(seed)
@@ -345,6 +342,8 @@ def _draw(model, seed, n, rho, capacity, week_start_s=None):
             duration[kind_idx == i] = draws[kind_idx == i]
 
     duration *= model.duration_scale  # with a workload: the history's load (sched.data.model)
+    if model.chunks is not None:  # jobs of frames: frames x time per frame (sched.data.jobs)
+        duration, frames = jobs.apply(model.chunks, seed, duration, kind_idx, kinds)
     sigma = model.sigma
     z = r_noise.standard_normal(n)
     estimate = duration * np.exp(sigma * z) if sigma > 0 else duration.copy()
@@ -374,6 +373,7 @@ def _draw(model, seed, n, rho, capacity, week_start_s=None):
         "kinds": kinds,
         "classes": classes,
         "week_start_s": float(start_hour) * 3600.0,
+        **({"frames": frames} if model.chunks is not None else {}),
     }
 
 
@@ -394,6 +394,7 @@ def generate(model, seed, tasks=None, load=None, machines=None, week_start_s=Non
             "due_s": d["due"],
             "estimate_s": d["estimate"],
             "priority": np.array(d["classes"], dtype=object)[d["priority"]],
+            **(jobs.columns(model.chunks, d["frames"], d["kind"], d["kinds"]) if "frames" in d else {}),
         }
     )
     return Scenario(f"seed-{int(seed)}", frame, d["week_start_s"], d["counted_from_s"])

@@ -24,5 +24,6 @@ Also here: ``tuning`` (ATC's k), ``gate`` (the gates of a verdict: plan's candid
 its settings tried on the winner and the rule that picks one; the validation days';
 the held-out days'), ``demo`` (the demonstration scenario), ``headroom`` (the clairvoyant
 reference run), ``errors`` (the package's error classes) and ``progress`` (its progress
-bar). The subpackage ``report`` writes ``rapport.md`` and its figures.
+bar). The subpackage ``report`` writes ``rapport.md`` and its figures; the subpackage ``farm``
+benchmarks the chunked farm settings (``sched farm-bench``) and renders their report rows.
 """

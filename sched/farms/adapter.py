@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from sched.errors import SchedError
 from sched.farms import mapping
 from sched.farms.mapping import printable
-from sched.limits import MAX_SECONDS
+from sched.limits import MAX_FRAMES, MAX_MACHINES, MAX_RANK_CHUNKS, MAX_SECONDS
 from sched.ranking.tasks import RankInputError, RankSetupError, read_queue
 from sched.ranking.times import where
 
@@ -51,6 +51,10 @@ class FarmJob:
     submitted_s: float
     #: the farm's own object for it (a pycue Job, Deadline Cloud's BatchGetJob item)
     handle: object = None
+    #: frames (tasks) of it running now: chunks that hold hosts (workers) and its limit
+    running: int = 0
+    #: the most hosts (workers) it may hold at once (0: no limit)
+    max_gpus: int = 0
 
 
 @dataclass
@@ -87,8 +91,9 @@ class Check:
         from sched.ranking.ranker import _settings  # what decide() reads: priority classes, model
 
         self.settings = _settings(config)
-        # the arguments, checked once, as decide() will: a bad one is the call's error
-        q = read_queue([], now, machines, self.settings)
+        # the arguments, checked once, as decide() will: a bad one is the call's error (None:
+        # the farm's count, asked later, all free now: planned from now, as one GPU)
+        q = read_queue([], now, 1 if machines is None else machines, self.settings)
         self.now = now
         #: when the last machine is free (or now): every job starts by then plus the work before it
         self.latest = max(now, float(q.machine_free.max()))
@@ -170,7 +175,41 @@ def job_tasks(jobs, rules, own_values, check, default_due_h, report, unit="frame
         tasks.append(task)
         ranked_jobs.append(job)
         work.append(estimate)
-    return tasks, ranked_jobs, work
+    cap = max(1, min(MAX_FRAMES, MAX_RANK_CHUNKS // max(1, len(tasks))))
+    return [frames_task(t, e, j, cap) for t, e, j in zip(tasks, work, ranked_jobs)], ranked_jobs, work
+
+
+def frames_task(task, estimate, job, cap=MAX_FRAMES):
+    """The job of frames rank() plans for ``job`` (issue 59; docs/opencue.md): its waiting frames
+    (tasks), each a chunk, of ``estimate`` seconds in all (the estimate its whole-task reading
+    gave: the model's, from its features, included), its running ones and its host limit. A job
+    of more than ``cap`` waiting frames is planned as ``cap`` chunks of the same work in all."""
+    out = {k: v for k, v in task.items() if k in ("id", "weight", "priority", "due")}
+    out.update(estimate_s=estimate, frames=min(job.waiting, cap), chunk_frames=1)
+    if job.running > 0:
+        out["running"] = job.running
+    if job.max_gpus > 0:
+        out["max_gpus"] = job.max_gpus
+    return out
+
+
+def fit_running(tasks, free_now, report):
+    """The tasks with their running chunks cut to the ``free_now`` GPUs (task order): a farm may
+    report more running frames than the hosts rank() is given (a host running several frames, a
+    smaller --machines); rank() refuses that, so the excess is not planned, with a warning."""
+    total = sum(t.get("running", 0) for t in tasks)
+    if total <= free_now:
+        return tasks
+    report.warnings.append(
+        f"{total} frames (tasks) running, more than the {free_now} GPUs planned (--machines, else the "
+        f"farm's count): {free_now} of them hold GPUs in the plan"
+    )
+    left, out = free_now, []
+    for t in tasks:
+        r = min(t.get("running", 0), left)
+        left -= r
+        out.append({**{k: v for k, v in t.items() if k != "running"}, **({"running": r} if r else {})})
+    return out
 
 
 def within_reach(tasks, jobs, work, latest, report, whole="show"):
@@ -200,7 +239,9 @@ def within_reach(tasks, jobs, work, latest, report, whole="show"):
 
 def rank_jobs(jobs, rules, own_values, check, report, *, policy, machines, config, default_due_h, **kw):
     """The FarmJobs ``rank()`` can read, in its order (``report`` gets the policy, the order and
-    the skipped jobs); ``kw``: ``unit`` (of :func:`job_tasks`), ``whole`` (of :func:`within_reach`)."""
+    the skipped jobs); ``kw``: ``unit`` (of :func:`job_tasks`), ``whole`` (of :func:`within_reach`),
+    ``farm_count`` (the farm's hosts or workers, None: not reported): the GPUs when ``machines`` is
+    None; without it, the hosts the jobs' running frames hold, else one."""
     from sched.ranking.ranker import decide
 
     unit, whole = kw.get("unit", "frame"), kw.get("whole", "show")
@@ -209,6 +250,10 @@ def rank_jobs(jobs, rules, own_values, check, report, *, policy, machines, confi
     if not tasks:
         return []
     by_id = {job.id: job for job in ranked_jobs}
+    if machines is None:  # the farm's count, else the hosts its running frames hold, else one
+        machines = kw.get("farm_count") or max(1, min(MAX_MACHINES, sum(t.get("running", 0) for t in tasks)))
+    free = read_queue([], check.now, machines, check.settings).machine_free
+    tasks = fit_running(tasks, int((free <= check.now).sum()), report)
     decision = decide(tasks, now=check.now, policy=policy, machines=machines, config=config)
     report.policy, report.why = decision.policy, decision.why
     ranked = [by_id[i] for i in decision.ids]

@@ -21,6 +21,9 @@ The calls, all paginated or batched within the service model's limits:
   file beside the decision log): the mean run time of the succeeded tasks among them, the
   job's measured seconds per task.
 
+* ``ListQueueFleetAssociations`` and ``GetFleet``, without ``--machines``: the workers of the
+  queue's active fleets, the GPUs ``rank()`` plans the jobs of frames on.
+
 The per-job calls (SearchTasks, and GetJob on a botocore without the batch operations) run
 ``calls`` at a time (8 by default) on the one client, which botocore allows; their answers are
 used in the jobs' order, so the result does not depend on which comes back first.
@@ -57,7 +60,7 @@ from sched.errors import MissingExtraError, SchedError, UsageError
 from sched.farms import adapter, answers, mapping, task_times
 from sched.farms.adapter import FarmError, FarmJob, SyncReport
 from sched.farms.mapping import printable
-from sched.limits import MAX_RANK_TASKS
+from sched.limits import MAX_MACHINES, MAX_RANK_TASKS
 
 #: Deadline Cloud's job priorities (the service model's JobPriority) and a new job's default.
 LOWEST, HIGHEST, DEFAULT = 0, 100, 50
@@ -72,6 +75,8 @@ PAGE = 100
 CALLS, MAX_CALLS = 8, 64
 #: Task-run statuses of tasks waiting for a worker: what a priority orders.
 WAITING = ("PENDING", "READY")
+#: Task-run statuses of tasks that hold a worker: a job's running chunks.
+HOLDING = ("ASSIGNED", "SCHEDULED", "STARTING", "RUNNING")
 #: Task-run statuses of a job that still runs tasks (not SUSPENDED, NOT_COMPATIBLE, or done).
 RUNNABLE = ("PENDING", "READY", "ASSIGNED", "SCHEDULED", "STARTING", "RUNNING", "INTERRUPTING")
 #: Lifecycle statuses of a job whose tasks can run (not being created, uploading, failed, archived).
@@ -136,7 +141,7 @@ def sync(farm_id, queue_id, rules=(), dry_run=False, now=None, client=None, **kw
             f"got {lo}, {hi}, middle {middle}"
         )
     now = time.time() if now is None else float(now)
-    machines, config = kw.get("machines", 1), kw.get("config")
+    machines, config = kw.get("machines"), kw.get("config")
     check, rules = adapter.prepare(rules, config, now, machines)  # before the service is called
     calls = kw.get("calls", CALLS)
     if not (isinstance(calls, int) and 1 <= calls <= MAX_CALLS):
@@ -154,6 +159,7 @@ def sync(farm_id, queue_id, rules=(), dry_run=False, now=None, client=None, **kw
             task_times.write(path, farm_id, queue_id, queue.measured)
         except SchedError as exc:
             report.warnings.append(f"{exc}; the task times measured are not kept")
+    workers = queue.worker_count(report) if machines is None and jobs else None
     ranked = adapter.rank_jobs(
         jobs,
         rules,
@@ -166,6 +172,7 @@ def sync(farm_id, queue_id, rules=(), dry_run=False, now=None, client=None, **kw
         default_due_h=kw.get("default_due_h", 24.0),
         unit="task",
         whole="queue",
+        farm_count=workers,
     )
     planned = adapter.changes(ranked, lo, hi, shared=True, spread=True, middle=middle)
     log, error = kw.get("decision_log"), None
@@ -322,8 +329,44 @@ class _Queue:
     def _job(self, summary, item, avg):
         counts = summary.get("taskRunStatusCounts") or {}
         waiting = sum(counts.get(k, 0) for k in WAITING)
+        running = sum(max(0, counts.get(k, 0)) for k in HOLDING)
+        limit = summary.get("maxWorkerCount")
+        limit = limit if isinstance(limit, int) and 1 <= limit <= MAX_MACHINES else 0  # -1: none
         submitted = summary["createdAt"].timestamp()
-        return FarmJob(summary["jobId"], summary["name"], summary["priority"], waiting, avg, submitted, item)
+        return FarmJob(
+            summary["jobId"], summary["name"], summary["priority"], waiting, avg, submitted, item,
+            running=running, max_gpus=limit,
+        )  # fmt: skip
+
+    def worker_count(self, report):
+        """The workers of the queue's fleets (ListQueueFleetAssociations, then GetFleet's
+        ``workerCount`` of each fleet associated ACTIVE); None without any, or when a call is
+        refused (a warning: the plan is then on one GPU)."""
+        try:
+            fleets, token = [], None
+            while True:
+                page = self._call(
+                    f"{self.where}: cannot list its fleets", self.client.list_queue_fleet_associations,
+                    farmId=self.farm, queueId=self.queue, **({"nextToken": token} if token else {}),
+                )  # fmt: skip
+                fleets += [
+                    a["fleetId"]
+                    for a in page.get("queueFleetAssociations") or []
+                    if a.get("status") == "ACTIVE"
+                ]
+                token = page.get("nextToken")
+                if not token:
+                    break
+            counts = [
+                self._call(f"{self.where}: cannot read fleet {printable(f)}", self.client.get_fleet,
+                           farmId=self.farm, fleetId=f).get("workerCount")
+                for f in dict.fromkeys(fleets)
+            ]  # fmt: skip
+        except DeadlineError as exc:
+            report.warnings.append(f"{exc}; planned on one GPU (give --machines)")
+            return None
+        total = sum(c for c in counts if isinstance(c, int) and c > 0)
+        return min(total, MAX_MACHINES) or None
 
     def _mean_task_s(self, summary):
         """(The mean run time of the succeeded tasks among the first page of the job's tasks (0:

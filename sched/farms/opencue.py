@@ -101,7 +101,7 @@ def sync(
     dry_run=False,
     hosts=None,
     now=None,
-    machines=1,
+    machines=None,
     policy="auto",
     config=None,
     default_due_h=24.0,
@@ -111,7 +111,8 @@ def sync(
     """Rank ``show``'s pending jobs and set their priorities (none with ``dry_run``); a SyncReport
     (its ``scope``: ``show SHOW``).
 
-    ``rules``: the mapping (:func:`sched.farms.mapping.read_mapping`), or Rules in order.
+    ``rules``: the mapping (:func:`sched.farms.mapping.read_mapping`), or Rules in order;
+    ``machines``: rank()'s GPUs (None: the show's hosts up and open, :func:`_host_count`, else one).
     """
     lo, hi = bounds
     if not 0 <= lo < hi <= MAX_PRIORITY:  # a dry run says what the real one can set
@@ -140,6 +141,7 @@ def sync(
             f"limit of {MAX_RANK_TASKS} (sched.limits.MAX_RANK_TASKS); no priority was set"
         )
     farm_jobs = [_farm_job(j) for j in pending]
+    hosts_up = _host_count(opencue, show, report) if machines is None and farm_jobs else None
     ranked = adapter.rank_jobs(
         farm_jobs,
         rules,
@@ -150,6 +152,7 @@ def sync(
         machines=machines,
         config=config,
         default_due_h=default_due_h,
+        farm_count=hosts_up,
     )
     for job, before, after in adapter.changes(ranked, lo, hi):
         if not dry_run:
@@ -209,7 +212,30 @@ def _after(exc):
 def _farm_job(job):
     d = job.data
     stats = d.job_stats
-    return FarmJob(d.id, d.name, d.priority, stats.waiting_frames, stats.avg_frame_sec, d.start_time, job)
+    return FarmJob(
+        d.id, d.name, d.priority, stats.waiting_frames, stats.avg_frame_sec, d.start_time, job,
+        running=max(0, stats.running_frames),
+    )  # fmt: skip
+
+
+def _host_count(opencue, show, report):
+    """The show's hosts: those up and open (not locked) in the allocations it subscribes to
+    (``Show.getSubscriptions``, ``getHosts(alloc=...)``); None when it has none, or when Cuebot
+    does not answer (a warning: the plan is then on one GPU)."""
+    from opencue_proto import host_pb2
+
+    try:
+        subs = _call(opencue, _call(opencue, opencue.api.findShow, show).getSubscriptions)
+        allocs = sorted({s.data.allocation_name for s in subs})
+        hosts = _call(opencue, opencue.api.getHosts, alloc=allocs) if allocs else []
+    except _errors(opencue) as exc:
+        report.warnings.append(
+            f"show {printable(show)}: cannot count its hosts ({_first_line(exc)}); planned on one "
+            "GPU (give --machines)"
+        )
+        return None
+    up = sum(1 for h in hosts if h.data.state == host_pb2.UP and h.data.lock_state == host_pb2.OPEN)
+    return up or None
 
 
 def _comment(opencue, job):

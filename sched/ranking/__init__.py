@@ -2,6 +2,8 @@
 
 * ``ranker``: ``rank()`` and ``decide()``, the policy a call runs and its order;
 * ``tasks``: reading and checking the tasks and machines of a call;
+* ``frames``: a task's fields of a job of frames (issue 59: frames, frame_s, running, ...);
+* ``farm_plan``: the order of a call of jobs of frames, the rule's plan on the chunked model;
 * ``times``: the clock, numbers, dates and time zones;
 * ``request``: the bytes of a call (``sched rank``'s input, a request body);
 * ``verdicts``: the benchmark verdict ``policy="auto"`` follows for a call's GPUs;

@@ -11,13 +11,11 @@ benchmark verdict ``auto`` follows for the call's GPUs is
 :mod:`sched.ranking.tasks`, the clock rules :mod:`sched.ranking.times`; the
 ``explain`` table is :mod:`sched.ranking.explain`.
 
-Errors: every bad input ends in a :class:`RankInputError` (a
-``sched.errors.SchedError``, so a ``ValueError``) with a one-line message
-naming the task and field, the argument, or the file: the tasks, ``now``,
-``machines``, ``policy``, ``policy_file`` (a damaged or crafted policy file:
-the ``PolicyFileError`` of :mod:`sched.learn.policy.policy_file` is its
-``__cause__``), ``winner.json``, ``tuned.json`` and ``config`` (a
-``ConfigError`` as the cause).
+Errors: every bad input ends in a :class:`RankInputError` (a ``SchedError``, so a
+``ValueError``) with a one-line message naming the task and field, the argument, or the
+file: the tasks, ``now``, ``machines``, ``policy``, ``policy_file`` (a damaged or crafted
+policy file: its ``PolicyFileError`` is the ``__cause__``), ``winner.json``, ``tuned.json``
+and ``config`` (a ``ConfigError`` as the cause).
 """
 
 import json
@@ -33,6 +31,7 @@ from sched.cache import Cache
 from sched.config import Record
 from sched.errors import SchedError, shorten
 from sched.limits import MAX_SEED_DIGITS
+from sched.ranking import farm_plan
 from sched.ranking.explain import explain_frame
 from sched.ranking.request import is_seed_name
 from sched.ranking.tasks import RankInputError, RankSetupError, read_queue, task_records
@@ -142,7 +141,8 @@ def prepare(
             check_budget(budget_ms)
         except PlanError as exc:
             raise RankInputError(str(exc)) from None
-    choice = _choice(policy, policy_file, st, _farm_of(q))
+    choose = lambda: _choice(policy, policy_file, st, _farm_of(q))  # noqa: E731
+    choice = choose() if q.chunks is None else farm_plan.choose(policy, choose, st, _farm_of(q))
     if budget_ms is not None and choice.name != "plan":
         raise RankInputError(f"budget_ms: only used with policy 'plan', not {choice.name!r}")
     return Call(q, st, choice, budget_ms, explain, started)
@@ -153,6 +153,8 @@ def run(call):
     q, st, choice = call.q, call.st, call.choice
     if q.n == 0:
         order = start = end = mach = np.zeros(0, np.int64)
+    elif q.chunks is not None:  # jobs of frames: the rule's plan on the chunked model
+        order, start, end, mach = farm_plan.plan(q, choice, call.explain)
     elif choice.name == "plan":
         from sched.ranking.plan_rank import plan_order
 

@@ -49,6 +49,7 @@ from sched.limits import (
     MAX_SECONDS,
     MAX_WEIGHT,
 )
+from sched.ranking import frames
 from sched.ranking.times import clock_of, now_naive, number, to_seconds, when, where
 
 
@@ -64,13 +65,20 @@ class RankSetupError(RankInputError):
 
 
 #: Fields rank reads; any other field of a task is a feature for the duration model.
-KNOWN_FIELDS = frozenset(("id", "estimate_s", "duration_s", "weight", "priority", "due", "arrival", "kind"))
+#: (``frames`` stays a feature: the duration model reads it; the other fields of a job of frames,
+#: :data:`sched.ranking.frames.CHUNK_FIELDS`, are not.)
+KNOWN_FIELDS = frozenset(
+    ("id", "estimate_s", "duration_s", "weight", "priority", "due", "arrival", "kind", *frames.CHUNK_FIELDS)
+)
 
 
 #: The validated queue. ``clock``: "seconds", "aware" (POSIX seconds) or "naive"
 #: (datetimes without a time zone, read in UTC); ``tz``: the time zone to show the plan in.
 #: ``speed``: each GPU's speed (a task of estimate p takes p / speed on it).
-Queue = namedtuple("Queue", "n ids arrival estimate weight due machine_free speed kinds clock tz")
+#: ``chunks``: the call's jobs of frames (:class:`sched.ranking.frames.Chunks`), None when it has none.
+Queue = namedtuple(
+    "Queue", "n ids arrival estimate weight due machine_free speed kinds clock tz chunks", defaults=(None,)
+)
 
 
 # --------------------------------------------------------------------------- records
@@ -158,7 +166,10 @@ def read_queue(tasks, now, machines, st):
         _check_reach(max(float(columns[0].max()), float(mfree.max())), float(columns[1].sum()), end)
     elif ids:
         _check_reach(max(max(arrival), max(free), now), sum(est), end)
-    return Queue(len(ids), ids, *columns, mfree, speed, kinds, clock, tz)
+    chunks = frames.read(tasks, ids, est, mfree, speed, now, _bad) if ids else None
+    if chunks is not None:  # setups and running chunks are work too
+        _check_reach(max(float(columns[0].max()), float(mfree.max())), chunks.work, end)
+    return Queue(len(ids), ids, *columns, mfree, speed, kinds, clock, tz, chunks)
 
 
 def _check_reach(latest, work, end=MAX_SECONDS):
@@ -208,6 +219,8 @@ def _read_tasks(tasks, st):
         field, v = "estimate_s", get("estimate_s")
         if v is None:
             field, v = "duration_s", get("duration_s")
+        if v is None and get("frame_s") is not None:  # a job of frames: frames x frame_s
+            field, v = "frame_s", frames.frame_work(task, tid, pos, _bad)
         if v is None:
             if model is None:
                 model = _duration_model(st.calibration)

@@ -572,4 +572,4 @@ def manifest_inputs(wildcards=None):
     for name in ROBUST:   # plan's runs under the settings (config plan.elsewhere)
         if name != STUDIO or studio_built():
             out += robust_plan_inputs(name)
-    return out
+    return out + farm_outputs()   # the chunked farm settings (workflow/rules/farm.smk)

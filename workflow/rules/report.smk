@@ -62,6 +62,7 @@ rule report:
         workload=[layout.WORKLOAD] if HISTORY else [],
         plan_times=expand(rules.plan_candidacy.output.times, setting=PLAN_SETTINGS),   # run records, shown apart
         manifest=layout.MANIFEST,   # its digest, printed in the report
+        farm=farm_outputs(),   # the chunked farm settings (workflow/rules/farm.smk)
     output:
         markdown=report(layout.REPORT_PATH, caption="../report/rapport.rst", category="5. Report"),
         figures=[report(f"{FIGURES}/{name}", caption=f"../report/{caption}",
@@ -73,6 +74,7 @@ rule report:
         train=lambda wildcards, input: os.path.dirname(os.path.dirname(input.train_logs[0])),
         figures=lambda wildcards, output: os.path.dirname(output.figures[0]),
         robustness=lambda wildcards: layout.ROBUST_DIR,   # a folder (settings may be none)
+        farm=" ".join(shlex.quote(layout.farm_root(n)) for n in FARM),
     log:
         layout.log("report"),
     benchmark:
@@ -83,4 +85,5 @@ rule report:
     shell:
         "python -m sched --config {input.config:q} report --bench {params.bench:q}"
         " --out {output.markdown:q} --figures {params.figures:q} --train-dir {params.train:q}"
-        " --demo {params.demo:q} --robustness {params.robustness:q} --manifest {input.manifest:q} > {log:q} 2>&1"
+        " --demo {params.demo:q} --robustness {params.robustness:q} --manifest {input.manifest:q}"
+        " --farm {params.farm} > {log:q} 2>&1"

@@ -19,6 +19,9 @@ from pathlib import Path
 
 from sched import files, layout
 from sched.evaluate.errors import ReportError
+from sched.evaluate.farm.report import first_table_lines as farm_first_lines
+from sched.evaluate.farm.report import read_farms
+from sched.evaluate.farm.report import section_lines as farm_section_lines
 from sched.evaluate.report.conclusion import conclusion_section, robustness_section
 from sched.evaluate.report.inputs import load, read_robustness
 from sched.evaluate.report.plan import plan_section, plan_test_line, read_plan
@@ -118,7 +121,7 @@ def render(cfg, d, made, notes, paths):
             f"Written by `sched report` from the files in `{paths['bench']}`; every number below is "
             f"read from them (and from the scenario settings of the config).",
         ],
-        shipped_lines(cfg, d),
+        shipped_lines(cfg, d) + farm_first_lines(d.get("farm")),
         setup_section(cfg, d),
         results_section(cfg, d),
         training_section(cfg, d),
@@ -126,6 +129,7 @@ def render(cfg, d, made, notes, paths):
         demo_section(d, report_dir, paths["figures"]),
         conclusion_section(cfg, d),
         robustness_section(cfg, d.get("robust")) + ppo_alone_lines(cfg, d.get("robust") or [], d["summary"]),
+        farm_section_lines(d.get("farm")),
         replay_section(cfg, d.get("replay"), d.get("workload_fit")),
         studio_section(cfg, d.get("studio"), d.get("workload_fit")),
         plan_section(cfg, d.get("plan") or {}, d["winner"], d["per"]),
@@ -277,9 +281,12 @@ def build(
     workload=layout.WORKLOAD,
     plan_dir=layout.PLAN_BENCH_DIR,
     manifest_path=layout.MANIFEST,
+    farm_dirs=(),
 ):
-    """Write the figures and rapport.md (and the results block of ``readme``); returns the paths written."""
+    """Write the figures and rapport.md (and the results block of ``readme``); returns the paths written.
+    ``farm_dirs``: the chunked farm settings' folders (``sched farm-bench``), in the report's order."""
     d = load(bench_dir, train_dir, demo_dir, cfg)
+    d["farm"] = read_farms(farm_dirs)
     d["robust"] = read_robustness(cfg, robust_dir)
     d["studio"] = read_studio(robust_dir)
     d["replay"] = read_replay(replay_dir)

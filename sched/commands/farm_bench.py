@@ -1,0 +1,78 @@
+"""`sched farm-bench`: the farm benchmark of a chunked setting (sched.evaluate.farm.bench)."""
+
+import sys
+
+from sched import threads
+from sched.cli import load_cfg
+
+
+def register(sub):
+    s = sub.add_parser(
+        "farm-bench",
+        help="benchmark a chunked setting (scenario.chunks): ATC's k tuned at frame level, the shipped "
+        "rule chosen on validation seeds, every rule, the farm's dispatchers, the jobs run whole and the "
+        "shipped rule at sync 60 and 300 s on the test seeds",
+    )
+    s.add_argument(
+        "--out",
+        required=True,
+        help="output folder (tuned.json, selection.csv, per_scenario.csv, farm.csv, farm_verdict.json)",
+    )
+    s.add_argument(
+        "--test-scenarios",
+        type=int,
+        default=None,
+        help="the first N test seeds only (a quick look; default: benchmark.scenarios)",
+    )
+    threads.add_option(s)
+    s.set_defaults(func=run)
+
+
+def run(args):
+    from pathlib import Path
+
+    from sched import files, layout
+    from sched.errors import UsageError
+    from sched.evaluate.farm import bench as farm
+    from sched.evaluate.seeds import benchmark_seeds, range_text, validation_seeds
+    from sched.evaluate.summary import UNIT
+
+    cfg = load_cfg(args)
+    threads.apply(args.threads)
+    chunks = cfg.scenario.get("chunks")
+    if not chunks:
+        raise UsageError("farm-bench: the config has no scenario.chunks (a chunked setting)")
+    out = Path(args.out)
+    val = validation_seeds(cfg)
+    tuned = farm.tune(cfg, farm.scenarios(cfg, val, True), val, progress=True)
+    k = tuned["atc_k"]
+    sel = farm.selection_seeds(cfg)
+    sync_s = float(chunks.get("sync_s", 0.0))
+    sel_specs = {n: farm.spec(n, k, sync_s) for n in farm.CANDIDATES}
+    selection = farm.run(cfg, sel, farm.scenarios(cfg, sel, True), sel_specs, progress=True)
+    verdict = farm.choose(cfg, selection, k, sel)
+    test = benchmark_seeds(cfg)
+    if args.test_scenarios is not None:
+        if not 1 <= args.test_scenarios <= len(test):
+            raise UsageError(f"--test-scenarios: expected 1 to {len(test)}, got {args.test_scenarios}")
+        test = test[: args.test_scenarios]
+    frame = farm.run(cfg, test, farm.scenarios(cfg, test, True), farm.policy_specs(k, verdict, sync_s), True)
+    table = farm.comparisons(frame, cfg, verdict["policy"])
+    files.write_set(
+        [
+            (out / layout.TUNED, files.json_writer(tuned)),
+            (out / layout.FARM_SELECTION, files.csv_writer(selection)),
+            (out / layout.PER_SCENARIO, files.csv_writer(frame)),
+            (out / layout.FARM_TABLE, files.csv_writer(table)),
+            (out / layout.FARM_VERDICT, files.json_writer(verdict)),
+        ]
+    )
+    print(f"ATC k tuned at frame level on validation seeds {range_text(val)}: {k:g}")
+    print(f"shipped (chosen on {range_text(sel)}): {verdict['policy']} ({verdict['reason']})")
+    mine = table[table["reference"] == "farm-fifo"]
+    for r in mine.itertuples():
+        print(
+            f"  {r.policy:<26} {r.mean_twt_k:10.3f} k w.s  vs farm-fifo {r.diff_pct:+7.2f} % "
+            f"[{r.ci_lo_pct:+.2f}, {r.ci_hi_pct:+.2f}]"
+        )
+    print(f"wrote {out} ({len(test)} test scenarios; totals in {UNIT:g} weighted s)", file=sys.stderr)

@@ -1,0 +1,8 @@
+"""The chunked farm settings (config ``farm.settings``; issue 59, points 3 to 7).
+
+``bench`` runs a chunked setting's benchmark (``sched farm-bench``): ATC's k tuned at frame level,
+the shipped rule chosen on validation seeds, and on the test seeds every rule, the farm's own
+dispatchers, the same jobs run whole and the shipped rule at the adapters' sync intervals, with
+paired intervals. ``report`` renders their rows of ``rapport.md`` (under the first table, and the
+section "Chunked farm settings") from those files.
+"""

@@ -1,0 +1,143 @@
+"""The report's rows of the chunked farm settings (config farm.settings; ``sched farm-bench``).
+
+Two parts, every number read from each setting's ``farm.csv`` and ``farm_verdict.json``
+(:mod:`sched.evaluate.farm.bench`): under the first table, one row a chunked setting (the decision
+chosen on its validation scenarios, which ``rank()`` is to run there, against tuned ATC, the best
+rule and ``farm-fifo`` on its test scenarios); and the section "Chunked farm settings": every
+policy against ``farm-fifo``, ``farm-balanced`` and tuned ATC, then the comparisons the issue
+names (frame level against the same jobs run whole, the shipped decision against the farm's
+dispatchers at sync 0, 60 and 300 s).
+"""
+
+from pathlib import Path
+
+import numpy as np
+
+from sched import files, layout
+from sched.evaluate.errors import ReportError
+from sched.evaluate.farm.bench import FARM_COLUMNS, SYNCS, WHOLE, sync_name
+from sched.evaluate.report.format import ci, k, pct
+from sched.evaluate.report.inputs import read_json
+
+
+def read_farms(dirs):
+    """[(name, verdict, farm.csv frame)] of each farm setting's folder in ``dirs`` (those built)."""
+    out = []
+    for d in dirs or []:
+        d = Path(d)
+        if not (d / layout.FARM_TABLE).exists() or not (d / layout.FARM_VERDICT).exists():
+            continue
+        table = files.read_csv(d / layout.FARM_TABLE, ReportError, dtype={"policy": str, "reference": str})
+        if tuple(table.columns) != FARM_COLUMNS:
+            raise ReportError(
+                f"{d / layout.FARM_TABLE}: columns {', '.join(table.columns)}; "
+                f"expected {', '.join(FARM_COLUMNS)}"
+            )
+        out.append((d.name, read_json(d / layout.FARM_VERDICT), table))
+    return out
+
+
+def _row(table, policy, reference):
+    hit = table[(table["policy"] == policy) & (table["reference"] == reference)]
+    return None if hit.empty else hit.iloc[0]
+
+
+def _cell(table, policy, reference):
+    """'d % [lo, hi], W/T/L' of ``policy`` against ``reference`` (its farm.csv row)."""
+    r = _row(table, policy, reference)
+    if r is None:
+        return "not benchmarked"
+    if r.reference_policy == policy or not isinstance(r.reference_policy, str):
+        return "— (itself)"
+    return f"{pct(r.diff_pct)} {ci(r.ci_lo_pct, r.ci_hi_pct)}, {r.wins}/{r.ties}/{r.losses}"
+
+
+def _runs(verdict):
+    p = verdict["policy"]
+    kk = verdict.get("atc_k")
+    sync = verdict.get("sync_s") or 0
+    name = f"{p} (k = {kk:g})" if kk is not None else p
+    return name + (f" at sync {sync:g} s" if sync else "") + ", frame level"
+
+
+def first_table_lines(farms):
+    """The chunked settings' rows under the report's first table (none when no farm was built)."""
+    if not farms:
+        return []
+    lines = [
+        "",
+        "Chunked farm settings (jobs of frames; rules only, no training): the decision chosen on each "
+        "setting's validation scenarios, which `rank()` is to run on that farm, against tuned ATC, the "
+        "best rule and the farm's own dispatcher `farm-fifo` on its test scenarios (section "
+        '"Chunked farm settings").',
+        "",
+        "| setting | rank() runs | vs atc-tuned (test) | vs the best rule (test) | vs farm-fifo (test) |",
+        "|---|---|---|---|---|",
+    ]
+    for name, verdict, table in farms:
+        p = verdict["policy"]
+        best = _row(table, p, "best-rule")
+        best_name = best.reference_policy if best is not None else "n/a"
+        lines.append(
+            f"| {name} | {_runs(verdict)} | {_cell(table, p, 'atc-tuned')} | "
+            f"{best_name}: {_cell(table, p, 'best-rule')} | {_cell(table, p, 'farm-fifo')} |"
+        )
+    return lines
+
+
+def section_lines(farms):
+    """The section "Chunked farm settings" (empty when no farm was built)."""
+    if not farms:
+        return []
+    lines = [
+        "## Chunked farm settings",
+        "",
+        "Jobs of frames on a render farm (config `farm.settings`, `sched farm-bench`): each job's work is "
+        "frames × time per frame, cut into chunks the farm dispatches one GPU each. `farm-fifo` stands for "
+        "OpenCue's and Deadline's default (job priority, then submission order), `farm-balanced` for "
+        "Deadline Cloud's `priorityBalanced` and OpenCue's BALANCED (equal priorities share the free hosts). "
+        f"`{WHOLE}` runs the same jobs whole and non-preemptive (today's model) under tuned ATC; "
+        "`<policy>-sync-<S>s` is the shipped decision as the adapters run it, ranking every S seconds. "
+        "Paired bootstrap intervals over the test scenarios; wins/ties/losses per scenario. The "
+        "clairvoyant headroom on chunks is not computed yet.",
+    ]
+    for name, verdict, table in farms:
+        p = verdict["policy"]
+        n = int(table["scenarios"].iloc[0])
+        lines += ["", f"### {name}", "", f"Shipped: {_runs(verdict)}; {verdict['reason']}.", ""]
+        lines += _comparisons(table, p)
+        lines += [
+            "",
+            f"Every policy ({n:,} test scenarios; mean total weighted tardiness in thousands of weighted "
+            "seconds):",
+            "",
+            "| policy | mean (k w.s) | vs farm-fifo | vs farm-balanced | vs atc-tuned |",
+            "|---|---:|---|---|---|",
+        ]
+        for pol in dict.fromkeys(table["policy"]):
+            r = _row(table, pol, "farm-fifo")
+            mean = r.mean_twt_k if r is not None else np.nan
+            lines.append(
+                f"| {pol} | {k(mean)} | {_cell(table, pol, 'farm-fifo')} | "
+                f"{_cell(table, pol, 'farm-balanced')} | {_cell(table, pol, 'atc-tuned')} |"
+            )
+    return lines
+
+
+def _comparisons(table, p):
+    """The comparisons the issue names, one line each."""
+    out = [
+        "- tuned ATC at frame boundaries against the same jobs run whole: "
+        f"{_cell(table, 'atc-tuned', WHOLE)}",
+        f"- the shipped decision ({p}) against farm-fifo: {_cell(table, p, 'farm-fifo')}; against "
+        f"farm-balanced: {_cell(table, p, 'farm-balanced')}",
+    ]
+    for s in SYNCS:
+        q = sync_name(p, s)
+        if _row(table, q, "farm-fifo") is not None:
+            out.append(
+                f"- the shipped decision at sync {s:g} s against farm-fifo: {_cell(table, q, 'farm-fifo')}; "
+                f"against farm-balanced: {_cell(table, q, 'farm-balanced')}; against itself at sync 0: "
+                f"{_cell(table, q, 'shipped')}"
+            )
+    return out
