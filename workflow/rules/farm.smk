@@ -86,6 +86,7 @@ rule farm_benchmark:
     wildcard_constraints:
         farm="|".join(map(re.escape, FARM)) or "(?!)",
     threads: cores(1)
+    priority: 40   # early, beside the main chain: one thread, which the report's last minutes leave idle
     resources:
         job_threads=job_threads,   # its --threads: the threads, not the reservation
     shadow:

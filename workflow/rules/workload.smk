@@ -91,6 +91,7 @@ rule trace_workload:
     benchmark:
         layout.usage("trace-workload")
     threads: cores(1)
+    priority: 40   # early, beside the main chain: the farm settings and heavy-tails wait on it (docs/workflow.md)
     shadow:
         "minimal"
     shell:
