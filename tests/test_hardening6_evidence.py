@@ -203,7 +203,7 @@ from botocore.stub import Stubber  # noqa: E402
 
 from sched.farms import deadline, task_times  # noqa: E402
 
-from .fake_deadline import FARM, QUEUE, DeadlineServer, Queue, record_updates, stub_sync  # noqa: E402
+from .fake_deadline import FARM, QUEUE, DeadlineServer, Queue, record_updates, stub_fleets, stub_sync  # noqa: E402
 
 NOW = 1_800_000_000.0
 T0 = datetime.fromtimestamp(NOW, UTC)
@@ -376,10 +376,11 @@ def test_a_bad_task_times_entry_is_dropped_named_and_the_job_measured_again(clie
     (tmp_path / "map.csv").write_text("job,task_s\n*,30\n")
     rules = deadline.mapping.read_mapping(tmp_path / "map.csv", unit="task")
     with Stubber(client) as stubber:
-        stub_sync(stubber, queue, measured=False)
+        stub_sync(stubber, queue, measured=False, fleets=False)
         j = queue.jobs[victim]
         params = {"farmId": FARM, "queueIds": [QUEUE], "jobId": victim, "itemOffset": 0, "pageSize": 100}
         stubber.add_response("search_tasks", {"tasks": j.tasks(), "totalResults": 2}, params)
+        stub_fleets(stubber, queue)  # a sync without --machines asks for the fleets' workers, after the tasks
         stubber.add_response("batch_update_job", {"errors": []})
         report = deadline.sync(
             FARM, QUEUE, rules, now=NOW, client=client, config=conf, calls=1, task_times=str(path)
