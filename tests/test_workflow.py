@@ -643,6 +643,9 @@ def test_each_rule_docstring_names_the_code_it_runs():
         if rule in ("step_config", "robust_config"):
             assert "step_config_text (workflow/rules/common.smk)" in doc, doc
             continue
+        if rule == "farm_config":
+            assert "farm_config_text (workflow/rules/common.smk)" in doc, doc
+            continue
         m = re.search(r"Runs `sched ([\w-]+)` \(sched/commands/(\w+)\.py -> (.+?)\)\.?$", doc)
         assert m, (rule, doc)
         command, module, functions = m.groups()
@@ -663,6 +666,7 @@ def test_each_rule_docstring_names_the_code_it_runs():
             "plan_candidacy": "benchmark",
             "validation_replay": "replay",  # studio_validation_replay: `sched replay --validation`
             "trace_workload": "calibrate_workload",  # the trace-like history written, then fitted
+            "farm_benchmark": "farm_bench",  # a chunked farm setting's benchmark: `sched farm-bench`
         }
         assert aliases.get(name, name) == command == module, (rule, doc)
         source = (ROOT / "sched/commands" / f"{module}.py").read_text()
