@@ -31,7 +31,7 @@ from sched.config import shorten
 from sched.ranking.tasks import RankInputError
 from sched.ranking.verdicts import Choice, tuned_k
 from sched.sim import chunks, rules
-from sched.sim.chunks import _free_gpu, _pick, _start, remaining_work
+from sched.sim.chunks import _free_gpu, _pick, _start, admit, remaining_work
 from sched.sim.rules import static_part
 from sched.sim.state import core_jit
 
@@ -84,10 +84,7 @@ def rollout(s, rule, k, run_gpu, order, full):
             s.run[run_gpu[m]] += 1
     t, nxt, ql, c = -np.inf, 0, 0, 0
     while True:
-        while nxt < N and s.arr[nxt] <= t:  # admit the arrived jobs
-            s.queue[ql] = nxt
-            ql += 1
-            nxt += 1
+        nxt, ql = admit(s, t, nxt, ql, N)
         m = _free_gpu(s, t)
         if m >= 0 and ql > 0:
             q = _pick(s, ql, rule, k, t, m)

@@ -110,6 +110,17 @@ def _free_gpu(s, t):
 
 
 @core_jit
+def admit(s, t, nxt, ql, N):
+    """Queue the jobs arrived by ``t`` (``nxt``: the first not yet queued, ``ql``: the queue's
+    length); the new (nxt, ql)."""
+    while nxt < N and s.arr[nxt] <= t:
+        s.queue[ql] = nxt
+        ql += 1
+        nxt += 1
+    return nxt, ql
+
+
+@core_jit
 def next_event(s, t, nxt, N, M):
     """The time of the next arrival or chunk end after ``t`` (inf: none): where the loop jumps."""
     tn = s.arr[nxt] if nxt < N else np.inf
@@ -189,10 +200,7 @@ def run_farm(s, rule, k):
         s.mjob[m] = -1
     t, nxt, ql, decisions = -np.inf, 0, 0, 0
     while True:
-        while nxt < N and s.arr[nxt] <= t:  # admit the arrived jobs
-            s.queue[ql] = nxt
-            ql += 1
-            nxt += 1
+        nxt, ql = admit(s, t, nxt, ql, N)
         m = _free_gpu(s, t)
         if m >= 0 and ql > 0:
             q = _pick(s, ql, rule, k, t, m)

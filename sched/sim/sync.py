@@ -42,7 +42,7 @@ from numba.extending import register_jitable
 from sched.errors import shorten
 from sched.limits import MAX_SYNC_S, MIN_SYNC_S
 from sched.sim import chunks, rules
-from sched.sim.chunks import _free_gpu, _start, next_event
+from sched.sim.chunks import _free_gpu, _start, admit, next_event
 from sched.sim.errors import SimulationError
 from sched.sim.rules import priority, tie_key
 from sched.sim.state import core_jit
@@ -126,11 +126,10 @@ def run_synced(s, y, rule, k, sync_s):
         s.mjob[m] = -1
     t, last, nxt, ql, decisions = -np.inf, -np.inf, 0, 0, 0
     while True:
-        while nxt < N and s.arr[nxt] <= t:  # arrivals at t: present at a sync at t
-            s.queue[ql] = nxt
-            y.synced[nxt] = 0
-            ql += 1
-            nxt += 1
+        first = nxt
+        nxt, ql = admit(s, t, nxt, ql, N)  # arrivals at t: present at a sync at t
+        for j in range(first, nxt):
+            y.synced[j] = 0
         m = _free_gpu(s, t)  # chunks ended by t release their GPUs and their jobs' places
         if last < t and sync_floor(t, sync_s, False) == t:  # a sync at t, once, before the starts at t
             _sync(s, y, ql, rule, k, t)
