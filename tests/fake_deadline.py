@@ -352,3 +352,38 @@ class DeadlineServer:
                 pass
 
         return Handler
+
+
+#: The AWS settings every run against the fake gets: fake keys (the server checks no signature),
+#: no config or credentials file of this machine, no instance metadata, no proxy.
+AWS = {
+    "AWS_ACCESS_KEY_ID": "AKIDEXAMPLE",
+    "AWS_SECRET_ACCESS_KEY": "secret",
+    "AWS_DEFAULT_REGION": "us-west-2",
+    "AWS_EC2_METADATA_DISABLED": "true",
+}
+UNSET = (
+    "AWS_PROFILE",
+    "AWS_SESSION_TOKEN",
+    "AWS_MAX_ATTEMPTS",
+    "AWS_RETRY_MODE",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+)
+
+
+def fake_aws_env(monkeypatch, tmp_path):
+    """Set this process's AWS environment as a run against the fake needs it (:data:`AWS`, no
+    file of this machine's, no proxy); returns the environment, for a subprocess."""
+    import os
+
+    env = {
+        **AWS,
+        "AWS_CONFIG_FILE": str(tmp_path / "none"),
+        "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "none"),
+    }
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    for k in UNSET + tuple(k.lower() for k in UNSET if "PROXY" in k):
+        monkeypatch.delenv(k, raising=False)
+    return dict(os.environ)

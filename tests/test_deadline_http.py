@@ -5,7 +5,6 @@ access denied, a missing queue, no network and no credentials are one line and e
 (docs/deadline.md)."""
 
 import json
-import os
 import re
 import socket
 import subprocess
@@ -18,40 +17,15 @@ pytest.importorskip("boto3", reason="optional extra deadline not installed (pip 
 from sched import cli  # noqa: E402
 
 from .conftest import ROOT  # noqa: E402
-from .fake_deadline import FARM, QUEUE, DeadlineServer, Queue  # noqa: E402
+from .fake_deadline import FARM, QUEUE, DeadlineServer, Queue, fake_aws_env  # noqa: E402
 
 NOW = 1_800_000_000.0
-#: The AWS settings every run here gets: fake keys (the server checks no signature), no
-#: config or credentials file of this machine, no instance metadata, no proxy.
-AWS = {
-    "AWS_ACCESS_KEY_ID": "AKIDEXAMPLE",
-    "AWS_SECRET_ACCESS_KEY": "secret",
-    "AWS_DEFAULT_REGION": "us-west-2",
-    "AWS_EC2_METADATA_DISABLED": "true",
-}
-UNSET = (
-    "AWS_PROFILE",
-    "AWS_SESSION_TOKEN",
-    "AWS_MAX_ATTEMPTS",
-    "AWS_RETRY_MODE",
-    "HTTP_PROXY",
-    "HTTPS_PROXY",
-)
 
 
 @pytest.fixture
 def aws(tmp_path, monkeypatch):
     """This process's environment as a run here sees it; returns it for a subprocess."""
-    env = {
-        **AWS,
-        "AWS_CONFIG_FILE": str(tmp_path / "none"),
-        "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "none"),
-    }
-    for k, v in env.items():
-        monkeypatch.setenv(k, v)
-    for k in UNSET + tuple(k.lower() for k in UNSET if "PROXY" in k):
-        monkeypatch.delenv(k, raising=False)
-    return dict(os.environ)
+    return fake_aws_env(monkeypatch, tmp_path)
 
 
 @pytest.fixture

@@ -203,7 +203,16 @@ from botocore.stub import Stubber  # noqa: E402
 
 from sched.farms import deadline, task_times  # noqa: E402
 
-from .fake_deadline import FARM, QUEUE, DeadlineServer, Queue, record_updates, stub_fleets, stub_sync  # noqa: E402
+from .fake_deadline import (  # noqa: E402
+    FARM,
+    QUEUE,
+    DeadlineServer,
+    Queue,
+    fake_aws_env,
+    record_updates,
+    stub_fleets,
+    stub_sync,
+)
 
 NOW = 1_800_000_000.0
 T0 = datetime.fromtimestamp(NOW, UTC)
@@ -273,14 +282,7 @@ def test_deadline_a_job_or_task_listed_twice_counts_once_and_the_repeat_is_logge
 def test_deadline_a_job_on_two_pages_through_boto3s_transport(conf, tmp_path, monkeypatch, capsys):
     from sched import cli
 
-    for k, v in {
-        "AWS_ACCESS_KEY_ID": "a",
-        "AWS_SECRET_ACCESS_KEY": "s",
-        "AWS_DEFAULT_REGION": "us-west-2",
-    }.items():
-        monkeypatch.setenv(k, v)
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    fake_aws_env(monkeypatch, tmp_path)
     queue = shots(10)
     twice = sorted(queue.jobs)[2]
     queue.relisted.append(twice)
@@ -425,13 +427,7 @@ def test_deadline_an_answer_with_a_number_out_of_bounds_skips_that_job_named(
 
     from . import fake_deadline
 
-    for k, v in {
-        "AWS_ACCESS_KEY_ID": "a",
-        "AWS_SECRET_ACCESS_KEY": "s",
-        "AWS_DEFAULT_REGION": "us-west-2",
-    }.items():
-        monkeypatch.setenv(k, v)
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    fake_aws_env(monkeypatch, tmp_path)
     queue = shots(6)
     bad = queue.jobs[sorted(queue.jobs)[2]]
     orig, hook = fake_deadline.Job.summary, _bad_summary(field, value)
@@ -459,13 +455,7 @@ def test_deadline_an_answer_botocore_cannot_read_is_one_line_naming_the_call(
 
     from . import fake_deadline
 
-    for k, v in {
-        "AWS_ACCESS_KEY_ID": "a",
-        "AWS_SECRET_ACCESS_KEY": "s",
-        "AWS_DEFAULT_REGION": "us-west-2",
-    }.items():
-        monkeypatch.setenv(k, v)
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    fake_aws_env(monkeypatch, tmp_path)
     queue = shots(3)
     orig = fake_deadline.Job.summary
     monkeypatch.setattr(fake_deadline.Job, "summary", lambda self: {**orig(self), "priority": "abc"})
