@@ -477,3 +477,24 @@ def test_task_times_job_ids_are_read_without_padding(tmp_path):
     times, warning = task_times.read(p, "f", "q")
     assert times == {"job-2": (1, 1.0)}
     assert "jobs.job-1: the same job twice" in warning and str(p) in warning
+
+
+def test_a_key_given_twice_in_a_json_lines_record_is_that_records_fault(tmp_path):
+    # issue 58, class 14: the JSON Lines readers refuse a repeated key as every JSON reader does
+    # (sched.formats.json_input.unique_object); the line is one named, counted malformed record
+    shipped = ROOT / "resources" / "bench" / "example_bench.jsonl"
+    lines = shipped.read_text().splitlines()
+    lines[2] = lines[2].replace('"duration_s":', '"duration_s": 1.0, "duration_s":', 1)
+    p = tmp_path / "b.jsonl"
+    p.write_text("\n".join(lines) + "\n")
+    log = _read_bench(p)
+    assert [line for line, _ in log.bad] == [3] and "appears twice" in log.bad[0][1]
+    assert len(log.records) == len(lines) - 1
+    j = tmp_path / "h.jsonl"
+    j.write_text(
+        '{"id": "a", "kind": "image", "submitted_at": 1717372800, "priority": "low"}\n'
+        '{"id": "b", "id": "c", "kind": "image", "submitted_at": 1717372900, "priority": "low"}\n'
+    )
+    st_ = HistoryStats(j, "jsonl")
+    assert sum(len(c) for c in read_history(j, PRIORITIES, 1.0, stats=st_)) == 1
+    assert st_.bad_count == 1 and st_.bad[0][0] == 2 and "appears twice" in st_.bad[0][1]

@@ -53,8 +53,14 @@ _OPEN = np.frombuffer(b"[{", dtype=np.uint8)
 _CLOSE = np.frombuffer(b"]}", dtype=np.uint8)
 
 
-class _Refused(Exception):
-    """Raised from the parser's hooks; carries the message."""
+class _Refused(ValueError):
+    """Raised from the parser's hooks; carries the message (a ValueError, as json's own errors)."""
+
+
+def unique_object(pairs):
+    """``object_pairs_hook`` refusing a key given twice in one object: for a decoder of one's own
+    (a JSON Lines reader's, whose bad line is a record, not the file's end)."""
+    return _pairs(pairs)
 
 
 def _pairs(pairs):

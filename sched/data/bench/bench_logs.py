@@ -23,7 +23,7 @@ import numpy as np
 
 from sched import files
 from sched.errors import SchedError
-from sched.formats import csv_input
+from sched.formats import csv_input, json_input
 from sched.limits import MAX_SECONDS
 
 SUFFIXES = {".csv": "csv", ".jsonl": "jsonl", ".json-lines": "jsonl"}
@@ -154,9 +154,12 @@ def _raw_records(text, fmt, path, columns):
             if csv_input.is_blank(s):
                 continue
             try:
-                obj = json.loads(s)
+                obj = json.loads(s, object_pairs_hook=json_input.unique_object)
             except json.JSONDecodeError as exc:
                 yield line, _Bad(f"not valid JSON ({exc.msg})")
+                continue
+            except ValueError as exc:  # a key given twice (sched.formats.json_input)
+                yield line, _Bad(f"not valid JSON ({exc})")
                 continue
             if not isinstance(obj, dict):
                 yield line, _Bad(f"not a JSON object (a {type(obj).__name__})")

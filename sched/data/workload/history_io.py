@@ -21,7 +21,7 @@ import pandas as pd
 
 from sched.config import shorten
 from sched.errors import SchedError
-from sched.formats import csv_input
+from sched.formats import csv_input, json_input
 from sched.limits import MAX_HISTORY_BYTES, MAX_HISTORY_LINE
 
 #: The documented fields of a record (docs/workload.md); a CSV column or JSON key not among
@@ -338,7 +338,7 @@ def jsonl_chunks(segments, path, stats, size):
     Only the documented keys (``FIELDS``) of each object are kept: stray keys never become
     columns. An integer of more than ``MAX_DIGITS`` digits fails every parse of its field.
     """
-    decoder = json.JSONDecoder(parse_int=_int)
+    decoder = json.JSONDecoder(parse_int=_int, object_pairs_hook=json_input.unique_object)
     for nums, chunk in _chunks(segments, size):
         rows, lines, bad = [], [], []
         for line, s in zip(nums.tolist(), chunk):

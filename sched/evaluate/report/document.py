@@ -42,6 +42,8 @@ from sched.evaluate.report.workload import read_fit, read_replay, replay_section
 
 __all__ = ["FIGURES", "README_BEGIN", "README_END", "ReportError", "build", "make_figures", "render"]
 
+#: The largest README `sched report --readme` rewrites (the project's is about 20 kB).
+MAX_README_BYTES = 1024**2
 #: The README's results block lies between these lines; `sched report --readme` rewrites it.
 README_BEGIN = "<!-- results: written by `sched report --readme README.md`; do not edit by hand -->"
 README_END = "<!-- end of results -->"
@@ -254,7 +256,7 @@ def readme_block(cfg, d):
 
 def update_readme(path, block):
     """Replace the lines between README_BEGIN and README_END (included) of ``path`` with ``block``."""
-    text = Path(path).read_text(encoding="utf-8")
+    text = files.read_text(path, ReportError, MAX_README_BYTES)  # the one bounded reader
     lines = text.split("\n")
     try:
         first, last = lines.index(README_BEGIN), lines.index(README_END)
