@@ -6,7 +6,8 @@ bottom (docs/architecture.md):
 * ``sim``: the simulator, the rules and the objective;
 * ``data``: scenarios, the bench-log calibration and the queue's own history;
 * ``learn``: learned policies, PPO and decision-time search;
-* ``evaluate``: the benchmark, its verdict and its report;
+* ``evaluate``: the benchmark; ``verdict``: what it concludes (``winner.json``);
+  ``report``: ``rapport.md`` and its figures;
 * ``ranking``: ``rank()``, the in-process decision;
 * ``serve`` and ``farms``: ``rank()`` over HTTP, and into render farms;
 * ``commands`` with ``cli``: the ``sched`` command line, one module a subcommand;

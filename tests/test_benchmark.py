@@ -22,8 +22,9 @@ from sched.evaluate.seeds import (
     validation_seeds,
 )
 from sched.evaluate.statistics import bootstrap_counts, paired_difference, win_tie_loss
-from sched.evaluate.summary import SUMMARY_COLUMNS, WINNER_KEYS, choose_winner
 from sched.sim import reference
+from sched.verdict.summary import SUMMARY_COLUMNS
+from sched.verdict.winner import WINNER_KEYS, choose_winner
 
 from .conftest import ROOT, run_here, starts_unlike_atc
 

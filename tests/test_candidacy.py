@@ -1,5 +1,5 @@
 """plan's candidacy (issue 46): the settings of plan.grid, each run on the winner on the validation
-seeds that chose it, and the rule fixed before looking that picks one (sched.evaluate.gate: plan_gate,
+seeds that chose it, and the rule fixed before looking that picks one (sched.verdict.candidacy: plan_gate,
 choose_setting; sched.learn.search.planner: grid_setting)."""
 
 import numpy as np
@@ -7,10 +7,10 @@ import pandas as pd
 import pytest
 
 from sched.config import ConfigError, validate_config
-from sched.evaluate import gate as G
 from sched.evaluate.errors import BenchmarkError
-from sched.evaluate.gate import plan_gate
 from sched.learn.search.planner import PlanError, elsewhere_names, grid_names, grid_setting
+from sched.verdict import candidacy as G
+from sched.verdict.candidacy import plan_gate
 
 GRID = [
     {"name": "cheap", "rollout": "atc-tuned", "samples": 8, "horizon": 20},

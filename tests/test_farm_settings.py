@@ -198,7 +198,7 @@ def test_the_farm_benchmark_refuses_a_setting_without_chunks(tmp_path):
 
 def test_the_report_renders_the_farm_rows_from_farm_csv(farm_run):
     from sched.evaluate.farm.report import first_table_lines, read_farms, section_lines
-    from sched.evaluate.report.format import ci, pct
+    from sched.report.format import ci, pct
 
     _, out, _ = farm_run
     farms = read_farms([out, out.parent / "not-built"])

@@ -102,7 +102,7 @@ def _bench_tables(cfg):
 
 
 def test_a_kill_between_renames_never_leaves_new_tables_beside_an_old_winner(tmp_path, monkeypatch, cfg):
-    from sched.evaluate.summary import write_outputs
+    from sched.verdict.outputs import write_outputs
 
     from .test_selection import SPECS
 

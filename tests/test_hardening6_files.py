@@ -438,15 +438,15 @@ def _readers(tmp_path):
     from sched.data.workload.workload import WorkloadFileError, load_workload
     from sched.errors import UsageError
     from sched.evaluate.errors import BenchmarkError, ReportError
-    from sched.evaluate.gate import read_plan_run
     from sched.evaluate.policies import read_tuned
-    from sched.evaluate.report.inputs import read_json
     from sched.farms.task_times import TaskTimesError
     from sched.farms.task_times import _read as read_task_times
     from sched.learn.policy.policy_file import PolicyFileError
     from sched.learn.policy.policy_file import load as load_policy
     from sched.learn.search.teacher import TeacherLabelError, load_labels
     from sched.ranking.verdict_files import check_tuned, check_winner, read_verdict
+    from sched.report.inputs import read_json
+    from sched.verdict.candidacy import read_plan_run
 
     def plan_json(p):
         d = tmp_path / "planrun"

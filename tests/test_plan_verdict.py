@@ -10,11 +10,11 @@ import pytest
 
 from sched.config import validate_config
 from sched.evaluate.errors import BenchmarkError
-from sched.evaluate.gate import plan_gate
 from sched.learn.search import lookahead as L
 from sched.learn.search.planner import PlanError, Planner, check_settings, rule_base
 from sched.sim import core as S
 from sched.sim import rules
+from sched.verdict.candidacy import plan_gate
 
 SETTINGS = dict(candidates=3, samples=6, horizon=12, z=1.0, seed=3, futures=40, budget_ms=None)
 
@@ -140,9 +140,10 @@ def _winner():
 
 def _complete(monkeypatch):
     """The gate's tables are complete by construction; check_complete reads more columns."""
-    import sched.evaluate.gate as G
+    from sched.verdict import candidacy, periods
 
-    monkeypatch.setattr(G, "check_complete", lambda *a, **k: None)
+    for module in (candidacy, periods):
+        monkeypatch.setattr(module, "check_complete", lambda *a, **k: None)
 
 
 def test_plan_becomes_the_verdict_only_when_significantly_better_on_validation(pcfg, monkeypatch):

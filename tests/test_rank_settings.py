@@ -195,7 +195,7 @@ def test_with_a_history_auto_follows_the_studio_verdict(tmp_path, queue):
 
 
 def test_a_studio_verdict_not_confirmed_runs_the_incumbent_and_says_why(tmp_path, queue):
-    # issue 50: the held-out confirmation failed (sched.evaluate.gate.held_out_gate): winner.json
+    # issue 50: the held-out confirmation failed (sched.verdict.held_out.held_out_gate): winner.json
     # is the incumbent (atc-tuned here, a rule with its k) and its held_out record says why
     verdict(tmp_path, None, "wmdd", "wmdd", where=setting(1))
     failed = ["worse than the incumbent atc-tuned by more than the margin (2 %)"]

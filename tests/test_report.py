@@ -9,11 +9,11 @@ import pandas as pd
 import pytest
 
 from sched.evaluate.per_scenario import matrix, read_per_scenario, sort_frame
-from sched.evaluate.policies import resolve_policies
-from sched.evaluate.report import document as report
+from sched.evaluate.policies import best_heuristic, resolve_policies
 from sched.evaluate.statistics import bootstrap_counts, paired_difference
-from sched.evaluate.summary import best_heuristic, write_outputs
 from sched.learn.ppo import train_log
+from sched.report import document as report
+from sched.verdict.outputs import write_outputs
 
 from .conftest import run_here
 from .test_benchmark import HEURISTICS, ok, tiny  # noqa: F401  (tiny: the shared fixture)

@@ -16,18 +16,20 @@ from sched.errors import SchedError
 from sched.evaluate.per_scenario import matrix, read_per_scenario, sort_frame
 from sched.evaluate.policies import (
     benchmark_policies,
+    best_heuristic,
     default_policies,
     parse_policies,
     parse_policy_files,
     policy_key,
     resolve_policies,
 )
-from sched.evaluate.report import document as report
-from sched.evaluate.report.training import TARGETS, in_range, throughput, vital_signs
 from sched.evaluate.statistics import bootstrap_counts, paired_difference, win_tie_loss
-from sched.evaluate.summary import best_heuristic, choose_winner, write_outputs
 from sched.learn.ppo import train_log
 from sched.learn.ppo.train_log import LOG_COLUMNS
+from sched.report import document as report
+from sched.report.training import TARGETS, in_range, throughput, vital_signs
+from sched.verdict.outputs import write_outputs
+from sched.verdict.winner import choose_winner
 
 from .conftest import run_here
 from .test_benchmark import HEURISTICS, ok, tiny  # noqa: F401  (tiny: the shared fixture)
@@ -174,7 +176,7 @@ def test_the_target_ranges_are_closed_and_refuse_undefined_values():
 
 
 def test_the_learning_curve_figure_has_a_diagnostics_panel_per_seed():
-    from sched.evaluate.report.figures import learning_curves_figure
+    from sched.report.figures import learning_curves_figure
 
     logs = {1: fake_log(1), 2: fake_log(2)}
     fig = learning_curves_figure(logs, targets=TARGETS)
@@ -369,7 +371,7 @@ def test_without_warm_starts_or_logs_the_sections_say_so(tiny, tmp_path):  # noq
 def test_the_chain_figure_draws_each_seed_and_the_mean_over_the_checks_every_seed_reached():
     """Issue 48, point 1: validation cost against PPO's decisions, a line a seed, the mean a thick
     line that ends where the first seed stopped (the patience rule)."""
-    from sched.evaluate.report import figures
+    from sched.report import figures
 
     def log(vals, step=1000):
         it = list(range(-1, len(vals) - 1))  # -1: the untrained network (not on this axis)

@@ -19,7 +19,6 @@ from sched.config import ConfigError, seed_range, validate_config
 from sched.errors import SchedError
 from sched.evaluate.errors import BenchmarkError, ReportError
 from sched.evaluate.per_scenario import PER_SCENARIO_COLUMNS
-from sched.evaluate.report.inputs import read_winner
 from sched.evaluate.seeds import (
     benchmark_seeds,
     check_seed_uses,
@@ -28,9 +27,12 @@ from sched.evaluate.seeds import (
     selection_seeds,
     validation_seeds,
 )
-from sched.evaluate.summary import WINNER_KEYS, summarise, write_outputs
 from sched.ranking.tasks import RankInputError
 from sched.ranking.verdict_files import check_winner as _check_winner
+from sched.report.inputs import read_winner
+from sched.verdict.outputs import write_outputs
+from sched.verdict.summary import summarise
+from sched.verdict.winner import WINNER_KEYS
 
 from .conftest import run_here
 
@@ -333,7 +335,7 @@ def test_benchmark_on_the_selection_seeds_then_gather_chooses_on_them(tmp_path):
 
 def test_the_reports_conclusion_says_how_the_winner_was_chosen(cfg):
     from sched import setting
-    from sched.evaluate.report.conclusion import conclusion_section
+    from sched.report.conclusion import conclusion_section
 
     test, sel = frames(
         cfg,

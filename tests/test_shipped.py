@@ -1,5 +1,5 @@
 """Issue 46, point 5: the report opens with what rank() runs in each setting, every cell read from
-the run's files (sched/evaluate/report/shipped.py)."""
+the run's files (sched/report/shipped.py)."""
 
 import json
 import re
@@ -7,7 +7,7 @@ import re
 import pandas as pd
 import pytest
 
-from sched.evaluate.report.shipped import read_setting, runs_text, shipped_row, shipped_section
+from sched.report.shipped import read_setting, runs_text, shipped_row, shipped_section
 from tests.test_studio import _held
 
 BENCH = {

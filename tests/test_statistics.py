@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from sched.evaluate.statistics import bootstrap_counts, interval, paired_difference, win_tie_loss
-from sched.evaluate.summary import choose_winner
+from sched.verdict.winner import choose_winner
 
 
 def every_resample(n):

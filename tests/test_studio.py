@@ -16,10 +16,10 @@ from sched.data.workload.history import HistoryError
 from sched.data.workload.replay import held_out_stream
 from sched.data.workload.split import held_out_split
 from sched.data.workload.workload_fit import calibrate_workload
-from sched.evaluate.gate import held_out_gate
 from sched.evaluate.policies import competes, parse_policies, policy_key, rule_spec
 from sched.evaluate.runs import run_on_stream, schedule_policy
 from sched.sim.objective import weighted_tardiness
+from sched.verdict.held_out import held_out_gate
 from tests.conftest import ROOT
 from tests.test_workload_replay import _history as history_csv
 

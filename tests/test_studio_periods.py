@@ -15,8 +15,9 @@ from sched.data.scenario import Scenario, validate_frame
 from sched.data.workload import fidelity as fid
 from sched.data.workload import fidelity_text
 from sched.data.workload.workload import draw_arrivals
-from sched.evaluate.gate import WEIGHING, held_out_gate, validation_days_gate
 from sched.evaluate.tuning import DAYS_GUARD, choose_k
+from sched.verdict.held_out import held_out_gate
+from sched.verdict.validation_days import WEIGHING, validation_days_gate
 from tests.test_studio import BENCH, SPECS, _held, _winner
 
 DAY = 86400.0
@@ -469,9 +470,9 @@ def test_a_workload_without_validation_days_is_refused_in_one_line(cli, tmp_path
 
 def test_readers_accept_the_selection_days_record_and_refuse_a_malformed_one(tmp_path):
     from sched.evaluate.errors import ReportError
-    from sched.evaluate.report.inputs import check_selection_record
     from sched.ranking.tasks import RankInputError
     from sched.ranking.verdict_files import _check_selection
+    from sched.report.inputs import check_selection_record
 
     days = {"days": 7, "best_rule": "wmdd", "chosen": "ppo-1", "kept": True, "leaned_on_days": False}
     sel = {"on": "validation", "seeds": [1000, 300], "means": {"wmdd": 1.0}, "days": days}
@@ -528,8 +529,8 @@ def test_warm_up_tasks_are_drawn_beyond_the_count_and_count_toward_nothing(wcfg_
 
 def test_the_report_shows_the_periods_the_fidelity_table_the_k_and_the_validation_days(tmp_path, cfg):
     from sched import layout
-    from sched.evaluate.report.studio import read_studio, studio_readme_line, studio_section
-    from sched.evaluate.summary import write_outputs
+    from sched.report.studio import read_studio, studio_readme_line, studio_section
+    from sched.verdict.outputs import write_outputs
 
     studio = tmp_path / "robustness" / layout.STUDIO
     (tmp_path / "p.pt").write_bytes(b"weights")  # hashed into the summary's winner, never loaded

@@ -127,8 +127,9 @@ def test_a_malformed_policy_sha256_is_refused_naming_the_field(tmp_path, two_pol
 
 
 def test_the_benchmark_writes_the_winners_policy_sha256(tmp_path, monkeypatch, cfg, two_policies):
-    from sched.evaluate.report.inputs import read_winner
-    from sched.evaluate.summary import WINNER_KEYS, write_outputs
+    from sched.report.inputs import read_winner
+    from sched.verdict.outputs import write_outputs
+    from sched.verdict.winner import WINNER_KEYS
 
     from .test_selection import SPECS, frames
 
@@ -144,7 +145,7 @@ def test_the_benchmark_writes_the_winners_policy_sha256(tmp_path, monkeypatch, c
     test, _ = frames(cfg, {"fifo": 3.0, "atc": 1.0, "ppo-1": 1.5}, {"fifo": 3.0, "atc": 1.0})
     write_outputs(tmp_path / "r", test, cfg, SPECS, full=True)
     assert json.loads((tmp_path / "r" / "winner.json").read_text())["policy_sha256"] is None
-    from sched.evaluate.summary import EARLIER_WINNER_KEYS
+    from sched.verdict.winner import EARLIER_WINNER_KEYS
 
     old = {k: w[k] for k in EARLIER_WINNER_KEYS}
     (tmp_path / "old.json").write_text(json.dumps(old))

@@ -29,7 +29,7 @@ import yaml
 from sched.config import validate_config
 from sched.evaluate.policies import default_policies
 from sched.evaluate.seeds import range_text, shard_ranges
-from sched.evaluate.summary import WINNER_KEYS
+from sched.verdict.winner import WINNER_KEYS
 
 from .conftest import ROOT
 

@@ -9,7 +9,7 @@ from sched.data.workload.history import read_history
 from sched.data.workload.replay import replay_scenarios
 from sched.data.workload.workload import NO_DEADLINE_S
 from sched.data.workload.workload_fit import estimates
-from sched.evaluate.report.workload import read_replay, replay_section
+from sched.report.workload import read_replay, replay_section
 from tests.conftest import ROOT, run_cli
 
 DAY = 86400.0
@@ -119,7 +119,7 @@ def test_replay_command_and_report_section(tmp_path, cfg, calibrated):
     assert sum(line.startswith("| ") for line in lines) == 1 + 4  # the header and one row a policy
     assert read_replay(tmp_path / "absent") is None and replay_section(cfg, None) == []
     from sched.data.workload.workload_fit import calibrate_workload
-    from sched.evaluate.report.workload import read_fit
+    from sched.report.workload import read_fit
 
     c = cfg.replace(scenario={"calibration": str(calibrated.calibration)})
     # a fit needs a week of history (issue 23 point 2): 120 tasks over ten days

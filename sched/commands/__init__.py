@@ -61,8 +61,8 @@ def add_plan_inputs(parser, selection=True):
 
 
 def plan_runs(folders):
-    """The validation runs of plan's candidacy in ``folders`` (``sched.evaluate.gate.read_plan_run``)."""
-    from sched.evaluate.gate import read_plan_run
+    """The validation runs of plan's candidacy in ``folders`` (``sched.verdict.candidacy.read_plan_run``)."""
+    from sched.verdict.candidacy import read_plan_run
 
     return [read_plan_run(f) for f in folders]
 
@@ -82,9 +82,9 @@ def plan_setting_of(args, cfg, base):
         return setting
     from pathlib import Path
 
-    from sched.evaluate.gate import pick_setting
     from sched.evaluate.per_scenario import gather
     from sched.evaluate.seeds import check_selection
+    from sched.verdict.candidacy import pick_setting
 
     sel = gather([Path(p) for p in args.plan_on], check_selection(cfg), "selection", "selection tables")
     results, pick = pick_setting(plan_runs(folders), sel, cfg.benchmark, cfg.plan["choice_se"], base)
@@ -117,13 +117,13 @@ def plan_base_of(args, cfg, names, policy_files):
     if getattr(args, "plan_on", None):
         from sched.evaluate.per_scenario import gather
         from sched.evaluate.seeds import check_selection
-        from sched.evaluate.summary import chosen_on
+        from sched.verdict.winner import chosen_on
 
         sel = gather([Path(p) for p in args.plan_on], check_selection(cfg), "selection", "selection tables")
         competing = sorted({p for p in sel["policy"] if competes(p)})
         files = {n: policy_files[n] for n in competing if n in policy_files}
         specs, _ = resolve_policies(cfg, competing, tuned=args.tuned, policy_files=files)
         return chosen_on(sel, specs, cfg.benchmark)
-    from sched.evaluate.gate import read_plan_run
+    from sched.verdict.candidacy import read_plan_run
 
     return read_plan_run(args.plan_selection[0])[1]["base"]

@@ -101,7 +101,7 @@ def run(args):
     )
     from sched.evaluate.runs import run_policies
     from sched.evaluate.seeds import check_selection, check_within, parse_seed_range, range_text
-    from sched.evaluate.summary import write_outputs
+    from sched.verdict.outputs import write_outputs
 
     cfg = load_cfg(args)
     threads.apply(args.threads)
@@ -175,10 +175,10 @@ def _write_plan_run(out, cfg, specs, seeds, base):
     records), and its run record plan.run.json (the measured decision time: a wall-clock
     measurement, which decides nothing and no later step hashes)."""
     from sched import files
-    from sched.evaluate.gate import PLAN_RUN, PLAN_TIMES, plan_run_record
     from sched.evaluate.policies import PLAN
     from sched.evaluate.runs import generate_scenarios, plan_decision_times
     from sched.learn.search.planner import check_settings
+    from sched.verdict.candidacy import PLAN_RUN, PLAN_TIMES, plan_run_record
 
     spec = specs[PLAN]
     settings = check_settings(spec.get("settings") or cfg.plan)  # its rollout among them
@@ -195,7 +195,7 @@ def _write_plan_run(out, cfg, specs, seeds, base):
 def _print_means(frame, specs, timings):
     """Each policy's mean total weighted tardiness and the seconds its run took (joined: none)."""
     from sched.evaluate.policies import policy_key
-    from sched.evaluate.summary import UNIT
+    from sched.verdict.summary import UNIT
 
     means = frame.groupby("policy")["total_weighted_tardiness_s"].mean()
     print(f"{'policy':12} {'mean TWT (k w.s)':>17} {'time (s)':>9}")

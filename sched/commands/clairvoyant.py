@@ -33,7 +33,7 @@ def run(args):
         parse_seed_range,
         range_text,
     )
-    from sched.evaluate.summary import UNIT
+    from sched.verdict.summary import UNIT
 
     cfg = load_cfg(args)
     threads.apply(args.threads)

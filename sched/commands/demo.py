@@ -41,8 +41,8 @@ def run(args):
     from sched.data.scenario import check_seed, schedule_frame
     from sched.evaluate.demo import demo_pair, run_demo
     from sched.evaluate.policies import parse_policies, parse_policy_files, resolve_policies
-    from sched.evaluate.report import figures
-    from sched.evaluate.summary import UNIT
+    from sched.report import figures
+    from sched.verdict.summary import UNIT
 
     cfg = load_cfg(args)
     threads.apply(args.threads)

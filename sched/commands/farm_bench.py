@@ -35,7 +35,7 @@ def run(args):
     from sched.errors import UsageError
     from sched.evaluate.farm import bench as farm
     from sched.evaluate.seeds import benchmark_seeds, range_text, validation_seeds
-    from sched.evaluate.summary import UNIT
+    from sched.verdict.summary import UNIT
 
     cfg = load_cfg(args)
     threads.apply(args.threads)

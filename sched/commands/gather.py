@@ -51,7 +51,7 @@ def run(args):
     from sched.evaluate.per_scenario import gather, join_planners
     from sched.evaluate.policies import PLAN, parse_policy_files, policy_key, resolve_policies
     from sched.evaluate.seeds import benchmark_seeds, selection_seeds
-    from sched.evaluate.summary import write_outputs
+    from sched.verdict.outputs import write_outputs
 
     cfg = load_cfg(args)
     frame = gather([Path(p) for p in args.shards], seeds=benchmark_seeds(cfg))

@@ -69,7 +69,7 @@ def run(args):
     from sched.data.workload.replay import replay_scenarios
     from sched.errors import UsageError
     from sched.evaluate.runs import run_on_scenarios
-    from sched.evaluate.summary import write_outputs
+    from sched.verdict.outputs import write_outputs
 
     cfg = load_cfg(args)
     threads.apply(args.threads)
@@ -156,7 +156,7 @@ def _specs(args, cfg):
 
 def _print_means(frame, unit):
     """Each policy's mean total weighted tardiness, lowest first."""
-    from sched.evaluate.summary import UNIT
+    from sched.verdict.summary import UNIT
 
     means = frame.groupby("policy")["total_weighted_tardiness_s"].mean()
     for name, m in means.sort_values().items():
@@ -194,7 +194,7 @@ def run_held_out(args, cfg, calibration, period="held_out", given="", specs=None
     from sched.data.workload.workload import load_workload, period_days
     from sched.errors import UsageError
     from sched.evaluate.runs import run_on_stream
-    from sched.evaluate.summary import write_outputs
+    from sched.verdict.outputs import write_outputs
 
     word, option, field = PERIOD_WORDS[period]
     path = given or cfg.scenario.workload or layout.WORKLOAD

@@ -64,7 +64,7 @@ def register(sub):
 
 
 def run(args):
-    from sched.evaluate.report.document import build
+    from sched.report.document import build
 
     cfg = load_cfg(args)
     written = build(

@@ -29,8 +29,8 @@ def register(sub):
 
 def run(args):
     from sched import files
-    from sched.evaluate.summary import UNIT
     from sched.evaluate.tuning import tune_atc_k
+    from sched.verdict.summary import UNIT
 
     cfg = load_cfg(args)
     threads.apply(args.threads)

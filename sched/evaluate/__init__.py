@@ -1,4 +1,4 @@
-"""Evaluation: the benchmark of named policies on unseen scenarios, and its report.
+"""Evaluation: the benchmark of named policies on unseen scenarios.
 
 Steps (each a ``sched`` command, so the workflow can run them as separate jobs):
 
@@ -8,22 +8,18 @@ Steps (each a ``sched`` command, so the workflow can run them as separate jobs):
   a shard or the whole test set (:func:`sched.evaluate.runs.run_policies`);
 * ``benchmark --split selection``: the policies that may win on the selection
   (validation) seeds, :func:`sched.evaluate.seeds.selection_seeds`;
-* ``gather``: shards concatenated and checked (:func:`sched.evaluate.per_scenario.gather`);
-  the winner is chosen on the selection table and confirmed on the test set;
-* the summary (``resume.csv``) and the winner (``winner.json``) are computed
-  from the per-scenario table alone (:func:`sched.evaluate.summary.summarise`),
-  so a full run and the gathering of its shards give the same files.
+* ``gather``: shards concatenated and checked (:func:`sched.evaluate.per_scenario.gather`).
+
+What the tables conclude (``resume.csv``, ``winner.json``) is the verdict's, in
+:mod:`sched.verdict`; ``rapport.md`` is written by :mod:`sched.report`.
 
 Where each part lives: :mod:`~sched.evaluate.seeds` (the seeds of each split,
 shards), :mod:`~sched.evaluate.policies` (policy names and specs),
 :mod:`~sched.evaluate.runs` (running them), :mod:`~sched.evaluate.per_scenario`
-(the per-scenario table), :mod:`~sched.evaluate.statistics` (paired bootstrap),
-:mod:`~sched.evaluate.summary` (summary and winner).
+(the per-scenario table), :mod:`~sched.evaluate.statistics` (paired bootstrap).
 
-Also here: ``tuning`` (ATC's k), ``gate`` (the gates of a verdict: plan's candidacy,
-its settings tried on the winner and the rule that picks one; the validation days';
-the held-out days'), ``demo`` (the demonstration scenario), ``headroom`` (the clairvoyant
-reference run), ``errors`` (the package's error classes) and ``progress`` (its progress
-bar). The subpackage ``report`` writes ``rapport.md`` and its figures; the subpackage ``farm``
-benchmarks the chunked farm settings (``sched farm-bench``) and renders their report rows.
+Also here: ``tuning`` (ATC's k), ``demo`` (the demonstration scenario), ``headroom`` (the
+clairvoyant reference run), ``errors`` (the error classes of the benchmark, the verdict and
+the report) and ``progress`` (its progress bar). The subpackage ``farm`` benchmarks the chunked
+farm settings (``sched farm-bench``) and renders their report rows.
 """

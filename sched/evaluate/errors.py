@@ -1,4 +1,4 @@
-"""The evaluation package's error classes.
+"""The error classes of the benchmark, its verdict (sched.verdict) and its report (sched.report).
 
 Both are :class:`sched.errors.SchedError` (a ``ValueError``): the library
 raises them, and only the command line turns them into exit status 2.

@@ -5,9 +5,9 @@ that ``sched tune`` chose), ``ppo-<S>``, the PPO policy of training seed S, and
 ``ppo-<S>-warm``, its warm start (the teacher's distilled weights before PPO,
 ``warm_start.pt`` beside the policy file; only when training has a teacher).
 Both learned kinds are policy files; a warm start is benchmarked to show PPO's
-share of the gain, and is never the winner (:func:`sched.evaluate.summary.choose_winner`).
+share of the gain, and is never the winner (:func:`sched.verdict.winner.choose_winner`).
 ``plan`` is the planner (``sched.learn.search.planner``) on the base policy of config
-``plan.base`` (or on the winner, at a setting of its candidacy: :func:`sched.evaluate.gate.plan_gate`).
+``plan.base`` (or on the winner, at a setting of its candidacy: :func:`sched.verdict.candidacy.plan_gate`).
 A spec says how to run a name: ``kind`` ('rule' or 'ppo'), ``rule`` and
 ``atc_k`` for a rule, ``policy_file`` for a learned policy.
 """
@@ -87,7 +87,7 @@ def competes(name):
     """Whether a policy may be a winner.json's: not a warm start or a round (the stages before
     the final ``ppo-<S>``), not the main setting's policy under another setting, not the teacher
     (each is benchmarked to measure, not to deploy); not plan either, which becomes the verdict
-    through its candidacy on the winner (:func:`sched.evaluate.gate.plan_gate`), not by the choice
+    through its candidacy on the winner (:func:`sched.verdict.candidacy.plan_gate`), not by the choice
     among the others."""
     return not (is_warm(name) or is_round(name) or is_main(name) or name in PLANNERS)
 
@@ -217,7 +217,7 @@ def resolve_policies(
     described in the list of skipped policies. ``plan_base``: the name of plan's base policy
     (one of ``policy_files``' or a rule), instead of config ``plan.base``: the other files may
     then go unused. ``plan_setting``: plan at that setting of config ``plan.grid`` (its
-    candidacy, :func:`sched.evaluate.gate.plan_gate`) instead of config ``plan``'s own settings.
+    candidacy, :func:`sched.verdict.candidacy.plan_gate`) instead of config ``plan``'s own settings.
     """
     policy_files = dict(policy_files or {})
     # with plan on a base chosen elsewhere, the files are those of the policies it was chosen among

@@ -131,7 +131,7 @@ def check_winner(data, path, root="."):
 def _agree(path, name, runs, rule, k, pfile, sha, where):
     """VerdictRefused unless the fields that say how to run the winner (rule, atc_k, policy_file,
     policy_sha256) are those of the policy it names (``runs``: the policy, or plan's base), as
-    the benchmark writes them (``sched.evaluate.summary``): a rule runs itself (atc-tuned runs
+    the benchmark writes them (``sched.verdict``): a rule runs itself (atc-tuned runs
     atc with its tuned k), with no policy file; a learned policy runs its file, with no rule."""
     said = f"policy {name}" + (f" (plan on {runs})" if runs != name else "")
 
@@ -174,7 +174,7 @@ def _usable_path(pfile, path, where):
 
 
 def _plan_record(plan, path):
-    """winner.json's ``plan`` record of a plan verdict (``sched.evaluate.gate.plan_gate``): its
+    """winner.json's ``plan`` record of a plan verdict (``sched.verdict.candidacy.plan_gate``): its
     base's name, settings (checked as config ``plan``'s) and budget; the base's rule, k and policy
     file are the record's own fields."""
     from sched.learn.search.planner import PlanError, check_settings
@@ -202,7 +202,7 @@ def _plan_record(plan, path):
 
 def _held_out_note(held, path):
     """The words ``why`` adds for a verdict gated on held-out days (winner.json ``held_out``,
-    ``sched.evaluate.gate``); "" without one."""
+    ``sched.verdict.held_out``); "" without one."""
     if held is None:
         return ""
     if not isinstance(held, dict):
@@ -245,7 +245,7 @@ def _held_out_agrees(path, runs, held, where):
     """VerdictRefused unless winner.json's ``held_out`` record (checked by :func:`_held_out_note`)
     says the policy the verdict names (``runs``: its field policy, plan included) is what the
     held-out gate left
-    (``sched.evaluate.gate.held_out_gate``): the chosen policy when it was deployed (confirmed,
+    (``sched.verdict.held_out.held_out_gate``): the chosen policy when it was deployed (confirmed,
     or the incumbent itself), else the rule it fell back to (``best_rule``)."""
     chosen, best, deployed = held["chosen"], held["best_rule"], held["deployed"]
     confirmed = held.get("confirmed", deployed)

@@ -188,7 +188,7 @@ rule plan_candidacy:
 
 
 rule benchmark_plan:
-    """plan at the setting its candidacy picks (the rule: sched.evaluate.gate.choose_setting), on the
+    """plan at the setting its candidacy picks (the rule: sched.verdict.candidacy.choose_setting), on the
     winner, on every test seed; in the longer run the gated teacher run as a policy (teacher) too.
     gather joins the table to the shards'. With --plan-on --plan-candidacy.
     Runs `sched benchmark` (sched/commands/benchmark.py -> sched.evaluate.runs.run_policies)."""

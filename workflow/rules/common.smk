@@ -17,9 +17,9 @@ from sched import layout
 from sched.config import validate_config
 from sched.threads import usable_cpus
 from sched.evaluate.policies import HEURISTICS, default_policies, policy_key, round_name, warm_name
-from sched.evaluate.gate import PLAN_RUN, PLAN_TIMES
+from sched.verdict.candidacy import PLAN_RUN, PLAN_TIMES
 from sched.learn.search.planner import elsewhere_names, grid_names
-from sched.evaluate.report.training import trains_ppo_alone
+from sched.report.training import trains_ppo_alone
 from sched.evaluate.seeds import benchmark_seeds, plan_validation_seeds, range_text, selection_seeds, shard_ranges
 
 # Jobs run `python -m sched`: the interpreter running Snakemake (the project's

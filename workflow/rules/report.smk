@@ -12,7 +12,7 @@ REPORT_FIGURES = {   # the report's benchmark and training figures, with their c
 rule demo:
     """Run the demonstration scenario under every policy, and draw its Gantt chart.
     Runs `sched demo` (sched/commands/demo.py -> sched.evaluate.demo.run_demo,
-    sched.evaluate.report.figures.gantt)."""
+    sched.report.figures.gantt)."""
     input:
         config=step_config("demo"),
         calibration=calibration_input(),
@@ -45,7 +45,7 @@ rule demo:
 
 rule report:
     """Write rapport.md and the benchmark figures from the files above.
-    Runs `sched report` (sched/commands/report.py -> sched.evaluate.report.document.build)."""
+    Runs `sched report` (sched/commands/report.py -> sched.report.document.build)."""
     input:
         config=step_config("report"),
         calibration=calibration_input(),

@@ -20,7 +20,7 @@ and Kendall's tau between the rules' rank order on the real days and on the gene
 Why :data:`TAU_THRESHOLD` = 0.8: with the 6 rules (15 pairs) a tau of at least 0.8 allows one
 pair of rules swapped (13/15 - 2/15 = 0.73 is two pairs). A generator that swaps two pairs
 would choose differently between rules that matter; below it the studio's verdict leans on
-the real days (``sched.evaluate.gate.validation_days_gate``). docs/workload.md, "Fidelity".
+the real days (``sched.verdict.validation_days.validation_days_gate``). docs/workload.md, "Fidelity".
 """
 
 import math

@@ -16,8 +16,8 @@ import numpy as np
 from sched import files, layout
 from sched.evaluate.errors import ReportError
 from sched.evaluate.farm.bench import FARM_COLUMNS, SYNCS, WHOLE, sync_name
-from sched.evaluate.report.format import ci, k, pct
-from sched.evaluate.report.inputs import read_json
+from sched.report.format import ci, k, pct
+from sched.report.inputs import read_json
 
 
 def read_farms(dirs):

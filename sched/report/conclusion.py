@@ -5,9 +5,9 @@ including the case where the learned policy does not win.
 """
 
 from sched.evaluate.policies import is_ppo, policy_key
-from sched.evaluate.report.format import ci, k, level_text, pct, rel
-from sched.evaluate.summary import UNIT
+from sched.report.format import ci, k, level_text, pct, rel
 from sched.setting import describe as describe_setting
+from sched.verdict.summary import UNIT
 
 
 def conclusion_section(cfg, d):
@@ -191,7 +191,7 @@ def _atc_sentences(r, level):
 
 
 def robustness_section(cfg, robust):
-    """``robust``: [(setting, its summary or None)] (:func:`sched.evaluate.report.inputs.read_robustness`)."""
+    """``robust``: [(setting, its summary or None)] (:func:`sched.report.inputs.read_robustness`)."""
     if not robust:
         return []
     lines = [

@@ -1,6 +1,6 @@
 """The sections of the report that describe the setup and the results, one function each.
 
-Each takes the config and the report's inputs (:func:`sched.evaluate.report.inputs.load`)
+Each takes the config and the report's inputs (:func:`sched.report.inputs.load`)
 and returns its Markdown lines. Every number is read from those inputs.
 """
 
@@ -8,7 +8,8 @@ from pathlib import Path
 
 from sched import layout
 from sched.evaluate.policies import benchmark_policies, policy_key
-from sched.evaluate.report.format import (
+from sched.evaluate.seeds import range_text, shard_ranges
+from sched.report.format import (
     ci,
     ci_k,
     distribution,
@@ -20,8 +21,7 @@ from sched.evaluate.report.format import (
     pct,
     rel,
 )
-from sched.evaluate.seeds import range_text, shard_ranges
-from sched.evaluate.summary import UNIT
+from sched.verdict.summary import UNIT
 
 #: The report's figures: key -> file name in the figure folder.
 FIGURES = {
@@ -70,7 +70,7 @@ def _test_scenarios_line(cfg, per):
     seeds = sorted(set(per["scenario_seed"]))
     tasks = sorted(set(per["tasks"]))
     if sc.get("workload"):
-        from sched.evaluate.report.workload import arrivals_text
+        from sched.report.workload import arrivals_text
 
         arrivals = arrivals_text(sc)
     else:

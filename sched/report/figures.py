@@ -7,8 +7,8 @@ Each function draws from tables the benchmark wrote and saves atomically
 import numpy as np
 
 from sched.evaluate.policies import is_warm, policy_key
-from sched.evaluate.summary import UNIT
 from sched.files import atomic_path
+from sched.verdict.summary import UNIT
 
 HEURISTIC_COLOR = "#4C72B0"
 PPO_COLOR = "#DD8452"

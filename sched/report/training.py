@@ -14,10 +14,10 @@ import pandas as pd
 from sched import layout
 from sched.evaluate.per_scenario import matrix
 from sched.evaluate.policies import is_ppo, ppo_seed, warm_name
-from sched.evaluate.report.format import ci, k, level_text, pct
-from sched.evaluate.report.rounds import rounds_section
 from sched.evaluate.statistics import bootstrap_counts, paired_difference, win_tie_loss
-from sched.evaluate.summary import UNIT
+from sched.report.format import ci, k, level_text, pct
+from sched.report.rounds import rounds_section
+from sched.verdict.summary import UNIT
 
 #: Issue 14's target ranges of PPO's vital signs: the median approx_kl and the mean
 #: clip_fraction over the PPO iterations of a seed.

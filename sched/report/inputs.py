@@ -13,18 +13,17 @@ from sched.evaluate.errors import ReportError
 from sched.evaluate.per_scenario import check_complete, read_per_scenario
 from sched.evaluate.policies import is_ppo, ppo_seed
 from sched.evaluate.seeds import train_seeds
-from sched.evaluate.summary import (
+from sched.files import read_csv
+from sched.formats import json_input
+from sched.limits import MAX_VERDICT_BYTES
+from sched.verdict.summary import SUMMARY_COLUMNS, UNIT
+from sched.verdict.winner import (
     EARLIER_WINNER_KEYS,
     SELECTION_DAYS_KEY,
     SELECTION_KEY,
     SELECTION_KEYS,
-    SUMMARY_COLUMNS,
-    UNIT,
     WINNER_KEYS,
 )
-from sched.files import read_csv
-from sched.formats import json_input
-from sched.limits import MAX_VERDICT_BYTES
 
 #: The columns of train_log.csv the report reads (sched.learn.ppo.train_log.RESULT_COLUMNS has them).
 TRAIN_LOG_COLUMNS = (

@@ -1,50 +1,22 @@
-"""The benchmark's summary (``resume.csv``) and winner (``winner.json``).
+"""Choosing the winner (``winner.json``'s verdict fields) from the per-scenario totals.
 
-Both are computed from complete per-scenario tables alone, so a full run and
-the gathering of its shards give the same files: the summary from the test
-table, the winner chosen on the selection table (the competing policies on
-validation seeds, :func:`sched.evaluate.seeds.selection_seeds`) and confirmed
-on the test table. Statistics: see :mod:`sched.evaluate.statistics`.
+:func:`choose_winner` moves the verdict off the incumbent (:mod:`~sched.verdict.incumbent`)
+only on evidence, in two steps: the rules, then the learned policies
+(docs/benchmark-and-report.md, "How the winner is chosen"). :func:`choose_on_selection`
+makes the choice on the selection table (the competing policies on validation seeds,
+:func:`sched.evaluate.seeds.selection_seeds`) and confirms it on the test table;
+:func:`chosen_on` is the policy the selection table alone chooses, the base of plan's
+candidacy. Also here: the keys of ``winner.json`` (:data:`WINNER_KEYS`).
 """
 
-# size: resume.csv and winner.json from one table: the summary, the winner rule (its two steps in
-# helpers of their own, so that no function passes 80 lines) and the record they write
-from pathlib import Path
-
 import numpy as np
-import pandas as pd
 
-from sched import files, layout, setting
 from sched.evaluate.errors import BenchmarkError
 from sched.evaluate.per_scenario import check_complete, matrix
-from sched.evaluate.policies import best_heuristic, competes, is_heuristic, is_ppo, policy_key, same_rule
-from sched.evaluate.statistics import bootstrap_counts, interval, paired_difference, win_tie_loss
-from sched.limits import MAX_POLICY_BYTES
+from sched.evaluate.policies import competes, is_heuristic, is_ppo, policy_key, same_rule
+from sched.evaluate.statistics import bootstrap_counts, paired_difference
+from sched.verdict.incumbent import incumbent_of
 
-SUMMARY_COLUMNS = (
-    "policy",
-    "rank",
-    "scenarios",
-    "atc_k",
-    "mean_twt_k",
-    "mean_twt_ci_lo_k",
-    "mean_twt_ci_hi_k",
-    "p90_twt_k",
-    "gain_vs_fifo_pct",
-    "diff_vs_atc_pct",
-    "diff_vs_atc_ci_lo_pct",
-    "diff_vs_atc_ci_hi_pct",
-    "wins_vs_atc",
-    "ties_vs_atc",
-    "losses_vs_atc",
-    "best_heuristic",
-    "diff_vs_best_heuristic_pct",
-    "diff_vs_best_heuristic_ci_lo_pct",
-    "diff_vs_best_heuristic_ci_hi_pct",
-    "wins_vs_best_heuristic",
-    "ties_vs_best_heuristic",
-    "losses_vs_best_heuristic",
-)
 WINNER_KEYS = (
     "policy",
     "rule",
@@ -64,50 +36,8 @@ EARLIER_WINNER_KEYS = tuple(k for k in WINNER_KEYS if k != "policy_sha256")
 #: scenarios, as the robustness settings and the replay still do, and from earlier files).
 SELECTION_KEY = "selection"
 SELECTION_KEYS = ("on", "seeds", "means")
-#: ``selection.days``, the studio's validation days (:func:`sched.evaluate.gate.validation_days_gate`).
+#: ``selection.days``, the studio's validation days (:mod:`~sched.verdict.validation_days`).
 SELECTION_DAYS_KEY = "days"
-#: Weighted seconds per reporting unit ("k" columns: thousands of weighted seconds).
-UNIT = 1000.0
-
-
-def summarise(frame, cfg, specs, selection=None):
-    """The summary table (``resume.csv``) and the winner record from a complete per-scenario table.
-
-    ``selection``: the per-scenario table of the competing policies on the selection seeds; the
-    winner is chosen on it and confirmed on ``frame`` (the record then ends with ``selection``).
-    None: the winner is chosen on ``frame`` itself, as before (no ``selection`` key).
-    """
-    check_complete(frame)
-    b = cfg.benchmark
-    seeds, twt = matrix(frame)
-    for ref in ("fifo", "atc"):
-        if ref not in twt:
-            raise BenchmarkError(
-                f"the summary needs policy {ref} (a reference); it is not among {', '.join(twt)}"
-            )
-    counts = bootstrap_counts(len(seeds), b["bootstrap_resamples"], b["bootstrap_seed"])
-    bh = best_heuristic(twt)
-    means = {p: v.mean() for p, v in twt.items()}
-    order = sorted(twt, key=lambda p: (means[p], policy_key(p)))
-    rank = {p: i + 1 for i, p in enumerate(order)}
-    rows = []
-    for p, v in twt.items():
-        spec = specs.get(p) or {}
-        rows.append(
-            {
-                "policy": p,
-                "rank": rank[p],
-                "scenarios": len(seeds),
-                "atc_k": spec.get("atc_k") if spec.get("rule") == "atc" else None,
-                **_summary_numbers(v, twt, bh, counts, b),
-            }
-        )
-    summary = pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
-    if selection is None:
-        winner = choose_winner(twt, specs, counts, b["ci_level"])
-    else:
-        winner = choose_on_selection(selection, twt, specs, counts, b)
-    return summary, winner
 
 
 def choose_on_selection(selection, twt, specs, counts, b):
@@ -140,53 +70,6 @@ def choose_on_selection(selection, twt, specs, counts, b):
         "means": {p: float(sel[p].mean()) for p in sorted(sel, key=policy_key)},
     }
     return record
-
-
-def _summary_numbers(v, twt, bh, counts, b):
-    """The summary's numeric columns of one policy (``v``: its total per scenario)."""
-    level = b["ci_level"]
-    rel, abs_s = b["tie_relative"], b["tie_absolute_s"]
-    boot_means = counts @ v / len(v) / UNIT
-    lo_m, hi_m = interval(boot_means, level)
-    d_atc = paired_difference(v, twt["atc"], counts, level)
-    d_bh = paired_difference(v, twt[bh], counts, level)
-    fifo = twt["fifo"].mean()
-    return {
-        "mean_twt_k": v.mean() / UNIT,
-        "mean_twt_ci_lo_k": lo_m,
-        "mean_twt_ci_hi_k": hi_m,
-        "p90_twt_k": float(np.percentile(v, 90)) / UNIT,
-        "gain_vs_fifo_pct": (fifo - v.mean()) / fifo * 100.0 if fifo > 0 else float("nan"),
-        "diff_vs_atc_pct": d_atc[0],
-        "diff_vs_atc_ci_lo_pct": d_atc[1],
-        "diff_vs_atc_ci_hi_pct": d_atc[2],
-        **dict(zip(("wins_vs_atc", "ties_vs_atc", "losses_vs_atc"), win_tie_loss(v, twt["atc"], rel, abs_s))),
-        "best_heuristic": bh,
-        "diff_vs_best_heuristic_pct": d_bh[0],
-        "diff_vs_best_heuristic_ci_lo_pct": d_bh[1],
-        "diff_vs_best_heuristic_ci_hi_pct": d_bh[2],
-        **dict(
-            zip(
-                ("wins_vs_best_heuristic", "ties_vs_best_heuristic", "losses_vs_best_heuristic"),
-                win_tie_loss(v, twt[bh], rel, abs_s),
-            )
-        ),
-    }
-
-
-#: The incumbent of a verdict, first present wins: the field's reference rule with its k tuned
-#: for the setting, else with the config's k. A challenger replaces it only on evidence.
-INCUMBENTS = ("atc-tuned", "atc")
-
-
-def incumbent_of(twt):
-    """The policy a verdict keeps unless another is significantly better (:data:`INCUMBENTS`)."""
-    for p in INCUMBENTS:
-        if p in twt:
-            return p
-    raise BenchmarkError(
-        f"the winner needs the incumbent, {' or '.join(INCUMBENTS)}; it is not among {', '.join(twt)}"
-    )
 
 
 def choose_winner(twt, specs, counts, level, confirm=None):
@@ -348,74 +231,3 @@ def chosen_on(selection, specs, b):
     sel = {p: v for p, v in sel.items() if competes(p)}
     counts = bootstrap_counts(len(seeds), b["bootstrap_resamples"], b["bootstrap_seed"])
     return choose_winner(sel, specs, counts, b["ci_level"])["policy"]
-
-
-def write_outputs(
-    out_dir, frame, cfg, specs, full, subset_summary=False, selection=None, extra=(), held_out=None,
-    plan_run=None, validation_days=None,
-):  # fmt: skip
-    """per_scenario.csv, and for a full run resume.csv and winner.json, into ``out_dir``.
-
-    ``subset_summary``: a run on part of the test seeds writes resume.csv too (every
-    policy over that same subset; no winner.json: the winner is chosen on them all).
-    ``selection``: the selection table the winner is chosen on (see :func:`summarise`).
-    ``extra``: more (file name, frame) to write in the same set (the replay's windows.csv).
-    ``held_out``: the held-out days' per-scenario table the winner is gated on
-    (:func:`sched.evaluate.gate.held_out_gate`; the studio setting). ``plan_run``: plan's
-    validation runs, one per setting of its candidacy (:func:`sched.evaluate.gate.plan_gate`,
-    before the held-out gate), which needs ``selection``. ``validation_days``: ``(table,
-    period, lean)``, the validation days' per-scenario table, their [FIRST_DAY, LAST_DAY]
-    and whether they decide alone
-    (:func:`sched.evaluate.gate.validation_days_gate`, after plan's gate and before the
-    held-out one, which then confirms against the best rule of the validation days); its
-    record becomes ``selection.days``.
-    Everything is computed before anything is written, and the files are written as one
-    set (:func:`sched.files.write_set`): winner.json (else resume.csv) renamed last,
-    after its old version was removed, so a kill never leaves new tables beside an old
-    winner. A learned winner's policy file is hashed into ``policy_sha256``.
-    """
-    out_dir = Path(out_dir)
-    if full or subset_summary:
-        summary, winner = summarise(frame, cfg, specs, selection if full else None)
-        chosen = winner.pop(SELECTION_KEY, None)
-        if plan_run is not None and full:
-            from sched.evaluate.gate import plan_gate
-
-            if selection is None:
-                raise BenchmarkError("the plan selection needs the selection table it was run beside")
-            days = validation_days[0] if validation_days is not None else None
-            plan_gate(winner, plan_run, selection, frame, cfg.benchmark, cfg.plan["choice_se"], days)
-        best_rule = None
-        if validation_days is not None and full:
-            from sched.evaluate.gate import validation_days_gate
-
-            if chosen is None:
-                raise BenchmarkError("the validation days weigh a winner chosen on a selection table")
-            table, period, lean = validation_days
-            chosen["days"] = validation_days_gate(
-                winner, table, specs, cfg.benchmark, lean, period, selection
-            )
-            best_rule = chosen["days"]["best_rule"]
-        if held_out is not None and full:
-            from sched.evaluate.gate import held_out_gate
-
-            margin = float(cfg.studio["confirm_margin_pct"])  # the held-out days' margin to the incumbent
-            held_out_gate(winner, held_out, specs, cfg.benchmark, best_rule, frame, margin)
-        if winner["policy_file"] is not None:  # winner.json binds the file it names (rank() checks it)
-            try:
-                winner["policy_sha256"] = files.sha256_file(
-                    winner["policy_file"], BenchmarkError, MAX_POLICY_BYTES
-                )
-            except BenchmarkError as exc:
-                raise BenchmarkError(f"the winner {winner['policy']}'s policy file {exc}") from None
-        winner["setting"] = setting.of_config(cfg)  # the farm rank() matches a call against
-        if chosen is not None:
-            winner[SELECTION_KEY] = chosen
-    items = [(out_dir / layout.PER_SCENARIO, files.csv_writer(frame))]
-    items += [(out_dir / name, files.csv_writer(table)) for name, table in extra]
-    if full or subset_summary:
-        items.append((out_dir / layout.SUMMARY, files.csv_writer(summary)))
-    if full:
-        items.append((out_dir / layout.WINNER, files.json_writer(winner)))
-    files.write_set(items)
-    return [path for path, _ in items]

@@ -4,7 +4,7 @@ from pathlib import Path
 
 from sched import layout
 from sched.evaluate.policies import is_ppo, policy_key
-from sched.evaluate.report.format import ci, ci_k, k, label, level_text, pct
+from sched.report.format import ci, ci_k, k, label, level_text, pct
 
 #: The columns of `sched replay`'s windows.csv.
 WINDOW_COLUMNS = ("scenario_seed", "window", "tasks", "window_hours")
@@ -36,8 +36,8 @@ def arrivals_text(sc):
 def read_replay(replay_dir):
     """(summary frame, windows frame) of a `sched replay` folder, or None when it has no summary."""
     from sched.evaluate.errors import ReportError
-    from sched.evaluate.report.inputs import read_summary
     from sched.files import read_csv
+    from sched.report.inputs import read_summary
 
     d = Path(replay_dir)
     if not (d / layout.SUMMARY).exists():

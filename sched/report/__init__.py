@@ -1,6 +1,6 @@
 """The report: ``rapport.md`` and its figures, written from the benchmark's files alone.
 
-* ``document``: the report itself, :func:`~sched.evaluate.report.document.build`;
+* ``document``: the report itself, :func:`~sched.report.document.build`;
 * ``shipped``: the first table, what ``rank()`` runs in each setting and its evidence;
 * ``inputs``: the benchmark's files, read and checked against each other;
 * ``sections``: the sections that describe the setup and the results;
@@ -12,4 +12,6 @@
 * ``workload``: the queue's own history (the workload line, "Replayed history");
 * ``format``: number and text formats (``n/a`` for a missing or undefined number);
 * ``figures``: the figures of the report and of the demonstration (PNG, matplotlib Agg).
+
+The chunked farm settings' rows come from :mod:`sched.evaluate.farm.report`.
 """

@@ -16,9 +16,9 @@ from sched import layout
 from sched.evaluate.errors import ReportError
 from sched.evaluate.per_scenario import matrix, read_per_scenario
 from sched.evaluate.policies import PLAN, best_heuristic
-from sched.evaluate.report.format import ci, pct
-from sched.evaluate.report.inputs import read_json
 from sched.evaluate.statistics import bootstrap_counts, paired_difference, win_tie_loss
+from sched.report.format import ci, pct
+from sched.report.inputs import read_json
 
 ATC_TUNED = "atc-tuned"
 
@@ -56,7 +56,7 @@ def plan_cells(winner, plan_dir, absent="not run here"):
     """(plan's validation interval, its decision time) of the setting whose verdict records a
     candidacy (``plan_dir``: its plan folder, the candidacy's runs under validation/<setting>/);
     (``absent``, "") elsewhere. The studio's adds plan's result on its validation days."""
-    from sched.evaluate.gate import PLAN_TIMES
+    from sched.verdict.candidacy import PLAN_TIMES
 
     p = winner.get("plan")
     if not p:

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from sched import layout
 from sched.evaluate.policies import is_heuristic, is_ppo, policy_key
-from sched.evaluate.report.format import k, level_text, pct
-from sched.evaluate.report.workload import paired_table
+from sched.report.format import k, level_text, pct
+from sched.report.workload import paired_table
 
 
 def read_studio(robust_dir):
@@ -21,9 +21,9 @@ def read_studio(robust_dir):
     when the studio setting was not built (no resume.csv)."""
     from sched.evaluate.errors import ReportError
     from sched.evaluate.per_scenario import read_per_scenario
-    from sched.evaluate.report.inputs import read_summary, read_verdict_record
     from sched.files import read_csv
     from sched.ranking.verdict_files import check_winner
+    from sched.report.inputs import read_summary, read_verdict_record
 
     d = Path(robust_dir) / layout.STUDIO
     if not (d / layout.SUMMARY).exists():

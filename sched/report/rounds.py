@@ -10,8 +10,8 @@ weights); these test scenarios only confirm.
 
 from sched.evaluate.per_scenario import matrix
 from sched.evaluate.policies import is_ppo, is_round, ppo_seed, round_of, warm_name
-from sched.evaluate.report.format import ci, level_text, pct
 from sched.evaluate.statistics import bootstrap_counts, paired_difference
+from sched.report.format import ci, level_text, pct
 
 #: Issue 25's goals: round 1 at most -1.5 % against the warm start, each later round at most 0
 #: against the one before, the final policy at most -3 % against its warm start.

@@ -7,12 +7,12 @@ training logs, plus the scenario settings of the config. Nothing is typed by
 hand: the sentences of the conclusion are templates filled from the numbers,
 including the case where the learned policy does not win.
 
-The parts: :mod:`~sched.evaluate.report.inputs` (reading and cross-checking
-the files), :mod:`~sched.evaluate.report.sections` and
-:mod:`~sched.evaluate.report.conclusion` and :mod:`~sched.evaluate.report.training`
+The parts: :mod:`~sched.report.inputs` (reading and cross-checking
+the files), :mod:`~sched.report.sections` and
+:mod:`~sched.report.conclusion` and :mod:`~sched.report.training`
 (one function per section),
-:mod:`~sched.evaluate.report.format` (number formats),
-:mod:`~sched.evaluate.report.figures` (the plots).
+:mod:`~sched.report.format` (number formats),
+:mod:`~sched.report.figures` (the plots).
 """
 
 from pathlib import Path
@@ -22,11 +22,11 @@ from sched.evaluate.errors import ReportError
 from sched.evaluate.farm.report import first_table_lines as farm_first_lines
 from sched.evaluate.farm.report import read_farms
 from sched.evaluate.farm.report import section_lines as farm_section_lines
-from sched.evaluate.report.conclusion import conclusion_section, robustness_section
-from sched.evaluate.report.inputs import load, read_robustness
-from sched.evaluate.report.plan import plan_section, plan_test_line, read_plan
-from sched.evaluate.report.rounds import rounds_section
-from sched.evaluate.report.sections import (
+from sched.report.conclusion import conclusion_section, robustness_section
+from sched.report.inputs import load, read_robustness
+from sched.report.plan import plan_section, plan_test_line, read_plan
+from sched.report.rounds import rounds_section
+from sched.report.sections import (
     FIGURES,
     clairvoyant_section,
     demo_section,
@@ -35,10 +35,10 @@ from sched.evaluate.report.sections import (
     results_section,
     setup_section,
 )
-from sched.evaluate.report.shipped import read_setting, shipped_section
-from sched.evaluate.report.studio import read_studio, studio_readme_line, studio_section
-from sched.evaluate.report.training import TARGETS, ppo_alone_lines, training_section
-from sched.evaluate.report.workload import read_fit, read_replay, replay_section
+from sched.report.shipped import read_setting, shipped_section
+from sched.report.studio import read_studio, studio_readme_line, studio_section
+from sched.report.training import TARGETS, ppo_alone_lines, training_section
+from sched.report.workload import read_fit, read_replay, replay_section
 
 __all__ = ["FIGURES", "README_BEGIN", "README_END", "ReportError", "build", "make_figures", "render"]
 
@@ -67,7 +67,7 @@ def make_figures(cfg, d, figures_dir):
 
     Returns ({key of FIGURES: path written}, [notes on figures left out]).
     """
-    from sched.evaluate.report import figures
+    from sched.report import figures
 
     dpi = cfg.report.figure_dpi
     fd = Path(figures_dir)
@@ -100,9 +100,9 @@ def make_figures(cfg, d, figures_dir):
 def chains_of(cfg, d):
     """The training chains whose curves the report draws: the main one (teacher, rounds, then PPO)
     and each robustness setting that trains PPO alone at the main load, machines and tasks
-    (``sched.evaluate.report.training.ppo_alone_settings``), with their seeds' logs."""
-    from sched.evaluate.report.inputs import read_train_logs
-    from sched.evaluate.report.training import ppo_alone_settings
+    (``sched.report.training.ppo_alone_settings``), with their seeds' logs."""
+    from sched.report.inputs import read_train_logs
+    from sched.report.training import ppo_alone_settings
 
     chains = [("teacher, rounds, then PPO (main)", d["logs"])]
     for setting, _ in ppo_alone_settings(cfg, d.get("robust") or []):
@@ -174,7 +174,7 @@ def verdict_lines(cfg, d):
     """The main setting's verdict in a few lines: what rank() runs, how it was chosen and confirmed,
     and where each learned policy stands against the best heuristic on the test scenarios."""
     from sched.evaluate.policies import is_ppo, policy_key
-    from sched.evaluate.report.format import ci, level_text, pct
+    from sched.report.format import ci, level_text, pct
 
     r = d["summary"].set_index("policy")
     w = d["winner"]

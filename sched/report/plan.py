@@ -2,7 +2,7 @@
 
 The workflow's ``plan_candidacy`` jobs run plan on the winner at each setting of config
 ``plan.grid`` on the validation seeds that chose the winner; gather's gate picks a setting by
-the rule fixed before looking (:func:`sched.evaluate.gate.choose_setting`) and records every setting in
+the rule fixed before looking (:func:`sched.verdict.candidacy.choose_setting`) and records every setting in
 winner.json's ``plan``. ``benchmark_plan`` runs the picked setting on every test seed (and, in
 the longer run, the gated teacher as a policy): their rows are in the main per-scenario table.
 The measured decision times are run records (``plan.run.json`` beside each validation run),
@@ -11,16 +11,16 @@ shown apart from the results and never in the README.
 
 from pathlib import Path
 
-from sched.evaluate.report.format import ci, level_text, pct
+from sched.report.format import ci, level_text, pct
 
 
 def read_plan(plan_dir):
     """{setting: decision_ms} of the candidacy's run records under ``plan_dir`` ({} when none)."""
     from sched import files
     from sched.errors import SchedError
-    from sched.evaluate.gate import PLAN_TIMES
     from sched.formats import json_input
     from sched.limits import MAX_VERDICT_BYTES
+    from sched.verdict.candidacy import PLAN_TIMES
 
     out = {}
     for path in sorted(Path(plan_dir).glob(f"validation/*/{PLAN_TIMES}")):
