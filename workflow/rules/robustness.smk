@@ -308,7 +308,7 @@ if STUDIO in ROBUST:
         --fidelity), confirmed on these and on the held-out days (--held-out: against the
         validation days' best rule; without validation days, the earlier gate).
         Runs `sched benchmark` (sched/commands/benchmark.py -> sched.evaluate.runs.run_policies,
-        sched.evaluate.summary.write_outputs)."""
+        sched.verdict.outputs.write_outputs)."""
         input:
             config=step_config(verdict_step(STUDIO), STUDIO),
             calibration=calibration_input(STUDIO),
