@@ -29,6 +29,11 @@ def register(sub):
         metavar="HISTORY",
         help="fit a queue history's optional frames column instead of bench logs",
     )
+    s.add_argument(
+        "--allow-empty",
+        action="store_true",
+        help="with --history: a history without frames gives a fit of no kind instead of an error",
+    )
     s.add_argument("--out", default=layout.FRAMES_FIT, help=f"frames fit JSON (default: {layout.FRAMES_FIT})")
     s.set_defaults(func=run)
 
@@ -38,11 +43,15 @@ def run(args):
     from sched.data import frames_fit
 
     cfg = load_cfg(args)
+    if args.allow_empty and not args.history:
+        raise UsageError("calibrate-frames: --allow-empty goes with --history")
     if args.history and args.bench:
         raise UsageError("calibrate-frames: give bench logs or --history, not both")
     if args.history:
         w = cfg.workload
-        data = frames_fit.fit_history(args.history, cfg.scenario.priorities, w.max_bad_share)
+        data = frames_fit.fit_history(
+            args.history, cfg.scenario.priorities, w.max_bad_share, args.allow_empty
+        )
     else:
         data = frames_fit.fit_bench(args.bench or cfg.calibration.bench, cfg.calibration)
     out = Path(args.out)

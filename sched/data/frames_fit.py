@@ -135,7 +135,9 @@ def fit_bench(paths, options):
     return {
         "format": FORMAT,
         "source": "bench",
-        "sources": [{"path": str(log.path), "sha256": log.sha256, "records": len(log.records)} for log in logs],
+        "sources": [
+            {"path": str(log.path), "sha256": log.sha256, "records": len(log.records)} for log in logs
+        ],
         "records": int(len(frame)),
         "kinds": entries,
         "classes": None,
@@ -147,9 +149,10 @@ def fit_bench(paths, options):
 # --------------------------------------------------------------------------- queue history
 
 
-def fit_history(paths, priorities, max_bad_share):
+def fit_history(paths, priorities, max_bad_share, allow_empty=False):
     """The frames fit of queue histories ``paths`` (``priorities``: config scenario.priorities),
-    by kind and by priority class (a weight no class has: ``weight W``)."""
+    by kind and by priority class (a weight no class has: ``weight W``). A history with no
+    ``frames`` is refused, or with ``allow_empty`` (the workflow's) gives a fit of no kind."""
     from sched.data.workload.history import HistoryStats, history_format, read_history
 
     if not paths:
@@ -175,8 +178,10 @@ def fit_history(paths, priorities, max_bad_share):
         sources.append({"path": str(p), "sha256": stats.sha256, "records": stats.valid})
     frame = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
     names = ", ".join(map(str, paths))
-    if not len(frame):
+    if not len(frame) and not allow_empty:
         raise FramesFitError(f"{names}: no record gives frames (the optional column frames)")
+    if not len(frame):
+        frame = pd.DataFrame({"kind": [], "weight": [], "frames": [], "seconds": []})
     seconds = frame["seconds"].to_numpy(np.float64)
     frames = frame["frames"].to_numpy(np.int64)
     kinds = {k: group_fit(frames[m], seconds[m]) for k, m in _groups(frame["kind"])}
@@ -228,7 +233,7 @@ def check_fit(data, source):
         entries = data.get(section)
         if entries is None and section == "classes":
             continue
-        if not isinstance(entries, dict) or (section == "kinds" and not entries):
+        if not isinstance(entries, dict):
             fail(section, "expected an object of entries")
         for name, e in entries.items():
             _check_entry(e, f"{section}.{name}", fail)
@@ -243,10 +248,10 @@ def _check_entry(e, where, fail):
     f = e.get("frames") if isinstance(e, dict) else None
     if not isinstance(f, dict):
         fail(f"{where}.frames", "expected an object with median, sigma and max")
-    if not _number(f.get("median"), 1.0, MAX_FRAMES):
-        fail(f"{where}.frames.median", f"expected a number in [1, {MAX_FRAMES}], got {str(f.get('median'))[:40]}")
-    if not _number(f.get("sigma"), 0.0, MAX_SIGMA):
-        fail(f"{where}.frames.sigma", f"expected a number in [0, {MAX_SIGMA:g}], got {str(f.get('sigma'))[:40]}")
+    for key, lo, hi in (("median", 1.0, MAX_FRAMES), ("sigma", 0.0, MAX_SIGMA)):
+        if not _number(f.get(key), lo, hi):
+            got = str(f.get(key))[:40]
+            fail(f"{where}.frames.{key}", f"expected a number in [{lo:g}, {hi:g}], got {got}")
     top = f.get("max")
     if not (isinstance(top, int) and not isinstance(top, bool) and 1 <= top <= MAX_FRAMES):
         fail(f"{where}.frames.max", f"expected a whole number in [1, {MAX_FRAMES}], got {str(top)[:40]}")

@@ -256,7 +256,9 @@ def _parse(frame, lines, priorities, kinds, window=None):
         if name == "frames":  # a job's frames (issue 59): a whole number, at most MAX_FRAMES
             flag(
                 given & ((v != np.floor(v)) | (v > MAX_FRAMES)),
-                lambda i: f"frames: {_shown(column('frames').iloc[i])} is not a whole number from 1 to {MAX_FRAMES}",
+                lambda i: (
+                    f"frames: {_shown(column('frames').iloc[i])} is not a whole number from 1 to {MAX_FRAMES}"
+                ),
             )
         feats[name] = np.where(given, v, np.nan)
     ok = reason == None  # noqa: E711
