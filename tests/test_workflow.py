@@ -85,6 +85,7 @@ SMALL = {
 #: Jobs the cluster runs (every rule but the local ones: step_config and all).
 CLUSTER_JOBS = {
     "calibrate": 1,
+    "calibrate_frames": 1,
     "teach": 2,
     "warm_start": 2,
     "teach_round": 2,
@@ -463,6 +464,7 @@ def reorder(mapping):
 
 EVERYTHING = {
     "calibrate": 1,
+    "calibrate_frames": 1,
     "teach": 2,
     "warm_start": 2,
     "teach_round": 2,

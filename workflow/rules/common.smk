@@ -620,9 +620,12 @@ def farm_inputs(name):
 
 
 def frames_outputs():
-    """The frames fits: the bench logs', the trace-like history's (and its file), the history's."""
-    return [layout.FRAMES_FIT, layout.TRACE_FRAMES_HISTORY, layout.TRACE_FRAMES_FIT,
-            *([layout.WORKLOAD_FRAMES_FIT] if HISTORY else [])]
+    """The frames fits: the bench logs' (with bench logs), the history's (with a history), the
+    trace-like history's and its file (when a setting draws from the trace's fit)."""
+    trace = any(s.get("workload") == layout.TRACE_WORKLOAD for s in [*ROBUST.values(), *FARM.values()])
+    return [*([layout.FRAMES_FIT] if config["calibration"]["bench"] else []),
+            *([layout.WORKLOAD_FRAMES_FIT] if HISTORY else []),
+            *([layout.TRACE_FRAMES_HISTORY, layout.TRACE_FRAMES_FIT] if trace else [])]
 
 
 def farm_outputs(name=None):
