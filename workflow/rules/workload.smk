@@ -39,7 +39,7 @@ if HISTORY:
         """Fit frames per job and time per frame by kind and class to the history's optional frames
         column (issue 59, point 6), beside results/workload.json, which keeps its bytes; a history
         without frames gives a fit of no kind.
-        Runs `sched calibrate-frames --history` (sched/commands/calibrate_frames.py ->
+        Runs `sched calibrate-frames` (sched/commands/calibrate_frames.py ->
         sched.data.frames_fit.fit_history)."""
         input:
             config=step_config("calibrate_workload"),
@@ -126,8 +126,8 @@ rule trace_workload:
 rule trace_frames:
     """Write the trace-like synthetic history again with frames per job by its documented rule
     (make_trace_history.py --frames; issue 59, point 6) into a file of its own, so that
-    results/trace/history.csv and its fit keep their bytes, and fit its frames by kind and class.
-    Runs `sched calibrate-frames --history` (sched/commands/calibrate_frames.py ->
+    results/trace/history.csv and its fit keep their bytes, and fit its frames by kind and class (`--history`).
+    Runs `sched calibrate-frames` (sched/commands/calibrate_frames.py ->
     sched.data.frames_fit.fit_history)."""
     input:
         config=step_config("calibrate_workload"),
