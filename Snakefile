@@ -88,3 +88,4 @@ rule all:
         rules.report.output,
         robust_summaries,
         farm_outputs(),
+        frames_outputs(),

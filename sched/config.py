@@ -431,9 +431,9 @@ def resolve_paths(cfg, folder):
     The folder paths are relative to is ``folder / cfg["root"]`` (``root``
     defaults to ".": the config file's own folder; the workflow's per-step
     configs under results/config/ set it to the project root). The paths
-    (PATH_FIELDS): scenario.calibration, scenario.workload, a machines CSV of
+    (PATH_FIELDS): scenario.calibration, scenario.workload, scenario.chunks.frames.fit, a machines CSV of
     scenario.machines or of a robustness setting, workload.history,
-    calibration.bench, rank.winner, rank.tuned, rank.settings, and a policy
+    calibration.bench, rank.winner, rank.tuned, rank.settings, rank.farm_settings, and a policy
     file of plan.base or plan.rollout. When that folder is the current
     directory the paths are left as written (so results record them as
     today); else relative ones become absolute, and ``root`` becomes that
@@ -452,6 +452,9 @@ def resolve_paths(cfg, folder):
     sc = cfg["scenario"]
     for key in ("calibration", "workload"):
         sc[key] = fix(sc.get(key))
+    frames = (sc.get("chunks") or {}).get("frames") or {}
+    if frames.get("fit"):  # a frames fit (sched.data.jobs)
+        frames["fit"] = fix(frames["fit"])
     if _is_machines_csv(sc["machines"], base):
         sc["machines"] = fix(sc["machines"].strip())
     for st in (cfg.get("robustness") or {}).get("settings") or []:
@@ -459,8 +462,8 @@ def resolve_paths(cfg, folder):
             st["machines"] = fix(st["machines"].strip())
     for section, key in (("workload", "history"), ("calibration", "bench")):
         cfg[section][key] = [fix(p) for p in cfg[section][key]]
-    for key in ("winner", "tuned", "settings"):
-        cfg["rank"][key] = fix(cfg["rank"][key])
+    for key in ("winner", "tuned", "settings", "farm_settings"):
+        cfg["rank"][key] = fix(cfg["rank"].get(key))
     for key in ("base", "rollout"):
         if _is_policy_file(cfg["plan"][key]):
             cfg["plan"][key] = fix(cfg["plan"][key])

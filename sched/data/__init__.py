@@ -5,7 +5,8 @@
 * ``distributions``: the task kinds' duration distributions, their means and samplers;
 * ``machines``: the GPUs of a farm, how many and how fast (the one parser of every form);
 * ``chunked``: jobs of frames: the optional chunk columns of a scenario and its per-chunk schedule;
-* ``jobs``: generated jobs of frames (``scenario.chunks``): frames per job, frames x time per frame.
+* ``jobs``: generated jobs of frames (``scenario.chunks``): frames per job, frames x time per frame;
+* ``frames_fit``: frames per job and time per frame fitted to the bench logs' or a history's frames.
 
 Subpackages: ``bench`` (task durations calibrated from GPU bench logs, ``sched calibrate``)
 and ``workload`` (the queue's own history: its workload fit, its replay and its held-out days).

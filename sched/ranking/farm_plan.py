@@ -17,19 +17,28 @@ its ``machine`` and ``start_s`` its first chunk's. With one chunk a job the orde
 are the whole-task plan's (:func:`sched.sim.one_queue.rollout_order`), by the chunked model's
 construction (tests/test_chunks_equivalence.py).
 
-**The policy.** A rule, or ``atc-tuned``, runs as asked. ``auto`` follows the benchmark's verdict
-when it is a rule; a verdict of a learned policy or of ``plan`` (both plan whole tasks) falls back
-to ATC with the k tuned for the call's GPUs (else config ``rules.atc_k``), saying why. A call that
-names ``plan``, ``ppo``, ``ppo-<seed>`` or a policy file is refused in one line.
+**The policy.** A rule, or ``atc-tuned``, runs as asked. ``auto`` follows first the **farm
+verdict** (``farm_verdict.json`` of a chunked farm setting, ``sched farm-bench``) measured on the
+call's GPUs (count and speeds): of the folders under config ``rank.farm_settings`` (default
+``results/farm``), the one config ``rank.farm_setting`` names, else the one whose per-GPU load is
+closest to config ``scenario.load`` (then by name): its rule with its tuned k (farm-32's for a call
+on 32 identical GPUs, heavy-tails-chunked's for one GPU). A farm verdict whose fields disagree is
+not followed, and ``why`` says so. Without one, ``auto`` follows the benchmark's verdict for whole
+tasks when it is a rule; a verdict of a learned policy or of ``plan`` (both plan whole tasks)
+falls back to ATC with the k tuned for the call's GPUs (else config ``rules.atc_k``), saying why.
+A call that names ``plan``, ``ppo``, ``ppo-<seed>`` or a policy file is refused in one line.
 """
 
+import math
 import os
 
 import numpy as np
 
+from sched import layout, setting
 from sched.config import shorten
-from sched.ranking.tasks import RankInputError
-from sched.ranking.verdicts import Choice, tuned_k
+from sched.ranking.tasks import RankInputError, RankSetupError
+from sched.ranking.verdict_files import VerdictRefused
+from sched.ranking.verdicts import Choice, _json_file, tuned_k
 from sched.sim import chunks, rules
 from sched.sim.chunks import _free_gpu, _pick, _start, admit, remaining_work
 from sched.sim.rules import static_part
@@ -52,7 +61,18 @@ def choose(policy, make, st, farm):
             f"policy: {shorten(name)} plans whole tasks, and these tasks hold jobs of frames "
             f"(frame_s, chunk_frames, max_gpus, setup_s or running): use auto, {', '.join(ALLOWED)}"
         )
+    told = ""
+    if name == "auto":
+        try:
+            found, told = farm_choice(st, farm)
+        except RankSetupError:
+            raise
+        except RankInputError as exc:  # a malformed farm_verdict.json: a fault of the files read
+            raise RankSetupError(str(exc)) from exc
+        if found is not None:
+            return found
     chosen = make()
+    chosen = chosen._replace(why=f"{chosen.why}{told}")
     if chosen.rule is not None and chosen.name != "plan":
         return chosen
     note = f"; jobs of frames: {chosen.name} plans whole tasks, so"
@@ -62,6 +82,90 @@ def choose(policy, make, st, farm):
         return Choice("atc-tuned", rules.ATC, k, None, why)
     except RankInputError:  # no tuned k for these GPUs, or tuned.json unreadable
         return Choice("atc", rules.ATC, st.atc_k, None, f"{chosen.why}{note} ATC with config rules.atc_k")
+
+
+def check_farm_verdict(data, path, root="."):
+    """A farm_verdict.json (docs/file-contract.md) as (Choice, setting): a malformed field is a
+    RankInputError naming the file and field, fields that disagree a VerdictRefused."""
+    if not isinstance(data, dict):
+        raise RankInputError(f"{path}: expected a JSON object, got {type(data).__name__}")
+    try:
+        where = setting.read(data.get("setting"), "field setting")
+    except setting.SettingError as exc:
+        raise RankInputError(f"{path}: {exc}") from None
+    name, rule, k, sync = (data.get(f) for f in ("policy", "rule", "atc_k", "sync_s"))
+    if name not in (*rules.ALL_RULES, "atc-tuned"):
+        raise RankInputError(
+            f"{path}: field policy: expected a rule, farm-fifo, farm-balanced or atc-tuned, "
+            f"got {shorten(name)}"
+        )
+    if rule not in rules.ALL_RULES:
+        raise RankInputError(
+            f"{path}: field rule: expected one of {', '.join(rules.ALL_RULES)}, got {shorten(rule)}"
+        )
+    if k is not None and not _positive(k):
+        raise RankInputError(f"{path}: field atc_k: expected a number > 0 or null, got {shorten(k)}")
+    if not (_positive(sync) or sync == 0) or isinstance(sync, bool):
+        raise RankInputError(f"{path}: field sync_s: expected a number >= 0, got {shorten(sync)}")
+    offered = data["setting"].get("offered_gpus")
+    if offered is not None and not _positive(offered):
+        raise RankInputError(
+            f"{path}: field setting.offered_gpus: expected a number > 0, got {shorten(offered)}"
+        )
+    want = "atc" if name == "atc-tuned" else name
+    if rule != want or (name == "atc-tuned") != (k is not None):
+        raise VerdictRefused(
+            f"{path}: fields disagree: policy {name} runs rule {want}"
+            f"{' with its tuned atc_k' if name == 'atc-tuned' else ' with no atc_k'}, but rule is "
+            f"{shorten(rule)} and atc_k {shorten(k)}; the farm verdict is not followed",
+            where,
+        )
+    reason = data.get("reason") if isinstance(data.get("reason"), str) else ""
+    why = f", sync {float(sync):g} s: {shorten(reason, 300)}" if reason else f", sync {float(sync):g} s"
+    return Choice(name, rules.rule_id(rule), None if k is None else float(k), None, why), where
+
+
+def _positive(x):
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x > 0
+
+
+def farm_choice(st, farm):
+    """(the Choice of the farm verdict ``auto`` follows for a call of jobs of frames on ``farm``, or
+    None; the words ``why`` adds about farm verdicts not followed). Module docstring: which one."""
+    cfg_rank = st.config.rank if st.config is not None else {}
+    folder, pinned = cfg_rank.get("farm_settings"), cfg_rank.get("farm_setting")
+    if folder is None or not os.path.isdir(folder):
+        return None, ""
+    found, notes = [], []
+    for name in sorted(os.listdir(folder)):
+        if pinned is not None and name != pinned:
+            continue
+        path = os.path.join(folder, name, layout.FARM_VERDICT)
+        got = _json_file(path, check_farm_verdict, st.root)
+        if isinstance(got, VerdictRefused):
+            if got.where is not None and setting.same_farm(got.where, farm):
+                notes.append(f"; {got}")
+            continue
+        if got is not None and setting.same_farm(got[1], farm):
+            found.append((abs(got[1]["load"] - st.farm["load"]), name, path, *got))
+    told = "".join(notes)
+    if not found:
+        if pinned is not None:
+            told += (
+                f"; config rank.farm_setting {pinned}: no farm verdict of it for these GPUs under {folder}"
+            )
+        return None, told
+    _, name, path, choice, where = min(found, key=lambda f: f[:2])
+    if choice.k is None and choice.rule == rules.ATC:
+        choice = choice._replace(k=st.atc_k)
+    how = f"config rank.farm_setting {name}" if pinned else "jobs of frames on these GPUs"
+    more = ", the one whose load is closest to config scenario.load" if len(found) > 1 else ""
+    k = f" (k = {choice.k:g})" if choice.rule == rules.ATC else ""
+    why = (
+        f"auto: {how}: the farm verdict of farm setting {name} ({path}){more}, measured on "
+        f"{setting.describe(where)}: {choice.name}{k}{choice.why}{told}"
+    )
+    return choice._replace(why=why), ""
 
 
 @core_jit

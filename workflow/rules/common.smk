@@ -572,6 +572,7 @@ def manifest_inputs(wildcards=None):
     for name in ROBUST:   # plan's runs under the settings (config plan.elsewhere)
         if name != STUDIO or studio_built():
             out += robust_plan_inputs(name)
+    out += frames_outputs()   # the frames fits (issue 59, point 6: workflow/rules/calibrate.smk, workload.smk)
     return out + farm_outputs()   # the chunked farm settings (below; their rules: workflow/rules/farm.smk)
 
 
@@ -614,7 +615,17 @@ def farm_config_text(name):
 def farm_inputs(name):
     """The files a farm setting's scenarios are drawn from: the calibration and its workload file."""
     workload = FARM[name].get("workload") or WORKLOAD_FILE
-    return ([CALIBRATION] if CALIBRATION else []) + ([workload] if workload else [])
+    fit = ((FARM[name].get("chunks") or {}).get("frames") or {}).get("fit")  # frames: {fit: FILE}
+    return ([CALIBRATION] if CALIBRATION else []) + ([workload] if workload else []) + ([fit] if fit else [])
+
+
+def frames_outputs():
+    """The frames fits: the bench logs' (with bench logs), the history's (with a history), the
+    trace-like history's and its file (when a setting draws from the trace's fit)."""
+    trace = any(s.get("workload") == layout.TRACE_WORKLOAD for s in [*ROBUST.values(), *FARM.values()])
+    return [*([layout.FRAMES_FIT] if config["calibration"]["bench"] else []),
+            *([layout.WORKLOAD_FRAMES_FIT] if HISTORY else []),
+            *([layout.TRACE_FRAMES_HISTORY, layout.TRACE_FRAMES_FIT] if trace else [])]
 
 
 def farm_outputs(name=None):

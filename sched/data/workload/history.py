@@ -11,7 +11,8 @@ UTC when no offset is given, or seconds since 1970-01-01 UTC), ``priority``
 (a class of ``scenario.priorities``) or ``weight`` (a number > 0; it wins when
 both are given), ``due`` (a time as ``submitted_at``; empty or absent: no
 deadline), and optionally ``started_at``, ``finished_at``, ``gpu`` and the
-duration model's features ``width``, ``height``, ``frames``, ``steps``.
+duration model's features ``width``, ``height``, ``frames``, ``steps`` (``frames``, a job's
+frames, a whole number from 1 to ``MAX_FRAMES``: the frames fit reads it, ``sched.data.frames_fit``).
 
 A malformed record (a missing id, kind or submission time, a time or number
 that cannot be read, an unknown priority class, a due date or a finish
@@ -45,7 +46,7 @@ from sched.data.workload.history_io import (
     open_history,
 )
 from sched.formats.csv_input import normal_id
-from sched.limits import HISTORY_END_TIME, HISTORY_FIRST_TIME, MAX_SECONDS, MAX_WEIGHT
+from sched.limits import HISTORY_END_TIME, HISTORY_FIRST_TIME, MAX_FRAMES, MAX_SECONDS, MAX_WEIGHT
 
 SUFFIXES = {".csv": "csv", ".jsonl": "jsonl", ".json-lines": "jsonl"}
 CHUNK = 100_000
@@ -238,6 +239,13 @@ def _parse(frame, lines, priorities, kinds, window=None):
             given & ~((v > 0) & (v <= MAX_SECONDS)),
             lambda i, name=name: f"{name}: {_shown(c.column(name).iloc[i])} is not a number > 0",
         )
+        if name == "frames":  # a job's frames (issue 59): a whole number, at most MAX_FRAMES
+            flag(
+                given & ((v != np.floor(v)) | (v > MAX_FRAMES)),
+                lambda i: (
+                    f"frames: {_shown(column('frames').iloc[i])} is not a whole number from 1 to {MAX_FRAMES}"
+                ),
+            )
         feats[name] = np.where(given, v, np.nan)
     ok = c.reason == None  # noqa: E711
     bad = [(int(lines[i]), c.reason[i]) for i in np.flatnonzero(~ok)]

@@ -9,10 +9,12 @@ A setting with ``scenario.chunks`` (:mod:`sched.data.jobs`) runs on the chunked 
    ``benchmark.selection_offset``: every rule, atc-tuned and the farm's own dispatchers run
    there; the incumbent, atc-tuned, is replaced only by a policy significantly better than it
    (paired interval below zero), the lowest mean of those (:func:`choose`,
-   ``farm_verdict.json``). It is what ``rank()`` is to run for that farm. The candidates include
-   a parallelism limit (issue 60): ``atc-tuned-cap``, tuned ATC with every job at most ``cap``
-   chunks at once (``cap`` tuned after k on the same seeds, :mod:`.caps`), and ``farm-fifo-cap``,
-   the farm's default with that limit (what the limit alone gives).
+   ``farm_verdict.json``; its ``setting.load`` per GPU, as config ``scenario.load``, and
+   ``setting.offered_gpus`` the offered work in speed-1 GPUs). It is what ``rank()`` runs for a
+   call of jobs of frames on that farm's GPUs (:mod:`sched.ranking.farm_plan`). The candidates
+   include a parallelism limit (issue 60): ``atc-tuned-cap``, tuned ATC with every job at most
+   ``cap`` chunks at once (``cap`` tuned after k on the same seeds, :mod:`.caps`), and
+   ``farm-fifo-cap``, the farm's default with that limit (what the limit alone gives).
 3. **The test scenarios** (``benchmark.scenarios``): every rule at frame level (fifo .. wmdd,
    atc-tuned), ``farm-fifo`` and ``farm-balanced``, the limited two, the same jobs run whole and
    non-preemptive (``atc-tuned-whole``: one chunk a job, today's model, with the tuned k), and the
@@ -209,6 +211,8 @@ def choose(cfg, selection, atc_k, seeds, cap=0):
             "selection (validation) scenarios"
         )
     sp = spec(winner, atc_k, cap=cap)
+    where = setting.of_config(cfg)  # load: per GPU, as config scenario.load
+    capacity = float(sum(setting.speeds_of_config(cfg)))
     return {
         "policy": winner,
         "rule": sp["rule"],
@@ -217,7 +221,11 @@ def choose(cfg, selection, atc_k, seeds, cap=0):
         "sync_s": float(cfg.scenario.chunks.get("sync_s", 0.0)),
         "reason": reason,
         "selection": {"on": "validation", "seeds": [int(seeds.start), len(seeds)], "means": means},
-        "setting": {**setting.of_config(cfg), "chunks": config_mod.thawed(cfg.scenario.chunks)},
+        "setting": {
+            **where,
+            "offered_gpus": where["load"] * capacity,  # the offered work in speed-1 GPUs
+            "chunks": config_mod.thawed(cfg.scenario.chunks),
+        },
     }
 
 
