@@ -10,7 +10,8 @@ decides, the tie rule, the rules' formulas) is the core's, through its own step 
 * :func:`decide`: a delayed rule's decision (``rules.WAIT_RULES``): its base rule's pick and the
   time the GPU waits until (at or before now: start the pick now). One function: ``rank()``, the
   planner or a learned policy call it to know what the rule would do;
-* :func:`run_delayed`, :func:`simulate_batch`: the rollouts of a delayed rule.
+* :func:`run_delayed`, :func:`simulate_batch`: the rollouts of a delayed rule;
+* :func:`tuned_parameters`: a delayed rule's alpha, k and bound, as ``sched tune`` chose them.
 
 A held GPU's ``mfree`` is its wake time (its last task is still ``mtask``, whose end says when
 it freed: :func:`freed_at`). With every decision starting a task nothing here runs and the
@@ -114,6 +115,20 @@ def _rollout_serial(s, rule, k, alpha, max_wait):
 def _rollout_parallel(s, rule, k, alpha, max_wait):
     for b in nb.prange(s.n.shape[0]):
         _rollout(s, b, rule, k, alpha, max_wait)
+
+
+def tuned_parameters(tuned, rule):
+    """``(alpha, atc_k or None, max_wait)`` of the delayed ``rule`` in a tuned.json's ``waiting``
+    (``sched tune`` writes it, ``sched.evaluate.tuning.tune_waiting``: what the benchmark ran)."""
+    wait = tuned.get("waiting") if isinstance(tuned, dict) else None
+    got = wait.get("rules", {}).get(rule) if isinstance(wait, dict) else None
+    if not isinstance(got, dict):
+        raise SimulationError(
+            f"delayed rule {rule}: the tuned file has no alpha for it (name it in config "
+            "benchmark.waiting.rules and rerun `sched tune`)"
+        )
+    k = got.get("atc_k")
+    return float(got["alpha"]), (None if k is None else float(k)), float(wait["max_wait_s"])
 
 
 def check(alpha, max_wait):
