@@ -86,3 +86,42 @@ def test_hold_bounds_and_refusals():
             waiting.simulate([0.0], [1.0], [1.0], [1.0], [1.0], "atc-wait", alpha, max_wait)
     with pytest.raises(SimulationError):
         waiting.simulate([0.0], [1.0], [1.0], [1.0], [1.0], "atc", 1.0, 5.0)
+
+
+def _tiny(waiting_section=None):
+    from sched.config import validate_config
+
+    bench = {"validation_scenarios": 4, "atc_k_grid": [1.0, 2.0]}
+    if waiting_section is not None:
+        bench["waiting"] = waiting_section
+    return validate_config({"scenario": {"tasks": 40}, "benchmark": bench}, "test")
+
+
+def test_tune_chooses_alpha_on_the_validation_seeds_and_the_benchmark_runs_it(tmp_path):
+    """`sched tune` writes each named delayed rule's best alpha of the grid (atc-wait at the tuned
+    k); the benchmark's spec runs exactly it; without benchmark.waiting tuned.json has no
+    `waiting` (the other settings' files are unchanged)."""
+    import json
+
+    from sched.evaluate import policies, runs, tuning
+
+    assert "waiting" not in tuning.tune_atc_k(_tiny())
+    cfg = _tiny({"rules": ["wspt-wait", "atc-wait"], "alpha_grid": [0.5, 64.0], "max_wait_s": 900})
+    rec = tuning.tune_atc_k(cfg)
+    for rule, got in rec["waiting"]["rules"].items():
+        means = [g["mean_twt_s"] for g in got["grid"]]
+        assert got["alpha"] == got["grid"][int(np.argmin(means))]["alpha"]
+        assert got["atc_k"] == (rec["atc_k"] if rule == "atc-wait" else None)
+    path = tmp_path / "tuned.json"
+    path.write_text(json.dumps(rec))
+    specs, _ = policies.resolve_policies(cfg, ["atc-wait"], tuned=path)
+    got = rec["waiting"]["rules"]["atc-wait"]
+    assert (specs["atc-wait"]["wait_alpha"], specs["atc-wait"]["max_wait_s"]) == (got["alpha"], 900.0)
+    scenarios = runs.generate_scenarios(cfg, [5, 6])
+    arrays = [s.arrays for s in scenarios]
+    ran = runs.schedule_policy(specs["atc-wait"], scenarios, arrays, 1)
+    want = waiting.simulate_batch(arrays, "atc-wait", got["alpha"], 900.0, k=rec["atc_k"])
+    assert all(_same(g, w) for g, w in zip(ran, want))
+    with pytest.raises(SimulationError):  # a tuned file without the rule's alpha
+        path.write_text(json.dumps({k: v for k, v in rec.items() if k != "waiting"}))
+        policies.resolve_policies(cfg, ["wspt-wait"], tuned=path)
