@@ -20,7 +20,7 @@ shards), :mod:`~sched.evaluate.policies` (policy names and specs),
 (the per-scenario table), :mod:`~sched.evaluate.statistics` (paired bootstrap),
 :mod:`~sched.evaluate.summary` (summary and winner).
 
-Also here: ``tuning`` (ATC's k), ``gate`` (the gates of a verdict: plan's candidacy,
+Also here: ``tuning`` (ATC's k, the delayed rules' alpha), ``gate`` (the gates of a verdict: plan's candidacy,
 its settings tried on the winner and the rule that picks one; the validation days';
 the held-out days'), ``demo`` (the demonstration scenario), ``headroom`` (the clairvoyant
 reference run), ``errors`` (the package's error classes) and ``progress`` (its progress

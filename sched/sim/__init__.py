@@ -4,6 +4,8 @@
 * ``rules``: the dispatching rules, their names and priority formulas, defined once;
 * ``objective``: tardiness and total weighted tardiness, defined once;
 * ``core``: the compiled event loop, the rule picks and batched rollouts;
+* ``waiting``: waiting as an action (issue 60): a free GPU held idle until the next arrival or a
+  wake time; the delayed rules' decision (``rules.WAIT_RULES``) and rollouts;
 * ``chunks``: jobs of frames on a render farm (issue 59): the chunk formulas and their compiled
   event loop (a job's chunks spread over GPUs up to its limit; one-chunk jobs run on ``core``);
 * ``sync``: the farm as the adapters drive it: the rule ranks the jobs at syncs every ``sync_s``

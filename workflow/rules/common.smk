@@ -153,16 +153,26 @@ def policy_file_args(setting=None, warm=True):
     )
 
 
+def wait_rules(setting=None):
+    """The delayed rules a setting runs as candidates (issue 60): the main run's
+    benchmark.waiting.rules; a robustness setting's own wait_rules (absent: none)."""
+    if setting is None:
+        return list((config["benchmark"].get("waiting") or {}).get("rules") or [])
+    return list(ROBUST[setting].get("wait_rules") or [])
+
+
 def bench_policies(setting=None):
-    """The benchmark's `--policies`: every heuristic and every learned policy (warm starts
-    included), in table order."""
-    return ",".join(sorted([*HEURISTICS, *(name for name, _ in learned_policies(setting))], key=policy_key))
+    """The benchmark's `--policies`: every heuristic (the setting's delayed rules too) and every
+    learned policy (warm starts included), in table order."""
+    names = [*HEURISTICS, *wait_rules(setting), *(name for name, _ in learned_policies(setting))]
+    return ",".join(sorted(names, key=policy_key))
 
 
 def select_policies(setting=None):
-    """The selection run's `--policies`: those that may win winner.json, every heuristic and
-    ppo-<S> per training seed (no warm start: they are benchmarked, they do not compete)."""
-    names = [*HEURISTICS, *(name for name, _ in learned_policies(setting, warm=False))]
+    """The selection run's `--policies`: those that may win winner.json, every heuristic (the
+    setting's delayed rules too) and ppo-<S> per training seed (no warm start: they are
+    benchmarked, they do not compete)."""
+    names = [*HEURISTICS, *wait_rules(setting), *(name for name, _ in learned_policies(setting, warm=False))]
     return ",".join(sorted(names, key=policy_key))
 
 
@@ -317,7 +327,9 @@ STEP_SETTINGS = {
     # what `sched teach` reads, and what `sched train --teacher` checks the labels against
     "teach": {**SCENARIO, "train": TEACHER},
     "distill": {**SCENARIO, "train": DISTILL},
-    "tune": {**SCENARIO, "benchmark": [*BENCHMARK_COUNTS, "atc_k_grid"]},
+    # benchmark.waiting: the delayed rules' alphas, tuned beside ATC's k (issue 60), when the config has it
+    "tune": {**SCENARIO, "benchmark": [*BENCHMARK_COUNTS, "atc_k_grid",
+                                       *(["waiting"] if "waiting" in config["benchmark"] else [])]},
     "benchmark": {**SCENARIO, "benchmark": BENCHMARK_COUNTS},
     # the selection run checks its seeds after those that chose the training checkpoints
     "select": {**SCENARIO, "benchmark": [*BENCHMARK_COUNTS, *SELECTION], "train": ["validation_scenarios"]},
@@ -395,6 +407,11 @@ def step_settings(step, setting=None):
             chosen["scenario"][key] = overrides[key]
     if setting == STUDIO and "selection_scenarios" in chosen.get("benchmark", {}):
         chosen["benchmark"]["selection_scenarios"] = int((config.get("studio") or {}).get("selection_scenarios", 300))
+    if "waiting" in chosen.get("benchmark", {}):  # the delayed rules: the setting's own wait_rules only
+        if overrides.get("wait_rules"):
+            chosen["benchmark"]["waiting"]["rules"] = list(overrides["wait_rules"])
+        else:
+            del chosen["benchmark"]["waiting"]
     if "train" in chosen and overrides.get("train"):
         # atc_k: the setting's own k is passed on the command line (atc_k_arg), as
         # `tuned` is only known once its tuned.json is written
