@@ -66,6 +66,7 @@ include: "workflow/rules/calibrate.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/benchmark.smk"
 include: "workflow/rules/robustness.smk"
+include: "workflow/rules/studio.smk"
 include: "workflow/rules/farm.smk"
 include: "workflow/rules/workload.smk"
 include: "workflow/rules/manifest.smk"
@@ -87,4 +88,4 @@ rule all:
         rules.manifest.output,
         rules.report.output,
         robust_summaries,
-        farm_outputs(),
+        PLAN.farm_outputs(),

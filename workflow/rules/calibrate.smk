@@ -2,7 +2,7 @@ rule calibrate:
     """Fit the per-kind duration distributions and the duration model to the bench logs.
     Runs `sched calibrate` (sched/commands/calibrate.py -> sched.data.bench.fit.calibrate)."""
     input:
-        config=step_config("calibrate"),
+        config=PLAN.step_config("calibrate"),
         bench=config["calibration"]["bench"],
     output:
         json=layout.CALIBRATION,
