@@ -6,9 +6,9 @@
 #
 # Every job is a `sched` command (see the log of each job under results/logs/
 # for its output), reading its own config file results/config/<step>.yaml: see
-# workflow/rules/common.smk and docs/workflow.md. Each rule's docstring names the
-# command module and the library function it runs (`snakemake --list-rules`
-# lists them); every path is from sched/layout.py.
+# sched/pipeline/ (bound in workflow/rules/common.smk) and docs/workflow.md.
+# Each rule's docstring names the command module and the library function it
+# runs (`snakemake --list-rules` lists them); every path is from sched/layout.py.
 import copy
 
 from snakemake.exceptions import WorkflowError
