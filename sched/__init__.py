@@ -8,7 +8,8 @@ bottom (docs/architecture.md):
 * ``learn``: learned policies, PPO and decision-time search;
 * ``evaluate``: the benchmark, its verdict and its report;
 * ``ranking``: ``rank()``, the in-process decision;
-* ``serve`` and ``farms``: ``rank()`` over HTTP, and into render farms;
+* ``serve`` and ``farms``: ``rank()`` over HTTP, and into render farms; ``pipeline``: the
+  workflow's plan (what each job reads, runs and writes), which the Snakemake files bind;
 * ``commands`` with ``cli``: the ``sched`` command line, one module a subcommand;
 * ``evidence``: the pinned code paths, the results' manifest and the run records (issue 45);
 * ``formats``: the one parser of each text format read (CSV, JSON, YAML).

@@ -28,6 +28,7 @@ SUBPACKAGES = (
     "evaluate",
     "evaluate/report",
     "evaluate/farm",
+    "pipeline",
     "ranking",
     "serve",
     "farms",
@@ -311,3 +312,24 @@ def test_no_compiled_function_takes_more_than_eight_parameters():
                 if n > MAX_COMPILED_PARAMS:
                     over.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({n})")
     assert not over, f"bundle the parameters into NamedTuples: {over}"
+
+
+#: The workflow's shared file only binds the package's plan (sched/pipeline/) to the rules.
+MAX_COMMON_SMK_LINES = 150
+
+
+def test_the_workflow_is_thin_its_logic_in_the_package():
+    """common.smk binds sched/pipeline/ (tested without Snakemake) and stays short; a rule's input
+    and params are named functions of the package, never a lambda (issue 61)."""
+    rules = ROOT / "workflow" / "rules"
+    common = (rules / "common.smk").read_text()
+    assert common.count("\n") <= MAX_COMMON_SMK_LINES, common.count("\n")
+    lambdas = [
+        f"{p.relative_to(ROOT)}:{i}"
+        for p in [*sorted(rules.glob("*.smk")), ROOT / "Snakefile"]
+        for i, line in enumerate(p.read_text().splitlines(), 1)
+        if "lambda" in line.split("#", 1)[0]
+    ]
+    assert not lambdas, f"a lambda in a rule: name a function in sched/pipeline/wildcards.py: {lambdas}"
+    # the studio's rules in a file of their own (sched/pipeline/studio.py: the setting)
+    assert (rules / "studio.smk").exists() and "STUDIO" not in (rules / "robustness.smk").read_text()

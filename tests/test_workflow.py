@@ -643,10 +643,10 @@ def test_each_rule_docstring_names_the_code_it_runs():
         if rule == "all":
             continue
         if rule in ("step_config", "robust_config"):
-            assert "step_config_text (workflow/rules/common.smk)" in doc, doc
+            assert "Plan.step_config_text (sched/pipeline/plan.py)" in doc, doc
             continue
         if rule == "farm_config":
-            assert "farm_config_text (workflow/rules/common.smk)" in doc, doc
+            assert "Plan.farm_config_text (sched/pipeline/plan.py)" in doc, doc
             continue
         m = re.search(r"Runs `sched ([\w-]+)` \(sched/commands/(\w+)\.py -> (.+?)\)\.?$", doc)
         assert m, (rule, doc)

@@ -2,7 +2,7 @@ rule calibrate:
     """Fit the per-kind duration distributions and the duration model to the bench logs.
     Runs `sched calibrate` (sched/commands/calibrate.py -> sched.data.bench.fit.calibrate)."""
     input:
-        config=step_config("calibrate"),
+        config=PLAN.step_config("calibrate"),
         bench=config["calibration"]["bench"],
     output:
         json=layout.CALIBRATION,
@@ -26,7 +26,7 @@ rule calibrate_frames:
     scenario.chunks.frames: {fit: results/calibration_frames.json} draws a chunked setting's frames from it.
     Runs `sched calibrate-frames` (sched/commands/calibrate_frames.py -> sched.data.frames_fit.fit_bench)."""
     input:
-        config=step_config("calibrate"),
+        config=PLAN.step_config("calibrate"),
         bench=config["calibration"]["bench"],
     output:
         json=layout.FRAMES_FIT,

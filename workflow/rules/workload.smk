@@ -14,15 +14,14 @@ if HISTORY:
         Runs `sched calibrate-workload` (sched/commands/calibrate_workload.py ->
         sched.data.workload.workload_fit.calibrate_workload)."""
         input:
-            config=step_config("calibrate_workload"),
-            calibration=[CALIBRATION] if CALIBRATION else [],
+            config=PLAN.step_config("calibrate_workload"),
+            calibration=CALIBRATION,
             history=HISTORY,
         output:
             json=layout.WORKLOAD,
             png=report(layout.WORKLOAD_FIGURE, caption="../report/workload.rst", category="1. Calibration"),
         params:
-            calibration=lambda wildcards, input: f"--calibration {shlex.quote(input.calibration[0])}"
-            if input.calibration else "",
+            calibration=wc.calibration_arg,
         log:
             layout.log("calibrate-workload"),
         benchmark:
@@ -42,7 +41,7 @@ if HISTORY:
         Runs `sched calibrate-frames` (sched/commands/calibrate_frames.py ->
         sched.data.frames_fit.fit_history)."""
         input:
-            config=step_config("calibrate_workload"),
+            config=PLAN.step_config("calibrate_workload"),
             history=HISTORY,
         output:
             json=layout.WORKLOAD_FRAMES_FIT,
@@ -63,17 +62,17 @@ if HISTORY:
         Runs `sched replay` (sched/commands/replay.py -> sched.data.workload.replay.replay_scenarios,
         sched.evaluate.runs.run_on_scenarios)."""
         input:
-            config=step_config("replay"),
-            calibration=[CALIBRATION] if CALIBRATION else [],
+            config=PLAN.step_config("replay"),
+            calibration=CALIBRATION,
             history=HISTORY,
             tuned=layout.TUNED_PATH,
-            policies=policy_files(),
+            policies=PLAN.policy_files(),
         output:
-            replay_outputs(),
+            PLAN.replay_outputs(),
         params:
-            policies=bench_policies(),
-            policy_files=policy_file_args(),
-            out=lambda wildcards, output: os.path.dirname(output[0]),  # layout.REPLAY_DIR
+            policies=PLAN.bench_policies(),
+            policy_files=PLAN.policy_file_args(),
+            out=wc.output_dir,  # layout.REPLAY_DIR
         log:
             layout.log("replay"),
         benchmark:
@@ -97,18 +96,17 @@ rule trace_workload:
     Runs `sched calibrate-workload` (sched/commands/calibrate_workload.py ->
     sched.data.workload.workload_fit.calibrate_workload)."""
     input:
-        config=step_config("calibrate_workload"),
+        config=PLAN.step_config("calibrate_workload"),
         script="resources/history/make_trace_history.py",
         example="resources/history/make_example_history.py",  # its weekly profile and queue
         bench="resources/bench/make_example_logs.py",  # the calibration's truth, for the estimates
-        calibration=[CALIBRATION] if CALIBRATION else [],
+        calibration=CALIBRATION,
     output:
         history=layout.TRACE_HISTORY,
         json=layout.TRACE_WORKLOAD,
         png=layout.TRACE_WORKLOAD_FIGURE,
     params:
-        calibration=lambda wildcards, input: f"--calibration {shlex.quote(input.calibration[0])}"
-        if input.calibration else "",
+        calibration=wc.calibration_arg,
     log:
         layout.log("trace-workload"),
     benchmark:
@@ -130,7 +128,7 @@ rule trace_frames:
     Runs `sched calibrate-frames` (sched/commands/calibrate_frames.py ->
     sched.data.frames_fit.fit_history)."""
     input:
-        config=step_config("calibrate_workload"),
+        config=PLAN.step_config("calibrate_workload"),
         script="resources/history/make_trace_history.py",
         example="resources/history/make_example_history.py",  # its weekly profile and queue
         bench="resources/bench/make_example_logs.py",  # the calibration's truth, for the estimates
