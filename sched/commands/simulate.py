@@ -72,7 +72,8 @@ def run(args):
     from sched import files
     from sched.data import chunked
     from sched.data.machines import spec_of, speeds
-    from sched.data.scenario import generate, read_scenario, scenario_model, schedule_frame, summarize
+    from sched.data.scenario import generate, read_scenario, scenario_model
+    from sched.data.schedule import schedule_frame, summarize
     from sched.evaluate.runs import schedule_scenarios
 
     check_policy(args)  # before any work: the config, the scenarios

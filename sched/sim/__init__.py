@@ -2,7 +2,6 @@
 
 * ``state``: the simulator's state, a batch of scenarios as plain NumPy arrays;
 * ``rules``: the dispatching rules, their names and priority formulas, defined once;
-* ``objective``: tardiness and total weighted tardiness, defined once;
 * ``core``: the compiled event loop, the rule picks and batched rollouts;
 * ``chunks``: jobs of frames on a render farm (issue 59): the chunk formulas and their compiled
   event loop (a job's chunks spread over GPUs up to its limit; one-chunk jobs run on ``core``);
