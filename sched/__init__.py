@@ -15,9 +15,10 @@ bottom (docs/architecture.md):
 * ``formats``: the one parser of each text format read (CSV, JSON, YAML).
 
 Modules of this folder: ``cache`` (the one locked cache), ``cli``, ``config`` (the one
-frozen config), ``errors``, ``files`` (atomic writes), ``layout`` (every results path),
-``limits`` (and the products of settings they bound), ``setting`` (a benchmark's GPUs and
-load), ``sim_numba`` (the compiled core at the path the contract names), ``threads``.
+frozen config), ``config_checks`` (what its schema cannot check), ``errors``, ``files``
+(atomic writes), ``layout`` (every results path), ``limits`` (and the products of settings
+they bound), ``setting`` (a benchmark's GPUs and load), ``sim_numba`` (the compiled core at
+the path the contract names), ``threads``.
 """
 
 import os

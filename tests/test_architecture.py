@@ -333,3 +333,47 @@ def test_the_workflow_is_thin_its_logic_in_the_package():
     assert not lambdas, f"a lambda in a rule: name a function in sched/pipeline/wildcards.py: {lambdas}"
     # the studio's rules in a file of their own (sched/pipeline/studio.py: the setting)
     assert (rules / "studio.smk").exists() and "STUDIO" not in (rules / "robustness.smk").read_text()
+
+
+#: The floors, lowest first (docs/architecture.md): a module imports from its own floor and the
+#: ones below, never from above. A module's floor is that of the longest prefix listed here;
+#: ``sched`` itself (the package's ``__init__``: ``from sched import rank``) and the command line
+#: are the top. ``sched.setting`` (a benchmark's farm and load, read from a machines value and a
+#: workload file) stands on data's floor.
+FLOORS = (
+    ("sched.cache", "sched.config", "sched.config_checks", "sched.errors", "sched.files", "sched.layout",
+     "sched.limits", "sched.threads", "sched.formats", "sched.evidence"),
+    ("sched.data", "sched.setting"),
+    ("sched.sim", "sched.sim_numba"),
+    ("sched.learn",),
+    ("sched.evaluate", "sched.ranking"),
+    ("sched.serve", "sched.farms", "sched.pipeline"),
+    ("sched.commands", "sched.cli", "sched.__main__", "sched"),
+)  # fmt: skip
+
+
+def floor_of(module):
+    """The floor of ``module`` (an index into FLOORS), by the longest listed prefix."""
+    best = None
+    for i, names in enumerate(FLOORS):
+        for name in names:
+            if (module == name or module.startswith(name + ".")) and (best is None or len(name) > best[1]):
+                best = (i, len(name))
+    assert best is not None, f"{module}: on no floor: add it to FLOORS"
+    return best[0]
+
+
+def test_every_module_is_on_a_floor():
+    for name in sources():
+        floor_of(name)
+
+
+def test_no_arrow_up(graph):
+    """No module imports one on a floor above its own (a package's ``__init__`` as a target aside:
+    importing ``sched.data.scenario`` runs ``sched/__init__.py`` whatever the code says)."""
+    inits = {m for m, p in sources().items() if p.name == "__init__.py"}
+    up = {
+        m: sorted(d for d in deps if d not in inits and floor_of(d) > floor_of(m))
+        for m, deps in graph.items()
+    }
+    assert not {m: d for m, d in up.items() if d}, {m: d for m, d in up.items() if d}

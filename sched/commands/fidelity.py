@@ -94,7 +94,7 @@ def run(args):
     if not -1.0 <= threshold <= 1.0:
         raise UsageError(f"--threshold: Kendall's tau lies in [-1, 1], got {threshold}")
     k = float(cfg.rules.atc_k)
-    table, record, queues = check(real, streams, scenarios, machines, k, threshold)
+    table, record, queues = check(real, streams, scenarios, rules_on(machines, k), threshold)
     record["period"] = list(period)
     variants = (
         [] if args.no_variants else _variants(cfg, model, workload, real, stream, (n, n_sc), k, threshold)
@@ -132,6 +132,16 @@ def _variants(cfg, model, workload, real, stream, counts, k, threshold):
             scenario_model(c), fidelity_seeds(c, counts[0]), stream.scenario.week_start_s, real.days
         )
         sc = scenario_samples(generate_scenarios(c, selection_seeds(c)[: counts[1]]))
-        out.append((name, sw, check(real, st, sc, cfg.scenario.machines, k, threshold)[1]["tau"]))
+        out.append((name, sw, check(real, st, sc, rules_on(cfg.scenario.machines, k), threshold)[1]["tau"]))
         print(f"fidelity: {name}: tau {out[-1][2]}", file=sys.stderr)
     return out
+
+
+def rules_on(machines, k):
+    """The simulation the fidelity check runs each rule by: the compiled core on ``machines``
+    (ATC's k: ``k``)."""
+    from functools import partial
+
+    from sched.sim.core import simulate_batch
+
+    return partial(simulate_batch, machines=machines, k=k)

@@ -289,15 +289,14 @@ def teacher_spec(cfg, tuned=None):
     """The spec of ``teacher``: the planner on the rule ``train.teacher_base`` (ATC with the
     training's k: ``train.atc_k``, the tuned k when it is ``tuned``, else ``rules.atc_k``), the
     base continuing its rollouts, with the teacher's settings (``settings``, ``chunk``)."""
-    from sched.learn.ppo.loop import Args
-    from sched.learn.search.teacher import settings_of
+    from sched.learn.settings import TeacherSettings
 
     k = cfg.train.atc_k
     if k == "tuned":
         k = float(read_tuned(Path(tuned or layout.TUNED_PATH))["atc_k"])
     k = training_atc_k(cfg, k)
     rule = cfg.train.teacher_base
-    teacher = settings_of(Args.from_config(cfg, atc_k=k))
+    teacher = TeacherSettings.from_config(cfg)
     settings = dict(
         cfg.plan,
         candidates=teacher.candidates,

@@ -2,7 +2,6 @@
 
 * ``state``: the simulator's state, a batch of scenarios as plain NumPy arrays;
 * ``rules``: the dispatching rules, their names and priority formulas, defined once;
-* ``objective``: tardiness and total weighted tardiness, defined once;
 * ``core``: the compiled event loop, the rule picks and batched rollouts;
 * ``waiting``: waiting as an action (issue 60): a free GPU held idle until the next arrival or a
   wake time; the delayed rules' decision (``rules.WAIT_RULES``) and rollouts;
