@@ -10,6 +10,8 @@
   event loop (a job's chunks spread over GPUs up to its limit; one-chunk jobs run on ``core``);
 * ``sync``: the farm as the adapters drive it: the rule ranks the jobs at syncs every ``sync_s``
   seconds, the farm dispatches by those ranks between them (``simulate(..., sync_s)``);
+* ``farm_limits``: a parallelism limit as a decision: every job at most ``cap`` chunks at once
+  (issue 60), read by the loops as ``max_gpus``;
 * ``one_queue``: the compiled path of ``rank()`` (one queue, one rule, one call);
 * ``top``: the one top-k selection (largest first, ties by index: the rules' tie rule);
 * ``reference``: the plain-Python reference simulator the compiled one is checked against;
