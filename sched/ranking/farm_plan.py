@@ -53,7 +53,9 @@ def choose(policy, make, st, farm):
             f"(frame_s, chunk_frames, max_gpus, setup_s or running): use auto, {', '.join(ALLOWED)}"
         )
     chosen = make()
-    if chosen.rule is not None and chosen.name != "plan":
+    if (
+        chosen.rule is not None and chosen.name != "plan" and chosen.wait is None
+    ):  # a delayed rule: whole tasks
         return chosen
     note = f"; jobs of frames: {chosen.name} plans whole tasks, so"
     try:
