@@ -1,7 +1,8 @@
 """``rank(tasks)``, the in-process decision a render queue calls (docs/rank.md).
 
 * ``ranker``: ``rank()`` and ``decide()``, the policy a call runs and its order;
-* ``tasks``: reading and checking the tasks and machines of a call;
+* ``tasks``: reading and checking the tasks of a call, on one clock;
+* ``gpus``: a call's machines: when each GPU is free, and how fast;
 * ``frames``: a task's fields of a job of frames (issue 59: frames, frame_s, running, ...);
 * ``farm_plan``: the order of a call of jobs of frames, the rule's plan on the chunked model;
 * ``times``: the clock, numbers, dates and time zones;
