@@ -11,7 +11,7 @@ next arrival among the call's tasks, and decides again.
 What ``rank()`` knows (docs/rank.md, "Delayed rules"):
 
 * ``alpha``, ATC's ``k`` and ``max_wait_s``: tuned.json's ``waiting`` (``sched tune``): config
-  ``rank.tuned`` for a named policy, the winner's own folder's for ``auto``;
+  ``rank.tuned`` for a named policy, the winner's own folder's for ``auto`` (:func:`resolve`);
 * the expected gap to the next arrival: the mean of the last ``rules.GAP_WINDOW`` gaps between the
   call's task arrivals up to ``now`` (the simulator's estimate on what the call shows). Tasks that
   give no ``arrival`` arrive at ``now``: when no two arrivals differ, no gap is known (infinite)
@@ -89,18 +89,6 @@ def delayed_choice(name, st, why):
     return Choice(
         name, rules.wait_base(name), k, None, f"{why}; alpha {w['alpha']:g} from {st.tuned}", wait=w
     )
-
-
-def winner_choice(name, winner_path, gate):
-    """The Choice of a winner.json naming the delayed rule ``name``, its parameters still to be
-    read (:func:`resolve`) from the tuned.json beside it (``sched tune`` wrote both)."""
-    import os
-
-    from sched import layout
-    from sched.ranking.verdict_files import Choice
-
-    tpath = os.path.join(os.path.dirname(winner_path), layout.TUNED)
-    return Choice(name, rules.wait_base(name), None, None, gate, wait={"tuned": tpath})
 
 
 def resolve(choice, st, farm):

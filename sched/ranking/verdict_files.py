@@ -9,7 +9,7 @@ import re
 from collections import namedtuple
 from pathlib import Path
 
-from sched import files, setting
+from sched import files, layout, setting
 from sched.errors import shorten
 from sched.formats import json_input
 from sched.limits import MAX_VERDICT_BYTES
@@ -113,9 +113,8 @@ def check_winner(data, path, root="."):
     if held is not None:  # the held-out gate runs after plan's: it judged the policy named, plan too
         _held_out_agrees(path, name, data["held_out"], where)
     if rule in rules.WAIT_RULES:  # a delayed rule: its alpha from the tuned.json beside, read per call
-        from sched.ranking.hold import winner_choice
-
-        return winner_choice(name, path, gate), where
+        wait = {"tuned": os.path.join(os.path.dirname(path), layout.TUNED)}  # (sched.ranking.hold.resolve)
+        return Choice(name, rules.wait_base(rule), None, None, gate, wait=wait), where
     if rule is not None:
         return Choice(name, rules.rule_id(rule), k, None, gate, None, plan), where
     _usable_path(pfile, path, where)
