@@ -73,7 +73,7 @@ def choose(policy, make, st, farm):
             return found
     chosen = make()
     chosen = chosen._replace(why=f"{chosen.why}{told}")
-    if chosen.rule is not None and chosen.name != "plan":
+    if chosen.rule is not None and chosen.name != "plan" and chosen.wait is None:  # delayed: whole tasks
         return chosen
     note = f"; jobs of frames: {chosen.name} plans whole tasks, so"
     try:

@@ -71,9 +71,7 @@ KNOWN_FIELDS = frozenset(
 #: (datetimes without a time zone, read in UTC); ``tz``: the time zone to show the plan in.
 #: ``speed``: each GPU's speed (a task of estimate p takes p / speed on it).
 #: ``chunks``: the call's jobs of frames (:class:`sched.ranking.frames.Chunks`), None when it has none.
-Queue = namedtuple(
-    "Queue", "n ids arrival estimate weight due machine_free speed kinds clock tz chunks", defaults=(None,)
-)
+Queue = namedtuple("Queue", "n ids arrival estimate weight due machine_free speed kinds clock tz chunks now")
 
 
 # --------------------------------------------------------------------------- records
@@ -167,7 +165,7 @@ def read_queue(tasks, now, machines, st):
     chunks = frames.read(tasks, ids, est, mfree, speed, now, _bad) if ids else None
     if chunks is not None:  # setups and running chunks are work too
         _check_reach(max(float(columns[0].max()), float(mfree.max())), chunks.work, end)
-    return Queue(len(ids), ids, *columns, mfree, speed, kinds, clock, tz, chunks)
+    return Queue(len(ids), ids, *columns, mfree, speed, kinds, clock, tz, chunks, now)
 
 
 def _check_reach(latest, work, end=MAX_SECONDS):
