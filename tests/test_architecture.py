@@ -30,6 +30,7 @@ SUBPACKAGES = (
     "evaluate/farm",
     "pipeline",
     "ranking",
+    "ranking/farm",
     "serve",
     "farms",
     "commands",

@@ -13,6 +13,8 @@
 * ``deadline_client``: the boto3 client and what its failures say;
 * ``task_times``: the measured task times a sync keeps between runs (a job whose succeeded
   tasks did not change costs no call);
+* ``hold``: a decision's holds and job limits on a farm (issue 60): held jobs paused or
+  suspended, released when no longer held, behind options that are off by default;
 * ``opencue``: ``sched opencue sync``, a show's pending OpenCue jobs as job priorities
   (optional extra ``opencue``, docs/opencue.md).
 """

@@ -208,7 +208,8 @@ class Plan:
     def bench_policies(self, setting=None):
         """The benchmark's `--policies`: every heuristic (the setting's delayed rules too) and
         every learned policy, in table order."""
-        names = [*HEURISTICS, *self.wait_rules(setting), *(name for name, _ in self.learned_policies(setting))]
+        learned = (name for name, _ in self.learned_policies(setting))
+        names = [*HEURISTICS, *self.wait_rules(setting), *learned]
         return ",".join(sorted(names, key=policy_key))
 
     def select_policies(self, setting=None):

@@ -31,8 +31,9 @@ from sched.cache import Cache
 from sched.config import Record
 from sched.errors import SchedError, shorten
 from sched.limits import MAX_SEED_DIGITS
-from sched.ranking import farm_plan, hold
+from sched.ranking import hold
 from sched.ranking.explain import explain_frame
+from sched.ranking.farm import plan as farm_plan
 from sched.ranking.request import is_seed_name
 from sched.ranking.tasks import RankInputError, RankSetupError, read_queue, task_records
 from sched.ranking.times import WEEK_START_S

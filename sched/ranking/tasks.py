@@ -44,7 +44,8 @@ from sched.limits import (
     MAX_SECONDS,
     MAX_WEIGHT,
 )
-from sched.ranking import frames, gpus
+from sched.ranking import gpus
+from sched.ranking.farm import frames
 from sched.ranking.times import clock_of, now_naive, number, to_seconds, when, where
 
 
@@ -61,7 +62,7 @@ class RankSetupError(RankInputError):
 
 #: Fields rank reads; any other field of a task is a feature for the duration model.
 #: (``frames`` stays a feature: the duration model reads it; the other fields of a job of frames,
-#: :data:`sched.ranking.frames.CHUNK_FIELDS`, are not.)
+#: :data:`sched.ranking.farm.frames.CHUNK_FIELDS`, are not.)
 KNOWN_FIELDS = frozenset(
     ("id", "estimate_s", "duration_s", "weight", "priority", "due", "arrival", "kind", *frames.CHUNK_FIELDS)
 )
@@ -70,7 +71,7 @@ KNOWN_FIELDS = frozenset(
 #: The validated queue. ``clock``: "seconds", "aware" (POSIX seconds) or "naive"
 #: (datetimes without a time zone, read in UTC); ``tz``: the time zone to show the plan in.
 #: ``speed``: each GPU's speed (a task of estimate p takes p / speed on it).
-#: ``chunks``: the call's jobs of frames (:class:`sched.ranking.frames.Chunks`), None when it has none.
+#: ``chunks``: the call's jobs of frames (:class:`sched.ranking.farm.frames.Chunks`), None when it has none.
 Queue = namedtuple("Queue", "n ids arrival estimate weight due machine_free speed kinds clock tz chunks now")
 
 

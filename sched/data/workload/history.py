@@ -240,10 +240,11 @@ def _parse(frame, lines, priorities, kinds, window=None):
             lambda i, name=name: f"{name}: {_shown(c.column(name).iloc[i])} is not a number > 0",
         )
         if name == "frames":  # a job's frames (issue 59): a whole number, at most MAX_FRAMES
-            flag(
+            c.flag(
                 given & ((v != np.floor(v)) | (v > MAX_FRAMES)),
                 lambda i: (
-                    f"frames: {_shown(column('frames').iloc[i])} is not a whole number from 1 to {MAX_FRAMES}"
+                    f"frames: {_shown(c.column('frames').iloc[i])} is not a whole number from 1 to "
+                    f"{MAX_FRAMES}"
                 ),
             )
         feats[name] = np.where(given, v, np.nan)

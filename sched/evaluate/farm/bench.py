@@ -11,7 +11,7 @@ A setting with ``scenario.chunks`` (:mod:`sched.data.jobs`) runs on the chunked 
    (paired interval below zero), the lowest mean of those (:func:`choose`,
    ``farm_verdict.json``; its ``setting.load`` per GPU, as config ``scenario.load``, and
    ``setting.offered_gpus`` the offered work in speed-1 GPUs). It is what ``rank()`` runs for a
-   call of jobs of frames on that farm's GPUs (:mod:`sched.ranking.farm_plan`). The candidates
+   call of jobs of frames on that farm's GPUs (:mod:`sched.ranking.farm.plan`). The candidates
    include a parallelism limit (issue 60): ``atc-tuned-cap``, tuned ATC with every job at most
    ``cap`` chunks at once (``cap`` tuned after k on the same seeds, :mod:`.caps`), and
    ``farm-fifo-cap``, the farm's default with that limit (what the limit alone gives).

@@ -1,11 +1,11 @@
-"""``rank()`` of a call holding jobs of frames (:mod:`sched.ranking.frames`): the rule's forward
+"""``rank()`` of a call holding jobs of frames (:mod:`sched.ranking.farm.frames`): the rule's forward
 plan on the chunked model, and the policy such a call runs.
 
 **The plan** is :mod:`sched.sim.chunks`'s model, run with the estimates from the call's ``now``:
 whenever a GPU is free and a job has a waiting chunk while it runs fewer chunks than its
 ``max_gpus``, the rule picks the job whose next chunk starts there (free GPUs lowest index first;
 ties to the earlier arrival, then the earlier task). The jobs' running chunks hold their GPUs and
-count against their limits until their assumed end (:func:`sched.ranking.frames.read`). The
+count against their limits until their assumed end (:func:`sched.ranking.farm.frames.read`). The
 compiled loop is :func:`sched.sim.chunks.run_farm`'s, on its own helpers (``_free_gpu``,
 ``_pick``, ``_start``), started from the running chunks, and it records the order in which each
 job *first* starts a chunk: that is the ranking. A farm hands each freed host to the waiting job
