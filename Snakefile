@@ -6,9 +6,9 @@
 #
 # Every job is a `sched` command (see the log of each job under results/logs/
 # for its output), reading its own config file results/config/<step>.yaml: see
-# workflow/rules/common.smk and docs/workflow.md. Each rule's docstring names the
-# command module and the library function it runs (`snakemake --list-rules`
-# lists them); every path is from sched/layout.py.
+# sched/pipeline/ (bound in workflow/rules/common.smk) and docs/workflow.md.
+# Each rule's docstring names the command module and the library function it
+# runs (`snakemake --list-rules` lists them); every path is from sched/layout.py.
 import copy
 
 from snakemake.exceptions import WorkflowError
@@ -66,6 +66,7 @@ include: "workflow/rules/calibrate.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/benchmark.smk"
 include: "workflow/rules/robustness.smk"
+include: "workflow/rules/studio.smk"
 include: "workflow/rules/farm.smk"
 include: "workflow/rules/workload.smk"
 include: "workflow/rules/manifest.smk"
@@ -87,4 +88,5 @@ rule all:
         rules.manifest.output,
         rules.report.output,
         robust_summaries,
-        farm_outputs(),
+        PLAN.farm_outputs(),
+        PLAN.frames_outputs(),

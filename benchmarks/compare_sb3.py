@@ -108,10 +108,10 @@ def base_config(path=None):
 
 
 def make_args(cfg, num_envs, num_steps, num_minibatches, update_epochs, hidden, threads, seed, iterations):
-    """The project's ``Args``: the config's ``train`` settings, this shape, no warm start/validation."""
-    from sched.learn.ppo.loop import Args
+    """The project's training settings: the config's ``train``, this shape, no warm start/validation."""
+    from sched.learn.settings import Training
 
-    return Args.from_config(
+    return Training.from_config(
         cfg,
         num_envs=num_envs,
         num_steps=num_steps,
@@ -132,7 +132,7 @@ def make_args(cfg, num_envs, num_steps, num_minibatches, update_epochs, hidden, 
 
 
 def run_project(cfg, args, workdir):
-    """Train ``args.iterations`` iterations; the measured numbers of the PPO iterations."""
+    """Train ``args.ppo.iterations`` iterations; the measured numbers of the PPO iterations."""
     from sched.learn.chain import train
     from sched.learn.ppo import train_log
 
@@ -190,31 +190,34 @@ def make_counting_env(cfg, max_queue, reward_scale):
 
 
 def sb3_model(cfg, args, max_queue):
-    """MaskablePPO on ``args.num_envs`` counting environments, the batch shape and settings of ``args``."""
+    """MaskablePPO on ``num_envs`` counting environments, the batch shape and settings of ``args``."""
     import torch
     from sb3_contrib import MaskablePPO
     from stable_baselines3.common.vec_env import DummyVecEnv
 
-    envs = [make_counting_env(cfg, max_queue, args.reward_scale) for _ in range(args.num_envs)]
+    envs = [make_counting_env(cfg, max_queue, args.ppo.reward_scale) for _ in range(args.ppo.num_envs)]
     vec = DummyVecEnv([lambda e=e: e for e in envs])
     model = MaskablePPO(
         "MultiInputPolicy",
         vec,
-        n_steps=args.num_steps,
-        batch_size=max(1, args.batch_size // args.num_minibatches),
-        n_epochs=args.update_epochs,
-        learning_rate=args.learning_rate,
-        gamma=args.gamma,
-        gae_lambda=args.gae_lambda,
-        clip_range=args.clip_coef,
-        clip_range_vf=args.clip_coef if args.clip_vloss else None,
-        normalize_advantage=args.norm_adv,
-        ent_coef=args.ent_coef,
-        vf_coef=args.vf_coef,
-        max_grad_norm=args.max_grad_norm,
-        target_kl=args.target_kl,
+        n_steps=args.ppo.num_steps,
+        batch_size=max(1, args.ppo.batch_size // args.ppo.num_minibatches),
+        n_epochs=args.ppo.update_epochs,
+        learning_rate=args.ppo.learning_rate,
+        gamma=args.ppo.gamma,
+        gae_lambda=args.ppo.gae_lambda,
+        clip_range=args.ppo.clip_coef,
+        clip_range_vf=args.ppo.clip_coef if args.ppo.clip_vloss else None,
+        normalize_advantage=args.ppo.norm_adv,
+        ent_coef=args.ppo.ent_coef,
+        vf_coef=args.ppo.vf_coef,
+        max_grad_norm=args.ppo.max_grad_norm,
+        target_kl=args.ppo.target_kl,
         policy_kwargs={
-            "net_arch": {"pi": [args.hidden, args.hidden], "vf": [args.hidden, args.hidden]},
+            "net_arch": {
+                "pi": [args.network.hidden, args.network.hidden],
+                "vf": [args.network.hidden, args.network.hidden],
+            },
             "activation_fn": torch.nn.Tanh,
         },
         seed=args.seed,
@@ -255,11 +258,13 @@ def timing_callback():
 
 
 def run_sb3(cfg, args, max_queue):
-    """Train MaskablePPO ``args.iterations`` iterations; the measured numbers."""
+    """Train MaskablePPO ``args.ppo.iterations`` iterations; the measured numbers."""
     t0 = time.perf_counter()
     model, envs = sb3_model(cfg, args, max_queue)
     timing = timing_callback()
-    model.learn(total_timesteps=args.iterations * args.batch_size, callback=timing, log_interval=10**9)
+    model.learn(
+        total_timesteps=args.ppo.iterations * args.ppo.batch_size, callback=timing, log_interval=10**9
+    )
     end_to_end = time.perf_counter() - t0
     per_iter = [c + u for c, u in zip(timing.collect, timing.update)]
     return {

@@ -47,9 +47,9 @@ def _serve(n, done, latency_s, conn):
 
 
 def _client(url):
-    from sched.farms import deadline
+    from sched.farms import deadline_client
 
-    return deadline.connect(region="us-west-2", endpoint_url=url)  # the CLI's client
+    return deadline_client.connect(region="us-west-2", endpoint_url=url)  # the CLI's client
 
 
 def _timed(url, conf, **kw):

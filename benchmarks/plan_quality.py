@@ -26,11 +26,11 @@ import pandas as pd
 from sched import layout
 from sched.cli import add_chooser_options, chooser_seeds_or_exit
 from sched.config import load_config
+from sched.data.objective import tardiness
 from sched.data.scenario import draw, scenario_model
 from sched.evaluate.seeds import free_validation_offset, range_text  # noqa: F401  (free_validation_offset: the tests)
 from sched.evaluate.statistics import bootstrap_counts, paired_difference, win_tie_loss
 from sched.learn.search.planner import Planner, learned_base, rule_base
-from sched.sim.objective import tardiness
 
 SCRIPT = "plan_quality.py"
 

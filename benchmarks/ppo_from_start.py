@@ -50,11 +50,11 @@ def critic_first(iterations):
 
     original, calls = loop.ppo_update, [0]
 
-    def update(net, optimizer, rollout, advantages, returns, args, gen, ev_baseline=float("nan")):
+    def update(net, optimizer, rollout, advantages, returns, ppo, gen, ev_baseline=float("nan")):
         calls[0] += 1
         if calls[0] <= iterations:
-            advantages, args = np.zeros_like(advantages), dataclasses.replace(args, ent_coef=0.0)
-        return original(net, optimizer, rollout, advantages, returns, args, gen, ev_baseline)
+            advantages, ppo = np.zeros_like(advantages), dataclasses.replace(ppo, ent_coef=0.0)
+        return original(net, optimizer, rollout, advantages, returns, ppo, gen, ev_baseline)
 
     loop.ppo_update = update
     try:
@@ -66,9 +66,11 @@ def critic_first(iterations):
 def run(cfg, seed, values, warmup, a, out):
     """train_log.csv of one seed and variant."""
     from sched.learn.ppo import loop
+    from sched.learn.settings import Training
 
-    args = loop.Args.from_config(cfg, iterations=a.iterations, seed=seed)
-    args = dataclasses.replace(args, eval_every=a.eval_every, **values)
+    args = Training.from_config(cfg, iterations=a.iterations, seed=seed).replace(
+        eval_every=a.eval_every, **values
+    )
     start = Path(a.start.format(seed=seed))  # relative: from the working folder, the project's
     with critic_first(warmup):
         loop.train(

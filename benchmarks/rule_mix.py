@@ -18,10 +18,10 @@ import sys
 import numpy as np
 
 from sched.config import load_config, seed_range
+from sched.data.objective import weighted_tardiness
 from sched.data.scenario import generate, scenario_model
 from sched.evaluate.seeds import overlap, parse_seed_range, range_text
 from sched.sim import core, rules
-from sched.sim.objective import weighted_tardiness
 
 SCRIPT = "rule_mix.py"
 

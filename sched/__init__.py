@@ -9,15 +9,17 @@ bottom (docs/architecture.md):
 * ``evaluate``: the benchmark; ``verdict``: what it concludes (``winner.json``);
   ``report``: ``rapport.md`` and its figures;
 * ``ranking``: ``rank()``, the in-process decision;
-* ``serve`` and ``farms``: ``rank()`` over HTTP, and into render farms;
+* ``serve`` and ``farms``: ``rank()`` over HTTP, and into render farms; ``pipeline``: the
+  workflow's plan (what each job reads, runs and writes), which the Snakemake files bind;
 * ``commands`` with ``cli``: the ``sched`` command line, one module a subcommand;
 * ``evidence``: the pinned code paths, the results' manifest and the run records (issue 45);
 * ``formats``: the one parser of each text format read (CSV, JSON, YAML).
 
 Modules of this folder: ``cache`` (the one locked cache), ``cli``, ``config`` (the one
-frozen config), ``errors``, ``files`` (atomic writes), ``layout`` (every results path),
-``limits`` (and the products of settings they bound), ``setting`` (a benchmark's GPUs and
-load), ``sim_numba`` (the compiled core at the path the contract names), ``threads``.
+frozen config), ``config_checks`` (what its schema cannot check), ``errors``, ``files``
+(atomic writes), ``layout`` (every results path), ``limits`` (and the products of settings
+they bound), ``setting`` (a benchmark's GPUs and load), ``sim_numba`` (the compiled core at
+the path the contract names), ``threads``.
 """
 
 import os

@@ -17,6 +17,7 @@ from sched.errors import SchedError, UsageError  # noqa: F401  (UsageError: for 
 COMMANDS = (
     "calibrate",
     "calibrate_workload",
+    "calibrate_frames",
     "scenario",
     "simulate",
     "teach",

@@ -5,7 +5,8 @@ as ``sched/config.schema.yaml``) is the single description of every setting and
 its default. Snakemake validates the config with ``snakemake.utils.validate``;
 the command line validates the same file with the same schema here, filling in
 defaults the same way, then adds the checks a schema cannot express (shares
-that sum to one, disjoint seed ranges, distinct bench-log columns).
+that sum to one, disjoint seed ranges, distinct bench-log columns: ``sched.config_checks``;
+``ConfigError`` is imported from here).
 
 The result is one frozen :class:`Config`: per-section :class:`Record` objects read by
 attribute (``cfg.scenario.machines``), never changed in place; a variant is made with
@@ -18,24 +19,18 @@ import copy
 import functools
 import hashlib
 import json
-import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from sched.errors import SchedError, shorten  # noqa: F401  (shorten: also imported from here)
+from sched.config_checks import ConfigError, check_finite, check_semantics, field_of
+from sched.errors import shorten  # noqa: F401  (shorten: also imported from here)
 from sched.limits import MAX_YAML_BYTES, SHOWN_CHARS
 
-# size: one concept, the config: reading it safely, the schema's defaults and the checks it
-# cannot express, the frozen records, and the values derived from several settings.
 SCHEMA_PATH = Path(__file__).resolve().with_name("config.schema.yaml")
 DEFAULT_CONFIG = "config.yaml"
 #: The environment variable naming the config file when no --config / config= is given.
 CONFIG_ENV = "SCHED_CONFIG"
-
-
-class ConfigError(SchedError):
-    """A configuration value is invalid; the message names the field and value."""
 
 
 def load_yaml(path, error=None):
@@ -50,22 +45,6 @@ def load_yaml(path, error=None):
     p = Path(path)
     text = read_text(p, error, limit=MAX_YAML_BYTES)  # a folder, a pipe, a huge file: one error
     return parse(text, str(p), error)
-
-
-def check_finite(data, source="config", path=()):
-    """Refuse NaN and infinite numbers anywhere in ``data``, naming the field.
-
-    JSON Schema's ``minimum``/``maximum`` let NaN through (every comparison
-    with NaN is false), and a NaN setting silently changes what runs.
-    """
-    if isinstance(data, dict):
-        for key, value in data.items():
-            check_finite(value, source, (*path, key))
-    elif isinstance(data, list):
-        for i, value in enumerate(data):
-            check_finite(value, source, (*path, i))
-    elif isinstance(data, float) and not math.isfinite(data):
-        raise ConfigError(f"{source}: {_field(path)}: must be a finite number, got {data}")
 
 
 @functools.cache
@@ -111,10 +90,6 @@ def _default_filling_validator(schema):
 
     cls = validators.extend(Draft202012Validator, {"properties": set_defaults})
     return cls(schema)
-
-
-def _field(path):
-    return ".".join(str(p) for p in path) or "(top level)"
 
 
 def _freeze(value, path):
@@ -254,7 +229,7 @@ def validate_config(cfg, source="config", folder=None):
     errors = sorted(validator.iter_errors(cfg), key=lambda e: list(e.absolute_path))
     if errors:
         e = errors[0]
-        raise ConfigError(f"{source}: {_field(e.absolute_path)}: {_message(e)}")
+        raise ConfigError(f"{source}: {field_of(e.absolute_path)}: {_message(e)}")
     if folder is not None:
         resolve_paths(cfg, folder)
     check_semantics(cfg, source, sections=given)
@@ -270,113 +245,6 @@ def _message(error):
     if len(message) > 4 * SHOWN_CHARS:
         message = message[: 4 * SHOWN_CHARS - 3] + "..."
     return message
-
-
-def check_semantics(cfg, source="config", sections=None):
-    """Checks the schema cannot express. Raises ConfigError.
-
-    ``sections``: the top-level sections the file set (None: all). The
-    benchmark's counts are checked against the seed ranges only when the file
-    sets a ``benchmark`` section: the workflow gives each job a config with
-    only the sections that job depends on (training has none of the
-    benchmark's), and the defaults of a section left out must not be held
-    against the others. The benchmark commands check their counts again when
-    they draw their seeds.
-    """
-    check_finite(cfg, source)
-    sc = cfg["scenario"]
-    if sc.get("calibration") is None:
-        shares = {k: v["share"] for k, v in sc["kinds"].items()}
-        if abs(sum(shares.values()) - 1.0) > 1e-6:
-            raise ConfigError(
-                f"{source}: scenario.kinds: shares must sum to 1, got {sum(shares.values()):g} ({shares})"
-            )
-    probs = {k: v["prob"] for k, v in sc["priorities"].items()}
-    if abs(sum(probs.values()) - 1.0) > 1e-6:
-        raise ConfigError(
-            f"{source}: scenario.priorities: probabilities must sum to 1, got {sum(probs.values()):g}"
-        )
-    for name in ("flow_factor", "slack_s"):
-        lo, hi = sc["due"][name]
-        if lo > hi:
-            raise ConfigError(f"{source}: scenario.due.{name}: low {lo} is above high {hi}")
-    check_machines(cfg, source)
-    check_seed_ranges(cfg["seeds"], source)
-    check_workload_loads(cfg, source)
-    cols = cfg["calibration"]["columns"]
-    names = list(cols.values())
-    for field, name in cols.items():
-        if names.count(name) > 1:
-            others = [f for f, n in cols.items() if n == name and f != field]
-            raise ConfigError(
-                f"{source}: calibration.columns.{field}: column {name!r} is also "
-                f"calibration.columns.{others[0]}; each field needs its own column"
-            )
-    if sections is None or "benchmark" in sections:
-        check_benchmark_counts(cfg, source)
-    from sched.limits import check_products
-
-    check_products(cfg, source, ConfigError)  # settings in range whose product is not
-
-
-def check_workload_loads(cfg, source="config"):
-    """With scenario.workload, arrivals follow the workload file: a load setting would be ignored."""
-    if cfg["scenario"].get("workload") is None:
-        return
-    fix = "arrivals follow scenario.workload; scale them with scenario.workload_scale"
-    if (cfg.get("train") or {}).get("loads") is not None:
-        raise ConfigError(f"{source}: train.loads: not used with scenario.workload ({fix}); set it to null")
-    for i, setting in enumerate((cfg.get("robustness") or {}).get("settings") or []):
-        if "load" in setting:
-            raise ConfigError(
-                f"{source}: robustness.settings[{i}] ({shorten(setting.get('name'))}): load has no effect "
-                f"with scenario.workload ({fix}); remove the setting or its load"
-            )
-
-
-def check_machines(cfg, source="config"):
-    """scenario.machines and each robustness setting's machines: a count, a spec or a machines CSV."""
-    from sched.data.machines import MachinesError, speeds
-
-    fields = [("scenario.machines", cfg["scenario"]["machines"])]
-    for i, st in enumerate(cfg.get("robustness", {}).get("settings", [])):
-        if "machines" in st:
-            fields.append((f"robustness.settings[{i}].machines", st["machines"]))
-    for field, value in fields:
-        try:
-            speeds(value, field)
-        except MachinesError as exc:
-            raise ConfigError(f"{source}: {exc}") from None
-
-
-def check_benchmark_counts(cfg, source="config"):
-    """The benchmark's scenario counts must fit in their seed ranges."""
-    b = cfg.get("benchmark")
-    if not b:
-        return
-    for field, split in (("scenarios", "test"), ("validation_scenarios", "validation")):
-        have = cfg["seeds"][split]["count"]
-        if b[field] > have:
-            raise ConfigError(
-                f"{source}: benchmark.{field}: {b[field]} is more than the {have} seeds of seeds.{split}"
-            )
-    limits = (("shards", b["shards"]), ("clairvoyant.scenarios", b["clairvoyant"]["scenarios"]))
-    for field, value in limits:
-        if value > b["scenarios"]:
-            raise ConfigError(
-                f"{source}: benchmark.{field}: {value} is more than benchmark.scenarios ({b['scenarios']})"
-            )
-
-
-def check_seed_ranges(seeds, source="config"):
-    """Refuse overlapping training / validation / test seed ranges."""
-    items = sorted(seeds.items(), key=lambda kv: kv[1]["start"])
-    for (na, a), (nb, b) in zip(items, items[1:]):
-        if a["start"] + a["count"] > b["start"]:
-            raise ConfigError(
-                f"{source}: seeds.{na} [{a['start']}, {a['start'] + a['count']}) overlaps "
-                f"seeds.{nb} [{b['start']}, {b['start'] + b['count']})"
-            )
 
 
 def config_path(path=None):
@@ -411,7 +279,7 @@ def load_config(path=None):
 
 def _is_machines_csv(value, base):
     """A scenario.machines value naming a machines CSV (not a count or a spec), as
-    sched.data.machines reads it."""
+    sched.formats.machines_input reads it."""
     if not isinstance(value, str):
         return False
     t = value.strip()
@@ -431,9 +299,9 @@ def resolve_paths(cfg, folder):
     The folder paths are relative to is ``folder / cfg["root"]`` (``root``
     defaults to ".": the config file's own folder; the workflow's per-step
     configs under results/config/ set it to the project root). The paths
-    (PATH_FIELDS): scenario.calibration, scenario.workload, a machines CSV of
+    (PATH_FIELDS): scenario.calibration, scenario.workload, scenario.chunks.frames.fit, a machines CSV of
     scenario.machines or of a robustness setting, workload.history,
-    calibration.bench, rank.winner, rank.tuned, rank.settings, and a policy
+    calibration.bench, rank.winner, rank.tuned, rank.settings, rank.farm_settings, and a policy
     file of plan.base or plan.rollout. When that folder is the current
     directory the paths are left as written (so results record them as
     today); else relative ones become absolute, and ``root`` becomes that
@@ -452,6 +320,9 @@ def resolve_paths(cfg, folder):
     sc = cfg["scenario"]
     for key in ("calibration", "workload"):
         sc[key] = fix(sc.get(key))
+    frames = (sc.get("chunks") or {}).get("frames") or {}
+    if frames.get("fit"):  # a frames fit (sched.data.jobs)
+        frames["fit"] = fix(frames["fit"])
     if _is_machines_csv(sc["machines"], base):
         sc["machines"] = fix(sc["machines"].strip())
     for st in (cfg.get("robustness") or {}).get("settings") or []:
@@ -459,8 +330,8 @@ def resolve_paths(cfg, folder):
             st["machines"] = fix(st["machines"].strip())
     for section, key in (("workload", "history"), ("calibration", "bench")):
         cfg[section][key] = [fix(p) for p in cfg[section][key]]
-    for key in ("winner", "tuned", "settings"):
-        cfg["rank"][key] = fix(cfg["rank"][key])
+    for key in ("winner", "tuned", "settings", "farm_settings"):
+        cfg["rank"][key] = fix(cfg["rank"].get(key))
     for key in ("base", "rollout"):
         if _is_policy_file(cfg["plan"][key]):
             cfg["plan"][key] = fix(cfg["plan"][key])

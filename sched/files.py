@@ -16,9 +16,6 @@ Writing onto a folder, a pipe or a device is refused; a full disk (or any
 other write error) is an :class:`OutputError` naming the path.
 """
 
-# size: atomic writes of one file and of a set, stale temporaries and bounded reads: every
-# file the project writes or loads goes through these few functions, kept together
-
 import errno
 import glob
 import hashlib

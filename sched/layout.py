@@ -39,6 +39,10 @@ REPORT = "rapport.md"
 # ---------------------------------------------------------------- folders and files
 CALIBRATION = f"{RESULTS}/calibration.json"
 CALIBRATION_FIGURE = f"{RESULTS}/calibration.png"
+#: `sched calibrate-frames --out`: frames per job and time per frame from the bench logs' frames column,
+#: and from the queue history's (its optional frames column; only when it has one)
+FRAMES_FIT = f"{RESULTS}/calibration_frames.json"
+WORKLOAD_FRAMES_FIT = f"{RESULTS}/workload_frames.json"
 #: `sched calibrate-workload --out`: the workload fitted to the queue history (+ .png)
 WORKLOAD = f"{RESULTS}/workload.json"
 WORKLOAD_FIGURE = f"{RESULTS}/workload.png"
@@ -47,6 +51,10 @@ WORKLOAD_FIGURE = f"{RESULTS}/workload.png"
 TRACE_HISTORY = f"{RESULTS}/trace/history.csv"
 TRACE_WORKLOAD = f"{RESULTS}/trace/workload.json"
 TRACE_WORKLOAD_FIGURE = f"{RESULTS}/trace/workload.png"
+#: The trace-like history with frames by its documented rule (make_trace_history.py --frames), a file
+#: of its own so that TRACE_HISTORY and its fit keep their bytes, and its frames fit.
+TRACE_FRAMES_HISTORY = f"{RESULTS}/trace/history_frames.csv"
+TRACE_FRAMES_FIT = f"{RESULTS}/trace/frames.json"
 #: `sched replay`: every policy on the queue history cut into windows (per_scenario, resume, windows)
 REPLAY_DIR = f"{RESULTS}/replay"
 REPLAY_WINDOWS = "windows.csv"

@@ -69,7 +69,7 @@ MAX_SCENARIO_BYTES = 1024**3
 #: far fewer; the greedy plan's work grows faster than linearly with the queue
 #: (benchmarks/test_rank_speed.py), so the bound also bounds the time of a call.
 MAX_RANK_TASKS = 20_000
-#: Chunks in one ``rank()`` call holding jobs of frames (``sched.ranking.frames``: the sum over
+#: Chunks in one ``rank()`` call holding jobs of frames (``sched.ranking.farm.frames``: the sum over
 #: its jobs of ceil(frames / chunk_frames)): the plan holds a start and an end a chunk, and its
 #: time grows with the chunks times the jobs waiting (benchmarks/test_rank_speed.py).
 MAX_RANK_CHUNKS = 1_000_000

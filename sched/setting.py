@@ -14,7 +14,8 @@ fitted workload (``scenario.workload``: the studio setting) adds
 "validation": [FIRST_DAY, LAST_DAY] or null, "held_out": [FIRST_DAY, LAST_DAY] or null}``
 (the workload file's hash, the history files' names, the three periods: the days fitted,
 those the verdict was chosen on and those that confirm it), and its ``load`` is the fitted
-history's (measured durations).
+history's (measured durations) x ``workload_scale``, per GPU: over the farm's capacity (the sum
+of its speeds), as config ``scenario.load`` is.
 """
 
 import math
@@ -52,6 +53,9 @@ def of_config(cfg):
     path = cfg.scenario.get("workload")
     if path:
         out.update(of_workload(path, float(cfg.scenario.get("workload_scale", 1.0))))
+        # per GPU, as scenario.load: the offered work in speed-1 GPUs over the farm's capacity
+        # (exactly today's value on one GPU of speed 1)
+        out["load"] = out["load"] / float(sum(sp))
     return out
 
 

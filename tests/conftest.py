@@ -140,10 +140,10 @@ def tiny_cfg(cfg):
 def tiny_policy(tmp_path_factory, tiny_cfg):
     """A policy file trained for a few iterations, and the training summary."""
     from sched.learn.chain import train
-    from sched.learn.ppo.loop import Args
+    from sched.learn.settings import Training
 
     out = tmp_path_factory.mktemp("train") / "politique.pt"
-    summary = train(tiny_cfg, Args(seed=3, **TINY_TRAIN), out, progress=False)
+    summary = train(tiny_cfg, Training.of(seed=3, **TINY_TRAIN), out, progress=False)
     return out, summary
 
 

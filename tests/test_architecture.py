@@ -29,7 +29,9 @@ SUBPACKAGES = (
     "evaluate/farm",
     "verdict",
     "report",
+    "pipeline",
     "ranking",
+    "ranking/farm",
     "serve",
     "farms",
     "commands",
@@ -134,6 +136,8 @@ def test_simulation_does_not_depend_on_learning_evaluation_or_serving(graph):
     upper = (
         "sched.learn",
         "sched.evaluate",
+        "sched.verdict",
+        "sched.report",
         "sched.ranking",
         "sched.serve",
         "sched.farms",
@@ -312,3 +316,68 @@ def test_no_compiled_function_takes_more_than_eight_parameters():
                 if n > MAX_COMPILED_PARAMS:
                     over.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({n})")
     assert not over, f"bundle the parameters into NamedTuples: {over}"
+
+
+#: The workflow's shared file only binds the package's plan (sched/pipeline/) to the rules.
+MAX_COMMON_SMK_LINES = 150
+
+
+def test_the_workflow_is_thin_its_logic_in_the_package():
+    """common.smk binds sched/pipeline/ (tested without Snakemake) and stays short; a rule's input
+    and params are named functions of the package, never a lambda (issue 61)."""
+    rules = ROOT / "workflow" / "rules"
+    common = (rules / "common.smk").read_text()
+    assert common.count("\n") <= MAX_COMMON_SMK_LINES, common.count("\n")
+    lambdas = [
+        f"{p.relative_to(ROOT)}:{i}"
+        for p in [*sorted(rules.glob("*.smk")), ROOT / "Snakefile"]
+        for i, line in enumerate(p.read_text().splitlines(), 1)
+        if "lambda" in line.split("#", 1)[0]
+    ]
+    assert not lambdas, f"a lambda in a rule: name a function in sched/pipeline/wildcards.py: {lambdas}"
+    # the studio's rules in a file of their own (sched/pipeline/studio.py: the setting)
+    assert (rules / "studio.smk").exists() and "STUDIO" not in (rules / "robustness.smk").read_text()
+
+
+#: The floors, lowest first (docs/architecture.md): a module imports from its own floor and the
+#: ones below, never from above. A module's floor is that of the longest prefix listed here;
+#: ``sched`` itself (the package's ``__init__``: ``from sched import rank``) and the command line
+#: are the top. ``sched.setting`` (a benchmark's farm and load, read from a machines value and a
+#: workload file) stands on data's floor.
+FLOORS = (
+    ("sched.cache", "sched.config", "sched.config_checks", "sched.errors", "sched.files", "sched.layout",
+     "sched.limits", "sched.threads", "sched.formats", "sched.evidence"),
+    ("sched.data", "sched.setting"),
+    ("sched.sim", "sched.sim_numba"),
+    ("sched.learn",),
+    ("sched.evaluate", "sched.verdict", "sched.report", "sched.ranking"),
+    ("sched.serve", "sched.farms", "sched.pipeline"),
+    ("sched.commands", "sched.cli", "sched.__main__", "sched"),
+)  # fmt: skip
+
+
+def floor_of(module):
+    """The floor of ``module`` (an index into FLOORS), by the longest listed prefix."""
+    best = None
+    for i, names in enumerate(FLOORS):
+        for name in names:
+            if (module == name or module.startswith(name + ".")) and (best is None or len(name) > best[1]):
+                best = (i, len(name))
+    assert best is not None, f"{module}: on no floor: add it to FLOORS"
+    return best[0]
+
+
+def test_every_module_is_on_a_floor():
+    for name in sources():
+        floor_of(name)
+
+
+def test_no_arrow_up(graph):
+    """No module imports one on a floor above its own (a package's ``__init__`` as a target aside:
+    importing ``sched.data.scenario`` runs ``sched/__init__.py`` whatever the code says)."""
+    inits = {m for m, p in sources().items() if p.name == "__init__.py"}
+    up = {
+        m: sorted(d for d in deps if d not in inits and floor_of(d) > floor_of(m))
+        for m, deps in graph.items()
+    }
+    assert not {m: d for m, d in up.items() if d}, {m: d for m, d in up.items() if d}

@@ -193,26 +193,3 @@ def test_schema_maxima_are_the_documented_limits():
 def test_sizes_and_magnitudes_past_the_limits_are_refused(cfg, match):
     with pytest.raises(ConfigError, match=match):
         validate_config(cfg, "test.yaml")
-
-
-def test_ppo_args_are_the_train_section_with_the_schemas_defaults():
-    import dataclasses
-
-    from sched.config import load_schema, schema_defaults
-    from sched.learn.ppo.loop import Args
-
-    train = load_schema()["properties"]["train"]["properties"]
-    fields = [f.name for f in dataclasses.fields(Args)]
-    # every field is a train setting (``seed``: one of train.seeds), and every train setting a
-    # training reads is a field: train.seeds and train.teacher_shards are the workflow's
-    assert set(fields) - set(train) == {"seed"}
-    assert set(train) - set(fields) == {"seeds", "teacher_shards"}
-    defaults = schema_defaults("train")
-    args = Args()
-    assert {f: getattr(args, f) for f in fields if f != "seed"} == {
-        f: defaults[f] for f in fields if f != "seed"
-    }
-    assert args.seed == defaults["seeds"][0]
-    cfg = validate_config({"train": {"iterations": 7, "loads": [0.7, 0.9]}})
-    got = Args.from_config(cfg, seed=5)
-    assert (got.iterations, got.loads, got.seed) == (7, [0.7, 0.9], 5)  # a list, as the schema gives it

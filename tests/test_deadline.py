@@ -18,7 +18,7 @@ boto3 = pytest.importorskip(
 from botocore.stub import Stubber  # noqa: E402
 
 from sched import cli, rank  # noqa: E402
-from sched.farms import deadline  # noqa: E402
+from sched.farms import deadline, deadline_client, deadline_queue, mapping  # noqa: E402
 from sched.farms.adapter import new_priorities  # noqa: E402
 
 from .conftest import kept_most  # noqa: E402
@@ -82,7 +82,7 @@ def names(queue, ids):
 def sync(client, queue, conf, tmp_path, updates=0, page=100, **kw):
     """One stubbed sync of ``queue``, with MAP_CSV; every response queued is consumed."""
     (tmp_path / "map.csv").write_text(MAP_CSV)
-    rules = deadline.mapping.read_mapping(tmp_path / "map.csv", unit="task")
+    rules = mapping.read_mapping(tmp_path / "map.csv", unit="task")
     with Stubber(client) as stubber:
         stub_sync(stubber, queue, page=page, updates=updates)
         report = deadline.sync(FARM, QUEUE, rules, now=NOW, client=client, config=conf, **{"calls": 1, **kw})
@@ -92,7 +92,7 @@ def sync(client, queue, conf, tmp_path, updates=0, page=100, **kw):
 
 def run_cli(monkeypatch, capsys, client, *more, conf=None):
     """``sched deadline sync`` in this process, its boto3 client ``client`` (stubbed)."""
-    monkeypatch.setattr(deadline, "connect", lambda region=None, endpoint_url=None: client)
+    monkeypatch.setattr(deadline_client, "connect", lambda region=None, endpoint_url=None: client)
     argv = (["--config", conf] if conf else []) + ["deadline", "sync", "--farm-id", FARM, "--queue-id", QUEUE]
     code = cli.main(argv + ["--now", str(NOW), "--calls", "1", *more])  # a Stubber answers in order
     return code, capsys.readouterr()
@@ -367,17 +367,15 @@ def test_a_bad_option_is_refused_before_the_service_is_called(client, monkeypatc
 def test_a_mapping_column_of_the_other_farm_is_refused_naming_the_keys(tmp_path):
     f = tmp_path / "map.csv"
     f.write_text("job,frame_s\nx,10\n")
-    with pytest.raises(
-        deadline.mapping.MappingError, match="column 'frame_s': unknown; expected job and any of"
-    ):
-        deadline.mapping.read_mapping(f, unit="task")
+    with pytest.raises(mapping.MappingError, match="column 'frame_s': unknown; expected job and any of"):
+        mapping.read_mapping(f, unit="task")
 
 
 def test_the_client_retries_in_botocores_standard_mode_and_keeps_an_endpoint_url_as_given():
-    c = deadline.connect("us-west-2", "http://127.0.0.1:9")
+    c = deadline_client.connect("us-west-2", "http://127.0.0.1:9")
     assert c.meta.config.retries["mode"] == "standard" and c.meta.endpoint_url == "http://127.0.0.1:9"
     assert c.meta.config.inject_host_prefix is False  # else botocore asks management.127.0.0.1
-    assert deadline.connect("us-west-2").meta.config.inject_host_prefix is True
+    assert deadline_client.connect("us-west-2").meta.config.inject_host_prefix is True
 
 
 @settings(max_examples=300, deadline=None)
@@ -410,7 +408,7 @@ def test_with_a_botocore_without_the_batch_operations_each_job_is_read_and_set_a
     client, conf, tmp_path, monkeypatch
 ):
     # botocore 1.40.0's Deadline Cloud model has GetJob and UpdateJob, not their batch forms
-    monkeypatch.setattr(deadline, "BATCHES", ("BatchGetJob", "NoSuchOperation"))
+    monkeypatch.setattr(deadline_queue, "BATCHES", ("BatchGetJob", "NoSuchOperation"))
     queue = Queue()
     farm(queue, n=6, seed=4)
     gone = queue.waiting()[2]  # deleted between ListJobs and GetJob: skipped, named
@@ -443,7 +441,7 @@ def test_with_a_botocore_without_the_batch_operations_each_job_is_read_and_set_a
         for _ in range(4):  # 5 ranked jobs, the middle one keeps 50
             stubber.add_response("update_job", {})
         (tmp_path / "map.csv").write_text(MAP_CSV)
-        rules = deadline.mapping.read_mapping(tmp_path / "map.csv", unit="task")
+        rules = mapping.read_mapping(tmp_path / "map.csv", unit="task")
         report = deadline.sync(FARM, QUEUE, rules, now=NOW, client=client, config=conf, calls=1)
         stubber.assert_no_pending_responses()
     assert len(report.changes) == 4 and len(report.ranked) == 5

@@ -82,17 +82,17 @@ def test_round_names_sort_after_their_warm_start_and_never_compete():
 
 def test_each_round_labels_its_own_seeds_after_the_warm_starts():
     from sched.config import seed_range
-    from sched.learn.ppo.loop import Args
     from sched.learn.search.iterate import round_follow, round_seeds
+    from sched.learn.settings import Training
 
     cfg = {"seeds": {"train": {"start": 100, "count": 50}}}
-    a = Args(teacher_scenarios=10, round_scenarios=4, round_teacher_share=0.5)
+    a = Training.of(teacher_scenarios=10, round_scenarios=4, round_teacher_share=0.5)
     r1, r2 = round_seeds(cfg, a, 1), round_seeds(cfg, a, 2)
     assert r1 == [110, 111, 112, 113] and r2 == [114, 115, 116, 117]
     assert set(r1).isdisjoint(seed_range(cfg, "train")[:10])
-    assert round_follow(a, 4) == [True, True, False, False]
+    assert round_follow(a.rounds, 4) == [True, True, False, False]
     with pytest.raises(ValueError, match="round_scenarios"):
-        round_seeds(cfg, Args(teacher_scenarios=10, round_scenarios=30), 2)
+        round_seeds(cfg, Training.of(teacher_scenarios=10, round_scenarios=30), 2)
 
 
 # ------------------------------------------------------------------ distillation stages
@@ -119,12 +119,12 @@ def test_a_round_that_does_worse_on_validation_keeps_its_start(tmp_path, tiny_cf
     """distill_stage validates the student against its start and keeps the start's weights when
     the student is worse; the file says which it kept, and both scores."""
     from sched.learn.policy import policy_file
-    from sched.learn.ppo.loop import Args
     from sched.learn.search.iterate import distill_stage
+    from sched.learn.settings import Training
 
     start, _ = tiny_policy
     pol = policy_file.load(start)
-    args = Args(**{**TINY_TRAIN, "seed": 3, "distill_epochs": 3, "distill_lr": 0.05})
+    args = Training.of(**{**TINY_TRAIN, "seed": 3, "distill_epochs": 3, "distill_lr": 0.05})
     out = tmp_path / "round-1.pt"
     summary = distill_stage(tiny_cfg, args, _misleading_labels(pol), out, start=start, stage="round-1")
     got = policy_file.load(out)
@@ -162,10 +162,10 @@ def test_distill_and_teach_round_refuse_bad_arguments_in_one_line(tmp_path, cali
 
 def test_train_init_refuses_a_policy_of_another_architecture(tmp_path, tiny_cfg, tiny_policy):
     from sched.learn.chain import train
-    from sched.learn.ppo.loop import Args, TrainSettingsError
+    from sched.learn.settings import Training, TrainSettingsError
 
     start, _ = tiny_policy
-    args = Args(**{**TINY_TRAIN, "seed": 3, "hidden": 8, "teacher_scenarios": 0})
+    args = Training.of(**{**TINY_TRAIN, "seed": 3, "hidden": 8, "teacher_scenarios": 0})
     with pytest.raises(TrainSettingsError, match=r"--init: .*architecture"):
         train(tiny_cfg, args, tmp_path / "p.pt", progress=False, init=start)
 
@@ -198,10 +198,11 @@ def test_grouped_ppo_runs_one_scenario_per_group_and_logs_its_baseline(tmp_path,
     import csv
 
     from sched.learn.chain import train
-    from sched.learn.ppo.loop import Args, make_env
+    from sched.learn.ppo.loop import make_env
+    from sched.learn.settings import Training
 
     over = {"seed": 4, "group_size": 2, "teacher_scenarios": 0, "iterations": 2, "tasks": 200}
-    args = Args(**{**TINY_TRAIN, **over, "eval_every": 2, "checkpoint_every": 0})
+    args = Training.of(**{**TINY_TRAIN, **over, "eval_every": 2, "checkpoint_every": 0})
     env = make_env(tiny_cfg, args, 2.0)
     env.load_groups()
     assert (env.slot_seed[0::2] == env.slot_seed[1::2]).all()
@@ -266,8 +267,8 @@ def test_a_round_continued_by_atc_labels_the_policys_states_with_other_costs(tin
     somewhere. Both report their label yield, the share of labelled decisions where some
     candidate's bound (yield_bound) or mean (yield_mean) is below the policy's choice's."""
     from sched.learn.policy import policy_file
-    from sched.learn.ppo.loop import Args
     from sched.learn.search.iterate import round_labels
+    from sched.learn.settings import Training
 
     start, _ = tiny_policy
     pol = policy_file.load(start)
@@ -283,7 +284,7 @@ def test_a_round_continued_by_atc_labels_the_policys_states_with_other_costs(tin
     )
     out = {}
     for how in ("policy", "atc"):
-        labels, stats = round_labels(tiny_cfg, Args(**common, round_continuation=how), pol, 1)
+        labels, stats = round_labels(tiny_cfg, Training.of(**common, round_continuation=how), pol, 1)
         out[how] = labels
         assert stats["labelled"] == len(labels["count"]) > 0
         assert stats["yield_bound"] == pytest.approx(float((labels["label"].min(1) < 0).mean()))

@@ -4,11 +4,11 @@ import numpy as np
 import pytest
 import yaml
 
+from sched.data.objective import weighted_tardiness
 from sched.data.scenario import draw, scenario_model
 from sched.errors import SchedError
 from sched.learn.policy import features as F
 from sched.sim import core
-from sched.sim.objective import weighted_tardiness
 
 # gymnasium is an optional extra (`pip install '.[gym]'`, part of `.[dev]`)
 gymnasium = pytest.importorskip("gymnasium")

@@ -201,7 +201,7 @@ boto3 = pytest.importorskip("boto3", reason="optional extra deadline not install
 
 from botocore.stub import Stubber  # noqa: E402
 
-from sched.farms import deadline, task_times  # noqa: E402
+from sched.farms import deadline, deadline_client, mapping, task_times  # noqa: E402
 
 from .fake_deadline import (  # noqa: E402
     FARM,
@@ -244,7 +244,7 @@ def shots(n=8):
 
 def stubbed(client, queue, conf, tmp_path, **kw):
     (tmp_path / "map.csv").write_text("job,task_s\n*,30\n")
-    rules = deadline.mapping.read_mapping(tmp_path / "map.csv", unit="task")
+    rules = mapping.read_mapping(tmp_path / "map.csv", unit="task")
     with Stubber(client) as stubber:
         stub_sync(stubber, queue, page=kw.pop("page", 100), measured=kw.pop("measured", True))
         report = deadline.sync(
@@ -311,7 +311,7 @@ def test_deadline_task_times_never_writes_over_another_format_or_through_a_link(
     task_times.write(target, FARM, QUEUE, {"job-x": (1, 5.0)})
     link = tmp_path / "link.json"
     link.symlink_to(target)
-    monkeypatch.setattr(deadline, "connect", lambda region=None, endpoint_url=None: client)
+    monkeypatch.setattr(deadline_client, "connect", lambda region=None, endpoint_url=None: client)
     for victim in (log, link):
         before = victim.read_bytes()
         queue = shots()
@@ -345,7 +345,7 @@ def test_deadline_a_dry_run_writes_neither_the_decision_log_nor_the_task_times(
 ):
     from sched import cli
 
-    monkeypatch.setattr(deadline, "connect", lambda region=None, endpoint_url=None: client)
+    monkeypatch.setattr(deadline_client, "connect", lambda region=None, endpoint_url=None: client)
     log = tmp_path / "decisions.jsonl"
     with Stubber(client) as stubber:
         stub_sync(stubber, shots())
@@ -376,7 +376,7 @@ def test_a_bad_task_times_entry_is_dropped_named_and_the_job_measured_again(clie
     assert str(path) in warning and f"field jobs.{victim}" in warning and "dropped" in warning
     # the sync: only that job is measured (SearchTasks), nothing is skipped
     (tmp_path / "map.csv").write_text("job,task_s\n*,30\n")
-    rules = deadline.mapping.read_mapping(tmp_path / "map.csv", unit="task")
+    rules = mapping.read_mapping(tmp_path / "map.csv", unit="task")
     with Stubber(client) as stubber:
         stub_sync(stubber, queue, measured=False, fleets=False)
         j = queue.jobs[victim]

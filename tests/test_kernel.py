@@ -21,16 +21,16 @@ from sched.learn.policy import features as F
 from sched.learn.policy import kernel as K
 from sched.learn.policy.networks import ArchitectureError, Policy, build
 from sched.learn.policy.policy_file import arch_of, policy_meta
-from sched.learn.ppo.loop import Args
+from sched.learn.settings import Training
 from sched.sim import core as S
 from sched.sim import rules
 
 
 def make_policy(top_k, hidden=16, seed=0, sigma=0.3):
     """A scorer with weights drawn from N(0, sigma): its choices differ from ATC's."""
-    args = Args(seed=1, top_k=top_k, hidden=hidden)
+    args = Training.of(seed=1, top_k=top_k, hidden=hidden)
     torch.manual_seed(seed)
-    net = build(arch_of(args))
+    net = build(arch_of(args.network))
     with torch.no_grad():
         for p in net.parameters():
             p.normal_(0.0, sigma)

@@ -31,11 +31,11 @@ import torch
 from sched.learn.policy import kernel as K
 from sched.learn.policy import networks as P
 from sched.learn.policy import policy_file as PF
-from sched.learn.ppo.loop import Args
 from sched.learn.search import lookahead as L
 from sched.learn.search import teacher as T
 from sched.learn.search.distill import distill, imitation_loss, regrets
 from sched.learn.search.plan import Gate
+from sched.learn.settings import Training
 from sched.sim import core as S
 from sched.sim import rules
 
@@ -131,7 +131,7 @@ def test_ppo_raises_the_probability_of_the_better_task(tmp_path, cfg, monkeypatc
         return {**{key: np.array(a) for key, a in zip(keys, sc)}, "week_start_s": 0.0, "counted_from_s": 0.0}
 
     monkeypatch.setattr(vec_env, "draw", the_example)  # the training scenarios: only the example
-    args = Args(
+    args = Training.of(
         seed=3,
         iterations=20,
         num_envs=8,
@@ -154,7 +154,7 @@ def test_ppo_raises_the_probability_of_the_better_task(tmp_path, cfg, monkeypatc
 
     with open(tmp_path / "train_log.csv") as fh:
         rows = [r for r in csv.DictReader(fh) if int(r["iteration"]) >= 1]
-    assert len(rows) == args.iterations
+    assert len(rows) == args.ppo.iterations
     episodes = [float(r["mean_episode_weighted_tardiness_s"]) for r in rows]
     # the episodes were the example: each cost 10 (B first) or 20 (A first), the last ones 10
     assert all(cost_first(sc, B) <= x <= cost_first(sc, A) for x in episodes)
@@ -209,12 +209,12 @@ def test_distillation_lowers_the_imitation_loss_and_picks_the_cheaper_task(cfg, 
     lowers the cost-sensitive imitation loss well below its start, and afterwards the
     network's first choice is the cheaper candidate of every decision. Before, the ATC prior
     picks candidate 0 (ATC's choice) everywhere."""
-    args = Args(seed=5, hidden=16, top_k=2, distill_epochs=30, distill_lr=1e-2)
+    args = Training.of(seed=5, hidden=16, top_k=2, distill_epochs=30, distill_lr=1e-2)
     meta = PF.policy_meta(cfg, args)
     labels, cheaper = decisions_with_labels(meta)
     x, ctx = torch.from_numpy(labels["x"]), torch.from_numpy(labels["ctx"])
     valid = torch.ones(x.shape[:2], dtype=torch.bool)
-    regret = regrets(torch.from_numpy(labels["label"]), valid, args.distill_scale)
+    regret = regrets(torch.from_numpy(labels["label"]), valid, args.distill.scale)
     torch.manual_seed(args.seed)
     net = P.build(meta["arch"])
 
@@ -226,7 +226,7 @@ def test_distillation_lowers_the_imitation_loss_and_picks_the_cheaper_task(cfg, 
     loss_before, choice_before = loss_and_choice()
     assert (choice_before == 0).all()  # the prior is ATC
     assert (cheaper == 1).sum() == 8
-    distill(net, labels, args, torch.Generator().manual_seed(args.seed))
+    distill(net, labels, args.distill, torch.Generator().manual_seed(args.seed))
     loss_after, choice_after = loss_and_choice()
     assert loss_after < 0.25 * loss_before, (loss_before, loss_after)
     np.testing.assert_array_equal(choice_after, cheaper)
@@ -243,7 +243,7 @@ def test_improved_target_moves_the_student_where_the_teacher_differs_and_holds_i
     moves their probabilities on average less than 0.1 and at least 5 times less than "mean"."""
 
     def run(target):
-        args = Args(
+        args = Training.of(
             seed=5,
             hidden=16,
             top_k=2,
@@ -267,7 +267,7 @@ def test_improved_target_moves_the_student_where_the_teacher_differs_and_holds_i
                 return torch.softmax(net.forward_compact(x, ctx, valid)[0], 1).numpy()
 
         before = probs()
-        distill(net, labels, args, torch.Generator().manual_seed(args.seed))
+        distill(net, labels, args.distill, torch.Generator().manual_seed(args.seed))
         after = probs()
         assert (after[differs].argmax(1) == 1).all(), (target, after[differs])
         return np.abs(after[~differs] - before[~differs]).mean()
@@ -305,7 +305,7 @@ def _gated_labels(cfg, samples, z, follow=True):
     """The gated teacher (``teacher.label_gated``) on THREE with ATC as its base: estimates only
     (THREE's estimates are its durations, and with sigma 0 the drawn durations are too), 3
     candidates, ``samples`` futures of 6 arrivals; returns (Q, M, rows, start, costs, decisions)."""
-    meta = PF.policy_meta(cfg, Args())
+    meta = PF.policy_meta(cfg, Training.of())
     k, horizon = meta["atc_k"], 6
     pool = L.Futures(*T.future_pool(cfg, [cfg["seeds"]["train"]["start"]], horizon, futures=samples))
     obs = K.no_net(3, k, meta["p_ref"], meta["profile"])

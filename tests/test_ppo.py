@@ -1,7 +1,6 @@
 """PPO: training, the policy file, resume, the scorer (the Gymnasium environment: test_gym_env.py)."""
 
 import contextlib
-import dataclasses
 import json
 
 import numpy as np
@@ -15,7 +14,7 @@ from sched.learn.chain import train
 from sched.learn.policy import features as F
 from sched.learn.policy import networks as P
 from sched.learn.policy import policy_file as PF
-from sched.learn.ppo.loop import Args
+from sched.learn.settings import Training
 from sched.sim import core
 
 from .conftest import AGREEMENT_CASES, AGREEMENT_TASKS
@@ -89,7 +88,7 @@ def test_resume_gives_the_same_trained_weights(tmp_path, tiny_cfg):
     # eval_every 0: the policy file holds the last iteration's weights, which PPO
     # moved away from the start (checked below), so the comparison is of
     # trained weights, not of an untrained network kept as the best one
-    args = Args(seed=3, **{**TINY, "eval_every": 0})
+    args = Training.of(seed=3, **{**TINY, "eval_every": 0})
     ref = tmp_path / "ref" / "politique.pt"
     train(tiny_cfg, args, ref, progress=False)
     # the same run, killed right after its checkpoint of iteration 4 ...
@@ -234,7 +233,7 @@ def test_scorer_works_for_any_candidate_count_and_batches_agree():
 
 
 def test_the_flat_architecture_is_refused_naming_the_field(tmp_path, tiny_cfg):
-    args = Args(seed=5, architecture="flat", **{**TINY, "eval_every": 0, "teacher_scenarios": 0})
+    args = Training.of(seed=5, architecture="flat", **{**TINY, "eval_every": 0, "teacher_scenarios": 0})
     with pytest.raises(SchedError, match="train.architecture: expected scorer, got 'flat'"):
         train(tiny_cfg, args, tmp_path / "flat.pt", progress=False)
 
@@ -304,7 +303,7 @@ def test_vec_queue_episode_rewards_sum_to_its_total_weighted_tardiness(cfg):
 
 
 def _interrupted_run(tmp_path, tiny_cfg):
-    args = Args(seed=3, **{**TINY, "iterations": 4, "eval_every": 0})
+    args = Training.of(seed=3, **{**TINY, "iterations": 4, "eval_every": 0})
     out = tmp_path / "run" / "politique.pt"
     _train_until_checkpoint(tiny_cfg, args, out, stop_after=2)
     return args, out, out.with_name(out.name + ".ckpt")
@@ -348,8 +347,8 @@ def test_the_loop_refuses_a_warm_start_its_settings_do_not_ask_for_and_one_missi
 
     out = tmp_path / "p.pt"
     with pytest.raises(loop.TrainSettingsError, match="train.teacher_scenarios is 3 and no warm start"):
-        loop.train(tiny_cfg, Args(seed=1, **TINY), out, progress=False)
-    no_teacher = Args(seed=1, **dict(TINY, teacher_scenarios=0))
+        loop.train(tiny_cfg, Training.of(seed=1, **TINY), out, progress=False)
+    no_teacher = Training.of(seed=1, **dict(TINY, teacher_scenarios=0))
     with pytest.raises(loop.TrainSettingsError, match="train.teacher_scenarios is 0 and a warm start"):
         loop.train(tiny_cfg, no_teacher, out, progress=False, warm_start=lambda net, gen, progress: 0.0)
     assert not out.exists()
@@ -373,7 +372,7 @@ def test_ppo_stops_once_its_validation_curve_stops_improving_and_says_so(tiny_cf
     from sched.learn.ppo import loop
 
     out = tmp_path / "p.pt"
-    args = Args(
+    args = Training.of(
         seed=1,
         **dict(TINY, teacher_scenarios=0, learning_rate=1e-12, eval_every=1, patience=2, iterations=40),
     )
@@ -384,7 +383,5 @@ def test_ppo_stops_once_its_validation_curve_stops_improving_and_says_so(tiny_cf
     assert any("stopped at iteration 2 of 40: 2 validation check(s) in a row" in s for s in said)
     assert PF.load(out).meta["best_iteration"] == 0 and PF.load(out).meta["train_args"]["patience"] == 2
     # without the rule, the cap is the run's length
-    full = loop.train(
-        tiny_cfg, dataclasses.replace(args, patience=0, iterations=4), tmp_path / "q.pt", progress=False
-    )
+    full = loop.train(tiny_cfg, args.replace(patience=0, iterations=4), tmp_path / "q.pt", progress=False)
     assert full["iterations"] == 4

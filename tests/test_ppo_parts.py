@@ -1,4 +1,4 @@
-"""The pieces of PPO, each on its own: GAE, explained variance, Args, run progress,
+"""The pieces of PPO, each on its own: GAE, explained variance, run progress,
 checkpoints, the observation (training end to end: test_ppo.py)."""
 
 import numpy as np
@@ -9,7 +9,7 @@ from sched.data.scenario import generate, scenario_model
 from sched.learn.policy import features as F
 from sched.learn.policy import networks as P
 from sched.learn.policy import policy_file as PF
-from sched.learn.ppo.loop import Args
+from sched.learn.settings import Training
 from sched.sim import core
 
 from .conftest import TINY_TRAIN as TINY
@@ -48,23 +48,6 @@ def test_explained_variance():
     assert np.isnan(explained_variance(returns, np.ones(4)))
 
 
-def test_every_setting_of_args_has_a_docstring():
-    import ast
-    import inspect
-
-    import sched.learn.ppo.loop as ppo
-
-    (cls,) = [n for n in ast.parse(inspect.getsource(ppo)).body if getattr(n, "name", "") == "Args"]
-    documented = {
-        a.target.id
-        for a, b in zip(cls.body, cls.body[1:])
-        if isinstance(a, ast.AnnAssign) and isinstance(b, ast.Expr) and isinstance(b.value.value, str)
-    }
-    import dataclasses
-
-    assert documented == {f.name for f in dataclasses.fields(Args)}
-
-
 def test_run_progress_counts_episodes_and_keeps_the_best_weights():
     from sched.learn.ppo.checkpoint import RECENT_EPISODES, RunProgress
 
@@ -89,10 +72,10 @@ def test_checkpoint_of_other_settings_is_ignored(tmp_path, tiny_cfg):
     from sched.learn.ppo.checkpoint import RunProgress
     from sched.learn.ppo.loop import make_env, make_optimizer
 
-    args = Args(seed=4, **TINY)
+    args = Training.of(seed=4, **TINY)
     meta = PF.policy_meta(tiny_cfg, args)
     net = P.build(meta["arch"])
-    opt, gen, env = make_optimizer(net, args), torch.Generator(), make_env(tiny_cfg, args, meta["atc_k"])
+    opt, gen, env = make_optimizer(net, args.ppo), torch.Generator(), make_env(tiny_cfg, args, meta["atc_k"])
     env.reset()
     path = checkpoint.path_for(tmp_path / "politique.pt")
     assert path.name == "politique.pt.ckpt"
@@ -102,7 +85,7 @@ def test_checkpoint_of_other_settings_is_ignored(tmp_path, tiny_cfg):
     checkpoint.save(path, checkpoint.fingerprint(meta, args), run, net, opt, gen, env)
     back = checkpoint.load(path, checkpoint.fingerprint(meta, args), net, opt, gen, env, said.append)
     assert back == run and said == []
-    other = checkpoint.fingerprint(meta, Args(seed=5, **TINY))
+    other = checkpoint.fingerprint(meta, Training.of(seed=5, **TINY))
     assert checkpoint.load(path, other, net, opt, gen, env, said.append) is None
     assert said == [f"ignoring checkpoint {path}: made with another config or arguments"]
 

@@ -13,7 +13,7 @@ import json
 import numpy as np
 import pytest
 
-from sched.ranking import frames as frames_mod
+from sched.ranking.farm import frames as frames_mod
 from sched.ranking.ranker import decide, rank
 from sched.ranking.tasks import RankInputError
 from sched.ranking.verdicts import Choice

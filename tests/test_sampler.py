@@ -8,13 +8,14 @@ import torch
 
 from sched.learn.policy import kernel, policy_file
 from sched.learn.policy import networks as P
-from sched.learn.ppo.loop import Args, make_env
+from sched.learn.ppo.loop import make_env
 from sched.learn.ppo.rollout import CompiledSampler, collect_compiled
+from sched.learn.settings import Training
 from sched.sim import core
 
 
 def setup(cfg, seed=5, envs=6, tasks=80, privileged=False):
-    args = Args(
+    args = Training.of(
         seed=seed, num_envs=envs, tasks=tasks, teacher_scenarios=0, hidden=16, privileged_critic=privileged
     )
     meta = policy_file.policy_meta(cfg, args)

@@ -490,10 +490,10 @@ def test_a_plan_calls_budget_counts_from_when_its_request_arrived(conf, monkeypa
     """Issue 46: the service gives plan's budget the request's arrival as the call's start, so a
     wait for a free worker is spent from it (what the client sees is bounded, not what the
     worker spends); a call whose budget was spent before it ran samples nothing."""
-    import sched.serve.http as http
+    from sched.ranking import ranker
 
     seen = []
-    prepare = http.ranker.prepare
+    prepare = ranker.prepare
 
     def recording(*args, **kw):
         if kw.get("budget_ms") in (60_000, 40):  # the test's calls, not the service's warm-up
@@ -502,7 +502,7 @@ def test_a_plan_calls_budget_counts_from_when_its_request_arrived(conf, monkeypa
             kw["started"] -= 1.0
         return prepare(*args, **kw)
 
-    monkeypatch.setattr(http.ranker, "prepare", recording)
+    monkeypatch.setattr(ranker, "prepare", recording)
     tasks = queue(seed=5, n=12)
     with live(ServiceSettings(config=conf)) as url, httpx.Client(base_url=url) as c:
         sent = time.perf_counter()

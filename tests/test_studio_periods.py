@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from sched.commands.fidelity import rules_on
 from sched.data.scenario import Scenario, validate_frame
 from sched.data.workload import fidelity as fid
 from sched.data.workload import fidelity_text
@@ -290,14 +291,14 @@ def test_a_generator_that_is_the_real_days_agrees_and_one_that_reverses_them_doe
         samples.append(
             _sample(arr, dur, arr + rng.uniform(0, 2000, 400), rng.choice([1.0, 8.0], 400), DAY, 1.0)
         )
-    table, record, queues = fid.check(samples[0], [samples[0]], [samples[0]], 1, 2.0)
+    table, record, queues = fid.check(samples[0], [samples[0]], [samples[0]], rules_on(1, 2.0))
     assert (
         record["tau"] == pytest.approx({"streams": 1.0, "scenarios": 1.0}) and record["lean_on_days"] is False
     )
     assert np.allclose(table["real"], table["streams"]) and set(fid.TABLE_COLUMNS) == set(table.columns)
     assert len(queues["real"][0]) == 24
     # a threshold no order can reach: the verdict leans on the days, and the record says so
-    _t, rec, _q = fid.check(samples[0], samples[1:], samples[1:], 1, 2.0, threshold=1.01)
+    _t, rec, _q = fid.check(samples[0], samples[1:], samples[1:], rules_on(1, 2.0), threshold=1.01)
     assert rec["lean_on_days"] is True and "below 1.01" in fidelity_text.verdict_text(rec)
     assert fid.kendall_tau(np.arange(6.0), -np.arange(6.0)) == pytest.approx(-1.0)
     # a generator that is the real days misses nothing, and the sentence says nothing
@@ -543,7 +544,7 @@ def test_the_report_shows_the_periods_the_fidelity_table_the_k_and_the_validatio
     rng = np.random.default_rng(4)
     arr = np.sort(rng.uniform(0, 2 * DAY, 300))
     sample = _sample(arr, rng.lognormal(5.5, 0.8, 300), arr + rng.uniform(0, 2000, 300), None, DAY, 1.0)
-    table, record, _q = fid.check(sample, [sample], [sample], 1, 2.0, threshold=1.01)
+    table, record, _q = fid.check(sample, [sample], [sample], rules_on(1, 2.0), threshold=1.01)
     record["period"] = ["2024-06-17", "2024-06-23"]
     (studio / "fidelity").mkdir()
     table.to_csv(studio / "fidelity" / layout.FIDELITY_TABLE, index=False)
@@ -578,10 +579,9 @@ def test_the_report_shows_the_periods_the_fidelity_table_the_k_and_the_validatio
 
 
 def test_training_and_validation_hold_the_warm_up_and_count_only_after_it(wcfg_workload, cfg, tmp_path):
-    from types import SimpleNamespace
 
     from sched.learn.env.vec_env import VecQueue
-    from sched.learn.ppo.validation import Validator
+    from sched.learn.validation import Validator
 
     model, _ = wcfg_workload
     c = cfg.replace(scenario={"workload": model.workload_file, "tasks": "day", "warm_up_days": 1,
@@ -590,7 +590,7 @@ def test_training_and_validation_hold_the_warm_up_and_count_only_after_it(wcfg_w
 
     warm = scenario_model(c)
     assert warm.warm_up_tasks > 0 and warm.warm_up_s == DAY
-    v = Validator(c, SimpleNamespace(validation_scenarios=2, tasks=None))
+    v = Validator(c, 2)
     assert all(0 < m.sum() < len(m) for m in v.counted)
     assert len(v.scenarios[0][0]) == warm.tasks + warm.warm_up_tasks
     env = VecQueue(c, 2, np.random.default_rng(4), range(100000, 100100), "tasks", 2.0, model=warm)

@@ -10,9 +10,10 @@ from .conftest import run_here
 
 def _labels(cfg, seeds, follow=True):
     from sched.learn.search.planner import rule_base
-    from sched.learn.search.teacher import TeacherSettings, make_labels
+    from sched.learn.search.teacher import make_labels
+    from sched.learn.settings import Labelling
 
-    st = TeacherSettings(candidates=3, samples=6, chunk=2, horizon=10, z=1.0)
+    st = Labelling(candidates=3, samples=6, chunk=2, horizon=10, z=1.0)
     return make_labels(cfg, seeds, st, rule_base("atc", cfg["rules"]["atc_k"]), 4, follow, futures=50)[0]
 
 
@@ -53,9 +54,10 @@ def test_futures_must_not_overlap_the_labelled_scenarios(tiny_cfg):
 
 def _labels_with_futures(cfg, seeds):
     from sched.learn.search.planner import rule_base
-    from sched.learn.search.teacher import TeacherSettings, make_labels
+    from sched.learn.search.teacher import make_labels
+    from sched.learn.settings import Labelling
 
-    st = TeacherSettings(candidates=3, samples=2, chunk=2, horizon=10, z=1.0)
+    st = Labelling(candidates=3, samples=2, chunk=2, horizon=10, z=1.0)
     return make_labels(cfg, seeds, st, rule_base("atc", cfg["rules"]["atc_k"]), 4, futures=50)
 
 

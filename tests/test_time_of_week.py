@@ -145,10 +145,11 @@ def test_a_scenario_from_a_workload_starts_at_the_drawn_time_of_week(wl_cfg):
 
 
 def test_training_slots_and_validation_carry_their_scenarios_week_start(wl_cfg):
-    from sched.learn.ppo.loop import Args, make_env
-    from sched.learn.ppo.validation import Validator
+    from sched.learn.ppo.loop import make_env
+    from sched.learn.settings import Training
+    from sched.learn.validation import Validator
 
-    args = Args(seed=2, num_envs=4, tasks=40, teacher_scenarios=0, validation_scenarios=3)
+    args = Training.of(seed=2, num_envs=4, tasks=40, teacher_scenarios=0, validation_scenarios=3)
     env = make_env(wl_cfg, args, 2.0)
     obs = env.reset()
     model = scenario_model(wl_cfg)
@@ -160,7 +161,7 @@ def test_training_slots_and_validation_carry_their_scenarios_week_start(wl_cfg):
             g = obs.globals_[b]
             tow = (env.slot_week[b] + env.state.t[b]) % WEEK
             assert g[F.GLOBAL_FEATURES.index("week_sin")] == pytest.approx(math.sin(2 * math.pi * tow / WEEK))
-    val = Validator(wl_cfg, args)
+    val = Validator(wl_cfg, args.validation_scenarios, args.tasks)
     seeds = list(seed_range(wl_cfg, "validation"))[:3]
     assert val.weeks == [draw(model, s, tasks=40)["week_start_s"] for s in seeds]
 
@@ -169,10 +170,10 @@ def test_training_slots_and_validation_carry_their_scenarios_week_start(wl_cfg):
 def wl_policy(wl_cfg, tmp_path_factory):
     """A policy file trained (briefly) on the workload: its meta holds the workload's profile."""
     from sched.learn.chain import train
-    from sched.learn.ppo.loop import Args
+    from sched.learn.settings import Training
 
     out = tmp_path_factory.mktemp("wl-train") / "weekly.pt"
-    train(wl_cfg, Args(seed=4, **dict(TINY_TRAIN, iterations=2)), out, progress=False)
+    train(wl_cfg, Training.of(seed=4, **dict(TINY_TRAIN, iterations=2)), out, progress=False)
     return out
 
 

@@ -65,10 +65,10 @@ def two_policies(tmp_path_factory):
     from sched.config import validate_config
     from sched.learn.policy import policy_file as PF
     from sched.learn.policy.networks import build
-    from sched.learn.ppo.loop import Args
+    from sched.learn.settings import Training
 
     d = tmp_path_factory.mktemp("policies")
-    meta = PF.policy_meta(validate_config({}), Args(seed=3))
+    meta = PF.policy_meta(validate_config({}), Training.of(seed=3))
     torch.manual_seed(0)
     net = build(meta["arch"])
     PF.save(d / "a.pt", net, meta)

@@ -85,6 +85,7 @@ SMALL = {
 #: Jobs the cluster runs (every rule but the local ones: step_config and all).
 CLUSTER_JOBS = {
     "calibrate": 1,
+    "calibrate_frames": 1,
     "teach": 2,
     "warm_start": 2,
     "teach_round": 2,
@@ -463,6 +464,7 @@ def reorder(mapping):
 
 EVERYTHING = {
     "calibrate": 1,
+    "calibrate_frames": 1,
     "teach": 2,
     "warm_start": 2,
     "teach_round": 2,
@@ -641,10 +643,10 @@ def test_each_rule_docstring_names_the_code_it_runs():
         if rule == "all":
             continue
         if rule in ("step_config", "robust_config"):
-            assert "step_config_text (workflow/rules/common.smk)" in doc, doc
+            assert "Plan.step_config_text (sched/pipeline/plan.py)" in doc, doc
             continue
         if rule == "farm_config":
-            assert "farm_config_text (workflow/rules/common.smk)" in doc, doc
+            assert "Plan.farm_config_text (sched/pipeline/plan.py)" in doc, doc
             continue
         m = re.search(r"Runs `sched ([\w-]+)` \(sched/commands/(\w+)\.py -> (.+?)\)\.?$", doc)
         assert m, (rule, doc)
@@ -667,6 +669,8 @@ def test_each_rule_docstring_names_the_code_it_runs():
             "validation_replay": "replay",  # studio_validation_replay: `sched replay --validation`
             "trace_workload": "calibrate_workload",  # the trace-like history written, then fitted
             "farm_benchmark": "farm_bench",  # a chunked farm setting's benchmark: `sched farm-bench`
+            "workload_frames": "calibrate_frames",  # the history's frames fit: `--history`
+            "trace_frames": "calibrate_frames",  # the trace-like history with frames written, then fitted
         }
         assert aliases.get(name, name) == command == module, (rule, doc)
         source = (ROOT / "sched/commands" / f"{module}.py").read_text()

@@ -1,6 +1,6 @@
 """Write a SYNTHETIC history shaped like a real production GPU trace (issue 50), for tests and docs.
 
-    python resources/history/make_trace_history.py OUT.csv [--days 35] [--seed 20240603]
+    python resources/history/make_trace_history.py OUT.csv [--days 35] [--seed 20240603] [--frames]
 
 Not a real trace and not committed: the tests build it in a temporary folder, and docs/workload.md
 ("A history like a real trace") shows what the workload fit makes of it. It has what the example
@@ -14,6 +14,14 @@ history (``make_example_history.py``) lacks and a real queue showed:
   (``BURST_SHAPE``): bursts. The daily load ranges from about 0.05 to 2.5 on one GPU;
 * **deadlines by class**: ``ALLOWANCE`` times the task's estimate plus a slack, none for the
   lowest class.
+
+With ``--frames`` it writes the same records with frames per job by a documented rule instead of
+1 (issue 59; the workflow's results/trace/history_frames.csv, a file of its own so that the history
+above and its fit keep their bytes): ``min(max(round(exp(log(FRAMES_MEDIAN) + FRAMES_SIGMA Z)), 1),
+FRAMES_MAX)``, one standard normal Z a task from a stream of its own (child 5 of the seed; the
+other draws are children 0 to 4, unchanged), whatever its class and duration: a shot of two
+seconds at 24 fps in the median, as the farm settings type it. A task's time per frame is then
+its duration over its frames; `sched calibrate-frames --history` fits both back.
 
 The estimate a scheduler had is the truth times lognormal noise (``ESTIMATE_SIGMA``), written as
 an image's ``steps`` at the reference size, which the example calibration's model turns back
@@ -43,6 +51,8 @@ DAY_SIGMA = 0.8  # the log-standard deviation of a day's intensity around the we
 BURST_SHAPE = 3.0  # the gamma shape of an hour's rate around its day's: smaller, burstier
 LOAD = 0.7  # the mean load on one GPU the durations are scaled to
 ESTIMATE_SIGMA = 0.3  # the estimates' log-noise around the truth
+FRAMES_MEDIAN, FRAMES_SIGMA, FRAMES_MAX = 48.0, 1.0, 2000  # --frames: frames per job (the rule above)
+FRAMES_STREAM = 5  # the child of the seed's SeedSequence the frames are drawn from
 FIELDS = ["id", "kind", "submitted_at", "priority", "due", "started_at", "finished_at", "gpu"]
 FIELDS += ["width", "height", "frames", "steps"]
 
@@ -125,9 +135,21 @@ def make(days=DAYS, seed=SEED):
     return records, factors
 
 
-def write(path, days=DAYS, seed=SEED):
-    """Write the history's CSV to ``path``; returns its records."""
+def add_frames(records, seed=SEED):
+    """``records`` with frames per job by the rule of the module docstring (in place; returns them)."""
+    ss = np.random.SeedSequence(seed).spawn(FRAMES_STREAM + 1)[FRAMES_STREAM]
+    z = np.random.default_rng(ss).standard_normal(len(records))
+    frames = np.clip(np.round(np.exp(np.log(FRAMES_MEDIAN) + FRAMES_SIGMA * z)), 1, FRAMES_MAX)
+    for r, f in zip(records, frames.astype(np.int64).tolist()):
+        r["frames"] = f
+    return records
+
+
+def write(path, days=DAYS, seed=SEED, frames=False):
+    """Write the history's CSV to ``path`` (``frames``: with frames by the rule); returns its records."""
     records, _ = make(days, seed)
+    if frames:
+        add_frames(records, seed)
     with open(path, "w", newline="", encoding="utf-8") as fh:
         w = csv.DictWriter(fh, fieldnames=FIELDS, lineterminator="\n")
         w.writeheader()
@@ -160,11 +182,12 @@ def main(argv=None):
         "--days", type=_int_in(1, MAX_DAYS), default=DAYS, help=f"days of history, 1 to {MAX_DAYS}"
     )
     p.add_argument("--seed", type=_int_in(0, 2**63 - 1), default=SEED, help="the seed, >= 0")
+    p.add_argument("--frames", action="store_true", help="frames per job by the documented rule, not 1")
     a = p.parse_args(argv)
     if a.out.is_dir() or not a.out.parent.is_dir():  # before any work
         p.error(f"argument out: {str(a.out)[:80]!r} is a folder, or its folder does not exist")
     try:
-        records = write(a.out, a.days, a.seed)
+        records = write(a.out, a.days, a.seed, a.frames)
     except OSError as exc:
         print(f"{p.prog}: error: {a.out}: {exc.strerror or exc}", file=sys.stderr)
         return 2

@@ -1,6 +1,7 @@
 """One module per `sched` subcommand: `register(subparsers)` adds it, `run(args)` runs it.
 
-The modules, by step: ``calibrate``, ``calibrate_workload``, ``fidelity`` (the inputs);
+The modules, by step: ``calibrate``, ``calibrate_workload``, ``calibrate_frames``, ``fidelity``
+(the inputs);
 ``scenario``, ``simulate`` (one scenario); ``teach``, ``distill``, ``train`` (the policies);
 ``tune``, ``benchmark``, ``gather``, ``clairvoyant``, ``replay`` (the benchmark), ``farm_bench``
 (the chunked farm settings' benchmark); ``demo``,

@@ -72,7 +72,7 @@ def register(sub):
 
 
 def _range(text, middle):
-    from sched.farms.deadline import HIGHEST, LOWEST
+    from sched.farms.deadline_jobs import HIGHEST, LOWEST
 
     lo, hi = priority_range(text, LOWEST, HIGHEST, "Deadline Cloud's priorities")
     if not lo <= middle <= hi:

@@ -38,7 +38,8 @@ def register(sub):
 def run(args):
     from sched import files
     from sched.data.machines import speeds
-    from sched.data.scenario import check_seed, schedule_frame
+    from sched.data.scenario import check_seed
+    from sched.data.schedule import schedule_frame
     from sched.evaluate.demo import demo_pair, run_demo
     from sched.evaluate.policies import parse_policies, parse_policy_files, resolve_policies
     from sched.report import figures

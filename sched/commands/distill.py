@@ -34,15 +34,15 @@ def register(sub):
 
 def run(args):
     from sched import threads
-    from sched.learn.ppo.loop import Args
     from sched.learn.search.iterate import distill_stage
     from sched.learn.search.teacher import load_labels
+    from sched.learn.settings import Training
 
     cfg = load_cfg(args)
     seed = args.seed if args.seed is not None else cfg.train.seeds[0]
-    a = Args.from_config(cfg, seed=seed, threads=args.threads, atc_k=args.atc_k)
-    if a.atc_k is not None and not a.atc_k > 0:
-        raise UsageError(f"--atc-k: must be > 0, got {a.atc_k}")
+    a = Training.from_config(cfg, seed=seed, threads=args.threads, atc_k=args.atc_k)
+    if a.network.atc_k is not None and not a.network.atc_k > 0:
+        raise UsageError(f"--atc-k: must be > 0, got {a.network.atc_k}")
     threads.apply(a.threads, torch=True)
     labels = _labels(cfg, load_labels, args.labels)
     summary = distill_stage(

@@ -34,6 +34,7 @@ def run(args):
     from sched import files, layout
     from sched.errors import UsageError
     from sched.evaluate.farm import bench as farm
+    from sched.evaluate.farm import caps
     from sched.evaluate.seeds import benchmark_seeds, range_text, validation_seeds
     from sched.verdict.summary import UNIT
 
@@ -44,19 +45,23 @@ def run(args):
         raise UsageError("farm-bench: the config has no scenario.chunks (a chunked setting)")
     out = Path(args.out)
     val = validation_seeds(cfg)
-    tuned = farm.tune(cfg, farm.scenarios(cfg, val, True), val, progress=True)
+    val_scs = farm.scenarios(cfg, val, True)
+    tuned = farm.tune(cfg, val_scs, val, progress=True)
     k = tuned["atc_k"]
+    tuned.update(caps.tune_cap(cfg, val_scs, k, progress=True))
+    cap = tuned["cap"]
     sel = farm.selection_seeds(cfg)
     sync_s = float(chunks.get("sync_s", 0.0))
-    sel_specs = {n: farm.spec(n, k, sync_s) for n in farm.CANDIDATES}
+    sel_specs = {n: farm.spec(n, k, sync_s, cap=cap) for n in farm.candidates(cap)}
     selection = farm.run(cfg, sel, farm.scenarios(cfg, sel, True), sel_specs, progress=True)
-    verdict = farm.choose(cfg, selection, k, sel)
+    verdict = farm.choose(cfg, selection, k, sel, cap)
     test = benchmark_seeds(cfg)
     if args.test_scenarios is not None:
         if not 1 <= args.test_scenarios <= len(test):
             raise UsageError(f"--test-scenarios: expected 1 to {len(test)}, got {args.test_scenarios}")
         test = test[: args.test_scenarios]
-    frame = farm.run(cfg, test, farm.scenarios(cfg, test, True), farm.policy_specs(k, verdict, sync_s), True)
+    specs = farm.policy_specs(k, verdict, sync_s, cap)
+    frame = farm.run(cfg, test, farm.scenarios(cfg, test, True), specs, True)
     table = farm.comparisons(frame, cfg, verdict["policy"])
     files.write_set(
         [
@@ -67,7 +72,7 @@ def run(args):
             (out / layout.FARM_VERDICT, files.json_writer(verdict)),
         ]
     )
-    print(f"ATC k tuned at frame level on validation seeds {range_text(val)}: {k:g}")
+    print(f"ATC k tuned at frame level on validation seeds {range_text(val)}: {k:g}; job limit: {cap}")
     print(f"shipped (chosen on {range_text(sel)}): {verdict['policy']} ({verdict['reason']})")
     mine = table[table["reference"] == "farm-fifo"]
     for r in mine.itertuples():

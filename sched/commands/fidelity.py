@@ -4,6 +4,7 @@ import sys
 
 from sched import layout, threads
 from sched.cli import load_cfg
+from sched.pipeline import studio
 
 
 def register(sub):
@@ -72,19 +73,14 @@ def run(args):
         )
     if not cfg.scenario.calibration:
         raise UsageError("scenario.calibration: null; the replay's estimates need the calibration")
-    n = args.streams if args.streams is not None else int(cfg.studio.get("fidelity_streams", 16))
-    n_sc = args.scenarios if args.scenarios is not None else int(cfg.studio.get("fidelity_scenarios", 128))
+    n_default, sc_default, tau_default = studio.fidelity_options(cfg)  # studio.fidelity_* (sched/pipeline)
+    n = args.streams if args.streams is not None else int(n_default)
+    n_sc = args.scenarios if args.scenarios is not None else int(sc_default)
     for name, v in (("--streams", n), ("--scenarios", n_sc)):
         if v < 1:
             raise UsageError(f"{name}: must be >= 1, got {v}")
     if cfg.scenario.workload != str(path):  # the studio's scenarios: the fit, studio.tasks a scenario
-        st = cfg.studio
-        scenario = {
-            "workload": str(path),
-            "tasks": st.get("tasks", "day"),
-            "warm_up_days": st.get("warm_up_days", 1),
-        }
-        cfg = cfg.replace(scenario=scenario, robustness={"settings": []})
+        cfg = cfg.replace(scenario=studio.scenario(cfg.studio, path), robustness={"settings": []})
     stream = held_out_stream(
         args.history or cfg.workload.history, cfg, cfg.scenario.calibration, period,
         fitted_on=(path, workload.get("sources")), label="validation",
@@ -94,11 +90,11 @@ def run(args):
     streams = stream_samples(model, fidelity_seeds(cfg, n), stream.scenario.week_start_s, real.days)
     scenarios = scenario_samples(generate_scenarios(cfg, selection_seeds(cfg)[:n_sc]))
     machines = cfg.scenario.machines
-    threshold = args.threshold if args.threshold is not None else float(cfg.studio.get("fidelity_tau", 0.8))
+    threshold = args.threshold if args.threshold is not None else float(tau_default)
     if not -1.0 <= threshold <= 1.0:
         raise UsageError(f"--threshold: Kendall's tau lies in [-1, 1], got {threshold}")
     k = float(cfg.rules.atc_k)
-    table, record, queues = check(real, streams, scenarios, machines, k, threshold)
+    table, record, queues = check(real, streams, scenarios, rules_on(machines, k), threshold)
     record["period"] = list(period)
     variants = (
         [] if args.no_variants else _variants(cfg, model, workload, real, stream, (n, n_sc), k, threshold)
@@ -136,6 +132,16 @@ def _variants(cfg, model, workload, real, stream, counts, k, threshold):
             scenario_model(c), fidelity_seeds(c, counts[0]), stream.scenario.week_start_s, real.days
         )
         sc = scenario_samples(generate_scenarios(c, selection_seeds(c)[: counts[1]]))
-        out.append((name, sw, check(real, st, sc, cfg.scenario.machines, k, threshold)[1]["tau"]))
+        out.append((name, sw, check(real, st, sc, rules_on(cfg.scenario.machines, k), threshold)[1]["tau"]))
         print(f"fidelity: {name}: tau {out[-1][2]}", file=sys.stderr)
     return out
+
+
+def rules_on(machines, k):
+    """The simulation the fidelity check runs each rule by: the compiled core on ``machines``
+    (ATC's k: ``k``)."""
+    from functools import partial
+
+    from sched.sim.core import simulate_batch
+
+    return partial(simulate_batch, machines=machines, k=k)

@@ -70,9 +70,9 @@ def check_policy(args):
 
 def run(args):
     from sched import files
-    from sched.data import chunked
+    from sched.data import chunked, schedule
     from sched.data.machines import spec_of, speeds
-    from sched.data.scenario import generate, read_scenario, scenario_model, schedule_frame, summarize
+    from sched.data.scenario import generate, read_scenario, scenario_model
     from sched.evaluate.runs import schedule_scenarios
 
     check_policy(args)  # before any work: the config, the scenarios
@@ -133,7 +133,7 @@ def run(args):
             sched_frame = chunked.schedule_frame(sc, job, chunk, start, end, mach)
             per_job = chunked.job_frame(sc, job, end)
         else:
-            sched_frame = per_job = schedule_frame(sc, start, end, mach)
+            sched_frame = per_job = schedule.schedule_frame(sc, start, end, mach)
         if out is not None:
             target = out / f"{sc.name}.csv" if many or out.is_dir() else out
             files.write_csv(target, sched_frame)
@@ -144,7 +144,7 @@ def run(args):
             summary["sync_s"] = sync_s
         if args.policy == "plan":
             summary["base"] = spec["base"]
-        summary.update(summarize(per_job))
+        summary.update(schedule.summarize(per_job))
         if sc.chunked:
             summary["chunks"] = len(sched_frame)
         print(json.dumps(summary), flush=True)

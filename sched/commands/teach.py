@@ -42,14 +42,14 @@ def register(sub):
 
 def teacher_seeds(cfg, args):
     from sched.config import seed_range
-    from sched.learn.ppo.loop import Args
+    from sched.learn.settings import Training
 
-    a = Args.from_config(cfg, atc_k=args.atc_k)
-    if a.atc_k is not None and not a.atc_k > 0:
-        raise UsageError(f"--atc-k: must be > 0, got {a.atc_k}")
-    if a.teacher_scenarios <= 0:
+    a = Training.from_config(cfg, atc_k=args.atc_k)
+    if a.network.atc_k is not None and not a.network.atc_k > 0:
+        raise UsageError(f"--atc-k: must be > 0, got {a.network.atc_k}")
+    if a.teacher.scenarios <= 0:
         raise UsageError("train.teacher_scenarios is 0: there is nothing to label")
-    wanted = seed_range(cfg, "train")[: a.teacher_scenarios]
+    wanted = seed_range(cfg, "train")[: a.teacher.scenarios]
     if not args.seeds:
         return list(wanted), a
     from sched.evaluate.seeds import check_within, parse_seed_range
@@ -66,7 +66,7 @@ def teacher_seeds(cfg, args):
 
 def run(args):
     from sched.learn.search.distill import teacher_base
-    from sched.learn.search.teacher import LABEL_FORMAT, label_settings, make_labels, save_labels, settings_of
+    from sched.learn.search.teacher import LABEL_FORMAT, label_settings, make_labels, save_labels
 
     cfg = load_cfg(args)
     if args.round_ is not None:
@@ -76,7 +76,12 @@ def run(args):
             raise UsageError("--policy: only with --round (the warm start's base is train.teacher_base)")
         seeds, a = teacher_seeds(cfg, args)
         labels, stats = make_labels(
-            cfg, seeds, settings_of(a), teacher_base(cfg, a), a.top_k, progress=not args.no_progress
+            cfg,
+            seeds,
+            a.teacher.labelling(),
+            teacher_base(cfg, a),
+            a.network.top_k,
+            progress=not args.no_progress,
         )
         meta = {"format": LABEL_FORMAT, **label_settings(cfg, a), "seeds": [seeds[0], seeds[-1]]}
     save_labels(args.out, labels, meta)
@@ -87,9 +92,9 @@ def _round(cfg, args):
     """Round ``args.round_``'s labels with ``args.policy``: (labels, statistics, file meta)."""
     from sched.config import training_hash
     from sched.learn.policy import policy_file
-    from sched.learn.ppo.loop import Args
     from sched.learn.search.iterate import round_labels, round_seeds
-    from sched.learn.search.teacher import LABEL_FORMAT, settings_of
+    from sched.learn.search.teacher import LABEL_FORMAT
+    from sched.learn.settings import Training
 
     if args.round_ < 1:
         raise UsageError(f"--round: expected a round >= 1, got {args.round_}")
@@ -97,16 +102,16 @@ def _round(cfg, args):
         raise UsageError("--round: needs --policy, the policy file of the round before")
     if args.seeds:
         raise UsageError("--seeds: not with --round (a round labels its own train.round_scenarios seeds)")
-    a = Args.from_config(cfg, atc_k=args.atc_k)
+    a = Training.from_config(cfg, atc_k=args.atc_k)
     policy = policy_file.load(args.policy)
     labels, stats = round_labels(cfg, a, policy, args.round_, progress=not args.no_progress)
     seeds = round_seeds(cfg, a, args.round_)
     meta = {
         "format": LABEL_FORMAT,
         "config_hash": training_hash(cfg),
-        "teacher": list(settings_of(a, round_=True)),
+        "teacher": list(a.rounds.labelling(a.teacher)),
         "base": f"round {args.round_ - 1}",
-        "continuation": a.round_continuation,
+        "continuation": a.rounds.continuation,
         "top_k": int(policy.meta["arch"]["top_k"]),
         "round": args.round_,
         "seeds": [seeds[0], seeds[-1]],

@@ -39,16 +39,18 @@ def register(sub):
 
 def run(args):
     from sched.learn.chain import train
-    from sched.learn.ppo.loop import Args
     from sched.learn.ppo.train_log import plot_learning_curve
+    from sched.learn.settings import Training
 
     cfg = load_cfg(args)
     if args.iterations is not None and args.iterations < 1:
         raise UsageError(f"--iterations: must be >= 1, got {args.iterations}")
     seed = args.seed if args.seed is not None else cfg.train.seeds[0]
-    a = Args.from_config(cfg, iterations=args.iterations, seed=seed, threads=args.threads, atc_k=args.atc_k)
-    if a.atc_k is not None and not a.atc_k > 0:
-        raise UsageError(f"--atc-k: must be > 0, got {a.atc_k}")
+    a = Training.from_config(
+        cfg, iterations=args.iterations, seed=seed, threads=args.threads, atc_k=args.atc_k
+    )
+    if a.network.atc_k is not None and not a.network.atc_k > 0:
+        raise UsageError(f"--atc-k: must be > 0, got {a.network.atc_k}")
     out = Path(args.out)
     labels = None
     if args.teacher and args.init:
@@ -78,7 +80,7 @@ def _checked_labels(cfg, a, paths):
     from sched.config import seed_range
     from sched.learn.search.teacher import label_settings, load_labels
 
-    if a.teacher_scenarios <= 0:
+    if a.teacher.scenarios <= 0:
         raise UsageError("--teacher: train.teacher_scenarios is 0 (no warm start configured)")
     labels, meta = load_labels(paths)
     want = label_settings(cfg, a)
@@ -88,7 +90,7 @@ def _checked_labels(cfg, a, paths):
                 f"--teacher: {paths[0]}: {key} is {meta.get(key)!r}, this config "
                 f"needs {value!r}; rerun `sched teach`"
             )
-    seeds = list(seed_range(cfg, "train"))[: a.teacher_scenarios]
+    seeds = list(seed_range(cfg, "train"))[: a.teacher.scenarios]
     got = np.unique(labels["scenario_seed"])
     if len(got) != len(seeds) or (got != np.array(seeds)).any():
         raise UsageError(

@@ -23,8 +23,8 @@ import numpy as np
 import pandas as pd
 
 from sched.config import shorten
+from sched.data.objective import tardiness
 from sched.limits import MAX_FRAMES, MAX_MACHINES, MAX_SCENARIO_CHUNKS, MAX_SECONDS
-from sched.sim.objective import tardiness
 
 #: The optional columns of a chunked scenario, in the order the model reads them.
 CHUNK_COLUMNS = ("frames", "chunk_frames", "max_gpus", "setup_s")
@@ -32,6 +32,21 @@ CHUNK_COLUMNS = ("frames", "chunk_frames", "max_gpus", "setup_s")
 INTEGER_MAX = {"frames": MAX_FRAMES, "chunk_frames": MAX_FRAMES, "max_gpus": MAX_MACHINES}
 #: The column a chunked schedule adds before the task schedule's.
 CHUNK = "chunk"
+
+
+def counts(frames, chunk_frames):
+    """Chunks of each job (int64 array): ceil(frames / chunk_frames), 1 when indivisible."""
+    frames, per = np.asarray(frames, np.int64), np.asarray(chunk_frames, np.int64)
+    whole = (per <= 0) | (per >= frames)
+    return np.where(whole, 1, -(-frames // np.where(whole, 1, per)))
+
+
+def job_ends(job, end, n):
+    """Each job's completion (its last chunk to end), in row order, from the rows of
+    :func:`sched.sim.chunks.simulate`."""
+    out = np.full(n, -np.inf)
+    np.maximum.at(out, job, end)
+    return out
 
 
 def is_chunked(frame):
@@ -53,8 +68,6 @@ def validate(out, source, where, error):
         if col in out.columns:
             out[col] = _column(out[col], col, source, where, error)
     if "frames" in out.columns:
-        from sched.sim.chunks import counts  # numba: only for a chunked scenario
-
         per = out["chunk_frames"].fillna(0).to_numpy(np.int64) if "chunk_frames" in out else 0
         total = int(counts(out["frames"].to_numpy(np.int64), per).sum())
         if total > MAX_SCENARIO_CHUNKS:
@@ -125,8 +138,6 @@ def chunk_arrays(frame):
 def schedule_frame(scenario, job, chunk, start, end, machine):
     """The per-chunk schedule table of a chunked scenario (the module's file contract), from
     :func:`sched.sim.chunks.simulate`'s rows."""
-    from sched.sim.chunks import counts, job_ends
-
     _, _, _, weight, due = scenario.arrays
     frames, per, _, _ = chunk_arrays(scenario.frame)
     job = np.asarray(job, dtype=np.int64)
@@ -145,9 +156,7 @@ def schedule_frame(scenario, job, chunk, start, end, machine):
 def job_frame(scenario, job, end):
     """One row a job (the scenario's), with its completion (``end_s``: its last chunk to end)
     and tardiness, from :func:`sched.sim.chunks.simulate`'s rows: what
-    :func:`sched.data.scenario.summarize` reads for the per-job totals."""
-    from sched.sim.chunks import job_ends
-
+    :func:`sched.data.schedule.summarize` reads for the per-job totals."""
     _, _, _, weight, due = scenario.arrays
     f = scenario.frame.copy()
     f["end_s"] = job_ends(np.asarray(job, np.int64), np.asarray(end, np.float64), len(f))

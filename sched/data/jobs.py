@@ -4,7 +4,8 @@ A scenario model with config ``scenario.chunks`` (a robustness setting's ``chunk
 describes every field) draws, per job, a number of frames and cuts the job into chunks:
 
 * **Frames per job**, per kind: ``round(exp(mu + sigma Z))``, at least 1 and at most ``max``
-  (a discretised lognormal of median ``exp(mu)``), from a random stream of its own (child 6 of
+  (a discretised lognormal of median ``exp(mu)``; typed, or calibrated: ``frames: {fit: FILE}``,
+  a frames fit of :mod:`sched.data.frames_fit`), from a random stream of its own (child 6 of
   the seed's :class:`numpy.random.SeedSequence`; the scenario's six draws are children 0 to 5, so
   they are the same with and without chunks: common random numbers).
 * **Time per frame**: the job's drawn duration (today's draw, from the calibration or the
@@ -73,7 +74,11 @@ def chunk_spec(chunks, kinds):
     by_kind = frames.get("kinds") or {}
     _per_kind(by_kind, kinds, "frames.kinds", None)  # names checked
     base = {k: frames[k] for k in ("median", "sigma", "max") if k in frames}
-    per = {k: _frames_spec({**base, **dict(by_kind.get(k) or {})}, f"frames ({k})") for k in kinds}
+    fitted = _fitted(frames.get("fit"), base, kinds)
+    per = {
+        k: _frames_spec({**base, **fitted.get(k, {}), **dict(by_kind.get(k) or {})}, f"frames ({k})")
+        for k in kinds
+    }
     per_chunk = _per_kind(chunks.get("chunk_frames"), kinds, "chunk_frames", None)
     return MappingProxyType(
         {
@@ -84,6 +89,21 @@ def chunk_spec(chunks, kinds):
             "sync_s": float(chunks.get("sync_s", 0.0)),
         }
     )
+
+
+def _fitted(path, typed, kinds):
+    """{kind: {median, sigma, max}} of the frames fit ``path`` (config ``frames.fit``; {} without
+    one): calibrated frames (:func:`sched.data.frames_fit.frames_of`), never beside typed ones."""
+    if not path:
+        return {}
+    if typed:
+        raise JobsError(
+            f"scenario.chunks.frames: fit {str(path)[:40]!r} and {', '.join(sorted(typed))} are both given; "
+            "give the frames fit or the typed median, sigma and max"
+        )
+    from sched.data.frames_fit import frames_of
+
+    return frames_of(path, kinds)
 
 
 def mean_frames(median, sigma, top):

@@ -46,12 +46,11 @@ from sched.data.workload.workload import (
 from sched.errors import SchedError
 from sched.formats.csv_input import normal_id
 from sched.limits import MAX_MACHINES, MAX_SCENARIO_BYTES, MAX_SCENARIO_TASKS, MAX_SECONDS, MAX_WEIGHT
-from sched.sim.objective import tardiness
 
 REQUIRED = ("id", "kind", "arrival_s", "duration_s", "weight", "due_s")
 NUMERIC = ("arrival_s", "duration_s", "weight", "due_s", "estimate_s")
 POSITIVE = ("duration_s", "estimate_s", "weight")
-#: Columns the schedule table adds (see schedule_frame): a scenario may not hold them.
+#: Columns the schedule table adds (sched.data.schedule.schedule_frame): a scenario may not hold them.
 SCHEDULE_COLUMNS = ("machine", "start_s", "end_s", "tardiness_s", "weighted_tardiness_s")
 #: Largest absolute value of each numeric column.
 BOUNDS = {c: (MAX_WEIGHT if c == "weight" else MAX_SECONDS) for c in NUMERIC}
@@ -201,39 +200,6 @@ def read_scenario(path):
 
 def write_scenario(path, scenario):
     files.write_csv(path, scenario.frame)
-
-
-# --------------------------------------------------------------------------- schedules
-
-
-def schedule_frame(scenario, start, end, machine):
-    """The schedule table: every scenario column plus the schedule columns."""
-    f = scenario.frame.copy()
-    _, _, _, weight, due = scenario.arrays
-    f["machine"] = np.asarray(machine, dtype=np.int64)
-    f["start_s"] = np.asarray(start, dtype=np.float64)
-    f["end_s"] = np.asarray(end, dtype=np.float64)
-    f["tardiness_s"] = tardiness(f["end_s"].to_numpy(), due)
-    f["weighted_tardiness_s"] = weight * f["tardiness_s"].to_numpy()
-    return f
-
-
-def summarize(schedule):
-    """Summary numbers of a schedule table."""
-    n = len(schedule)
-    wt = schedule["weighted_tardiness_s"].to_numpy()
-    tard = schedule["tardiness_s"].to_numpy()
-    flow = schedule["end_s"].to_numpy() - schedule["arrival_s"].to_numpy()
-    return {
-        "tasks": n,
-        "total_weighted_tardiness_s": float(wt.sum()),
-        "mean_weighted_tardiness_s": float(wt.sum() / n),
-        "mean_tardiness_s": float(tard.mean()),
-        "max_tardiness_s": float(tard.max()),
-        "tardy_fraction": float((tard > 0).mean()),
-        "mean_flow_time_s": float(flow.mean()),
-        "makespan_s": float(schedule["end_s"].max()),
-    }
 
 
 # --------------------------------------------------------------------------- generation

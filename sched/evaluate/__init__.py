@@ -18,7 +18,8 @@ shards), :mod:`~sched.evaluate.policies` (policy names and specs),
 :mod:`~sched.evaluate.runs` (running them), :mod:`~sched.evaluate.per_scenario`
 (the per-scenario table), :mod:`~sched.evaluate.statistics` (paired bootstrap).
 
-Also here: ``tuning`` (ATC's k), ``demo`` (the demonstration scenario), ``headroom`` (the
+Also here: ``tuning`` (ATC's k, the delayed rules'
+alpha), ``demo`` (the demonstration scenario), ``headroom`` (the
 clairvoyant reference run), ``errors`` (the error classes of the benchmark, the verdict and
 the report) and ``progress`` (its progress bar). The subpackage ``farm`` benchmarks the chunked
 farm settings (``sched farm-bench``) and renders their report rows.

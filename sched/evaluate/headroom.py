@@ -7,13 +7,13 @@ Not a contestant: it shows the headroom below the best policy (see the report).
 import numpy as np
 import pandas as pd
 
+from sched.data.objective import weighted_tardiness
 from sched.errors import InternalError
 from sched.evaluate.progress import bar
 from sched.evaluate.runs import generate_scenarios
 from sched.sim import rules as rules_mod
 from sched.sim.clairvoyant import search, sequence_cost, start_sequence
 from sched.sim.core import simulate_batch
-from sched.sim.objective import weighted_tardiness
 
 CLAIRVOYANT_COLUMNS = (
     "scenario_seed",

@@ -12,10 +12,10 @@ import pandas as pd
 
 from sched import files
 from sched.config import shorten
+from sched.data.objective import tardiness, weighted_tardiness
 from sched.evaluate.errors import BenchmarkError
 from sched.evaluate.policies import PLANNERS, is_heuristic, is_learned, policy_key
 from sched.evaluate.seeds import range_text
-from sched.sim.objective import tardiness, weighted_tardiness
 
 PER_SCENARIO_COLUMNS = (
     "scenario_seed",

@@ -25,6 +25,8 @@ from sched.limits import MAX_SEED_DIGITS
 
 #: The heuristics in the order every table lists them.
 HEURISTICS = ("fifo", "spt", "edd", "wspt", "atc", "wmdd", "atc-tuned")
+#: The delayed rules (``sched.sim.waiting``), run where config benchmark.waiting.rules names them.
+DELAYED = ("wspt-wait", "atc-wait")
 
 #: A seed (or a round) in a name: ASCII digits, at most limits.MAX_SEED_DIGITS (never a number
 #: too long to read, nor a path too long to open).
@@ -98,7 +100,7 @@ def warm_name(seed):
 
 
 def is_heuristic(name):
-    return name in HEURISTICS
+    return name in HEURISTICS or name in DELAYED
 
 
 def ppo_seed(name):
@@ -109,8 +111,8 @@ def ppo_seed(name):
 def policy_key(name):
     """Sort key: heuristics in table order, then PPO by training seed, each followed by its
     warm start and its rounds in order."""
-    if name in HEURISTICS:
-        return (0, HEURISTICS.index(name), 0, 0, "")
+    if is_heuristic(name):
+        return (0, (HEURISTICS + DELAYED).index(name), 0, 0, "")
     m = _PPO.match(name)
     if m:
         return (1, int(m.group(1)), 0, 0, "")
@@ -161,7 +163,7 @@ def parse_policies(text, cfg, default=default_policies):
     for n in names:
         if not (is_heuristic(n) or is_learned(n) or n in PLANNERS):
             raise BenchmarkError(
-                f"--policies: unknown policy {shorten(n)}; expected {', '.join(HEURISTICS)}, "
+                f"--policies: unknown policy {shorten(n)}; expected {', '.join(HEURISTICS + DELAYED)}, "
                 f"ppo-<training seed>, ppo-<training seed>-warm, ppo-<training seed>-r<round>, "
                 f"main-ppo-<training seed>, {PLAN} or {TEACHER}"
             )
@@ -238,6 +240,11 @@ def resolve_policies(
                 skipped.append(f"{name} ({path} not found)")
                 continue
             specs[name] = rule_spec("atc", float(read_tuned(path)["atc_k"]))
+        elif name in DELAYED:
+            from sched.sim.waiting import tuned_parameters
+
+            alpha, k, wait = tuned_parameters(read_tuned(Path(tuned or layout.TUNED_PATH)), name)
+            specs[name] = {**rule_spec(name, k), "wait_alpha": alpha, "max_wait_s": wait}
         elif is_heuristic(name):
             specs[name] = rule_spec(name, float(cfg.rules.atc_k) if name == "atc" else None)
         else:
@@ -282,15 +289,14 @@ def teacher_spec(cfg, tuned=None):
     """The spec of ``teacher``: the planner on the rule ``train.teacher_base`` (ATC with the
     training's k: ``train.atc_k``, the tuned k when it is ``tuned``, else ``rules.atc_k``), the
     base continuing its rollouts, with the teacher's settings (``settings``, ``chunk``)."""
-    from sched.learn.ppo.loop import Args
-    from sched.learn.search.teacher import settings_of
+    from sched.learn.settings import TeacherSettings
 
     k = cfg.train.atc_k
     if k == "tuned":
         k = float(read_tuned(Path(tuned or layout.TUNED_PATH))["atc_k"])
     k = training_atc_k(cfg, k)
     rule = cfg.train.teacher_base
-    teacher = settings_of(Args.from_config(cfg, atc_k=k))
+    teacher = TeacherSettings.from_config(cfg)
     settings = dict(
         cfg.plan,
         candidates=teacher.candidates,

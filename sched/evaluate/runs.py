@@ -72,6 +72,12 @@ def schedule_policy(spec, scenarios, arrays, machines, cfg=None):
         from sched.sim.core import simulate_batch
 
         k = spec["atc_k"] if spec["atc_k"] is not None else rules.ATC_K_DEFAULT
+        if spec["rule"] in rules.WAIT_RULES:  # a delayed rule (policies.delayed_spec)
+            from sched.sim import waiting
+
+            return waiting.simulate_batch(
+                arrays, spec["rule"], spec["wait_alpha"], spec["max_wait_s"], machines=machines, k=k
+            )
         return simulate_batch(arrays, spec["rule"], machines=machines, k=k)
     return schedule_scenarios(scenarios, "ppo", machines=machines, policy_file=spec["policy_file"])
 

@@ -10,7 +10,7 @@ The validation seeds serve three purposes, on disjoint ranges from the start
 of ``seeds.validation``:
 
 * checkpoint selection during training: the first ``train.validation_scenarios``
-  (sched/learn/ppo/validation.py; a robustness setting may set its own count);
+  (sched/learn/validation.py; a robustness setting may set its own count);
 * ATC's k tuning: the first ``benchmark.validation_scenarios``;
 * the choice of the winner (winner.json): ``benchmark.selection_scenarios``
   seeds from ``benchmark.selection_offset`` on, which must lie after both

@@ -1,4 +1,4 @@
-"""ATC's look-ahead k, chosen on the validation seeds (``sched tune``)."""
+"""ATC's look-ahead k, and the delayed rules' alpha, chosen on the validation seeds (``sched tune``)."""
 
 import numpy as np
 
@@ -45,6 +45,10 @@ def tune_atc_k(cfg, progress=False, days=None):
     record_days = None
     if days is not None:
         best, record_days = guard_on_days(cfg, grid, best, *days)
+    wait = cfg.benchmark.get("waiting") or {}
+    record_wait = None
+    if wait.get("rules"):
+        record_wait = tune_waiting(cfg, scenarios, grid[best]["atc_k"], progress)
     return {
         "rule": "atc",
         "atc_k": grid[best]["atc_k"],
@@ -57,7 +61,36 @@ def tune_atc_k(cfg, progress=False, days=None):
         "grid": grid,
         "config_hash": config_mod.config_hash(cfg, ["scenario", "rules", "seeds", "benchmark"]),
         **({"validation_days": record_days} if record_days is not None else {}),
+        **({"waiting": record_wait} if record_wait is not None else {}),
     }
+
+
+def tune_waiting(cfg, scenarios, atc_k, progress=False):
+    """tuned.json's ``waiting``: for each delayed rule of config ``benchmark.waiting.rules``, the
+    alpha of ``alpha_grid`` with the lowest mean total weighted tardiness on ``scenarios`` (the
+    validation seeds ATC's k is tuned on; first in grid order on a tie), atc-wait at ATC's tuned
+    ``atc_k``, every GPU held at most ``max_wait_s`` (``sched.sim.waiting``)."""
+    from sched.sim import waiting
+
+    w = cfg.benchmark.waiting
+    max_wait = float(w["max_wait_s"])
+    arrays = [s.arrays for s in scenarios]
+    out = {}
+    for rule in w["rules"]:
+        k = float(atc_k) if rule == "atc-wait" else None
+        grid = []
+        for alpha in bar(w["alpha_grid"], f"{rule} alpha grid", progress):
+            res = waiting.simulate_batch(
+                arrays, rule, float(alpha), max_wait, cfg.scenario.machines, k if k is not None else 2.0
+            )
+            twt = [
+                schedule_metrics(a, s, e, sc.counted_from_s)["total_weighted_tardiness_s"]
+                for sc, a, (s, e, _) in zip(scenarios, arrays, res)
+            ]
+            grid.append({"alpha": float(alpha), "mean_twt_s": float(np.mean(twt))})
+        best = min(range(len(grid)), key=lambda i: (grid[i]["mean_twt_s"], i))
+        out[rule] = {"alpha": grid[best]["alpha"], "atc_k": k, "grid": grid}
+    return {"max_wait_s": max_wait, "rules": out}
 
 
 def guard_on_days(cfg, grid, best, stream, lean=False):

@@ -79,6 +79,8 @@ class SyncReport:
     #: ids of ranked jobs gone from the farm before their priority was set (also in ``skipped``)
     gone_ids: list = field(default_factory=list)
     dry_run: bool = False
+    #: a delayed rule's {job id: planned start} of the jobs it holds now (sched.farms.hold)
+    held: dict = field(default_factory=dict)
     #: what went wrong without failing the sync (a decision-log record not written), one line each
     warnings: list = field(default_factory=list)
 
@@ -255,7 +257,7 @@ def rank_jobs(jobs, rules, own_values, check, report, *, policy, machines, confi
     free = read_queue([], check.now, machines, check.settings).machine_free
     tasks = fit_running(tasks, int((free <= check.now).sum()), report)
     decision = decide(tasks, now=check.now, policy=policy, machines=machines, config=config)
-    report.policy, report.why = decision.policy, decision.why
+    report.policy, report.why, report.held = decision.policy, decision.why, dict(decision.held or {})
     ranked = [by_id[i] for i in decision.ids]
     report.ranked = [j.name for j in ranked]
     report.ranked_ids = [j.id for j in ranked]

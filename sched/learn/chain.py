@@ -11,9 +11,10 @@ from sched.learn.ppo import loop
 from sched.learn.search.distill import warm_start
 
 
-def train(cfg, args, out, labels=None, init=None, **kw):
-    """:func:`sched.learn.ppo.loop.train`, with the warm start its settings ask for
-    (``args.teacher_scenarios`` > 0, no ``init``): the teacher's ``labels`` distilled (labelled
-    in this process when None). ``kw``: the loop's ``progress``, ``resume`` and ``log``."""
-    warm = warm_start(cfg, args, labels) if init is None and args.teacher_scenarios > 0 else None
-    return loop.train(cfg, args, out, warm_start=warm, init=init, **kw)
+def train(cfg, settings, out, labels=None, init=None, **kw):
+    """:func:`sched.learn.ppo.loop.train`, with the warm start its ``settings`` (a
+    ``sched.learn.settings.Training``) ask for (``train.teacher_scenarios`` > 0, no ``init``): the
+    teacher's ``labels`` distilled (labelled in this process when None). ``kw``: the loop's
+    ``progress``, ``resume`` and ``log``."""
+    warm = warm_start(cfg, settings, labels) if init is None and settings.teacher.scenarios > 0 else None
+    return loop.train(cfg, settings, out, warm_start=warm, init=init, **kw)

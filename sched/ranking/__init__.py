@@ -1,9 +1,10 @@
 """``rank(tasks)``, the in-process decision a render queue calls (docs/rank.md).
 
 * ``ranker``: ``rank()`` and ``decide()``, the policy a call runs and its order;
-* ``tasks``: reading and checking the tasks and machines of a call;
-* ``frames``: a task's fields of a job of frames (issue 59: frames, frame_s, running, ...);
-* ``farm_plan``: the order of a call of jobs of frames, the rule's plan on the chunked model;
+* ``tasks``: reading and checking the tasks of a call, on one clock;
+* ``gpus``: a call's machines: when each GPU is free, and how fast;
+* ``farm``: a call of jobs of frames (issue 59): their fields and the rule's plan on the chunked model;
+* ``hold``: a delayed rule's plan (issue 60): a held task starts later than now, and why;
 * ``times``: the clock, numbers, dates and time zones;
 * ``request``: the bytes of a call (``sched rank``'s input, a request body);
 * ``verdicts``: the benchmark verdict ``policy="auto"`` follows for a call's GPUs;

@@ -11,8 +11,8 @@ from datetime import UTC, datetime
 
 import numpy as np
 
+from sched.data.objective import tardiness
 from sched.sim import rules
-from sched.sim.objective import tardiness
 
 EXPLAIN_COLUMNS = ("id", "machine", "start_s", "end_s", "lateness_s", "tardiness_s", "policy", "atc_k", "why")
 

@@ -31,35 +31,25 @@ from sched.cache import Cache
 from sched.config import Record
 from sched.errors import SchedError, shorten
 from sched.limits import MAX_SEED_DIGITS
-from sched.ranking import farm_plan
+from sched.ranking import hold
 from sched.ranking.explain import explain_frame
+from sched.ranking.farm import plan as farm_plan
 from sched.ranking.request import is_seed_name
 from sched.ranking.tasks import RankInputError, RankSetupError, read_queue, task_records
 from sched.ranking.times import WEEK_START_S
 from sched.ranking.verdicts import Choice, auto_choice, missing_files, ppo_choice, tuned_k
 from sched.sim import rules
 
-__all__ = [
-    "Call",
-    "Decision",
-    "Choice",
-    "RankInputError",
-    "RankSetupError",
-    "Settings",
-    "decide",
-    "prepare",
-    "rank",
-    "readiness",
-    "run",
-    "tuned_k",
-]
+__all__ = ["Call", "Decision", "Choice", "RankInputError", "RankSetupError", "Settings", "decide", "prepare"]
+__all__ += ["rank", "readiness", "run", "tuned_k"]
 
 #: root: the folder the config's relative paths were read from ("." : the working directory)
 Settings = namedtuple("Settings", "weights atc_k winner tuned calibration others farm config root")
 
 #: What a call decided: ``ids`` in start order (as given), the policy that ran (``policy``: its
-#: name, ``why``: the reason in words) and, with ``explain``, the plan as a table (else None).
-Decision = namedtuple("Decision", "ids policy why frame")
+#: name, ``why``: the reason in words) and, with ``explain``, the plan as a table (else None);
+#: ``held``: a delayed rule's {id: planned start} of the tasks it holds now (sched.ranking.hold).
+Decision = namedtuple("Decision", "ids policy why frame held", defaults=(None,))
 
 
 # --------------------------------------------------------------------------- entry point
@@ -167,6 +157,8 @@ def run(call):
             choice if choice.plan is not None else None,
         )
         choice = choice._replace(why=f"{choice.why}; {note}")
+    elif choice.wait is not None:  # a delayed rule: held tasks start later than now
+        order, start, end, mach, holds = hold.plan(q, choice)
     elif choice.rule is not None:
         from sched.sim.one_queue import rollout_order
 
@@ -176,8 +168,10 @@ def run(call):
     else:
         order, start, end, mach, choice = _ppo_rollout(choice, q)
     frame = explain_frame(q, choice, order, start, end, mach) if call.explain else None
-    ids = q.ids
-    return Decision([ids[i] for i in order.tolist()], choice.name, choice.why, frame)
+    ids, held = q.ids, None
+    if choice.wait is not None and q.n:  # a delayed rule's holds, in why and in ``held``
+        frame, held = hold.outcome(frame, q, choice, holds, start)
+    return Decision([ids[i] for i in order.tolist()], choice.name, choice.why, frame, held)
 
 
 def is_rule(call):
@@ -306,10 +300,12 @@ def _choice(policy, policy_file, st, farm):
     if policy_file is not None and not (name == "ppo" or name.startswith("ppo-")):
         raise RankInputError(f"policy_file: only used with policy 'ppo' or 'ppo-<seed>', not {shorten(name)}")
     asked = f"asked for by the call (policy={name!r})"
-    if name == "auto":
-        return _setup(auto_choice, st, farm)
+    if name == "auto":  # a delayed winner's alpha: sched.ranking.hold
+        return hold.resolve(_setup(auto_choice, st, farm), st, farm)
     if name in rules.RULES:
         return Choice(name, rules.rule_id(name), st.atc_k, None, asked)
+    if name in rules.WAIT_RULES:
+        return _setup(hold.delayed_choice, name, st, asked)
     if name == "plan":
         return Choice(name, None, None, None, f"{asked}: lookahead on config plan.base (docs/plan.md)")
     if name == "atc-tuned":
@@ -337,7 +333,7 @@ def _choice(policy, policy_file, st, farm):
         return _setup(ppo_choice, "ppo", name, "policy", asked)
     raise RankInputError(
         f"policy: unknown policy {shorten(name)}; expected auto, {', '.join(rules.RULES)}, atc-tuned, "
-        f"ppo (with policy_file), ppo-<seed>, choice, or an existing policy file"
+        f"{', '.join(rules.WAIT_RULES)}, ppo (with policy_file), ppo-<seed>, or an existing policy file"
     )
 
 

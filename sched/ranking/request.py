@@ -26,7 +26,7 @@ BODY_FIELDS = ("now", "machines", "policy", "budget_ms", "explain", "tasks")
 MAX_BUDGET_MS = 86_400_000.0
 
 #: Policies a service call may name: no file path (a client does not choose which file the server reads).
-_NAMED = ("auto", "atc-tuned", "plan", *rules.RULES)
+_NAMED = ("auto", "atc-tuned", "plan", *rules.RULES, *rules.WAIT_RULES)
 
 
 def too_large(name):

@@ -4,7 +4,8 @@
 and ``machines`` into the planning arrays of a :class:`Queue`. A bad value
 raises :class:`RankInputError` naming the task id (or position) and the field.
 
-Times (numbers or datetimes, on one clock): :mod:`sched.ranking.times`.
+Times (numbers or datetimes, on one clock): :mod:`sched.ranking.times`. Machines (GPUs, their
+free times and speeds): :mod:`sched.ranking.gpus`.
 
 Durations. The planned durations are the tasks' estimates (what a scheduler
 knows); ``duration_s`` stands in for a missing ``estimate_s``, and when the
@@ -26,11 +27,7 @@ plan's reach (the latest time given + the total estimated work) at most
 (``DATETIME_FIRST_S``, ``DATETIME_END_S``), so that explain shows every start and end.
 """
 
-# size: the reading of a call's tasks and machines, each field with its check and its message,
-# in the order rank()'s docstring lists them.
-
 import math
-import os
 import sys
 import time
 from collections import namedtuple
@@ -38,18 +35,17 @@ from collections import namedtuple
 import numpy as np
 
 from sched.config import shorten
-from sched.data.machines import MachinesError, speeds
-from sched.data.machines import speed as machine_speed
+from sched.data.machines import MachinesError
 from sched.errors import SchedError
 from sched.limits import (
     DATETIME_END_S,
     DATETIME_FIRST_S,
-    MAX_MACHINES,
     MAX_RANK_TASKS,
     MAX_SECONDS,
     MAX_WEIGHT,
 )
-from sched.ranking import frames
+from sched.ranking import gpus
+from sched.ranking.farm import frames
 from sched.ranking.times import clock_of, now_naive, number, to_seconds, when, where
 
 
@@ -66,7 +62,7 @@ class RankSetupError(RankInputError):
 
 #: Fields rank reads; any other field of a task is a feature for the duration model.
 #: (``frames`` stays a feature: the duration model reads it; the other fields of a job of frames,
-#: :data:`sched.ranking.frames.CHUNK_FIELDS`, are not.)
+#: :data:`sched.ranking.farm.frames.CHUNK_FIELDS`, are not.)
 KNOWN_FIELDS = frozenset(
     ("id", "estimate_s", "duration_s", "weight", "priority", "due", "arrival", "kind", *frames.CHUNK_FIELDS)
 )
@@ -75,10 +71,8 @@ KNOWN_FIELDS = frozenset(
 #: The validated queue. ``clock``: "seconds", "aware" (POSIX seconds) or "naive"
 #: (datetimes without a time zone, read in UTC); ``tz``: the time zone to show the plan in.
 #: ``speed``: each GPU's speed (a task of estimate p takes p / speed on it).
-#: ``chunks``: the call's jobs of frames (:class:`sched.ranking.frames.Chunks`), None when it has none.
-Queue = namedtuple(
-    "Queue", "n ids arrival estimate weight due machine_free speed kinds clock tz chunks", defaults=(None,)
-)
+#: ``chunks``: the call's jobs of frames (:class:`sched.ranking.farm.frames.Chunks`), None when it has none.
+Queue = namedtuple("Queue", "n ids arrival estimate weight due machine_free speed kinds clock tz chunks now")
 
 
 # --------------------------------------------------------------------------- records
@@ -140,7 +134,10 @@ def read_queue(tasks, now, machines, st):
             raise RankInputError(f"now: {exc}") from None
         if type(now) is not float:
             dates.append((now, None, None, "now"))
-    free, speed = _machines(machines, dates)
+    try:
+        free, speed = gpus.read(machines, dates)
+    except MachinesError as exc:
+        raise RankInputError(str(exc)) from None
 
     clock, tz = "seconds", None
     if dates:
@@ -169,7 +166,7 @@ def read_queue(tasks, now, machines, st):
     chunks = frames.read(tasks, ids, est, mfree, speed, now, _bad) if ids else None
     if chunks is not None:  # setups and running chunks are work too
         _check_reach(max(float(columns[0].max()), float(mfree.max())), chunks.work, end)
-    return Queue(len(ids), ids, *columns, mfree, speed, kinds, clock, tz, chunks)
+    return Queue(len(ids), ids, *columns, mfree, speed, kinds, clock, tz, chunks, now)
 
 
 def _check_reach(latest, work, end=MAX_SECONDS):
@@ -313,7 +310,7 @@ def _class_weight(cls, weights, tid, pos):
         ) from None
 
 
-# --------------------------------------------------------------------------- times and machines
+# --------------------------------------------------------------------------- times
 
 
 def _time(v, tid, pos, field, dates):
@@ -325,74 +322,6 @@ def _time(v, tid, pos, field, dates):
     if type(f) is not float:
         dates.append((f, tid, pos, field))
     return f
-
-
-def _machines(machines, dates):
-    """Free times (floats or datetimes; -inf: free at any time) and speeds of the machines.
-
-    ``machines``: a count; a spec (``"2x1.0,2x0.6"``) or machines CSV, all free now
-    (:mod:`sched.data.machines`); or per GPU its free time or ``{"free_at", "speed"}``.
-    """
-    f = number(machines)
-    if f is not None:
-        if f > MAX_MACHINES:
-            raise _too_many_machines(f"{shorten(machines)} GPUs")
-        if not (math.isfinite(f) and f == int(f) and f >= 1):
-            raise RankInputError(f"machines: expected a whole count >= 1, got {shorten(machines)}")
-        return [-math.inf] * int(f), np.ones(int(f))
-    if isinstance(machines, (str, os.PathLike)):
-        try:
-            sp = speeds(machines, "machines")
-        except MachinesError as exc:
-            raise RankInputError(str(exc)) from None
-        return [-math.inf] * len(sp), sp
-    if isinstance(machines, (bytes, dict)) or not hasattr(machines, "__iter__"):
-        raise RankInputError(
-            "machines: expected a count of free GPUs, a spec like 2x1.0,2x0.6, or a list of the "
-            f"times at which each becomes free, got {shorten(machines)}"
-        )
-    if hasattr(machines, "__len__") and len(machines) > MAX_MACHINES:
-        raise _too_many_machines(f"a list of {len(machines)} free times")
-    free, sp = [], []
-    for m, v in enumerate(machines):
-        if m == MAX_MACHINES:  # an iterator: counted as it goes
-            raise _too_many_machines(f"more than {MAX_MACHINES} free times")
-        t, v_m = _machine(m, v, dates)
-        free.append(t)
-        sp.append(v_m)
-    if not free:
-        raise RankInputError("machines: empty list (at least one GPU is needed)")
-    return free, np.array(sp, dtype=np.float64)
-
-
-def _machine(m, v, dates):
-    """One item of a machines list: (free time, speed)."""
-    speed_m, field = 1.0, f"machines[{m}]"
-    if isinstance(v, dict):
-        extra = sorted(str(k) for k in v if k not in ("free_at", "speed", "name"))
-        if extra:
-            raise RankInputError(f"{field}: unknown field {shorten(extra[0])} (expected free_at, speed)")
-        try:
-            speed_m = machine_speed(v.get("speed", 1.0), f"{field}.speed")
-        except MachinesError as exc:
-            raise RankInputError(str(exc)) from None
-        if v.get("free_at") is None:
-            return -math.inf, speed_m  # free now
-        field += ".free_at"
-        v = v["free_at"]
-    try:
-        t = when(v)
-    except ValueError as exc:
-        raise RankInputError(f"{field}: {exc}") from None
-    if type(t) is not float:
-        dates.append((t, None, None, field))
-    return t, speed_m
-
-
-def _too_many_machines(what):
-    return RankInputError(
-        f"machines: {what}, more than the limit of {MAX_MACHINES} GPUs (sched.limits.MAX_MACHINES)"
-    )
 
 
 # --------------------------------------------------------------------------- duration model

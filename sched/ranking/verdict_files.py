@@ -9,7 +9,7 @@ import re
 from collections import namedtuple
 from pathlib import Path
 
-from sched import files, setting
+from sched import files, layout, setting
 from sched.errors import shorten
 from sched.formats import json_input
 from sched.limits import MAX_VERDICT_BYTES
@@ -35,8 +35,8 @@ NAME_MAX, PATH_MAX = 255, 4095
 
 # rule: rule id, or None for PPO; why: the reason it runs, in words (explain's column); plan:
 # for the verdict plan, its record (base, settings, budget_ms; rule, k and policy_file are then
-# its base's), else None
-Choice = namedtuple("Choice", "name rule k policy_file why sha256 plan", defaults=("", None, None))
+# its base's), else None; wait: a delayed rule's parameters (sched.ranking.hold), else None
+Choice = namedtuple("Choice", "name rule k policy_file why sha256 plan wait", defaults=("", None, None, None))
 
 
 def read_verdict(path, check, root=".", error=RankInputError):
@@ -92,7 +92,7 @@ def check_winner(data, path, root="."):
     rule, k, pfile = data.get("rule"), data.get("atc_k"), data.get("policy_file")
     sha = data.get("policy_sha256")
     if rule is not None:
-        if rule not in rules.RULES:
+        if rule not in rules.RULES + rules.WAIT_RULES:
             raise RankInputError(
                 f"{path}: field rule: unknown rule {rule!r}; expected one of {', '.join(rules.RULES)}"
             )
@@ -112,6 +112,9 @@ def check_winner(data, path, root="."):
     _agree(path, name, runs, rule, k, pfile, sha, where)
     if held is not None:  # the held-out gate runs after plan's: it judged the policy named, plan too
         _held_out_agrees(path, name, data["held_out"], where)
+    if rule in rules.WAIT_RULES:  # a delayed rule: its alpha from the tuned.json beside, read per call
+        wait = {"tuned": os.path.join(os.path.dirname(path), layout.TUNED)}  # (sched.ranking.hold.resolve)
+        return Choice(name, rules.wait_base(rule), None, None, gate, wait=wait), where
     if rule is not None:
         return Choice(name, rules.rule_id(rule), k, None, gate, None, plan), where
     _usable_path(pfile, path, where)
@@ -138,7 +141,7 @@ def _agree(path, name, runs, rule, k, pfile, sha, where):
     def refuse(why):
         raise VerdictRefused(f"{path}: fields disagree: {said} {why}; the verdict is not followed", where)
 
-    if runs in rules.RULES or runs == "atc-tuned":
+    if runs in rules.RULES or runs == "atc-tuned" or runs in rules.WAIT_RULES:
         want = "atc" if runs == "atc-tuned" else runs
         if rule != want:
             refuse(f"runs the rule {want}, but field rule is {shorten(rule)}")

@@ -25,6 +25,7 @@ from collections import namedtuple
 import numpy as np
 from numba.extending import register_jitable
 
+from sched.data.chunked import counts, job_ends  # noqa: F401  (job_ends: of simulate's rows)
 from sched.data.machines import MachinesError, speeds
 from sched.limits import MAX_FRAMES, MAX_MACHINES, MAX_SCENARIO_CHUNKS
 from sched.sim import rules
@@ -258,13 +259,6 @@ def check_chunks(n, frames, chunk_frames, max_gpus, setup, what="scenario"):
     return tuple(cols)
 
 
-def counts(frames, chunk_frames):
-    """Chunks of each job (int64 array): ceil(frames / chunk_frames), 1 when indivisible."""
-    frames, per = np.asarray(frames, np.int64), np.asarray(chunk_frames, np.int64)
-    whole = (per <= 0) | (per >= frames)
-    return np.where(whole, 1, -(-frames // np.where(whole, 1, per)))
-
-
 def load(arrays, chunk_cols, machines, machine_free=None):
     """A :class:`Farm` of one scenario (``arrays``: arrival, duration, estimate, weight, due in
     row order; ``chunk_cols``: :func:`check_chunks`'s four), and its row order."""
@@ -339,10 +333,3 @@ def simulate(arrival, duration, estimate, weight, due, rule, machines=1, k=rules
     farm, order = load(arrays, cols, machines, machine_free)
     run_farm(farm, rid, float(k))
     return unload(farm, order)
-
-
-def job_ends(job, end, n):
-    """Each job's completion (its last chunk to end), in row order, from :func:`simulate`'s rows."""
-    out = np.full(n, -np.inf)
-    np.maximum.at(out, job, end)
-    return out

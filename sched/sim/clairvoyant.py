@@ -43,8 +43,8 @@ import numba as nb
 import numpy as np
 
 from sched.data.machines import MachinesError, describe, speeds
+from sched.data.objective import weighted_tardiness
 from sched.sim.errors import SearchError
-from sched.sim.objective import weighted_tardiness
 from sched.sim.state import core_jit
 
 INSERT, SWAP = 0, 1

@@ -74,6 +74,53 @@ def simulate(
     return start, end, machine
 
 
+def simulate_delayed(
+    arrival, duration, estimate, weight, due, rule, alpha, max_wait, machines=1, k=rules.ATC_K_DEFAULT,
+    machine_free=None,
+):  # fmt: skip
+    """Schedule one scenario with a delayed rule (``rules.WAIT_RULES``, ``sched.sim.waiting``: its
+    model): the base rule's pick starts on the free GPU when ``rules.delayed_start`` says so; else
+    the GPU stays idle until then, the next arrival or ``max_wait`` after the decision, whichever
+    comes first, and decides again. Returns (start, end, machine) lists in row order."""
+    base = rules.wait_base(rule)
+    arrival, duration, estimate, weight, due = (
+        [float(x) for x in col] for col in (arrival, duration, estimate, weight, due)
+    )
+    speed = [float(v) for v in speeds(machines)]
+    n = len(arrival)
+    free_at = list(machine_free) if machine_free is not None else [-math.inf] * len(speed)
+    if len(free_at) != len(speed):
+        raise MachinesError(f"machine_free: expected {len(speed)} values, got {len(free_at)}")
+    freed = list(free_at)  # when each GPU last became free (a hold does not change it)
+    not_arrived = deque(sorted(range(n), key=lambda j: (arrival[j], j)))
+    arrived, waiting = [], []
+    start, end, machine = [None] * n, [None] * n, [None] * n
+    t = -math.inf
+    while not_arrived or waiting:
+        while not_arrived and arrival[not_arrived[0]] <= t:
+            arrived.append(not_arrived[0])
+            waiting.append(not_arrived.popleft())
+        if not waiting:
+            t = max(t, arrival[not_arrived[0]])
+            continue
+        free = [m for m in range(len(speed)) if free_at[m] <= t]
+        if not free:
+            t = min(free_at)
+            continue
+        m = free[0]
+        pos = choose(base, t, waiting, arrival, estimate, weight, due, k, speed[m])
+        window = arrived[-(rules.GAP_WINDOW + 1) :]
+        gap = rules.mean_gap(arrival[window[0]], arrival[window[-1]], len(window) - 1)
+        wake = rules.delayed_start(estimate[waiting[pos]] / speed[m], alpha, freed[m], gap, max_wait)
+        if wake > t:  # hold the GPU
+            free_at[m] = min([wake, t + max_wait] + ([arrival[not_arrived[0]]] if not_arrived else []))
+            continue
+        j = waiting.pop(pos)
+        start[j], end[j], machine[j] = t, t + duration[j] / speed[m], m
+        free_at[m] = freed[m] = end[j]
+    return start, end, machine
+
+
 def simulate_chunked(
     arrival, duration, estimate, weight, due, frames, chunk_frames, max_gpus, setup, rule,
     machines=1, k=rules.ATC_K_DEFAULT, machine_free=None, sync_s=0.0,

@@ -23,6 +23,11 @@ own dispatchers, :data:`FARM_RULES`, are rules of their own: ``farm-fifo`` (high
 earliest arrival) and ``farm-balanced`` (highest weight, then the job running the fewest chunks
 now, :func:`tie_key`, then earliest arrival). They are not in :data:`RULES`, the rules every
 benchmark, ``rank()`` and tuning already run: their results must not change.
+
+The delayed rules, :data:`WAIT_RULES` (issue 60; delayed SPT, Hoogeveen and Vestjens 1996; delayed
+WSPT, Anderson and Potts 2004), may leave a free GPU idle: the base rule's pick, of estimate ``p`` on
+that GPU, starts only when ``p <= alpha x (time since the GPU freed + the expected gap to the next
+arrival)`` (:func:`delayed_start`); their compiled loop is :mod:`sched.sim.waiting`.
 """
 
 import math
@@ -42,6 +47,12 @@ FARM_RULES = ("farm-fifo", "farm-balanced")
 #: Every rule `sched simulate --policy` takes.
 ALL_RULES = RULES + FARM_RULES
 RULE_IDS = {name: i for i, name in enumerate(ALL_RULES)}
+
+#: The delayed rules and the rule each delays (:func:`delayed_start`); not in :data:`RULES` either.
+WAIT_RULES = ("wspt-wait", "atc-wait")
+WAIT_BASE = {"wspt-wait": WSPT, "atc-wait": ATC}
+#: The expected gap to the next arrival: the mean of the last GAP_WINDOW gaps between arrivals.
+GAP_WINDOW = 32
 
 #: Default look-ahead parameter of ATC (the field's usual reference value).
 ATC_K_DEFAULT = 2.0
@@ -119,6 +130,33 @@ def tie_key(rule, running):
     if rule == FARM_BALANCED:
         return -float(running)
     return 0.0
+
+
+@register_jitable
+def mean_gap(first, last, gaps):
+    """The expected gap to the next arrival: the mean of ``gaps`` gaps between arrivals, from the
+    arrival ``first`` to the arrival ``last``; infinite when none is known (``gaps`` 0)."""
+    if gaps <= 0:
+        return math.inf
+    return (last - first) / gaps
+
+
+@register_jitable
+def delayed_start(p, alpha, freed, gap, max_wait):
+    """When a delayed rule starts its pick of estimate ``p`` (on the deciding GPU) on a GPU free
+    since ``freed``: the first time t with ``p <= alpha x (t - freed + gap)``, ``gap`` the expected
+    gap to the next arrival, and never later than ``freed + max_wait``. At or before the decision's
+    time: start now; after it: the GPU waits (a new decision at an arrival or at that time)."""
+    return min(freed + p / alpha - gap, freed + max_wait)
+
+
+def wait_base(name):
+    """The rule id a delayed rule delays; a clear error for an unknown name."""
+    try:
+        return WAIT_BASE[name]
+    except KeyError:
+        known = ", ".join(WAIT_RULES)
+        raise SimulationError(f"unknown delayed rule {name!r}; expected one of {known}") from None
 
 
 def rule_id(name):

@@ -11,8 +11,8 @@ rule tune:
     """Choose ATC's look-ahead k on the validation scenarios.
     Runs `sched tune` (sched/commands/tune.py -> sched.evaluate.tuning.tune_atc_k)."""
     input:
-        config=step_config("tune"),
-        calibration=calibration_input(),
+        config=PLAN.step_config("tune"),
+        calibration=PLAN.calibration_input(),
     output:
         layout.TUNED_PATH,
     log:
@@ -33,17 +33,17 @@ rule benchmark:
     """Run every policy on one shard (a range of test seeds) of the test scenarios.
     Runs `sched benchmark` (sched/commands/benchmark.py -> sched.evaluate.runs.run_policies)."""
     input:
-        config=step_config("benchmark"),
-        calibration=calibration_input(),
+        config=PLAN.step_config("benchmark"),
+        calibration=PLAN.calibration_input(),
         tuned=layout.TUNED_PATH,
-        policies=policy_files(),
+        policies=PLAN.policy_files(),
     output:
         SHARD_TABLE,
     params:
-        policies=bench_policies(),   # the warm starts too (ppo-<S>-warm) when training has a teacher
-        seeds=lambda wildcards: wildcards.seeds,   # robust_benchmark: the whole test set
-        policy_files=policy_file_args(),
-        out=lambda wildcards, output: os.path.dirname(output[0]),
+        policies=PLAN.bench_policies(),   # the warm starts too (ppo-<S>-warm) when training has a teacher
+        seeds=wc.shard_seeds,   # robust_benchmark: the whole test set
+        policy_files=PLAN.policy_file_args(),
+        out=wc.output_dir,
         selection="",   # robust_benchmark: the setting's selection table, which chooses its winner
     log:
         layout.log("benchmark/{seeds}"),
@@ -66,17 +66,17 @@ rule select:
     winner.json is chosen on. With --split selection.
     Runs `sched benchmark` (sched/commands/benchmark.py -> sched.evaluate.runs.run_policies)."""
     input:
-        config=step_config("select"),
-        calibration=calibration_input(),
+        config=PLAN.step_config("select"),
+        calibration=PLAN.calibration_input(),
         tuned=layout.TUNED_PATH,
-        policies=policy_files(warm=False),
+        policies=PLAN.policy_files(warm=False),
     output:
         layout.SELECTION_TABLE,
     params:
-        policies=select_policies(),
-        seeds=SELECTION_SEEDS,
-        policy_files=policy_file_args(warm=False),
-        out=lambda wildcards, output: os.path.dirname(output[0]),
+        policies=PLAN.select_policies(),
+        seeds=PLAN.selection_seeds,
+        policy_files=PLAN.policy_file_args(warm=False),
+        out=wc.output_dir,
     log:
         layout.log("select"),
     benchmark:
@@ -98,12 +98,12 @@ rule gather:
     confirmed on the test scenarios.
     Runs `sched gather` (sched/commands/gather.py -> sched.evaluate.per_scenario.gather)."""
     input:
-        config=step_config("verdict"),
+        config=PLAN.step_config("verdict"),
         shards=expand(SHARD_TABLE, seeds=SHARDS),
         selection=layout.SELECTION_TABLE,
         tuned=layout.TUNED_PATH,
-        policies=policy_files(),
-        candidacy=plan_candidacy_tables(),
+        policies=PLAN.policy_files(),
+        candidacy=candidacy.main_tables(PLAN),
         planners=f"{layout.PLAN_BENCH_DIR}/{layout.PER_SCENARIO}",
     output:
         per_scenario=f"{BENCH}/{layout.PER_SCENARIO}",
@@ -111,9 +111,9 @@ rule gather:
                        category="3. Benchmark"),
         winner=f"{BENCH}/{layout.WINNER}",
     params:
-        policy_files=policy_file_args(),
-        out=lambda wildcards, output: os.path.dirname(output.per_scenario),
-        dirs=" ".join(shlex.quote(d) for d in plan_candidacy_dirs()),
+        policy_files=PLAN.policy_file_args(),
+        out=wc.output_dir,
+        dirs=" ".join(shlex.quote(d) for d in candidacy.main_dirs(PLAN)),
     log:
         layout.log("gather"),
     benchmark:
@@ -131,8 +131,8 @@ rule clairvoyant:
     """Run the headroom reference: a local search that knows the future.
     Runs `sched clairvoyant` (sched/commands/clairvoyant.py -> sched.evaluate.headroom.run_reference)."""
     input:
-        config=step_config("clairvoyant"),
-        calibration=calibration_input(),
+        config=PLAN.step_config("clairvoyant"),
+        calibration=PLAN.calibration_input(),
     output:
         f"{BENCH}/{layout.CLAIRVOYANT}",
     log:
@@ -156,19 +156,19 @@ rule plan_candidacy:
     measured decision time (a run record). With --split selection --plan-on --plan-setting.
     Runs `sched benchmark` (sched/commands/benchmark.py -> sched.evaluate.runs.run_policies)."""
     input:
-        config=step_config("plan"),
-        calibration=calibration_input(),
+        config=PLAN.step_config("plan"),
+        calibration=PLAN.calibration_input(),
         tuned=layout.TUNED_PATH,
         selection=layout.SELECTION_TABLE,
-        policies=policy_files(warm=False),
+        policies=PLAN.policy_files(warm=False),
     output:
         per_scenario=f"{layout.plan_candidacy_dir('{setting}')}/{layout.PER_SCENARIO}",
         run=f"{layout.plan_candidacy_dir('{setting}')}/{PLAN_RUN}",
         times=f"{layout.plan_candidacy_dir('{setting}')}/{PLAN_TIMES}",   # a run record
     params:
-        seeds=PLAN_SEEDS,
-        policy_files=policy_file_args(warm=False),
-        out=lambda wildcards, output: os.path.dirname(output.per_scenario),
+        seeds=PLAN.plan_seeds,
+        policy_files=PLAN.policy_file_args(warm=False),
+        out=wc.output_dir,
     log:
         layout.log("plan/{setting}"),
     benchmark:
@@ -193,21 +193,21 @@ rule benchmark_plan:
     gather joins the table to the shards'. With --plan-on --plan-candidacy.
     Runs `sched benchmark` (sched/commands/benchmark.py -> sched.evaluate.runs.run_policies)."""
     input:
-        config=step_config("plan"),
-        calibration=calibration_input(),
+        config=PLAN.step_config("plan"),
+        calibration=PLAN.calibration_input(),
         tuned=layout.TUNED_PATH,
         selection=layout.SELECTION_TABLE,
         candidacy=expand(rules.plan_candidacy.output.run, setting=PLAN_SETTINGS),
         tables=expand(rules.plan_candidacy.output.per_scenario, setting=PLAN_SETTINGS),
-        policies=policy_files(warm=False),
+        policies=PLAN.policy_files(warm=False),
     output:
         f"{layout.PLAN_BENCH_DIR}/{layout.PER_SCENARIO}",
     params:
-        policies=planners(),
+        policies=PLAN.planners(),
         seeds=TEST_SEEDS,
-        dirs=lambda wildcards, input: " ".join(shlex.quote(os.path.dirname(p)) for p in input.candidacy),
-        policy_files=policy_file_args(warm=False),
-        out=lambda wildcards, output: os.path.dirname(output[0]),
+        dirs=wc.candidacy_dirs,
+        policy_files=PLAN.policy_file_args(warm=False),
+        out=wc.output_dir,
     log:
         layout.log("benchmark/plan"),
     benchmark:

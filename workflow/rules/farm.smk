@@ -4,17 +4,17 @@
 # test seeds against the farm's dispatchers, the same jobs run whole, and the sync intervals.
 # Apart from the robustness settings: nothing of theirs changes (docs/workflow.md).
 
-# The settings, their step configs and files: farm_settings, farm_config_text, farm_inputs and
-# farm_outputs (workflow/rules/common.smk).
+# The settings, their step configs and files: Plan.farm_settings, farm_config_text, farm_inputs and
+# farm_outputs (sched/pipeline/plan.py).
 
 
 rule farm_config:
     """Write the config file of one chunked farm setting's benchmark.
-    Runs no command: the text is farm_config_text (workflow/rules/common.smk)."""
+    Runs no command: the text is Plan.farm_config_text (sched/pipeline/plan.py)."""
     output:
         layout.step_config("farm", layout.farm_root("{farm}")),
     params:
-        text=lambda wildcards: farm_config_text(wildcards.farm),
+        text=WC.farm_config_text,
     log:
         layout.log("farm/{farm}/config"),
     wildcard_constraints:
@@ -32,11 +32,11 @@ rule farm_benchmark:
     sched.evaluate.farm.bench.choose, sched.evaluate.farm.bench.comparisons)."""
     input:
         config=layout.step_config("farm", layout.farm_root("{farm}")),
-        calibration=lambda wildcards: farm_inputs(wildcards.farm),
+        calibration=WC.farm_inputs,
     output:
         [f"{layout.farm_root('{farm}')}/{f}" for f in FARM_FILES],
     params:
-        out=lambda wildcards, output: os.path.dirname(output[0]),
+        out=wc.output_dir,
     log:
         layout.log("farm/{farm}/benchmark"),
     benchmark:

@@ -15,7 +15,7 @@ rule manifest:
         manifest=layout.MANIFEST,
         record=layout.RUN_RECORD,
     params:
-        results=lambda wildcards, output: os.path.dirname(output.manifest),   # results/
+        results=wc.output_dir,   # results/
     log:
         layout.log("manifest"),
     localrule: True   # reads the whole results folder where it lies

@@ -14,20 +14,20 @@ rule demo:
     Runs `sched demo` (sched/commands/demo.py -> sched.evaluate.demo.run_demo,
     sched.report.figures.gantt)."""
     input:
-        config=step_config("demo"),
-        calibration=calibration_input(),
+        config=PLAN.step_config("demo"),
+        calibration=PLAN.calibration_input(),
         tuned=layout.TUNED_PATH,
-        policies=policy_files(warm=False),   # the demo runs the final policies, not the warm starts
+        policies=PLAN.policy_files(warm=False),   # the demo runs the final policies, not the warm starts
     output:
         table=f"{layout.DEMO_DIR}/{layout.DEMO_TABLE}",
-        schedules=[layout.demo_schedule(p) for p in POLICIES],
+        schedules=[layout.demo_schedule(p) for p in PLAN.policies],
         gantt=report(f"{FIGURES}/{layout.DEMO_GANTT}", caption="../report/demo_gantt.rst",
                      category="4. Demonstration"),
     params:
-        policies=",".join(POLICIES),
-        policy_files=policy_file_args(warm=False),
-        out=lambda wildcards, output: os.path.dirname(output.table),
-        figures=lambda wildcards, output: os.path.dirname(output.gantt),
+        policies=",".join(PLAN.policies),
+        policy_files=PLAN.policy_file_args(warm=False),
+        out=wc.output_dir,
+        figures=wc.gantt_dir,
     log:
         layout.log("demo"),
     benchmark:
@@ -47,8 +47,8 @@ rule report:
     """Write rapport.md and the benchmark figures from the files above.
     Runs `sched report` (sched/commands/report.py -> sched.report.document.build)."""
     input:
-        config=step_config("report"),
-        calibration=calibration_input(),
+        config=PLAN.step_config("report"),
+        calibration=PLAN.calibration_input(),
         bench=[f"{layout.BENCH_DIR}/{name}" for name in (layout.PER_SCENARIO, layout.SUMMARY,
                                                          layout.WINNER, layout.TUNED, layout.CLAIRVOYANT)],
         demo=f"{layout.DEMO_DIR}/{layout.DEMO_TABLE}",
@@ -56,24 +56,24 @@ rule report:
         train_logs=[layout.train_log(s) for s in TRAIN_SEEDS],
         train_runs=[layout.train_run_log(s) for s in TRAIN_SEEDS],   # run records, shown apart
         robustness=robust_summaries,
-        chains=ppo_alone_logs,   # the PPO-alone settings' logs: learning_by_chain.png
-        replay=replay_outputs(),
+        chains=PLAN.ppo_alone_logs,   # the PPO-alone settings' logs: learning_by_chain.png
+        replay=PLAN.replay_outputs(),
         studio=studio_report_inputs,
         workload=[layout.WORKLOAD] if HISTORY else [],
         plan_times=expand(rules.plan_candidacy.output.times, setting=PLAN_SETTINGS),   # run records, shown apart
         manifest=layout.MANIFEST,   # its digest, printed in the report
-        farm=farm_outputs(),   # the chunked farm settings (workflow/rules/farm.smk)
+        farm=PLAN.farm_outputs(),   # the chunked farm settings (workflow/rules/farm.smk)
     output:
         markdown=report(layout.REPORT_PATH, caption="../report/rapport.rst", category="5. Report"),
         figures=[report(f"{FIGURES}/{name}", caption=f"../report/{caption}",
                         category="3. Benchmark" if name.startswith("benchmark") else "2. Training")
                  for name, caption in REPORT_FIGURES.items()],
     params:
-        bench=lambda wildcards, input: os.path.dirname(input.bench[0]),
-        demo=lambda wildcards, input: os.path.dirname(input.demo),
-        train=lambda wildcards, input: os.path.dirname(os.path.dirname(input.train_logs[0])),
-        figures=lambda wildcards, output: os.path.dirname(output.figures[0]),
-        robustness=lambda wildcards: layout.ROBUST_DIR,   # a folder (settings may be none)
+        bench=wc.bench_dir,
+        demo=wc.demo_dir,
+        train=wc.train_dir,
+        figures=wc.figures_dir,
+        robustness=layout.ROBUST_DIR,   # a folder (settings may be none)
         farm=" ".join(shlex.quote(layout.farm_root(n)) for n in FARM),
     log:
         layout.log("report"),

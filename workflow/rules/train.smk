@@ -9,8 +9,8 @@ rule teach:
     on its base rule (train.teacher_base).
     Runs `sched teach` (sched/commands/teach.py -> sched.learn.search.teacher.make_labels)."""
     input:
-        config=step_config("teach"),
-        calibration=calibration_input(),
+        config=PLAN.step_config("teach"),
+        calibration=PLAN.calibration_input(),
     output:
         layout.teacher_labels("{seeds}"),
     params:
@@ -32,9 +32,9 @@ rule warm_start:
     """Distil the gated teacher's labels into training seed S's warm start (round 0), from the prior.
     Runs `sched distill` (sched/commands/distill.py -> sched.learn.search.iterate.distill_stage)."""
     input:
-        config=step_config("distill"),
-        calibration=calibration_input(),
-        labels=teacher_files(),
+        config=PLAN.step_config("distill"),
+        calibration=PLAN.calibration_input(),
+        labels=PLAN.teacher_files(),
     output:
         layout.warm_policy_file("{seed}"),
     log:
@@ -57,9 +57,9 @@ rule teach_round:
     the teacher's own), by the gated teacher on that policy (base and rollout continuation).
     Runs `sched teach` (sched/commands/teach.py -> sched.learn.search.iterate.round_labels)."""
     input:
-        config=step_config("teach"),
-        calibration=calibration_input(),
-        policy=lambda wildcards: stage_policy(wildcards.seed, int(wildcards.round) - 1),
+        config=PLAN.step_config("teach"),
+        calibration=PLAN.calibration_input(),
+        policy=WC.round_start,
     output:
         layout.round_labels("{seed}", "{round}"),
     log:
@@ -80,10 +80,10 @@ rule distill_round:
     round R - 1, kept only when better on the validation scenarios.
     Runs `sched distill` (sched/commands/distill.py -> sched.learn.search.iterate.distill_stage)."""
     input:
-        config=step_config("distill"),
-        calibration=calibration_input(),
-        labels=lambda wildcards: round_label_files(wildcards.seed, int(wildcards.round)),
-        start=lambda wildcards: stage_policy(wildcards.seed, int(wildcards.round) - 1),
+        config=PLAN.step_config("distill"),
+        calibration=PLAN.calibration_input(),
+        labels=WC.round_labels,
+        start=WC.round_start,
     output:
         layout.round_policy_file("{seed}", "{round}"),
     log:
@@ -107,9 +107,9 @@ rule train:
     (or its warm start) when train.teacher_scenarios > 0, else from the prior.
     Runs `sched train` (sched/commands/train.py -> sched.learn.ppo.loop.train)."""
     input:
-        config=step_config("train"),
-        calibration=calibration_input(),
-        init=lambda wildcards: [stage_policy(wildcards.seed, train_rounds())] if has_teacher() else [],
+        config=PLAN.step_config("train"),
+        calibration=PLAN.calibration_input(),
+        init=WC.train_init,
     output:
         policy=layout.policy_file("{seed}"),
         log_csv=layout.train_log("{seed}"),
@@ -118,7 +118,7 @@ rule train:
                      category="2. Training", subcategory="seed {seed}"),
     params:
         teacher="",   # robust_train_warm: the setting's label files (the warm start inside the job)
-        init=lambda wildcards, input: f"--init {shlex.quote(input.init[0])}" if input.init else "",
+        init=wc.init_arg,
         atc_k="",   # ATC's k of the prior and the rollouts: the config's (robust_train: the setting's)
         progress="",   # the log shows the progress bars (robust_train: --no-progress)
         threads=config["train"]["threads"],

@@ -149,14 +149,12 @@ def sample_metrics(sample, schedules):
     return out, queue
 
 
-def schedule_rules(samples, machines, k):
-    """{rule: (start, end)} for each sample, every rule of :data:`RULES` (ATC's k: ``k``)."""
-    from sched.sim.core import simulate_batch
-
+def schedule_rules(samples, simulate):
+    """{rule: (start, end)} for each sample, every rule of :data:`RULES`, by ``simulate``."""
     arrays = [s.scenario.arrays for s in samples]
     per = [{} for _ in samples]
     for rule in RULES:
-        for i, (start, end, _m) in enumerate(simulate_batch(arrays, rule, machines=machines, k=k)):
+        for i, (start, end, _m) in enumerate(simulate(arrays, rule)):
             per[i][rule] = (start, end)
     return per
 
@@ -170,14 +168,18 @@ def kendall_tau(a, b):
     return float(kendalltau(a, b).statistic)
 
 
-def check(real, streams, scenarios, machines, k, threshold=TAU_THRESHOLD):
+def check(real, streams, scenarios, simulate, threshold=TAU_THRESHOLD):
     """The fidelity table (:data:`TABLE_COLUMNS`), the record ``fidelity.json`` holds (without its
-    ``period``), and the hourly queue lengths (real, streams: an array per stream) for the figure."""
+    ``period``), and the hourly queue lengths (real, streams: an array per stream) for the figure.
+
+    ``simulate(arrays, rule)``: the farm the rules run on, ``[(start, end, machine)]`` a scenario
+    (``sched.sim.core.simulate_batch`` with the farm's machines and ATC's k: the check is data's,
+    the simulation the floor above's, which the caller brings)."""
     groups = {"real": [real], "streams": list(streams), "scenarios": list(scenarios)}
     means, queues = {}, {}
     for kind, samples in groups.items():
         metrics = []
-        for sample, sched in zip(samples, schedule_rules(samples, machines, k)):
+        for sample, sched in zip(samples, schedule_rules(samples, simulate)):
             m, q = sample_metrics(sample, sched)
             metrics.append(m)
             queues.setdefault(kind, []).append(q)

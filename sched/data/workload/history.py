@@ -11,7 +11,8 @@ UTC when no offset is given, or seconds since 1970-01-01 UTC), ``priority``
 (a class of ``scenario.priorities``) or ``weight`` (a number > 0; it wins when
 both are given), ``due`` (a time as ``submitted_at``; empty or absent: no
 deadline), and optionally ``started_at``, ``finished_at``, ``gpu`` and the
-duration model's features ``width``, ``height``, ``frames``, ``steps``.
+duration model's features ``width``, ``height``, ``frames``, ``steps`` (``frames``, a job's
+frames, a whole number from 1 to ``MAX_FRAMES``: the frames fit reads it, ``sched.data.frames_fit``).
 
 A malformed record (a missing id, kind or submission time, a time or number
 that cannot be read, an unknown priority class, a due date or a finish
@@ -45,7 +46,7 @@ from sched.data.workload.history_io import (
     open_history,
 )
 from sched.formats.csv_input import normal_id
-from sched.limits import HISTORY_END_TIME, HISTORY_FIRST_TIME, MAX_SECONDS, MAX_WEIGHT
+from sched.limits import HISTORY_END_TIME, HISTORY_FIRST_TIME, MAX_FRAMES, MAX_SECONDS, MAX_WEIGHT
 
 SUFFIXES = {".csv": "csv", ".jsonl": "jsonl", ".json-lines": "jsonl"}
 CHUNK = 100_000
@@ -172,89 +173,83 @@ def _numbers(col):
     return pd.to_numeric(col, errors="coerce").to_numpy(dtype=np.float64, copy=True)
 
 
+class _Checks:
+    """The first reason each row of a chunk's frame is malformed for (None: valid so far), flagged
+    check by check in the order the contract lists the fields: a row keeps its first reason."""
+
+    def __init__(self, frame):
+        self.frame, self.n = frame, len(frame)
+        self.reason = np.full(self.n, None, dtype=object)
+
+    def flag(self, mask, why):
+        """``why`` (a text, or a function of the row) for the rows of ``mask`` not flagged yet."""
+        reason = self.reason
+        mask = np.asarray(mask) & (reason == None)  # noqa: E711 (element-wise)
+        if mask.any():
+            reason[mask] = [why(i) for i in np.flatnonzero(mask)] if callable(why) else why
+
+    def column(self, name):
+        """The field ``name`` (empty text in every row where the chunk has no such field)."""
+        frame = self.frame
+        return frame[name] if name in frame.columns else pd.Series([""] * self.n, dtype=object)
+
+    def text(self, name):
+        """The field ``name``, a row whose value is not text flagged."""
+        col = self.column(name)
+        self.flag(col.to_numpy(dtype=object) == BAD, f"{name}: not text")
+        return col
+
+
 def _parse(frame, lines, priorities, kinds, window=None):
     """(HistoryChunk of the valid rows, list of (line, reason) of the others).
 
     ``window``: None, or (first, last, why): a record submitted before ``first`` or after
     ``last`` is malformed, for ``why`` (the fit's records far outside the bulk of the span).
     """
-    # size: one vectorised check per documented field, in the order the contract lists them;
-    # split, each part would pass the same dozen arrays around
-    n = len(frame)
-    reason = np.full(n, None, dtype=object)
-
-    def flag(mask, why):
-        mask = np.asarray(mask) & (reason == None)  # noqa: E711 (element-wise)
-        if mask.any():
-            reason[mask] = [why(i) for i in np.flatnonzero(mask)] if callable(why) else why
-
-    def column(name):
-        return frame[name] if name in frame.columns else pd.Series([""] * n, dtype=object)
-
-    def text_ok(name):
-        col = column(name)
-        flag(col.to_numpy(dtype=object) == BAD, f"{name}: not text")
-        return col
-
+    c = _Checks(frame)
     for name in frame.columns:  # a JSON integer too long to convert, in any field
-        flag(frame[name].to_numpy(dtype=object) == LONG, f"{name}: {_shown(LONG)}")
-    raw_ids = text_ok("id")
-    # ids without the white space around them (sched.formats.csv_input.normal_id), as scenarios and
-    # `sched replay` compare them: "a " and "a" are the same task, counted once
-    ids = pd.Series([normal_id(v) for v in raw_ids.to_numpy(dtype=object)], index=raw_ids.index, dtype=object)
-    kind = _strip(text_ok("kind"))
-    prio = _strip(text_ok("priority"))
-    flag(_empty(ids), "id: missing value")
-    flag(_empty(kind), "kind: missing value")
-    if kinds is not None:
-        flag(
-            ~kind.isin(kinds).to_numpy(), lambda i: f"kind: {shorten(kind.iloc[i])} is not in the calibration"
-        )
+        c.flag(frame[name].to_numpy(dtype=object) == LONG, f"{name}: {_shown(LONG)}")
+    ids, kind, prio = _texts(c, kinds)
     times = {}
     for name in TIMES:
-        values, bad = parse_times(column(name))
+        values, bad = parse_times(c.column(name))
         if name == "submitted_at":
-            flag(np.isnan(values) & ~bad, "submitted_at: missing value")
-        flag(
+            c.flag(np.isnan(values) & ~bad, "submitted_at: missing value")
+        c.flag(
             bad,
-            lambda i, name=name: f"{name}: {_shown(column(name).iloc[i])} is not {time_range()}",
+            lambda i, name=name: f"{name}: {_shown(c.column(name).iloc[i])} is not {time_range()}",
         )
         times[name] = values
-    w = _numbers(column("weight"))
-    w_given = ~_empty(column("weight"))
-    flag(
-        w_given & ~((w > 0) & (w <= MAX_WEIGHT)),
-        lambda i: f"weight: {_shown(column('weight').iloc[i])} is not a number in (0, {MAX_WEIGHT:g}]",
-    )
-    mapped = prio.map({k: float(v["weight"]) for k, v in priorities.items()}).to_numpy(dtype=np.float64)
-    need = ~w_given
-    flag(need & _empty(prio), "priority: missing value (and no weight)")
-    flag(
-        need & np.isnan(mapped),
-        lambda i: f"priority: {shorten(prio.iloc[i])} is not a class of scenario.priorities",
-    )
-    weight = np.where(w_given, w, mapped)
+    weight = _weights(c, prio, priorities)
     sub, due, st, fin = (times[k] for k in TIMES)
     if window is not None:
         first, last, why = window
-        flag(
+        c.flag(
             (sub < first) | (sub > last),
-            lambda i: f"submitted_at: {_shown(column('submitted_at').iloc[i])} {why}",
+            lambda i: f"submitted_at: {_shown(c.column('submitted_at').iloc[i])} {why}",
         )
-    flag(due < sub, "due: before submitted_at")
-    flag(st < sub, "started_at: before submitted_at")
-    flag(fin <= st, "finished_at: not after started_at")
+    c.flag(due < sub, "due: before submitted_at")
+    c.flag(st < sub, "started_at: before submitted_at")
+    c.flag(fin <= st, "finished_at: not after started_at")
     feats = {}
     for name in FEATURES:
-        v = _numbers(column(name))
-        given = ~_empty(column(name))
-        flag(
+        v = _numbers(c.column(name))
+        given = ~_empty(c.column(name))
+        c.flag(
             given & ~((v > 0) & (v <= MAX_SECONDS)),
-            lambda i, name=name: f"{name}: {_shown(column(name).iloc[i])} is not a number > 0",
+            lambda i, name=name: f"{name}: {_shown(c.column(name).iloc[i])} is not a number > 0",
         )
+        if name == "frames":  # a job's frames (issue 59): a whole number, at most MAX_FRAMES
+            c.flag(
+                given & ((v != np.floor(v)) | (v > MAX_FRAMES)),
+                lambda i: (
+                    f"frames: {_shown(c.column('frames').iloc[i])} is not a whole number from 1 to "
+                    f"{MAX_FRAMES}"
+                ),
+            )
         feats[name] = np.where(given, v, np.nan)
-    ok = reason == None  # noqa: E711
-    bad = [(int(lines[i]), reason[i]) for i in np.flatnonzero(~ok)]
+    ok = c.reason == None  # noqa: E711
+    bad = [(int(lines[i]), c.reason[i]) for i in np.flatnonzero(~ok)]
     chunk = HistoryChunk(
         line=lines[ok],
         id=ids[ok].to_numpy(dtype=object),
@@ -267,6 +262,41 @@ def _parse(frame, lines, priorities, kinds, window=None):
         features={k: v[ok] for k, v in feats.items()},
     )
     return chunk, bad
+
+
+def _texts(c, kinds):
+    """The ids, kinds and priority classes of the rows (stripped), the text fields checked."""
+    raw_ids = c.text("id")
+    # ids without the white space around them (sched.formats.csv_input.normal_id), as scenarios and
+    # `sched replay` compare them: "a " and "a" are the same task, counted once
+    ids = pd.Series([normal_id(v) for v in raw_ids.to_numpy(dtype=object)], index=raw_ids.index, dtype=object)
+    kind = _strip(c.text("kind"))
+    prio = _strip(c.text("priority"))
+    c.flag(_empty(ids), "id: missing value")
+    c.flag(_empty(kind), "kind: missing value")
+    if kinds is not None:
+        c.flag(
+            ~kind.isin(kinds).to_numpy(), lambda i: f"kind: {shorten(kind.iloc[i])} is not in the calibration"
+        )
+    return ids, kind, prio
+
+
+def _weights(c, prio, priorities):
+    """Each row's weight: its own ``weight`` if given, else its priority class's."""
+    w = _numbers(c.column("weight"))
+    w_given = ~_empty(c.column("weight"))
+    c.flag(
+        w_given & ~((w > 0) & (w <= MAX_WEIGHT)),
+        lambda i: f"weight: {_shown(c.column('weight').iloc[i])} is not a number in (0, {MAX_WEIGHT:g}]",
+    )
+    mapped = prio.map({k: float(v["weight"]) for k, v in priorities.items()}).to_numpy(dtype=np.float64)
+    need = ~w_given
+    c.flag(need & _empty(prio), "priority: missing value (and no weight)")
+    c.flag(
+        need & np.isnan(mapped),
+        lambda i: f"priority: {shorten(prio.iloc[i])} is not a class of scenario.priorities",
+    )
+    return np.where(w_given, w, mapped)
 
 
 def read_history(

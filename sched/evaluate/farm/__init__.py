@@ -4,5 +4,6 @@
 the shipped rule chosen on validation seeds, and on the test seeds every rule, the farm's own
 dispatchers, the same jobs run whole and the shipped rule at the adapters' sync intervals, with
 paired intervals. ``report`` renders their rows of ``rapport.md`` (under the first table, and the
-section "Chunked farm settings") from those files.
+section "Chunked farm settings") from those files. ``caps`` tunes the parallelism limit (the most
+chunks a job runs at once under tuned ATC, :mod:`sched.sim.farm_limits`) on the validation seeds.
 """

@@ -9,14 +9,20 @@ A setting with ``scenario.chunks`` (:mod:`sched.data.jobs`) runs on the chunked 
    ``benchmark.selection_offset``: every rule, atc-tuned and the farm's own dispatchers run
    there; the incumbent, atc-tuned, is replaced only by a policy significantly better than it
    (paired interval below zero), the lowest mean of those (:func:`choose`,
-   ``farm_verdict.json``). It is what ``rank()`` is to run for that farm.
+   ``farm_verdict.json``; its ``setting.load`` per GPU, as config ``scenario.load``, and
+   ``setting.offered_gpus`` the offered work in speed-1 GPUs). It is what ``rank()`` runs for a
+   call of jobs of frames on that farm's GPUs (:mod:`sched.ranking.farm.plan`). The candidates
+   include a parallelism limit (issue 60): ``atc-tuned-cap``, tuned ATC with every job at most
+   ``cap`` chunks at once (``cap`` tuned after k on the same seeds, :mod:`.caps`), and
+   ``farm-fifo-cap``, the farm's default with that limit (what the limit alone gives).
 3. **The test scenarios** (``benchmark.scenarios``): every rule at frame level (fifo .. wmdd,
-   atc-tuned), ``farm-fifo`` and ``farm-balanced``, the same jobs run whole and non-preemptive
-   (``atc-tuned-whole``: one chunk a job, today's model, with the tuned k), and the shipped
-   decision at the adapters' sync intervals (:data:`SYNCS`: ``<shipped>-sync-60s``, ...; at 0 it
-   is the shipped policy's own row). ``per_scenario.csv`` (one row a scenario x policy, the
-   benchmark's columns, metrics per job) and ``farm.csv`` (:func:`comparisons`: each policy
-   against each reference, paired bootstrap intervals as the summary's).
+   atc-tuned), ``farm-fifo`` and ``farm-balanced``, the limited two, the same jobs run whole and
+   non-preemptive (``atc-tuned-whole``: one chunk a job, today's model, with the tuned k), and the
+   shipped decision and tuned ATC at the adapters' sync intervals (:data:`SYNCS`:
+   ``<shipped>-sync-60s``, ...; at 0 they are their own rows). ``per_scenario.csv`` (one row a
+   scenario x policy, the benchmark's columns, metrics per job) and ``farm.csv``
+   (:func:`comparisons`: each policy against each reference, paired bootstrap intervals as the
+   summary's).
 
 The farm's dispatchers stand for: ``farm-fifo``, OpenCue's and Deadline's default (job priority,
 then submission order); ``farm-balanced``, Deadline Cloud's ``priorityBalanced`` and OpenCue's
@@ -34,18 +40,26 @@ from sched.evaluate.per_scenario import PER_SCENARIO_COLUMNS, schedule_metrics
 from sched.evaluate.policies import HEURISTICS
 from sched.evaluate.progress import bar
 from sched.evaluate.statistics import bootstrap_counts, paired_difference, win_tie_loss
-from sched.sim import rules
+from sched.sim import farm_limits, rules
 
 #: The adapters' sync intervals the shipped decision is also run at (seconds; 0 is its own row).
 SYNCS = (60.0, 300.0)
 #: The row of the same jobs run whole (one chunk a job, non-preemptive) under tuned ATC.
 WHOLE = "atc-tuned-whole"
+#: Tuned ATC with a parallelism limit (:mod:`sched.sim.farm_limits`): every job runs at most
+#: ``cap`` chunks at once, ``cap`` tuned on the validation seeds after ATC's k (:mod:`.caps`).
+CAPPED = "atc-tuned-cap"
+#: The farm's default dispatcher with the same limit: what a studio gets from a job limit alone.
+FIFO_CAPPED = "farm-fifo-cap"
 #: The policies that may be shipped, in table order.
-CANDIDATES = HEURISTICS + rules.FARM_RULES
+CANDIDATES = HEURISTICS + rules.FARM_RULES + (CAPPED, FIFO_CAPPED)
 #: The references every policy of ``farm.csv`` is compared with ("best-rule": the rule of lowest
 #: mean on the test scenarios among :data:`CANDIDATES`; "shipped": the shipped decision at the
-#: setting's sync interval).
-REFERENCES = ("farm-fifo", "farm-balanced", "atc-tuned", WHOLE, "best-rule", "shipped")
+#: setting's sync interval; "atc-tuned-sync-<S>s": tuned ATC at sync S, the reference of the rows
+#: run at that interval only).
+REFERENCES = ("farm-fifo", "farm-balanced", "atc-tuned", WHOLE, "best-rule", "shipped") + tuple(
+    f"atc-tuned-sync-{s:g}s" for s in SYNCS
+)
 FARM_COLUMNS = (
     "policy", "reference", "reference_policy", "scenarios", "mean_twt_k", "reference_mean_twt_k",
     "diff_pct", "ci_lo_pct", "ci_hi_pct", "wins", "ties", "losses",
@@ -57,22 +71,33 @@ def sync_name(policy, sync_s):
     return f"{policy}-sync-{sync_s:g}s"
 
 
-def spec(name, atc_k, sync_s=0.0, whole=False):
-    """How a farm policy runs: its rule, k, sync interval and whether jobs run whole."""
-    rule = "atc" if name in ("atc-tuned", WHOLE) else name
+def candidates(cap):
+    """The policies that may be shipped: :data:`CANDIDATES`, without the limited ones when there is
+    no limit (``cap`` 0: a farm of one GPU, where they are the unlimited rules)."""
+    return CANDIDATES if cap else tuple(p for p in CANDIDATES if p not in (CAPPED, FIFO_CAPPED))
+
+
+def spec(name, atc_k, sync_s=0.0, whole=False, cap=0):
+    """How a farm policy runs: its rule, k, sync interval, whether jobs run whole, and the limit
+    of chunks a job runs at once (``cap``: read by :data:`CAPPED` and :data:`FIFO_CAPPED` only)."""
+    tuned = name in ("atc-tuned", WHOLE, CAPPED)
+    rule = "atc" if tuned else {FIFO_CAPPED: "farm-fifo"}.get(name, name)
     if rule not in rules.ALL_RULES:
         raise BenchmarkError(f"farm benchmark: unknown policy {name!r:.40}")
-    k = float(atc_k) if name in ("atc-tuned", WHOLE) else rules.ATC_K_DEFAULT
-    return {"rule": rule, "atc_k": k, "sync_s": float(sync_s), "whole": bool(whole)}
+    k = float(atc_k) if tuned else rules.ATC_K_DEFAULT
+    limit = int(cap) if name in (CAPPED, FIFO_CAPPED) else 0
+    return {"rule": rule, "atc_k": k, "sync_s": float(sync_s), "whole": bool(whole), "cap": limit}
 
 
-def policy_specs(atc_k, shipped, sync_s=0.0):
-    """{name: spec} of the test table (module docstring, point 3)."""
-    out = {n: spec(n, atc_k, sync_s) for n in CANDIDATES}
+def policy_specs(atc_k, shipped, sync_s=0.0, cap=0):
+    """{name: spec} of the test table (module docstring, point 3); tuned ATC at each sync interval
+    too, the reference of the shipped decision at that interval."""
+    out = {n: spec(n, atc_k, sync_s, cap=cap) for n in candidates(cap)}
     out[WHOLE] = spec(WHOLE, atc_k, 0.0, whole=True)
     for s in SYNCS:
         if s != sync_s:
-            out[sync_name(shipped["policy"], s)] = {**out[shipped["policy"]], "sync_s": s}
+            for p in dict.fromkeys((shipped["policy"], "atc-tuned")):
+                out[sync_name(p, s)] = {**out[p], "sync_s": s}
     return out
 
 
@@ -99,6 +124,7 @@ def job_ends(sc, sp, machines):
     from sched.sim import chunks, sync
 
     frames, per, limit, setup = sc.chunks
+    limit = farm_limits.capped(limit, sp.get("cap", 0))
     if sp["whole"]:  # one chunk a job: today's non-preemptive task (its setup once)
         per = np.zeros_like(per)
     job, _chunk, _start, end, _m = sync.simulate(
@@ -158,7 +184,7 @@ def tune(cfg, scs, seeds, progress=False):
     }
 
 
-def choose(cfg, selection, atc_k, seeds):
+def choose(cfg, selection, atc_k, seeds, cap=0):
     """The shipped decision from the selection table (module docstring, point 2): the record
     ``farm_verdict.json`` holds."""
     b = cfg.benchmark
@@ -168,7 +194,7 @@ def choose(cfg, selection, atc_k, seeds):
     inc = "atc-tuned"
     better = []
     for p in CANDIDATES:
-        if p != inc and means[p] < means[inc]:
+        if p in means and p != inc and means[p] < means[inc]:
             d = paired_difference(twt[p], twt[inc], counts, b["ci_level"])
             if np.isfinite(d[2]) and d[2] < 0:
                 better.append((means[p], CANDIDATES.index(p), p, d))
@@ -184,15 +210,22 @@ def choose(cfg, selection, atc_k, seeds):
             "the incumbent, atc-tuned, is kept: no policy is significantly better than it on the "
             "selection (validation) scenarios"
         )
-    sp = spec(winner, atc_k)
+    sp = spec(winner, atc_k, cap=cap)
+    where = setting.of_config(cfg)  # load: per GPU, as config scenario.load
+    capacity = float(sum(setting.speeds_of_config(cfg)))
     return {
         "policy": winner,
         "rule": sp["rule"],
         "atc_k": sp["atc_k"] if sp["rule"] == "atc" else None,
+        "cap": sp["cap"] or None,
         "sync_s": float(cfg.scenario.chunks.get("sync_s", 0.0)),
         "reason": reason,
         "selection": {"on": "validation", "seeds": [int(seeds.start), len(seeds)], "means": means},
-        "setting": {**setting.of_config(cfg), "chunks": config_mod.thawed(cfg.scenario.chunks)},
+        "setting": {
+            **where,
+            "offered_gpus": where["load"] * capacity,  # the offered work in speed-1 GPUs
+            "chunks": config_mod.thawed(cfg.scenario.chunks),
+        },
     }
 
 
@@ -212,7 +245,7 @@ def comparisons(frame, cfg, shipped=None):
     rows = []
     for p in order:
         for r, rp in refs.items():
-            if rp not in twt:
+            if rp not in twt or (r.startswith("atc-tuned-sync-") and not p.endswith(r[len("atc-tuned") :])):
                 continue
             d = paired_difference(twt[p], twt[rp], counts, b["ci_level"])
             w = win_tie_loss(twt[p], twt[rp], b["tie_relative"], b["tie_absolute_s"])

@@ -15,7 +15,7 @@ import numpy as np
 
 from sched import files, layout
 from sched.evaluate.errors import ReportError
-from sched.evaluate.farm.bench import FARM_COLUMNS, SYNCS, WHOLE, sync_name
+from sched.evaluate.farm.bench import FARM_COLUMNS, FIFO_CAPPED, SYNCS, WHOLE, sync_name
 from sched.report.format import ci, k, pct
 from sched.report.inputs import read_json
 
@@ -56,7 +56,9 @@ def _runs(verdict):
     p = verdict["policy"]
     kk = verdict.get("atc_k")
     sync = verdict.get("sync_s") or 0
+    cap = verdict.get("cap")
     name = f"{p} (k = {kk:g})" if kk is not None else p
+    name += f", at most {cap} chunks of a job at once" if cap else ""
     return name + (f" at sync {sync:g} s" if sync else "") + ", frame level"
 
 
@@ -97,7 +99,10 @@ def section_lines(farms):
         "OpenCue's and Deadline's default (job priority, then submission order), `farm-balanced` for "
         "Deadline Cloud's `priorityBalanced` and OpenCue's BALANCED (equal priorities share the free hosts). "
         f"`{WHOLE}` runs the same jobs whole and non-preemptive (today's model) under tuned ATC; "
-        "`<policy>-sync-<S>s` is the shipped decision as the adapters run it, ranking every S seconds. "
+        "`<policy>-sync-<S>s` is the policy as the adapters run it, ranking every S seconds. "
+        "`atc-tuned-cap` limits every job to a number of chunks at once tuned on the validation seeds "
+        "(a farm's job limit: Deadline Cloud's `maxWorkerCount`, OpenCue's job `max_cores`), "
+        "`farm-fifo-cap` is farm-fifo with that limit. "
         "Paired bootstrap intervals over the test scenarios; wins/ties/losses per scenario. The "
         "clairvoyant headroom on chunks is not computed yet.",
     ]
@@ -130,14 +135,19 @@ def _comparisons(table, p):
         "- tuned ATC at frame boundaries against the same jobs run whole: "
         f"{_cell(table, 'atc-tuned', WHOLE)}",
         f"- the shipped decision ({p}) against farm-fifo: {_cell(table, p, 'farm-fifo')}; against "
-        f"farm-balanced: {_cell(table, p, 'farm-balanced')}",
+        f"farm-balanced: {_cell(table, p, 'farm-balanced')}; against atc-tuned: "
+        f"{_cell(table, p, 'atc-tuned')}; against the jobs run whole: {_cell(table, p, WHOLE)}",
     ]
+    if _row(table, FIFO_CAPPED, "farm-fifo") is not None:
+        alone = _cell(table, FIFO_CAPPED, "farm-fifo")
+        out.append(f"- the job limit alone ({FIFO_CAPPED}) against farm-fifo: {alone}")
     for s in SYNCS:
         q = sync_name(p, s)
         if _row(table, q, "farm-fifo") is not None:
             out.append(
                 f"- the shipped decision at sync {s:g} s against farm-fifo: {_cell(table, q, 'farm-fifo')}; "
                 f"against farm-balanced: {_cell(table, q, 'farm-balanced')}; against itself at sync 0: "
-                f"{_cell(table, q, 'shipped')}"
+                f"{_cell(table, q, 'shipped')}; against atc-tuned at sync {s:g} s: "
+                f"{_cell(table, q, sync_name('atc-tuned', s))}"
             )
     return out

@@ -16,7 +16,6 @@ Anything else is a :class:`PolicyFileError` naming the file and the field
 or tensor.
 """
 
-import dataclasses
 import io
 import math
 import os
@@ -54,16 +53,16 @@ class PolicyFileError(SchedError):
     """A policy file is missing, unreadable or has unexpected contents."""
 
 
-def arch_of(args):
-    """The architecture dict of training arguments (:class:`~sched.learn.ppo.loop.Args`),
-    as :func:`build` reads it."""
+def arch_of(network):
+    """The architecture dict of a training's network settings
+    (:class:`~sched.learn.settings.NetworkSettings`), as :func:`build` reads it."""
     return {
-        "name": args.architecture,
-        "hidden": args.hidden,
-        "atc_prior": args.atc_prior,
-        "prior_scale": args.prior_scale,
-        "top_k": args.top_k,
-        "prior_rule": args.prior_rule,
+        "name": network.architecture,
+        "hidden": network.hidden,
+        "atc_prior": network.atc_prior,
+        "prior_scale": network.prior_scale,
+        "top_k": network.top_k,
+        "prior_rule": network.prior_rule,
     }
 
 
@@ -71,12 +70,13 @@ def arch_of(args):
 RUN_ONLY_ARGS = ("threads",)
 
 
-def policy_meta(cfg, args):
-    """The ``meta`` of a policy trained with ``args`` on ``cfg`` (training adds the validation scores)."""
+def policy_meta(cfg, settings):
+    """The ``meta`` of a policy trained with ``settings`` (``sched.learn.settings.Training``) on
+    ``cfg`` (training adds the validation scores)."""
     model = scenario_model(cfg)
     return {
-        "arch": arch_of(args),
-        "atc_k": training_atc_k(cfg, args.atc_k),
+        "arch": arch_of(settings.network),
+        "atc_k": training_atc_k(cfg, settings.network.atc_k),
         "p_ref": p_ref_of(model),
         "profile": [float(x) for x in model.load_profile()],
         "task_features": list(F.TASK_FEATURES),
@@ -84,7 +84,7 @@ def policy_meta(cfg, args):
         "config_hash": training_hash(cfg),
         # what trained it, less how many threads ran it: a run record's (sched.evidence.run_record), so
         # that the file's sha256, which verdicts bind, changes only with weights and settings
-        "train_args": {k: v for k, v in dataclasses.asdict(args).items() if k not in RUN_ONLY_ARGS},
+        "train_args": {k: v for k, v in settings.as_dict().items() if k not in RUN_ONLY_ARGS},
         "setting": setting.of_config(cfg),  # the farm it was trained for (rank()'s explanation)
     }
 

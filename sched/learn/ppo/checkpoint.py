@@ -13,7 +13,6 @@ file that is not such a checkpoint is refused with one line
 (:class:`CheckpointError`) naming it.
 """
 
-import dataclasses
 import math
 import pickle
 import zipfile
@@ -89,10 +88,11 @@ def path_for(policy_path):
     return policy_path.with_name(policy_path.name + ".ckpt")
 
 
-def fingerprint(meta, args):
-    """What must match for a checkpoint to be resumed: the config hash, the training arguments and
-    the policy file PPO started from (its sha256; None without one)."""
-    return {"config": meta["config_hash"], "args": dataclasses.asdict(args), "init": meta.get("init_sha256")}
+def fingerprint(meta, settings):
+    """What must match for a checkpoint to be resumed: the config hash, the training settings
+    (``sched.learn.settings.Training``) and the policy file PPO started from (its sha256; None
+    without one)."""
+    return {"config": meta["config_hash"], "args": settings.as_dict(), "init": meta.get("init_sha256")}
 
 
 def save(path, fingerprint, progress, net, optimizer, gen, env):

@@ -250,14 +250,14 @@ def collect_groups(env, net, draw, max_steps):
 GROUP_MAX_STEPS = 100_000
 
 
-def collect_iteration(env, net, args, draw):
+def collect_iteration(env, net, ppo, draw):
     """One PPO iteration's rollout and its (advantages, returns, baseline's explained variance):
-    with ``args.group_size`` >= 2 the grouped leave-one-out baseline (:func:`collect_groups`),
+    with ``ppo.group_size`` >= 2 the grouped leave-one-out baseline (:func:`collect_groups`),
     else ``num_steps`` lockstep steps and GAE on the critic (NaN: no grouped baseline)."""
-    if args.group_size >= 2:
+    if ppo.group_size >= 2:
         return collect_groups(env, net, draw, GROUP_MAX_STEPS)
-    rollout = collect_compiled(env, net, args.num_steps, draw)
+    rollout = collect_compiled(env, net, ppo.num_steps, draw)
     advantages, returns = compute_gae(
-        rollout.rewards, rollout.values, rollout.dones, rollout.next_value, args.gamma, args.gae_lambda
+        rollout.rewards, rollout.values, rollout.dones, rollout.next_value, ppo.gamma, ppo.gae_lambda
     )
     return rollout, advantages, returns, float("nan")

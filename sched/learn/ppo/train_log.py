@@ -126,11 +126,11 @@ def write(path, rows):
 class ProgressBar:
     """A tqdm bar over the iterations, showing the episode and validation scores."""
 
-    def __init__(self, args, done):
+    def __init__(self, iterations, seed, done):
         from tqdm import tqdm
 
         self.bar = tqdm(
-            total=args.iterations, initial=done, desc=f"train seed {args.seed}", unit="it", dynamic_ncols=True
+            total=iterations, initial=done, desc=f"train seed {seed}", unit="it", dynamic_ncols=True
         )
 
     def show(self, row):

@@ -67,10 +67,10 @@ class _Minibatch(NamedTuple):
     hints: torch.Tensor
 
 
-def ppo_update(net, optimizer, rollout, advantages, returns, args, gen, ev_baseline=float("nan")):
+def ppo_update(net, optimizer, rollout, advantages, returns, ppo, gen, ev_baseline=float("nan")):
     """``update_epochs`` passes of shuffled minibatches over ``rollout``; returns :class:`UpdateStats`.
 
-    ``args``: ``sched.learn.ppo.loop.Args``; ``gen`` shuffles the minibatches; ``ev_baseline``: the
+    ``ppo``: ``sched.learn.settings.PPOSettings``; ``gen`` shuffles the minibatches; ``ev_baseline``: the
     grouped baseline's explained variance, reported as is (``sched.learn.ppo.rollout``).
     """
     flat = _Minibatch(
@@ -83,19 +83,19 @@ def ppo_update(net, optimizer, rollout, advantages, returns, args, gen, ev_basel
     )
     clipfracs, approx_kl = [], torch.tensor(0.0)
     n = int(flat.actions.shape[0])  # num_envs x num_steps, or a grouped rollout's decisions
-    size = max(1, n // args.num_minibatches)
-    for _epoch in range(args.update_epochs):
+    size = max(1, n // ppo.num_minibatches)
+    for _epoch in range(ppo.update_epochs):
         perm = torch.randperm(n, generator=gen)
         for lo in range(0, n - size + 1, size):
             mb = perm[lo : lo + size]
-            pg_loss, v_loss, entropy_loss, approx_kl, clipfrac = losses(net, rollout.store, flat, mb, args)
+            pg_loss, v_loss, entropy_loss, approx_kl, clipfrac = losses(net, rollout.store, flat, mb, ppo)
             clipfracs.append(clipfrac)
-            loss = pg_loss - args.ent_coef * entropy_loss + args.vf_coef * v_loss
+            loss = pg_loss - ppo.ent_coef * entropy_loss + ppo.vf_coef * v_loss
             optimizer.zero_grad()
             loss.backward()
-            torch.nn.utils.clip_grad_norm_(net.parameters(), args.max_grad_norm)
+            torch.nn.utils.clip_grad_norm_(net.parameters(), ppo.max_grad_norm)
             optimizer.step()
-        if args.target_kl is not None and approx_kl > args.target_kl:
+        if ppo.target_kl is not None and approx_kl > ppo.target_kl:
             break
     return UpdateStats(
         pg_loss.item(),
@@ -109,7 +109,7 @@ def ppo_update(net, optimizer, rollout, advantages, returns, args, gen, ev_basel
     )
 
 
-def losses(net, store, flat, mb, args):
+def losses(net, store, flat, mb, ppo):
     """PPO's losses on the decisions ``mb``: (pg_loss, v_loss, entropy_loss, approx_kl, clip fraction)."""
     newlogprob, entropy, newvalue = P.evaluate_actions(net, store.batch(mb), flat.actions[mb])
     newvalue = newvalue + flat.hints[mb]  # the network learns the residual on the hint
@@ -117,12 +117,12 @@ def losses(net, store, flat, mb, args):
     ratio = logratio.exp()
     with torch.no_grad():
         approx_kl = ((ratio - 1) - logratio).mean()
-        clipfrac = ((ratio - 1.0).abs() > args.clip_coef).float().mean().item()
+        clipfrac = ((ratio - 1.0).abs() > ppo.clip_coef).float().mean().item()
     mb_advantages = flat.advantages[mb]
-    if args.norm_adv:
+    if ppo.norm_adv:
         mb_advantages = (mb_advantages - mb_advantages.mean()) / (mb_advantages.std() + 1e-8)
-    pg_loss = clipped_policy_loss(mb_advantages, ratio, args.clip_coef)
-    v_loss = value_loss(newvalue, flat.returns[mb], flat.values[mb], args.clip_coef, args.clip_vloss)
+    pg_loss = clipped_policy_loss(mb_advantages, ratio, ppo.clip_coef)
+    v_loss = value_loss(newvalue, flat.returns[mb], flat.values[mb], ppo.clip_coef, ppo.clip_vloss)
     return pg_loss, v_loss, entropy.mean(), approx_kl, clipfrac
 
 

@@ -4,36 +4,36 @@
 import torch
 
 from sched.config import seed_range, training_atc_k
-from sched.learn.search.teacher import make_labels, settings_of
+from sched.learn.search.teacher import make_labels
 
 
-def teacher_base(cfg, args):
-    """The warm start teacher's base policy (``train.teacher_base``; ATC with the training's k)."""
+def teacher_base(cfg, settings):
+    """The warm start teacher's base policy (``train.teacher_base``; ATC with the training's k);
+    ``settings``: a ``sched.learn.settings.Training``."""
     from sched.learn.search.planner import rule_base
 
-    return rule_base(args.teacher_base, training_atc_k(cfg, args.atc_k))
+    return rule_base(settings.teacher.base, training_atc_k(cfg, settings.network.atc_k))
 
 
-def teacher_labels(cfg, args, progress=False):
-    """The gated teacher's labels on the first ``args.teacher_scenarios`` training seeds."""
-    seeds = list(seed_range(cfg, "train"))[: args.teacher_scenarios]
-    labels, _ = make_labels(
-        cfg, seeds, settings_of(args), teacher_base(cfg, args), args.top_k, progress=progress
-    )
+def teacher_labels(cfg, settings, progress=False):
+    """The gated teacher's labels on the first ``train.teacher_scenarios`` training seeds."""
+    seeds = list(seed_range(cfg, "train"))[: settings.teacher.scenarios]
+    labelling, base = settings.teacher.labelling(), teacher_base(cfg, settings)
+    labels, _ = make_labels(cfg, seeds, labelling, base, settings.network.top_k, progress=progress)
     return labels
 
 
-def warm_start(cfg, args, labels=None):
+def warm_start(cfg, settings, labels=None):
     """PPO's warm start (``sched.learn.ppo.loop.train``'s ``warm_start``): a callable
     ``(net, gen, progress)`` that distils the gated teacher's ``labels`` into ``net`` and returns
-    the loss; the labels are made on the first ``args.teacher_scenarios`` training seeds, when
+    the loss; the labels are made on the first ``train.teacher_scenarios`` training seeds, when
     it is called, if None."""
 
     def run(net, gen, progress=False):
         nonlocal labels
         if labels is None:  # after the untrained network's validation, as the loop has it
-            labels = teacher_labels(cfg, args, progress=progress)
-        return distill(net, labels, args, gen, progress=progress)
+            labels = teacher_labels(cfg, settings, progress=progress)
+        return distill(net, labels, settings.distill, gen, progress=progress)
 
     return run
 
@@ -44,12 +44,12 @@ def warm_start(cfg, args, labels=None):
 LABEL_KEYS = {"bound": "label", "mean": "mean", "improved": "mean"}
 
 
-def distill(net, labels, args, gen, progress=False):
+def distill(net, labels, settings, gen, progress=False):
     """Warm start: cost-sensitive imitation of the rollout teacher.
 
-    With ``distill_target`` "bound" or "mean", for each labelled decision the
-    loss is the expected label (extra weighted tardiness over the base's
-    choice, in units of ``distill_scale``) under the policy's softmax over the
+    ``settings``: a ``sched.learn.settings.DistillSettings``. With ``target`` "bound" or "mean",
+    for each labelled decision the loss is the expected label (extra weighted tardiness over the base's
+    choice, in units of ``scale``) under the policy's softmax over the
     teacher's candidates: the gradient pushes probability towards the cheaper
     candidates in proportion to what a wrong pick costs, and is zero where the
     student already puts everything on the cheapest. With "improved" the loss
@@ -60,17 +60,17 @@ def distill(net, labels, args, gen, progress=False):
     epoch.
     """
     x, ctx = torch.from_numpy(labels["x"]), torch.from_numpy(labels["ctx"])
-    lab = torch.from_numpy(labels[LABEL_KEYS[args.distill_target]])
+    lab = torch.from_numpy(labels[LABEL_KEYS[settings.target]])
     K = x.shape[1]
     valid = torch.arange(K).unsqueeze(0) < torch.from_numpy(labels["count"]).unsqueeze(1)
     # what each decision's loss compares the policy with: its regrets, or the improved policy
-    target, loss_of = regrets(lab, valid, args.distill_scale), imitation_loss
-    if args.distill_target == "improved":
-        start = start_logits(net, x, ctx, valid, args.distill_batch)
-        target, loss_of = improved_policy(start, valid, target, args.distill_improve), cross_entropy
-    opt = torch.optim.Adam(net.parameters(), lr=args.distill_lr)
+    target, loss_of = regrets(lab, valid, settings.scale), imitation_loss
+    if settings.target == "improved":
+        start = start_logits(net, x, ctx, valid, settings.batch)
+        target, loss_of = improved_policy(start, valid, target, settings.improve), cross_entropy
+    opt = torch.optim.Adam(net.parameters(), lr=settings.lr)
     n = len(x)
-    epochs = range(args.distill_epochs)
+    epochs = range(settings.epochs)
     if progress:
         from tqdm import tqdm
 
@@ -79,13 +79,13 @@ def distill(net, labels, args, gen, progress=False):
     for _ in epochs:
         perm = torch.randperm(n, generator=gen)
         total = 0.0
-        for lo in range(0, n, args.distill_batch):
-            idx = perm[lo : lo + args.distill_batch]
+        for lo in range(0, n, settings.batch):
+            idx = perm[lo : lo + settings.batch]
             logits, _ = net.forward_compact(x[idx], ctx[idx], valid[idx])
             loss = loss_of(logits, valid[idx], target[idx])
             opt.zero_grad()
             loss.backward()
-            torch.nn.utils.clip_grad_norm_(net.parameters(), args.max_grad_norm)
+            torch.nn.utils.clip_grad_norm_(net.parameters(), settings.max_grad_norm)
             opt.step()
             total += loss.item() * len(idx)
         last = total / n

@@ -21,72 +21,73 @@ measured cost a decision): a round's samples and horizon are settings of
 their own (``train.round_*``).
 """
 
-import dataclasses
 import math
 
 import torch
 
 from sched.config import ConfigError, seed_range
 from sched.learn.policy import networks, policy_file
-from sched.learn.ppo.validation import Validator
 from sched.learn.search.distill import distill
-from sched.learn.search.teacher import make_labels, settings_of
+from sched.learn.search.teacher import make_labels
+from sched.learn.validation import Validator
 
 
-def round_seeds(cfg, args, r):
+def round_seeds(cfg, settings, r):
     """The training seeds round ``r`` labels: ``round_scenarios`` of them after the warm start's
-    ``teacher_scenarios`` and the earlier rounds'."""
+    ``teacher_scenarios`` and the earlier rounds' (``settings``: a ``sched.learn.settings.Training``)."""
     if r < 1:
         raise ConfigError(f"round: expected a round >= 1, got {r}")
-    lo = int(args.teacher_scenarios) + (r - 1) * int(args.round_scenarios)
+    per_round = int(settings.rounds.scenarios)
+    lo = int(settings.teacher.scenarios) + (r - 1) * per_round
     seeds = seed_range(cfg, "train")
-    if lo + args.round_scenarios > len(seeds):
+    if lo + per_round > len(seeds):
         raise ConfigError(f"train.round_scenarios: round {r} needs more training seeds than seeds.train has")
-    return list(seeds[lo : lo + int(args.round_scenarios)])
+    return list(seeds[lo : lo + per_round])
 
 
-def round_follow(args, n):
+def round_follow(rounds, n):
     """Whose choices each of a round's ``n`` scenarios follows: True (the teacher's) for the first
-    ``round_teacher_share`` of them, False (the policy's) for the rest."""
-    k = int(round(float(args.round_teacher_share) * n))
+    ``rounds.teacher_share`` of them, False (the policy's) for the rest."""
+    k = int(round(float(rounds.teacher_share) * n))
     return [i < k for i in range(n)]
 
 
-def round_labels(cfg, args, policy, r, progress=False):
+def round_labels(cfg, settings, policy, r, progress=False):
     """Round ``r``'s labels (and the teacher's statistics) with ``policy`` (a loaded policy file,
     ``sched.learn.policy.policy_file.load``) as the gated teacher's base and continuation."""
     from sched.learn.search.planner import learned_base, rule_base
 
-    seeds = round_seeds(cfg, args, r)
+    rounds = settings.rounds
+    seeds = round_seeds(cfg, settings, r)
     base = learned_base(policy, name=f"round-{r - 1}")
     top_k = int(policy.meta["arch"]["top_k"])
-    rollout = rule_base("atc", base.k) if args.round_continuation == "atc" else None
+    rollout = rule_base("atc", base.k) if rounds.continuation == "atc" else None
     return make_labels(
         cfg,
         seeds,
-        settings_of(args, round_=True),
+        rounds.labelling(settings.teacher),
         base,
         top_k,
-        round_follow(args, len(seeds)),
+        round_follow(rounds, len(seeds)),
         progress=progress,
         rollout=rollout,
     )
 
 
-def distill_stage(cfg, args, labels, out, start=None, progress=False, stage="warm"):
+def distill_stage(cfg, settings, labels, out, start=None, progress=False, stage="warm"):
     """Distil ``labels`` into a policy and write it to ``out``; returns a summary dict.
 
-    ``start``: the policy file the student starts from (a round's previous policy), or None:
-    the network's prior (the warm start, seeded by ``args.seed``). The result is validated
-    against its start on ``args.validation_scenarios`` validation scenarios and replaced by the
-    start's weights when it does worse (``kept`` says which). ``stage``: "warm" or "round-<r>",
-    recorded in the file's meta (``stage``, ``val_start``, ``val_distilled``, ``kept``).
+    ``settings``: a ``sched.learn.settings.Training``. ``start``: the policy file the student
+    starts from (a round's previous policy), or None: the network's prior (the warm start, seeded
+    by ``settings.seed``). The result is validated against its start on
+    ``train.validation_scenarios`` validation scenarios and replaced by the start's weights when
+    it does worse (``kept`` says which). ``stage``: "warm" or "round-<r>", recorded in the file's
+    meta (``stage``, ``val_start``, ``val_distilled``, ``kept``).
     """
-    if stage != "warm":  # a round imitates its own target (train.round_target)
-        args = dataclasses.replace(args, distill_target=args.round_target)
-    meta = policy_file.policy_meta(cfg, args)
-    torch.manual_seed(args.seed)
-    gen = torch.Generator().manual_seed(args.seed)
+    settings = settings.for_stage(stage)  # a round imitates its own target (train.round_target)
+    meta = policy_file.policy_meta(cfg, settings)
+    torch.manual_seed(settings.seed)
+    gen = torch.Generator().manual_seed(settings.seed)
     if start is None:
         net = networks.build(meta["arch"])
     else:
@@ -95,10 +96,10 @@ def distill_stage(cfg, args, labels, out, start=None, progress=False, stage="war
         if why:
             raise ConfigError(f"{start}: {why}")
         net = pol.net
-    validator = Validator(cfg, args)
+    validator = Validator(cfg, settings.validation_scenarios, settings.tasks)
     before = validator(net, meta)
     state = {k: v.clone() for k, v in net.state_dict().items()}
-    loss = distill(net, labels, args, gen, progress=progress)
+    loss = distill(net, labels, settings.distill, gen, progress=progress)
     after = validator(net, meta)
     kept = "distilled" if after <= before else "start"
     if kept == "start":

@@ -95,7 +95,7 @@ def check_budget(budget_ms, where="budget_ms"):
     return float(budget_ms)
 
 
-#: The settings a setting of config ``plan.grid`` (plan's candidacy, :func:`sched.evaluate.gate.plan_gate`)
+#: The settings a setting of config ``plan.grid`` (its candidacy, :func:`sched.verdict.candidacy.plan_gate`)
 #: may override; config ``plan``'s own otherwise.
 GRID_KEYS = ("rollout", "candidates", "samples", "horizon", "depth")
 #: Config ``plan``'s keys that are the candidacy's, not a planner setting.

@@ -194,41 +194,16 @@ def future_pool(cfg, seeds, horizon, futures=FUTURES):
     )
 
 
-class TeacherSettings(NamedTuple):
-    """How the teacher decides (``train.teacher_*``, or a round's ``train.round_*``)."""
-
-    candidates: int  #: the base policy's best tasks it compares (its own choice first)
-    samples: int  #: at most this many sampled futures per decision
-    chunk: int  #: samples drawn between two checks of the paired stopping rule
-    horizon: int  #: future arrivals per sampled future
-    z: float  #: deviate when the mean paired difference + z standard errors < 0
-
-
-def settings_of(args, round_=False):
-    """The teacher's settings of a training run's ``args`` (``sched.learn.ppo.loop.Args``): the warm
-    start's (``teacher_*``), or with ``round_`` those of expert iteration (``round_*``)."""
-    if round_:
-        return TeacherSettings(
-            args.teacher_candidates, args.round_samples, args.round_chunk, args.round_horizon, args.teacher_z
-        )
-    return TeacherSettings(
-        args.teacher_candidates,
-        args.teacher_samples,
-        args.teacher_chunk,
-        args.teacher_horizon,
-        args.teacher_z,
-    )
-
-
 def make_labels(
     cfg, seeds, settings, base, top_k, follow=True, futures=FUTURES, progress=False, rollout=None
 ):
     """The gated teacher's labels on the training scenarios ``seeds`` (dict of arrays) and its
     statistics (decisions, labelled rows, deviations from the base, mean samples a decision).
 
-    ``settings``: :class:`TeacherSettings`; ``base``: the teacher's base policy
-    (``sched.learn.search.planner.rule_base`` or ``learned_base``), which continues its rollouts;
-    ``top_k``: the student's candidates (a learned base's own when it has one); ``follow``:
+    ``settings``: a ``sched.learn.settings.Labelling`` (the warm start's or a round's); ``base``:
+    the teacher's base policy (``sched.learn.search.planner.rule_base`` or ``learned_base``),
+    which continues its rollouts; ``top_k``: the student's candidates (a learned base's own when
+    it has one); ``follow``:
     True (the teacher's states), False (the base's), or one of these per seed; ``rollout``: a
     ``rule_base`` that continues the rollouts instead of ``base`` (``train.round_continuation``
     atc: cheaper, the candidates still ``base``'s), or None.
@@ -306,15 +281,16 @@ def _label_one(cfg, model, seed, n, scratch, pool, la, st, base, obs, ws, follow
     return part, np.array([dec, moved, drawn], dtype=np.float64)
 
 
-def label_settings(cfg, args):
-    """The settings a label file was made with, which a training run must share to use it."""
+def label_settings(cfg, settings):
+    """The settings a label file was made with, which a training run (``settings``, a
+    ``sched.learn.settings.Training``) must share to use it."""
     return {
         "config_hash": training_hash(cfg),
-        "teacher": list(settings_of(args)),
-        "base": args.teacher_base,
-        "top_k": args.top_k,
-        "tasks": args.tasks,
-        "atc_k": args.atc_k,
+        "teacher": list(settings.teacher.labelling()),
+        "base": settings.teacher.base,
+        "top_k": settings.network.top_k,
+        "tasks": settings.tasks,
+        "atc_k": settings.network.atc_k,
     }
 
 

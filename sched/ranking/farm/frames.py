@@ -22,7 +22,7 @@ A task is a **job of frames** when it carries any of :data:`CHUNK_FIELDS`; then:
 A chunk of f frames is ``setup_s + work × f / frames`` of work (``sched.sim.chunks.chunk_work``,
 the scenario CSV's formula), ÷ the GPU's speed. Tasks of a call without these fields are one
 chunk each, with no limit: whole tasks. The plan of a call holding a job of frames is
-:mod:`sched.ranking.farm_plan`'s.
+:mod:`sched.ranking.farm.plan`'s.
 
 Every bad value is a one-line error naming the task and the field (``error``: the reading's
 own, so that this module needs nothing of :mod:`sched.ranking.tasks`); at most

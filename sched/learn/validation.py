@@ -1,32 +1,34 @@
 """Validation: the greedy policy against ATC on fixed validation scenarios.
 
-Validation seeds never overlap training or test seeds. Training keeps the
-weights with the best validation score (``sched.learn.ppo.checkpoint.RunProgress``).
+Validation seeds never overlap training or test seeds. PPO keeps the weights with the best
+validation score (``sched.learn.ppo.checkpoint.RunProgress``); a distillation is kept only when it
+beats its start here (``sched.learn.search.iterate.distill_stage``).
 """
 
 import numpy as np
 
 from sched.config import seed_range
+from sched.data.objective import weighted_tardiness
 from sched.data.scenario import draw, scenario_model
 from sched.learn.policy import kernel
 from sched.sim import core
-from sched.sim.objective import weighted_tardiness
 
 
 class Validator:
-    """Greedy policy vs ATC on the first ``validation_scenarios`` validation seeds (common random numbers).
+    """Greedy policy vs ATC on the first ``scenarios`` validation seeds (common random numbers),
+    of ``tasks`` tasks each (None: the config's scenario.tasks).
 
     ``atc``: ATC's mean total weighted tardiness on them (with the config's
     rules.atc_k); calling the validator returns the policy's.
     """
 
-    def __init__(self, cfg, args):
-        seeds = list(seed_range(cfg, "validation"))[: args.validation_scenarios]
+    def __init__(self, cfg, scenarios, tasks=None):
+        seeds = list(seed_range(cfg, "validation"))[:scenarios]
         self.scenarios, self.weeks = [], []  # the task arrays, the week starts
         self.counted = []  # the tasks after the warm-up (scenario.warm_up_days), the only ones counted
         model = scenario_model(cfg)
         for s in seeds:
-            d = draw(model, s, tasks=args.tasks, warm_up=True)
+            d = draw(model, s, tasks=tasks, warm_up=True)
             self.scenarios.append((d["arrival"], d["duration"], d["estimate"], d["weight"], d["due"]))
             self.weeks.append(d["week_start_s"])
             self.counted.append(d["arrival"] >= d["counted_from_s"])
