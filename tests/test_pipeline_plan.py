@@ -118,11 +118,17 @@ def test_policy_lists_follow_the_table_order_and_what_may_win(plan):
     assert plan.has_teacher() and rounds > 0
     for s in plan.train_seeds:
         assert {f"ppo-{s}", f"ppo-{s}-warm", f"ppo-{s}-r{rounds}"} <= set(bench)
+    # the delayed rules (issue 60) the config names compete beside the heuristics
+    waits = plan.wait_rules()
+    assert set(waits) <= set(bench) and set(waits) == set(plan.config["benchmark"]["waiting"]["rules"])
     select = plan.select_policies().split(",")
-    assert set(select) == {*HEURISTICS, *(f"ppo-{s}" for s in plan.train_seeds)}
+    assert set(select) == {*HEURISTICS, *waits, *(f"ppo-{s}" for s in plan.train_seeds)}
+    # a setting without wait_rules runs none; heavy-tails names its own
+    assert not set(waits) & set(plan.bench_policies("load-0.70").split(","))
+    assert set(plan.robust["heavy-tails"]["wait_rules"]) <= set(plan.select_policies("heavy-tails").split(","))
     # every learned policy is named on the command line with its file, which is a job input
     args = plan.policy_file_args()
-    assert args.count("--policy-file") == len(plan.policy_files()) == len(bench) - len(HEURISTICS)
+    assert args.count("--policy-file") == len(plan.policy_files()) == len(bench) - len(HEURISTICS) - len(waits)
     assert all(path in args for path in plan.policy_files())
 
 
