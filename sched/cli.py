@@ -78,10 +78,11 @@ def chooser_seeds_or_exit(cfg, split, count, skip, confirm, script):
     return chosen
 
 
-def add_farm_sync_options(v, workers):
+def add_farm_sync_options(v, workers, held="paused", limit="max cores"):
     """A farm adapter's `sync` options that rank() reads (--policy, --machines, --now,
-    --default-due-h; read by :func:`farm_sync_arguments`); ``workers``: what the farm calls a
-    machine (hosts, workers)."""
+    --default-due-h; read by :func:`farm_sync_arguments`) and its holds and limits (--hold, --limits:
+    sched.farms.hold, off by default); ``workers``: what the farm calls a machine (hosts, workers);
+    ``held``, ``limit``: what a hold and a limit are on the farm."""
     v.add_argument("--policy", default="auto", help="rank()'s policy (default auto: the benchmark's verdict)")
     v.add_argument(
         "--machines",
@@ -100,6 +101,19 @@ def add_farm_sync_options(v, workers):
         default=24.0,
         metavar="H",
         help="due time of an unmapped job, in hours after its submission (default 24)",
+    )
+    v.add_argument(
+        "--hold",
+        metavar="FILE",
+        help=f"hold jobs (off by default): the jobs a delayed rule (wspt-wait, atc-wait) holds now "
+        f"are {held}, and released at a later sync; FILE keeps the ids this adapter {held}, so only "
+        "those are ever released, and they are still ranked while held",
+    )
+    v.add_argument(
+        "--limits",
+        action="store_true",
+        help=f"set job limits (off by default): under a farm verdict shipping a job limit (atc-tuned-cap), "
+        f"each ranked job's {limit} set to its limit, where it differs",
     )
 
 
@@ -125,6 +139,8 @@ def farm_sync_arguments(args, machines):
         "policy": args.policy,
         "config": os.path.abspath(args.config) if args.config else None,
         "default_due_h": args.default_due_h,
+        "hold": os.path.abspath(args.hold) if args.hold else None,
+        "limits": bool(args.limits),
     }
 
 

@@ -168,6 +168,28 @@ class _Jobs(job_pb2_grpc.JobInterfaceServicer):
             job.priority = request.val
         return job_pb2.JobSetPriorityResponse()
 
+    def _change(self, name, request, context, **fields):
+        """Pause, Resume, SetMaxCores: recorded in ``calls`` and applied to the job."""
+        self.cue._enter(name, context)
+        with self.cue._lock:
+            job = self.cue.jobs.get(request.job.id)
+            if job is None:
+                context.abort(grpc.StatusCode.NOT_FOUND, f"no job {request.job.id}")
+            for k, v in fields.items():
+                setattr(job, k, v)
+
+    def Pause(self, request, context):
+        self._change("Pause", request, context, is_paused=True)
+        return job_pb2.JobPauseResponse()
+
+    def Resume(self, request, context):
+        self._change("Resume", request, context, is_paused=False)
+        return job_pb2.JobResumeResponse()
+
+    def SetMaxCores(self, request, context):
+        self._change("SetMaxCores", request, context, max_cores=request.val)
+        return job_pb2.JobSetMaxCoresResponse()
+
 
 class _Shows(show_pb2_grpc.ShowInterfaceServicer):
     def __init__(self, cue):

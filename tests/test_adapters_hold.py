@@ -86,3 +86,82 @@ def test_deadline_suspends_releases_and_limits_through_the_real_api_model():
         limit(job, 2)  # already its limit: no call
         limit(job, 4)
         stub.assert_no_pending_responses()
+
+
+# --------------------------------------------------------------------------- the syncs, end to end
+
+NOW = 1_800_000_000.0
+
+
+def _config(tmp_path, cap=None, machines=4):
+    """A config whose farm verdict (on ``machines`` GPUs) ships atc-tuned-cap with ``cap``."""
+    import json
+
+    cfg = {"rank": {"winner": "w.json", "tuned": "t.json", "settings": None, "farm_settings": "farm"}}
+    if cap is not None:
+        (tmp_path / "farm" / "f").mkdir(parents=True)
+        v = {"policy": "atc-tuned-cap", "rule": "atc", "atc_k": 1.0, "cap": cap, "sync_s": 0.0}
+        v["setting"] = {"machines": machines, "speeds": None, "load": 0.85}
+        (tmp_path / "farm" / "f" / "farm_verdict.json").write_text(json.dumps(v))
+    path = tmp_path / "config.yaml"
+    path.write_text(json.dumps(cfg))
+    return str(path)
+
+
+def _holding(monkeypatch, pick):
+    """decide() as it is, its decision holding the job ``pick(ids)`` (the delayed rule's part is
+    tests/test_rank_hold.py's)."""
+    from sched.ranking import ranker
+
+    real = ranker.decide
+
+    def decide(*a, **kw):
+        d = real(*a, **kw)
+        held = pick(d.ids)
+        return d._replace(held={held: NOW + 60} if held else None)
+
+    monkeypatch.setattr(ranker, "decide", decide)
+
+
+def test_opencue_sync_holds_ranks_its_paused_job_releases_it_and_sets_limits(tmp_path, monkeypatch):
+    pytest.importorskip("opencue")
+    from sched import cli
+
+    from .fake_cuebot import FakeCuebot
+
+    conf, state = _config(tmp_path, cap=2), str(tmp_path / "held.json")
+    with FakeCuebot() as cue:
+        ids = [cue.add_job(f"j{i}", waiting=5 + i, avg_frame_s=10, start_time=int(NOW)) for i in range(3)]
+        other = cue.add_job("paused-by-someone", is_paused=True)
+        base = ["--config", conf, "opencue", "sync", "--show", "film", "--cuebot", cue.address]
+        base += ["--now", str(NOW), "--machines", "4"]
+        # off by default: nothing paused, no limit
+        _holding(monkeypatch, lambda order: ids[0])
+        assert cli.main(base) in (0, None)
+        assert not cue.calls.get("Pause") and not cue.calls.get("SetMaxCores")
+        # a dry run writes nothing and calls nothing
+        assert cli.main(base + ["--hold", state, "--limits", "--dry-run"]) in (0, None)
+        assert not cue.calls.get("Pause") and not (tmp_path / "held.json").exists()
+        assert cli.main(base + ["--hold", state, "--limits"]) in (0, None)
+        assert cue.jobs[ids[0]].is_paused and hold.read_state(state) == [ids[0]]
+        assert all(cue.jobs[i].max_cores == 2 for i in ids) and cue.jobs[other].max_cores != 2
+        # next sync: the paused job is still ranked, and released when no longer held
+        _holding(monkeypatch, lambda order: None)
+        assert cli.main(base + ["--hold", state]) in (0, None)
+        assert not cue.jobs[ids[0]].is_paused and cue.jobs[other].is_paused
+        assert hold.read_state(state) == [] and cue.calls["SetMaxCores"] == 3
+
+
+def test_a_deadline_job_the_adapter_suspended_is_still_ranked_its_suspended_tasks_waiting():
+    summary = {
+        "jobId": JOB, "name": "shot", "priority": 50, "lifecycleStatus": "CREATE_COMPLETE",
+        "taskRunStatus": "SUSPENDED", "targetTaskRunStatus": "SUSPENDED",
+        "taskRunStatusCounts": {"SUSPENDED": 4},
+    }  # fmt: skip
+    from sched.farms.deadline_jobs import farm_job, waits
+
+    assert not waits(summary) and waits(summary, {JOB})  # suspended by this adapter: ranked
+    import datetime
+
+    job = farm_job({**summary, "createdAt": datetime.datetime.now(datetime.UTC)}, {}, 10.0, held=True)
+    assert job.waiting == 4

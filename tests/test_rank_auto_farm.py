@@ -160,3 +160,75 @@ def test_the_farm_verdict_records_its_load_per_gpu_and_the_offered_gpus(monkeypa
     assert v["setting"]["offered_gpus"] == pytest.approx(0.5 * 48)
     one = cfg.replace(scenario={"machines": 1, "workload_scale": 1.5})
     assert setting.of_config(one)["load"] == 0.5 * 1.5  # one GPU: today's value, exactly
+
+
+def capped_verdict(cap=2, **kw):
+    return verdict("atc-tuned-cap", rule="atc", k=1.0, cap=cap, **kw)
+
+
+def test_a_capped_farm_verdict_plans_each_job_within_its_limit_and_returns_it(tmp_path, capsys, monkeypatch):
+    from sched import cli
+
+    farm = farm_dir(tmp_path, f=capped_verdict(cap=2))
+    tasks = jobs(seed=5)
+    tasks[0]["max_gpus"] = 1
+    tasks[1]["max_gpus"] = 9
+    d = decide(tasks, now=0.0, machines=32, config=conf(tmp_path, farm), explain=True)
+    assert d.policy == "atc-tuned-cap" and "at most 2 chunks at once" in d.why
+    want = {t["id"]: min(t.get("max_gpus", 2), 2) for t in tasks}
+    assert d.limits == want and d.frame["limit"].tolist() == [want[i] for i in d.frame["id"]]
+    # the plan is ATC's (k 1) with every job's max_gpus = its limit; without the limit it differs
+    same = [{**t, "max_gpus": want[t["id"]]} for t in tasks]
+    ref = decide(same, now=0.0, machines=32, policy="atc", config=conf(tmp_path, atc_k=1.0), explain=True)
+    assert d.ids == ref.ids and d.frame["end_s"].tolist() == ref.frame["end_s"].tolist()
+    free = decide(tasks, now=0.0, machines=32, policy="atc", config=conf(tmp_path, atc_k=1.0), explain=True)
+    assert free.limits is None and "limit" not in free.frame
+    assert free.frame["end_s"].tolist() != d.frame["end_s"].tolist()
+    # sched rank --explain carries each job's limit
+    path = tmp_path / "q.json"
+    path.write_text(json.dumps(tasks))
+    (tmp_path / "config.yaml").write_text(json.dumps(conf(tmp_path, farm)))
+    monkeypatch.setenv("SCHED_CONFIG", str(tmp_path / "config.yaml"))
+    cli.main(["rank", str(path), "--now", "0", "--machines", "32", "--explain"])
+    out = json.loads(capsys.readouterr().out)
+    assert {r["id"]: r["limit"] for r in out} == want
+
+
+@pytest.mark.parametrize(
+    "data, field",
+    [
+        (capped_verdict(cap=0), "field cap"),
+        (capped_verdict(cap="2"), "field cap"),
+        (capped_verdict(cap=2.5), "field cap"),
+    ],
+)
+def test_a_bad_cap_is_one_line_naming_it(data, field, tmp_path):
+    with pytest.raises(RankSetupError) as e:
+        rank(jobs(), now=0.0, machines=32, config=conf(tmp_path, farm_dir(tmp_path, bad=data)))
+    assert "\n" not in str(e.value) and field in str(e.value)
+
+
+@pytest.mark.parametrize("data", [capped_verdict(cap=None), verdict("atc-tuned", k=1.0, cap=4)])
+def test_a_cap_and_a_policy_that_disagree_are_not_followed(data, tmp_path):
+    d = decide(jobs(), now=0.0, machines=32, config=conf(tmp_path, farm_dir(tmp_path, f=data)))
+    assert d.policy == "atc" and "fields disagree" in d.why and d.limits is None
+
+
+def test_sched_serve_answers_each_jobs_limit(tmp_path):
+    pytest.importorskip("starlette", reason="optional extra serve not installed")
+    pytest.importorskip("uvicorn", reason="optional extra serve not installed")
+    httpx = pytest.importorskip("httpx", reason="httpx (extra test) not installed")
+    from sched.serve.http import ServiceSettings
+
+    from .serve_helpers import live
+
+    farm = farm_dir(tmp_path, f=capped_verdict(cap=3))
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(json.dumps(conf(tmp_path, farm)))
+    tasks = jobs(seed=2)
+    want = decide(tasks, now=0.0, machines=32, config=str(cfg))
+    with live(ServiceSettings(config=str(cfg))) as url, httpx.Client(base_url=url) as c:
+        out = c.post("/v1/rank", content=json.dumps({"now": 0, "machines": 32, "tasks": tasks})).json()
+    assert out["order"] == want.ids and out["limits"] == [want.limits[i] for i in want.ids] == [3] * len(
+        tasks
+    )

@@ -31,7 +31,7 @@ def register(sub):
         metavar="URL",
         help="the service's endpoint, as boto3's endpoint_url (a local or recorded one); used as given",
     )
-    add_farm_sync_options(v, "workers")
+    add_farm_sync_options(v, "workers", "suspended", "maxWorkerCount")
     v.add_argument(
         "--priority-range",
         dest="priority_range",

@@ -29,7 +29,7 @@ def register(sub):
         metavar="HOST:PORT",
         help="Cuebot address (repeatable; default: $CUEBOT_HOSTS, else pycue's config)",
     )
-    add_farm_sync_options(v, "hosts")
+    add_farm_sync_options(v, "hosts", "paused", "max cores (one core a frame)")
     v.add_argument(
         "--priority-range",
         dest="priority_range",

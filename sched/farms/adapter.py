@@ -81,6 +81,8 @@ class SyncReport:
     dry_run: bool = False
     #: a delayed rule's {job id: planned start} of the jobs it holds now (sched.farms.hold)
     held: dict = field(default_factory=dict)
+    #: under a farm verdict's cap, {job id: the most frames (tasks) of it at once} (rank()'s limits)
+    limits: dict = field(default_factory=dict)
     #: what went wrong without failing the sync (a decision-log record not written), one line each
     warnings: list = field(default_factory=list)
 
@@ -258,6 +260,7 @@ def rank_jobs(jobs, rules, own_values, check, report, *, policy, machines, confi
     tasks = fit_running(tasks, int((free <= check.now).sum()), report)
     decision = decide(tasks, now=check.now, policy=policy, machines=machines, config=config)
     report.policy, report.why, report.held = decision.policy, decision.why, dict(decision.held or {})
+    report.limits = dict(decision.limits or {})
     ranked = [by_id[i] for i in decision.ids]
     report.ranked = [j.name for j in ranked]
     report.ranked_ids = [j.id for j in ranked]

@@ -40,9 +40,14 @@ def sync(farm_id, queue_id, rules=(), dry_run=False, now=None, client=None, **kw
     (the level at the middle of the order), ``decision_log`` (a DecisionLog: one record of what
     was set, also when setting fails part-way), ``calls`` (per-job calls at once,
     :data:`sched.farms.deadline_queue.CALLS`),
-    ``task_times`` (the path of the measured task times kept between syncs, or None).
+    ``task_times`` (the path of the measured task times kept between syncs, or None), ``hold`` (the
+    hold state file, :mod:`sched.farms.hold`; None: no holds: a delayed rule's held jobs suspended,
+    released when no longer held; a job this adapter suspended is still ranked), ``limits`` (each
+    job's ``maxWorkerCount`` set to a farm verdict's limit).
     """
     import time
+
+    from sched.farms import hold as holds
 
     lo, hi = kw.get("bounds", (LOWEST, HIGHEST))
     middle = kw.get("middle", DEFAULT)
@@ -59,6 +64,7 @@ def sync(farm_id, queue_id, rules=(), dry_run=False, now=None, client=None, **kw
         raise UsageError(f"calls: expected 1 to {MAX_CALLS} per-job calls at once, got {calls!r}")
     client = client or deadline_client.connect(kw.get("region"), kw.get("endpoint_url"))
     queue = Queue(client, farm_id, queue_id, calls)
+    queue.mine = set(holds.read_state(kw.get("hold"))) if kw.get("hold") is not None else set()
     report = SyncReport(scope=f"farm {printable(farm_id)} queue {printable(queue_id)}", dry_run=dry_run)
     path, keep = kw.get("task_times"), False
     if path is not None:  # kept only over a task-times file (or where none is), and not by a dry run
@@ -94,6 +100,8 @@ def sync(farm_id, queue_id, rules=(), dry_run=False, now=None, client=None, **kw
                 report.changed_ids.append(job.id)
         else:
             queue.set_priorities(planned, report)
+        options = (kw.get("hold"), kw.get("limits", False))
+        holds.sync_farm(report, ranked, options, holds.deadline_calls(client, farm_id, queue_id), dry_run)
     except DeadlineError as exc:
         error = str(exc)
         raise

@@ -35,23 +35,31 @@ PARAMETER = "sched_"
 TAG = "sched:"
 
 
-def waits(summary):
+def waits(summary, mine=frozenset()):
     """Whether a ListJobs summary is of a job the sync ranks: live, running, not being stopped,
-    with tasks waiting for a worker."""
+    with tasks waiting for a worker; or suspended by this adapter's hold (its id in ``mine``,
+    the hold state file: ranked, so that it is released in time), its suspended tasks waiting."""
     counts = summary.get("taskRunStatusCounts") or {}
+    held = summary.get("jobId") in mine
+    status = RUNNABLE + ("SUSPENDED",) if held else RUNNABLE
     return (
         summary.get("lifecycleStatus") in LIVE
-        and summary.get("taskRunStatus") in RUNNABLE
-        and summary.get("targetTaskRunStatus") in TARGETS
-        and sum(counts.get(k, 0) for k in WAITING) > 0
+        and summary.get("taskRunStatus") in status
+        and summary.get("targetTaskRunStatus") in (TARGETS + ("SUSPENDED",) if held else TARGETS)
+        and sum(counts.get(k, 0) for k in _waiting(held)) > 0
     )
 
 
-def farm_job(summary, item, avg):
+def _waiting(held):
+    """The task-run statuses of a job's waiting tasks (with SUSPENDED: a job the adapter held)."""
+    return WAITING + ("SUSPENDED",) if held else WAITING
+
+
+def farm_job(summary, item, avg, held=False):
     """The FarmJob of a job: its ListJobs ``summary``, its BatchGetJob (GetJob) ``item``, the mean
-    seconds ``avg`` of its succeeded tasks (0: none)."""
+    seconds ``avg`` of its succeeded tasks (0: none); ``held``: suspended by the adapter's hold."""
     counts = summary.get("taskRunStatusCounts") or {}
-    waiting = sum(counts.get(k, 0) for k in WAITING)
+    waiting = sum(counts.get(k, 0) for k in _waiting(held))
     running = sum(max(0, counts.get(k, 0)) for k in HOLDING)
     limit = summary.get("maxWorkerCount")
     limit = limit if isinstance(limit, int) and 1 <= limit <= MAX_MACHINES else 0  # -1: none

@@ -60,6 +60,8 @@ class Queue:
         self.batched = set(BATCHES) <= set(client.meta.service_model.operation_names)
         #: {job id: (succeeded tasks, mean seconds)}: read from the task-times file, and measured
         self.known, self.measured = {}, {}
+        #: ids of the jobs this adapter suspended (its hold state file): ranked while suspended
+        self.mine = set()
 
     def _map(self, fn, items):
         """``fn`` over ``items``, ``calls`` at a time on the one client, answers in ``items``' order.
@@ -104,7 +106,10 @@ class Queue:
         summaries = self._call(
             f"{self.where}: cannot list its jobs", lambda: [j for p in pages for j in p["jobs"]]
         )
-        waiting = answers.deadline_waiting(summaries, waits, (LOWEST, HIGHEST), self.where, report)
+        mine = self.mine
+        waiting = answers.deadline_waiting(
+            summaries, lambda s: waits(s, mine), (LOWEST, HIGHEST), self.where, report
+        )
         waiting.sort(key=lambda s: (s["name"], s["jobId"]))
         if len(waiting) > MAX_RANK_TASKS:  # at once: before a job is read or checked
             raise DeadlineError(
@@ -114,7 +119,9 @@ class Queue:
         details = self._details(waiting, report) if self.batched else self._each(waiting, report)
         waiting = [s for s in waiting if s["jobId"] in details]
         means = self._task_means(waiting, report)
-        return [farm_job(s, details[s["jobId"]], means.get(s["jobId"], 0.0)) for s in waiting]
+        return [
+            farm_job(s, details[s["jobId"]], means.get(s["jobId"], 0.0), s["jobId"] in mine) for s in waiting
+        ]
 
     def _task_means(self, waiting, report):
         """{job id: mean seconds per succeeded task} of the jobs of ``waiting`` with succeeded

@@ -85,9 +85,29 @@ def opencue_release(job):
 
 
 def opencue_limit(job, cap, cores_per_frame=1):
-    """Set the job's max cores to ``cap`` frames of ``cores_per_frame`` cores (0: no change)."""
-    if cap > 0:
-        job.handle.setMaxCores(int(cap) * int(cores_per_frame))
+    """Set the job's max cores to ``cap`` frames of ``cores_per_frame`` cores (0, or already so: no
+    change)."""
+    want = int(cap) * int(cores_per_frame)
+    if cap > 0 and getattr(getattr(job.handle, "data", None), "max_cores", None) != want:
+        job.handle.setMaxCores(want)
+
+
+def sync_farm(report, ranked, options, calls, dry_run=False):
+    """A sync's holds and limits on its ranked FarmJobs, each behind its option (``options``: (the
+    hold state file or None, whether to set limits)); ``calls``: the farm's (hold, release,
+    limit). Limits are set where they differ (:func:`opencue_limit`, :func:`deadline_calls`), and
+    only under a farm verdict's cap (``report.limits``); a dry run calls nothing, writes nothing."""
+    state, limits = options
+    do_hold, do_release, limit = calls
+    by_id = {j.id: j for j in ranked}
+    if state is not None:
+        sync_holds(state, report.held, by_id, do_hold, do_release, report, dry_run)
+    if limits:
+        for jid, cap in report.limits.items():
+            if jid in by_id and not dry_run:
+                limit(by_id[jid], cap)
+        if report.limits:
+            report.warnings.append(f"job limits (--limits): {len(report.limits)} jobs, each its own")
 
 
 # --------------------------------------------------------------------------- Deadline Cloud
@@ -96,11 +116,21 @@ def opencue_limit(job, cap, cores_per_frame=1):
 def deadline_calls(client, farm_id, queue_id):
     """(hold, release, limit(job, cap)) on a Deadline Cloud queue (boto3 ``deadline`` client)."""
 
+    from sched.farms.deadline_client import DeadlineError, first_line
+
+    def update(job, what, **change):
+        import botocore.exceptions
+
+        try:
+            client.update_job(farmId=farm_id, queueId=queue_id, jobId=job.id, **change)
+        except (botocore.exceptions.ClientError, botocore.exceptions.BotoCoreError) as exc:
+            raise DeadlineError(f"job {job.id}: cannot {what} ({first_line(exc)})") from None
+
     def status(job, value):
-        client.update_job(farmId=farm_id, queueId=queue_id, jobId=job.id, targetTaskRunStatus=value)
+        update(job, f"set its tasks {value}", targetTaskRunStatus=value)
 
     def limit(job, cap):
         if cap > 0 and job.max_gpus != cap:
-            client.update_job(farmId=farm_id, queueId=queue_id, jobId=job.id, maxWorkerCount=int(cap))
+            update(job, "set its maxWorkerCount", maxWorkerCount=int(cap))
 
     return (lambda job: status(job, "SUSPENDED")), (lambda job: status(job, "READY")), limit

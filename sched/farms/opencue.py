@@ -37,6 +37,7 @@ import time
 
 from sched.errors import MissingExtraError, UsageError
 from sched.farms import adapter, answers, mapping
+from sched.farms import hold as holds
 from sched.farms.adapter import FarmError, FarmJob, SyncReport
 from sched.farms.mapping import printable
 from sched.limits import MAX_RANK_TASKS
@@ -107,13 +108,16 @@ def sync(
     default_due_h=24.0,
     bounds=(LOWEST, HIGHEST),
     timeout_s=10.0,
+    hold=None,
+    limits=False,
 ):
-    """Rank ``show``'s pending jobs and set their priorities (none with ``dry_run``); a SyncReport
-    (its ``scope``: ``show SHOW``).
+    """Rank ``show``'s pending jobs and set their priorities (none with ``dry_run``); a SyncReport.
 
     ``rules``: the mapping (:func:`sched.farms.mapping.read_mapping`), or Rules in order;
     ``machines``: rank()'s GPUs (None: the show's hosts up and open, :func:`_host_count`, else one).
+    ``hold`` (a state file), ``limits``: :func:`_holds_and_limits`; a job this adapter paused is ranked.
     """
+    mine = set(holds.read_state(hold)) if hold is not None else set()  # a bad file: before Cuebot
     lo, hi = bounds
     if not 0 <= lo < hi <= MAX_PRIORITY:  # a dry run says what the real one can set
         raise UsageError(f"bounds: expected 0 <= lowest < highest <= {MAX_PRIORITY}, got {lo}, {hi}")
@@ -128,9 +132,9 @@ def sync(
         raise OpenCueError(f"show {show!r}: cannot list its jobs ({_first_line(exc)}){_after(exc)}") from None
     from opencue_proto import job_pb2
 
-    def waits(d):  # a job with nothing waiting to be booked: its priority orders nothing
-        # a negative count is not "nothing": the job goes on, to be skipped naming the field
-        return d.state == job_pb2.PENDING and not d.is_paused and d.job_stats.waiting_frames != 0
+    def waits(d):  # nothing waiting: nothing to order (a bad count goes on, named); ``mine``: ranked
+        free = not d.is_paused or d.id in mine
+        return d.state == job_pb2.PENDING and free and d.job_stats.waiting_frames != 0
 
     # a job listed twice (a Cuebot repeating itself) is ranked once, the repeat a warning
     jobs = answers.unique(jobs, lambda j: j.data.id, f"show {printable(show)}: GetJobs", report.warnings)
@@ -169,7 +173,30 @@ def sync(
                 ) from None
         report.changes.append((job.name, before, after))
         report.changed_ids.append(job.id)
+
+    _holds_and_limits(opencue, report, ranked, (hold, limits), dry_run)
     return report
+
+
+def _holds_and_limits(opencue, report, ranked, options, dry_run):
+    """:func:`sched.farms.hold.sync_farm` with pycue's calls (pause, resume, max cores), each
+    retried as every call is; one Cuebot refuses is an OpenCueError naming the job. ``options``:
+    (the hold state file or None: a delayed rule's held jobs paused, released when no longer
+    held; whether to set each job's max cores to its limit, one core a frame)."""
+
+    def made(what, fn, job, *a):
+        try:
+            _call(opencue, fn, *a)
+        except _errors(opencue) as exc:
+            why = f"{_first_line(exc)}{_after(exc)}"
+            raise OpenCueError(f"job {printable(job.name)}: cannot {what} ({why})") from None
+
+    calls = (
+        lambda j: made("pause it", j.handle.pause, j),
+        lambda j: made("resume it", j.handle.resume, j),
+        lambda j, cap: made("set its max cores", holds.opencue_limit, j, j, cap),
+    )
+    holds.sync_farm(report, ranked, options, calls, dry_run)
 
 
 def _call(opencue, fn, *args, **kw):

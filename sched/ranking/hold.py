@@ -24,6 +24,7 @@ With any other policy nothing here runs: ``rank()`` is as before, bit for bit.
 """
 
 import math
+from typing import NamedTuple
 
 import numba as nb
 import numpy as np
@@ -130,11 +131,41 @@ def idle_since(q, max_wait):
     return np.where(q.machine_free > now, q.machine_free, free_now)
 
 
+class Tasks(NamedTuple):
+    """The call's tasks in row order: (n,) float arrays."""
+
+    arrival: np.ndarray
+    estimate: np.ndarray
+    weight: np.ndarray
+    due: np.ndarray
+
+
+class Gpus(NamedTuple):
+    """The call's GPUs: (M,) float arrays."""
+
+    free: np.ndarray  #: when each is first free
+    idle0: np.ndarray  #: when each went idle (:func:`idle_since`)
+    speed: np.ndarray
+
+
+class Delay(NamedTuple):
+    """The delayed rule's settings."""
+
+    rule: int  #: the base rule
+    k: float  #: ATC's k
+    alpha: float
+    max_wait: float
+    gap: float  #: the expected gap to the next arrival
+
+
 @nb.njit(cache=True, nogil=True)
-def _delayed_order(arrival, estimate, weight, due, machine_free, idle0, speed, rule, k, alpha, max_wait, gap):
+def _delayed_order(tasks, gpus, d):
     """``one_queue.rollout_order`` with the delayed rule's decisions. Returns (order, start, end,
     machine, held_at, wake, freed): the last three in row order, each task's first hold (NaN:
     never held): the decision's time, when the GPU was to wake, when it went idle."""
+    arrival, estimate, weight, due = tasks.arrival, tasks.estimate, tasks.weight, tasks.due
+    machine_free, idle0, speed = gpus.free, gpus.idle0, gpus.speed
+    rule, k, alpha, max_wait, gap = d.rule, d.k, d.alpha, d.max_wait, d.gap
     n = arrival.shape[0]
     s = allocate(1, n, speed)
     rows = np.argsort(arrival, kind="mergesort")
@@ -185,9 +216,10 @@ def plan(q, choice):
     idle0 = idle_since(q, w["max_wait_s"])
     k = rules.ATC_K_DEFAULT if choice.k is None else float(choice.k)
     order, start, end, mach, held_at, wake, freed = _delayed_order(
-        q.arrival, q.estimate, q.weight, q.due, q.machine_free, idle0, q.speed,
-        choice.rule, k, float(w["alpha"]), float(w["max_wait_s"]), gap,
-    )  # fmt: skip
+        Tasks(q.arrival, q.estimate, q.weight, q.due),
+        Gpus(q.machine_free, idle0, q.speed),
+        Delay(int(choice.rule), k, float(w["alpha"]), float(w["max_wait_s"]), float(gap)),
+    )
     holds = {int(r): (held_at[r], wake[r], freed[r], gap) for r in np.flatnonzero(~np.isnan(held_at))}
     return order, start, end, mach, holds
 

@@ -48,8 +48,9 @@ Settings = namedtuple("Settings", "weights atc_k winner tuned calibration others
 
 #: What a call decided: ``ids`` in start order (as given), the policy that ran (``policy``: its
 #: name, ``why``: the reason in words) and, with ``explain``, the plan as a table (else None);
-#: ``held``: a delayed rule's {id: planned start} of the tasks it holds now (sched.ranking.hold).
-Decision = namedtuple("Decision", "ids policy why frame held", defaults=(None,))
+#: ``held``: a delayed rule's {id: planned start} of the tasks it holds now (sched.ranking.hold);
+#: ``limits``: under a farm verdict's cap, {id: the most chunks of the job at once} (else None).
+Decision = namedtuple("Decision", "ids policy why frame held limits", defaults=(None, None))
 
 
 # --------------------------------------------------------------------------- entry point
@@ -171,7 +172,10 @@ def run(call):
     ids, held = q.ids, None
     if choice.wait is not None and q.n:  # a delayed rule's holds, in why and in ``held``
         frame, held = hold.outcome(frame, q, choice, holds, start)
-    return Decision([ids[i] for i in order.tolist()], choice.name, choice.why, frame, held)
+    limits = farm_plan.limits_of(q, choice)  # a farm verdict's cap: each job's limit
+    if frame is not None and limits is not None:
+        frame["limit"] = [limits[ids[i]] for i in order.tolist()]
+    return Decision([ids[i] for i in order.tolist()], choice.name, choice.why, frame, held, limits)
 
 
 def is_rule(call):

@@ -176,6 +176,8 @@ class Service:
             return JSONResponse({"error": self._public(message)}, status_code=status)
         why = self._public(d.why)
         out = {"order": d.ids, "policy": d.policy, "why": why, "decision_id": uuid.uuid4().hex}
+        if d.limits is not None:  # a farm verdict's cap: each job's limit, in the order's order
+            out["limits"] = [d.limits[i] for i in d.ids]
         if fell is not None:
             out["fallback"] = True
             (self.metrics.setup_faults if fell == "setup" else self.metrics.fallbacks).inc()

@@ -22,6 +22,11 @@ import numpy as np
 
 from sched.sim.errors import SimulationError
 
+#: The farm verdicts shipping a limit (``farm_verdict.json``'s ``policy``, with its ``cap``) and the
+#: rule each runs under it: tuned ATC, and the farm's default dispatcher with the same limit.
+CAPPED, FIFO_CAPPED = "atc-tuned-cap", "farm-fifo-cap"
+CAPPED_RULES = {CAPPED: "atc", FIFO_CAPPED: "farm-fifo"}
+
 #: The limits tuned over (chunks of one job at once), those below the farm's GPU count only.
 CAP_GRID = (1, 2, 4, 8, 16)
 

@@ -46,11 +46,10 @@ from sched.sim import farm_limits, rules
 SYNCS = (60.0, 300.0)
 #: The row of the same jobs run whole (one chunk a job, non-preemptive) under tuned ATC.
 WHOLE = "atc-tuned-whole"
-#: Tuned ATC with a parallelism limit (:mod:`sched.sim.farm_limits`): every job runs at most
-#: ``cap`` chunks at once, ``cap`` tuned on the validation seeds after ATC's k (:mod:`.caps`).
-CAPPED = "atc-tuned-cap"
-#: The farm's default dispatcher with the same limit: what a studio gets from a job limit alone.
-FIFO_CAPPED = "farm-fifo-cap"
+#: Tuned ATC with a parallelism limit (:mod:`sched.sim.farm_limits`, the names' home): every job runs
+#: at most ``cap`` chunks at once, ``cap`` tuned on the validation seeds after ATC's k (:mod:`.caps`);
+#: FIFO_CAPPED: the farm's default dispatcher with the same limit (a job limit alone).
+CAPPED, FIFO_CAPPED = farm_limits.CAPPED, farm_limits.FIFO_CAPPED
 #: The policies that may be shipped, in table order.
 CANDIDATES = HEURISTICS + rules.FARM_RULES + (CAPPED, FIFO_CAPPED)
 #: The references every policy of ``farm.csv`` is compared with ("best-rule": the rule of lowest

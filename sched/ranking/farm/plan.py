@@ -36,10 +36,11 @@ import numpy as np
 
 from sched import layout, setting
 from sched.config import shorten
+from sched.limits import MAX_MACHINES
 from sched.ranking.tasks import RankInputError, RankSetupError
 from sched.ranking.verdict_files import VerdictRefused
 from sched.ranking.verdicts import Choice, _json_file, tuned_k
-from sched.sim import chunks, rules
+from sched.sim import chunks, farm_limits, rules
 from sched.sim.chunks import _free_gpu, _pick, _start, admit, remaining_work
 from sched.sim.rules import static_part
 from sched.sim.state import core_jit
@@ -93,11 +94,11 @@ def check_farm_verdict(data, path, root="."):
         where = setting.read(data.get("setting"), "field setting")
     except setting.SettingError as exc:
         raise RankInputError(f"{path}: {exc}") from None
-    name, rule, k, sync = (data.get(f) for f in ("policy", "rule", "atc_k", "sync_s"))
-    if name not in (*rules.ALL_RULES, "atc-tuned"):
+    name, rule, k, sync, cap = (data.get(f) for f in ("policy", "rule", "atc_k", "sync_s", "cap"))
+    if name not in (*rules.ALL_RULES, "atc-tuned", *farm_limits.CAPPED_RULES):
         raise RankInputError(
-            f"{path}: field policy: expected a rule, farm-fifo, farm-balanced or atc-tuned, "
-            f"got {shorten(name)}"
+            f"{path}: field policy: expected a rule, farm-fifo, farm-balanced, atc-tuned, "
+            f"{' or '.join(farm_limits.CAPPED_RULES)}, got {shorten(name)}"
         )
     if rule not in rules.ALL_RULES:
         raise RankInputError(
@@ -112,17 +113,27 @@ def check_farm_verdict(data, path, root="."):
         raise RankInputError(
             f"{path}: field setting.offered_gpus: expected a number > 0, got {shorten(offered)}"
         )
-    want = "atc" if name == "atc-tuned" else name
-    if rule != want or (name == "atc-tuned") != (k is not None):
+    if cap is not None and (
+        isinstance(cap, bool) or not isinstance(cap, int) or not 1 <= cap <= MAX_MACHINES
+    ):
+        raise RankInputError(
+            f"{path}: field cap: expected a whole number from 1 to {MAX_MACHINES} or null, got {shorten(cap)}"
+        )
+    capped = name in farm_limits.CAPPED_RULES
+    want = farm_limits.CAPPED_RULES.get(name, "atc" if name == "atc-tuned" else name)
+    tuned = name in ("atc-tuned", farm_limits.CAPPED)
+    if rule != want or tuned != (k is not None) or capped != (cap is not None):
         raise VerdictRefused(
             f"{path}: fields disagree: policy {name} runs rule {want}"
-            f"{' with its tuned atc_k' if name == 'atc-tuned' else ' with no atc_k'}, but rule is "
-            f"{shorten(rule)} and atc_k {shorten(k)}; the farm verdict is not followed",
+            f"{' with its tuned atc_k' if tuned else ' with no atc_k'}"
+            f"{' and a cap' if capped else ' and no cap'}, but rule is "
+            f"{shorten(rule)}, atc_k {shorten(k)} and cap {shorten(cap)}; the farm verdict is not followed",
             where,
         )
     reason = data.get("reason") if isinstance(data.get("reason"), str) else ""
     why = f", sync {float(sync):g} s: {shorten(reason, 300)}" if reason else f", sync {float(sync):g} s"
-    return Choice(name, rules.rule_id(rule), None if k is None else float(k), None, why), where
+    k = None if k is None else float(k)
+    return Choice(name, rules.rule_id(rule), k, None, why, cap=cap), where
 
 
 def _positive(x):
@@ -161,6 +172,8 @@ def farm_choice(st, farm):
     how = f"config rank.farm_setting {name}" if pinned else "jobs of frames on these GPUs"
     more = ", the one whose load is closest to config scenario.load" if len(found) > 1 else ""
     k = f" (k = {choice.k:g})" if choice.rule == rules.ATC else ""
+    if choice.cap is not None:
+        k += f", each job at most {choice.cap} chunks at once (its limit: min with its max_gpus)"
     why = (
         f"auto: {how}: the farm verdict of farm setting {name} ({path}){more}, measured on "
         f"{setting.describe(where)}: {choice.name}{k}{choice.why}{told}"
@@ -210,12 +223,26 @@ def rollout(s, rule, k, run_gpu, order, full):
         t = tn
 
 
+def limits(q, choice):
+    """Each job's limit (chunks at once, row order; 0: none) under ``choice``: its own ``max_gpus``,
+    with a farm verdict's cap :func:`sched.sim.farm_limits.capped` (the rule's one home)."""
+    return q.chunks.maxg if choice.cap is None else farm_limits.capped(q.chunks.maxg, choice.cap)
+
+
+def limits_of(q, choice):
+    """{id: limit} of a call's jobs under a farm verdict's cap (``Decision.limits``), else None."""
+    if q.chunks is None or choice.cap is None:
+        return None
+    return {q.ids[r]: int(v) for r, v in enumerate(limits(q, choice).tolist())}
+
+
 def plan(q, choice, full):
     """(rows in rank order, first chunk's start, planned finish, first chunk's GPU), the last
-    three in row order (NaN, -1 where not planned: only without ``full``)."""
+    three in row order (NaN, -1 where not planned: only without ``full``); each job runs at most
+    its limit's chunks at once (:func:`limits`)."""
     ch = q.chunks
     arrays = (q.arrival, q.estimate, q.estimate, q.weight, q.due)
-    cols = (ch.frames, ch.per, ch.maxg, ch.setup)
+    cols = (ch.frames, ch.per, limits(q, choice), ch.setup)
     farm, rows = chunks.load(arrays, cols, q.speed, machine_free=ch.run_free)
     inv = np.empty_like(rows)
     inv[rows] = np.arange(q.n)
