@@ -16,7 +16,8 @@ def register(sub):
     s.add_argument(
         "--out",
         required=True,
-        help="output folder (tuned.json, selection.csv, per_scenario.csv, farm.csv, farm_verdict.json)",
+        help="output folder (tuned.json, selection.csv, per_scenario.csv, farm.csv, farm_verdict.json, "
+        "clairvoyant.csv)",
     )
     s.add_argument(
         "--test-scenarios",
@@ -31,9 +32,12 @@ def register(sub):
 def run(args):
     from pathlib import Path
 
+    import pandas as pd
+
     from sched import files, layout
     from sched.errors import UsageError
     from sched.evaluate.farm import bench as farm
+    from sched.evaluate.farm import headroom
     from sched.evaluate.seeds import benchmark_seeds, range_text, validation_seeds
     from sched.evaluate.summary import UNIT
 
@@ -56,8 +60,12 @@ def run(args):
         if not 1 <= args.test_scenarios <= len(test):
             raise UsageError(f"--test-scenarios: expected 1 to {len(test)}, got {args.test_scenarios}")
         test = test[: args.test_scenarios]
-    frame = farm.run(cfg, test, farm.scenarios(cfg, test, True), farm.policy_specs(k, verdict, sync_s), True)
+    test_scs = farm.scenarios(cfg, test, True)
+    frame = farm.run(cfg, test, test_scs, farm.policy_specs(k, verdict, sync_s), True)
     table = farm.comparisons(frame, cfg, verdict["policy"])
+    n_cv = min(headroom.budget(cfg)[0], len(test))  # the clairvoyant headroom on the first test seeds
+    cv = headroom.run(cfg, test[:n_cv], test_scs[:n_cv], frame, k, progress=True)
+    table = pd.concat([table, headroom.comparisons(cv, frame, cfg, verdict["policy"])], ignore_index=True)
     files.write_set(
         [
             (out / layout.TUNED, files.json_writer(tuned)),
@@ -65,6 +73,7 @@ def run(args):
             (out / layout.PER_SCENARIO, files.csv_writer(frame)),
             (out / layout.FARM_TABLE, files.csv_writer(table)),
             (out / layout.FARM_VERDICT, files.json_writer(verdict)),
+            (out / layout.FARM_CLAIRVOYANT, files.csv_writer(cv)),
         ]
     )
     print(f"ATC k tuned at frame level on validation seeds {range_text(val)}: {k:g}")

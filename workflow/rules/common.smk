@@ -588,7 +588,8 @@ FARM_STEP = {**SCENARIO,
              "benchmark": [*BENCHMARK_COUNTS, *SELECTION, "atc_k_grid", "bootstrap_resamples", "bootstrap_seed",
                            "ci_level", "tie_relative", "tie_absolute_s"],
              "train": ["validation_scenarios"]}
-FARM_FILES = (layout.TUNED, layout.FARM_SELECTION, layout.PER_SCENARIO, layout.FARM_TABLE, layout.FARM_VERDICT)
+FARM_FILES = (layout.TUNED, layout.FARM_SELECTION, layout.PER_SCENARIO, layout.FARM_TABLE, layout.FARM_VERDICT,
+              layout.FARM_CLAIRVOYANT)
 
 
 def farm_settings(name):

@@ -3,6 +3,7 @@
 ``bench`` runs a chunked setting's benchmark (``sched farm-bench``): ATC's k tuned at frame level,
 the shipped rule chosen on validation seeds, and on the test seeds every rule, the farm's own
 dispatchers, the same jobs run whole and the shipped rule at the adapters' sync intervals, with
-paired intervals. ``report`` renders their rows of ``rapport.md`` (under the first table, and the
-section "Chunked farm settings") from those files.
+paired intervals. ``headroom`` adds the clairvoyant reference on the first test seeds
+(``clairvoyant.csv``, its rows of ``farm.csv``). ``report`` renders their rows of ``rapport.md``
+(under the first table, and the section "Chunked farm settings") from those files.
 """
