@@ -1,0 +1,51 @@
+"""plan on the chunked farm (sched.learn.search.plan_chunks): without a comparison it is its base
+rule's chunked loop, chunk for chunk; it deviates where its rollouts show a better job, and only
+by the paired test; the same inputs give the same decisions."""
+
+import numpy as np
+
+from sched.learn.search import plan_chunks as pc
+from sched.sim import chunks
+
+from .random_farms import random_farm
+
+
+def rule_ends(arrays, cols, speed, rule, k):
+    job, _c, _s, end, _m = chunks.simulate(*arrays, rule, speed, k, None, *cols, compiled=True)
+    return chunks.job_ends(job, end, len(arrays[0]))
+
+
+def test_without_a_comparison_plan_is_its_base_rules_chunked_loop():
+    rng = np.random.default_rng(61)
+    for i in range(40):
+        arrays, cols, speed, _free = random_farm(rng)
+        rule = ("atc", "wspt", "farm-balanced")[i % 3]
+        want = rule_ends(arrays, cols, speed, rule, 1.5)
+        for plan in (pc.Settings(1, 8, 2.0, 0), pc.Settings(4, 1, 2.0, 0)):  # one candidate, one sample
+            ends, stats = pc.simulate(arrays, cols, speed, 1.5, plan, 0.4, rule)
+            assert np.array_equal(ends, want)
+            assert stats["planned"] == 0 and stats["deviations"] == 0
+            assert stats["decisions"] == chunks.counts(cols[0], cols[1]).sum()
+
+
+def test_plan_starts_the_job_its_rollouts_show_better_and_only_then():
+    # one GPU; WSPT starts the short loose job first and the tight one ends 1 s late
+    arrays = (np.zeros(2), np.array([2.0, 1.0]), np.array([2.0, 1.0]), np.ones(2), np.array([2.0, 100.0]))
+    cols = (np.array([2, 1]), np.array([1, 0]), np.zeros(2, np.int64), np.zeros(2))
+    assert rule_ends(arrays, cols, [1.0], "wspt", 2.0).tolist() == [3.0, 1.0]
+    ends, stats = pc.simulate(arrays, cols, [1.0], 2.0, pc.Settings(2, 4, 2.0, 0), 0.0, "wspt")
+    assert ends.tolist() == [2.0, 3.0]  # exact futures (sigma 0): every sample says the tight job
+    assert stats["deviations"] >= 1
+    # where the two orders cost the same, the paired test keeps the base's choice
+    loose = (arrays[0], arrays[1], arrays[2], arrays[3], np.array([100.0, 100.0]))
+    ends, stats = pc.simulate(loose, cols, [1.0], 2.0, pc.Settings(2, 4, 2.0, 0), 0.0, "wspt")
+    assert ends.tolist() == [3.0, 1.0] and stats["deviations"] == 0
+
+
+def test_the_same_inputs_give_the_same_decisions():
+    rng = np.random.default_rng(62)
+    arrays, cols, speed, _ = random_farm(rng, max_jobs=30, max_gpus=3)
+    plan = pc.Settings(3, 6, 1.0, 5)
+    a = pc.simulate(arrays, cols, speed, 2.0, plan, 0.5)
+    b = pc.simulate(arrays, cols, speed, 2.0, plan, 0.5)
+    assert np.array_equal(a[0], b[0]) and a[1] == b[1]
