@@ -49,3 +49,39 @@ def test_the_same_inputs_give_the_same_decisions():
     a = pc.simulate(arrays, cols, speed, 2.0, plan, 0.5)
     b = pc.simulate(arrays, cols, speed, 2.0, plan, 0.5)
     assert np.array_equal(a[0], b[0]) and a[1] == b[1]
+
+
+def test_the_candidacy_pays_only_when_the_validation_interval_lies_below_zero():
+    import types
+
+    import pandas as pd
+
+    from sched.evaluate.farm import plan_candidacy as pcand
+    from sched.evaluate.farm.report import _comparisons
+
+    class Cfg:
+        benchmark = {
+            "bootstrap_resamples": 500, "bootstrap_seed": 1, "ci_level": 0.95,
+            "tie_relative": 1e-9, "tie_absolute_s": 1e-6,
+        }  # fmt: skip
+        scenario = types.SimpleNamespace(chunks={"plan": {"samples": 6}})
+
+    seeds = range(100, 120)
+    base = np.linspace(10.0, 30.0, 20)
+
+    def frame(policy, twt):
+        return pd.DataFrame(
+            {"scenario_seed": list(seeds), "policy": policy, "total_weighted_tardiness_s": twt}
+        )
+
+    sel = frame("atc-tuned", base)
+    better = pcand.judge(Cfg, sel, frame("plan", base * 0.9), seeds, {"decisions": 1})
+    assert better["pays"] and better["validation"]["ci_hi_pct"] < 0 and better["settings"]["samples"] == 6
+    noisy = base * np.where(np.arange(20) % 2, 0.8, 1.25)
+    worse = pcand.judge(Cfg, sel, frame("plan", noisy), seeds, {"decisions": 1})
+    assert not worse["pays"] and worse["validation"]["ci_lo_pct"] < 0 < worse["validation"]["ci_hi_pct"]
+    assert not pcand.not_run(Cfg)["pays"] and not pcand.not_run(Cfg)["run"]
+    table = pd.DataFrame(columns=["policy", "reference"])
+    table.attrs["plan"] = worse
+    (line,) = [x for x in _comparisons(table, "atc-tuned") if x.startswith("- plan")]
+    assert "20 validation scenarios" in line and "does not join" in line

@@ -25,6 +25,12 @@ def register(sub):
         default=None,
         help="the first N test seeds only (a quick look; default: benchmark.scenarios)",
     )
+    s.add_argument(
+        "--plan",
+        action="store_true",
+        help="run plan's candidacy on the selection (validation) seeds; plan joins the test table when it "
+        "pays there (plan_candidacy.json; the longer run's, profile: full)",
+    )
     threads.add_option(s)
     s.set_defaults(func=run)
 
@@ -38,6 +44,7 @@ def run(args):
     from sched.errors import UsageError
     from sched.evaluate.farm import bench as farm
     from sched.evaluate.farm import headroom
+    from sched.evaluate.farm import plan_candidacy as pcand
     from sched.evaluate.seeds import benchmark_seeds, range_text, validation_seeds
     from sched.evaluate.summary import UNIT
 
@@ -53,8 +60,13 @@ def run(args):
     sel = farm.selection_seeds(cfg)
     sync_s = float(chunks.get("sync_s", 0.0))
     sel_specs = {n: farm.spec(n, k, sync_s) for n in farm.CANDIDATES}
-    selection = farm.run(cfg, sel, farm.scenarios(cfg, sel, True), sel_specs, progress=True)
+    sel_scs = farm.scenarios(cfg, sel, True)
+    selection = farm.run(cfg, sel, sel_scs, sel_specs, progress=True)
     verdict = farm.choose(cfg, selection, k, sel)
+    record = pcand.not_run(cfg)
+    if args.plan:
+        plan_sel, counts = pcand.run(cfg, sel, sel_scs, k, progress=True)
+        record = pcand.judge(cfg, selection, plan_sel, sel, counts)
     test = benchmark_seeds(cfg)
     if args.test_scenarios is not None:
         if not 1 <= args.test_scenarios <= len(test):
@@ -62,6 +74,8 @@ def run(args):
         test = test[: args.test_scenarios]
     test_scs = farm.scenarios(cfg, test, True)
     frame = farm.run(cfg, test, test_scs, farm.policy_specs(k, verdict, sync_s), True)
+    if record["pays"]:  # plan joins the test table
+        frame = pd.concat([frame, pcand.run(cfg, test, test_scs, k, progress=True)[0]], ignore_index=True)
     table = farm.comparisons(frame, cfg, verdict["policy"])
     n_cv = min(headroom.budget(cfg)[0], len(test))  # the clairvoyant headroom on the first test seeds
     cv = headroom.run(cfg, test[:n_cv], test_scs[:n_cv], frame, k, progress=True)
@@ -74,10 +88,18 @@ def run(args):
             (out / layout.FARM_TABLE, files.csv_writer(table)),
             (out / layout.FARM_VERDICT, files.json_writer(verdict)),
             (out / layout.FARM_CLAIRVOYANT, files.csv_writer(cv)),
+            (out / layout.FARM_PLAN, files.json_writer(record)),
         ]
     )
     print(f"ATC k tuned at frame level on validation seeds {range_text(val)}: {k:g}")
     print(f"shipped (chosen on {range_text(sel)}): {verdict['policy']} ({verdict['reason']})")
+    if record["run"]:
+        v = record["validation"]
+        print(
+            f"plan on validation {range_text(sel)} vs atc-tuned: {v['diff_pct']:+.2f} % "
+            f"[{v['ci_lo_pct']:+.2f}, {v['ci_hi_pct']:+.2f}], {v['wins']}/{v['ties']}/{v['losses']}: "
+            f"{record['reason']}"
+        )
     mine = table[table["reference"] == "farm-fifo"]
     for r in mine.itertuples():
         print(

@@ -589,7 +589,7 @@ FARM_STEP = {**SCENARIO,
                            "ci_level", "tie_relative", "tie_absolute_s"],
              "train": ["validation_scenarios"]}
 FARM_FILES = (layout.TUNED, layout.FARM_SELECTION, layout.PER_SCENARIO, layout.FARM_TABLE, layout.FARM_VERDICT,
-              layout.FARM_CLAIRVOYANT)
+              layout.FARM_CLAIRVOYANT, layout.FARM_PLAN)
 
 
 def farm_settings(name):

@@ -4,6 +4,7 @@
 the shipped rule chosen on validation seeds, and on the test seeds every rule, the farm's own
 dispatchers, the same jobs run whole and the shipped rule at the adapters' sync intervals, with
 paired intervals. ``headroom`` adds the clairvoyant reference on the first test seeds
-(``clairvoyant.csv``, its rows of ``farm.csv``). ``report`` renders their rows of ``rapport.md``
+(``clairvoyant.csv``, its rows of ``farm.csv``); ``plan_candidacy``, plan's candidacy on the
+validation seeds (``plan_candidacy.json``, the longer run). ``report`` renders their rows of ``rapport.md``
 (under the first table, and the section "Chunked farm settings") from those files.
 """

@@ -34,6 +34,8 @@ def read_farms(dirs):
                 f"{d / layout.FARM_TABLE}: columns {', '.join(table.columns)}; "
                 f"expected {', '.join(FARM_COLUMNS)}"
             )
+        if (d / layout.FARM_PLAN).exists():  # plan's candidacy (the longer run's)
+            table.attrs["plan"] = read_json(d / layout.FARM_PLAN)
         out.append((d.name, read_json(d / layout.FARM_VERDICT), table))
     return out
 
@@ -154,6 +156,17 @@ def _comparisons(table, p):
             f"- the clairvoyant reference against the shipped decision: {_headroom(table)} test scenarios; "
             f"against farm-fifo: {_cell(table, CLAIRVOYANT, 'farm-fifo')}"
         )
+    plan = table.attrs.get("plan")
+    if plan is not None and plan.get("run"):
+        v, st = plan["validation"], plan["settings"]
+        out.append(
+            f"- plan on tuned ATC ({st['candidates']} candidates x {st['samples']} samples) against tuned "
+            f"ATC on {v['seeds'][1]} validation scenarios: {pct(v['diff_pct'])} "
+            f"{ci(v['ci_lo_pct'], v['ci_hi_pct'])}, {v['wins']}/{v['ties']}/{v['losses']} "
+            f"(the longer run's candidacy): {plan['reason']}"
+        )
+    elif plan is not None:
+        out.append(f"- plan on the chunked farm: {plan['reason']}")
     for s in SYNCS:
         q = sync_name(p, s)
         if _row(table, q, "farm-fifo") is not None:
