@@ -1,6 +1,7 @@
 """The clairvoyant headroom of a chunked setting (issue 59, point 5; ``sched farm-bench``).
 
-On the first ``benchmark.clairvoyant.scenarios`` test seeds, the search of
+On the first ``scenario.chunks.clairvoyant.scenarios`` test seeds (default
+``benchmark.clairvoyant.scenarios``), the search of
 :mod:`sched.sim.farm_clairvoyant` (the best job priority list found knowing the future,
 dispatched by the chunked loop) starts from the better of two lists: the jobs by completion in
 the schedule of the scenario's best rule (the policy of :data:`bench.CANDIDATES` of lowest total
@@ -37,7 +38,8 @@ def budget(cfg):
     c = dict(cfg.scenario.chunks.get("clairvoyant") or {})
     evaluations = int(c.get("evaluations", 2000))
     window = int(c.get("window", 64))
-    scenarios = int(cfg.benchmark.get("clairvoyant", {}).get("scenarios", 30)) if evaluations > 0 else 0
+    scenarios = c.get("scenarios", cfg.benchmark.get("clairvoyant", {}).get("scenarios", 30))
+    scenarios = int(scenarios) if evaluations > 0 else 0
     return scenarios, evaluations, window
 
 
