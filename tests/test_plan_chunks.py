@@ -85,3 +85,17 @@ def test_the_candidacy_pays_only_when_the_validation_interval_lies_below_zero():
     table.attrs["plan"] = worse
     (line,) = [x for x in _comparisons(table, "atc-tuned") if x.startswith("- plan")]
     assert "20 validation scenarios" in line and "does not join" in line
+
+
+def test_the_candidacy_may_run_on_the_first_selection_seeds_only():
+    import types
+
+    from sched.evaluate.farm import plan_candidacy as pcand
+
+    cfg = types.SimpleNamespace(
+        scenario=types.SimpleNamespace(chunks={"plan": {"scenarios": 12, "depth": 5}})
+    )
+    assert pcand.seeds(cfg, range(100, 200)) == range(100, 112)
+    assert pcand.settings(cfg).depth == 5 and pcand.settings(cfg).samples == pcand.DEFAULTS["samples"]
+    cfg.scenario.chunks = {}
+    assert pcand.seeds(cfg, range(100, 200)) == range(100, 200)

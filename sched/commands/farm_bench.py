@@ -65,8 +65,9 @@ def run(args):
     verdict = farm.choose(cfg, selection, k, sel)
     record = pcand.not_run(cfg)
     if args.plan:
-        plan_sel, counts = pcand.run(cfg, sel, sel_scs, k, progress=True)
-        record = pcand.judge(cfg, selection, plan_sel, sel, counts)
+        cand = pcand.seeds(cfg, sel)
+        plan_sel, counts = pcand.run(cfg, cand, sel_scs[: len(cand)], k, progress=True)
+        record = pcand.judge(cfg, selection, plan_sel, cand, counts)
     test = benchmark_seeds(cfg)
     if args.test_scenarios is not None:
         if not 1 <= args.test_scenarios <= len(test):
@@ -96,7 +97,7 @@ def run(args):
     if record["run"]:
         v = record["validation"]
         print(
-            f"plan on validation {range_text(sel)} vs atc-tuned: {v['diff_pct']:+.2f} % "
+            f"plan on validation {range_text(cand)} vs atc-tuned: {v['diff_pct']:+.2f} % "
             f"[{v['ci_lo_pct']:+.2f}, {v['ci_hi_pct']:+.2f}], {v['wins']}/{v['ties']}/{v['losses']}: "
             f"{record['reason']}"
         )

@@ -7,7 +7,8 @@ the test table (policy ``plan``) only when that paired interval lies entirely be
 scenarios only confirm, and the shipped decision is not changed by it (``rank()`` has no chunked
 plan). Its settings: ``scenario.chunks.plan`` (:data:`DEFAULTS`). ``plan_candidacy.json`` holds
 the record, also when the candidacy was not run (``run`` false: the default run; the longer run,
-``profile: full``, runs it, a farm-32 scenario costing about ten CPU seconds).
+``profile: full``, runs it; a farm-32 scenario costs tens of CPU seconds, hence
+``chunks.plan.scenarios``: the first this many selection seeds only, :func:`seeds`).
 """
 
 import numpy as np
@@ -24,9 +25,19 @@ NAME = "plan"
 DEFAULTS = {"candidates": 4, "samples": 8, "z": 2.0, "seed": 0, "depth": 2}
 
 
+def seeds(cfg, sel):
+    """The selection seeds the candidacy runs on: the first ``chunks.plan.scenarios`` (all when
+    absent)."""
+    n = (cfg.scenario.chunks.get("plan") or {}).get("scenarios")
+    return sel if n is None else sel[: int(n)]
+
+
 def settings(cfg):
     """The planner's :class:`plan_chunks.Settings` of the setting."""
-    st = {**DEFAULTS, **dict(cfg.scenario.chunks.get("plan") or {})}
+    st = {
+        **DEFAULTS,
+        **{k: v for k, v in dict(cfg.scenario.chunks.get("plan") or {}).items() if k != "scenarios"},
+    }
     return pc.Settings(
         int(st["candidates"]), int(st["samples"]), float(st["z"]), int(st["seed"]), int(st["depth"])
     )
@@ -57,7 +68,8 @@ def judge(cfg, selection, plan_frame, seeds, counts):
     """The candidacy's record: plan against tuned ATC on the selection scenarios, paired, and
     whether it pays (the interval entirely below zero)."""
     b = cfg.benchmark
-    _keys, twt = bench.totals(pd.concat([selection, plan_frame], ignore_index=True))
+    mine = selection[selection["scenario_seed"].isin(plan_frame["scenario_seed"])]
+    _keys, twt = bench.totals(pd.concat([mine, plan_frame], ignore_index=True))
     n = len(_keys)
     boot = bootstrap_counts(n, b["bootstrap_resamples"], b["bootstrap_seed"])
     d = paired_difference(twt[NAME], twt["atc-tuned"], boot, b["ci_level"])
