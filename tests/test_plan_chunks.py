@@ -98,4 +98,4 @@ def test_the_candidacy_may_run_on_the_first_selection_seeds_only():
     assert pcand.seeds(cfg, range(100, 200)) == range(100, 112)
     assert pcand.settings(cfg).depth == 5 and pcand.settings(cfg).samples == pcand.DEFAULTS["samples"]
     cfg.scenario.chunks = {}
-    assert pcand.seeds(cfg, range(100, 200)) == range(100, 200)
+    assert pcand.seeds(cfg, range(100, 200)) == range(100, 100 + pcand.SCENARIOS)

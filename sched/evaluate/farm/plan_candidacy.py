@@ -25,11 +25,15 @@ NAME = "plan"
 DEFAULTS = {"candidates": 4, "samples": 8, "z": 2.0, "seed": 0, "depth": 2}
 
 
+#: The selection seeds the candidacy runs on unless ``chunks.plan.scenarios`` says otherwise.
+SCENARIOS = 30
+
+
 def seeds(cfg, sel):
-    """The selection seeds the candidacy runs on: the first ``chunks.plan.scenarios`` (all when
-    absent)."""
-    n = (cfg.scenario.chunks.get("plan") or {}).get("scenarios")
-    return sel if n is None else sel[: int(n)]
+    """The selection seeds the candidacy runs on: the first ``chunks.plan.scenarios``
+    (:data:`SCENARIOS` when absent)."""
+    n = (cfg.scenario.chunks.get("plan") or {}).get("scenarios", SCENARIOS)
+    return sel[: int(n)]
 
 
 def settings(cfg):
