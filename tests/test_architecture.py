@@ -17,6 +17,7 @@ MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 80
 SUBPACKAGES = (
     "sim",
+    "sim/farm_clairvoyant",
     "data",
     "data/bench",
     "data/workload",

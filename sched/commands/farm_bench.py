@@ -16,13 +16,20 @@ def register(sub):
     s.add_argument(
         "--out",
         required=True,
-        help="output folder (tuned.json, selection.csv, per_scenario.csv, farm.csv, farm_verdict.json)",
+        help="output folder (tuned.json, selection.csv, per_scenario.csv, farm.csv, farm_verdict.json, "
+        "clairvoyant.csv)",
     )
     s.add_argument(
         "--test-scenarios",
         type=int,
         default=None,
         help="the first N test seeds only (a quick look; default: benchmark.scenarios)",
+    )
+    s.add_argument(
+        "--plan",
+        action="store_true",
+        help="run plan's candidacy on the selection (validation) seeds; plan joins the test table when it "
+        "pays there (plan_candidacy.json; the longer run's, profile: full)",
     )
     threads.add_option(s)
     s.set_defaults(func=run)
@@ -31,10 +38,13 @@ def register(sub):
 def run(args):
     from pathlib import Path
 
+    import pandas as pd
+
     from sched import files, layout
     from sched.errors import UsageError
     from sched.evaluate.farm import bench as farm
-    from sched.evaluate.farm import caps
+    from sched.evaluate.farm import caps, headroom
+    from sched.evaluate.farm import plan_candidacy as pcand
     from sched.evaluate.seeds import benchmark_seeds, range_text, validation_seeds
     from sched.verdict.summary import UNIT
 
@@ -53,16 +63,27 @@ def run(args):
     sel = farm.selection_seeds(cfg)
     sync_s = float(chunks.get("sync_s", 0.0))
     sel_specs = {n: farm.spec(n, k, sync_s, cap=cap) for n in farm.candidates(cap)}
-    selection = farm.run(cfg, sel, farm.scenarios(cfg, sel, True), sel_specs, progress=True)
+    sel_scs = farm.scenarios(cfg, sel, True)
+    selection = farm.run(cfg, sel, sel_scs, sel_specs, progress=True)
     verdict = farm.choose(cfg, selection, k, sel, cap)
+    record = pcand.not_run(cfg)
+    if args.plan:
+        cand = pcand.seeds(cfg, sel)
+        plan_sel, counts = pcand.run(cfg, cand, sel_scs[: len(cand)], k, progress=True)
+        record = pcand.judge(cfg, selection, plan_sel, cand, counts)
     test = benchmark_seeds(cfg)
     if args.test_scenarios is not None:
         if not 1 <= args.test_scenarios <= len(test):
             raise UsageError(f"--test-scenarios: expected 1 to {len(test)}, got {args.test_scenarios}")
         test = test[: args.test_scenarios]
-    specs = farm.policy_specs(k, verdict, sync_s, cap)
-    frame = farm.run(cfg, test, farm.scenarios(cfg, test, True), specs, True)
+    test_scs = farm.scenarios(cfg, test, True)
+    frame = farm.run(cfg, test, test_scs, farm.policy_specs(k, verdict, sync_s, cap), True)
+    if record["pays"]:  # plan joins the test table
+        frame = pd.concat([frame, pcand.run(cfg, test, test_scs, k, progress=True)[0]], ignore_index=True)
     table = farm.comparisons(frame, cfg, verdict["policy"])
+    n_cv = min(headroom.budget(cfg)[0], len(test))  # the clairvoyant headroom on the first test seeds
+    cv = headroom.run(cfg, test[:n_cv], test_scs[:n_cv], frame, k, progress=True)
+    table = pd.concat([table, headroom.comparisons(cv, frame, cfg, verdict["policy"])], ignore_index=True)
     files.write_set(
         [
             (out / layout.TUNED, files.json_writer(tuned)),
@@ -70,10 +91,19 @@ def run(args):
             (out / layout.PER_SCENARIO, files.csv_writer(frame)),
             (out / layout.FARM_TABLE, files.csv_writer(table)),
             (out / layout.FARM_VERDICT, files.json_writer(verdict)),
+            (out / layout.FARM_CLAIRVOYANT, files.csv_writer(cv)),
+            (out / layout.FARM_PLAN, files.json_writer(record)),
         ]
     )
     print(f"ATC k tuned at frame level on validation seeds {range_text(val)}: {k:g}; job limit: {cap}")
     print(f"shipped (chosen on {range_text(sel)}): {verdict['policy']} ({verdict['reason']})")
+    if record["run"]:
+        v = record["validation"]
+        print(
+            f"plan on validation {range_text(cand)} vs atc-tuned: {v['diff_pct']:+.2f} % "
+            f"[{v['ci_lo_pct']:+.2f}, {v['ci_hi_pct']:+.2f}], {v['wins']}/{v['ties']}/{v['losses']}: "
+            f"{record['reason']}"
+        )
     mine = table[table["reference"] == "farm-fifo"]
     for r in mine.itertuples():
         print(

@@ -30,7 +30,7 @@ from sched.verdict.candidacy import PLAN_RUN
 STUDIO = studio.NAME
 #: The files of one chunked farm setting's benchmark (`sched farm-bench`).
 FARM_FILES = (layout.TUNED, layout.FARM_SELECTION, layout.PER_SCENARIO, layout.FARM_TABLE,
-              layout.FARM_VERDICT)  # fmt: skip
+              layout.FARM_VERDICT, layout.FARM_CLAIRVOYANT, layout.FARM_PLAN)  # fmt: skip
 
 
 class PlanError(SchedError):
@@ -298,6 +298,10 @@ class Plan:
         """Every chunked farm setting's files (or one's)."""
         names = [name] if name is not None else list(self.farm)
         return [f"{layout.farm_root(n)}/{f}" for n in names for f in FARM_FILES]
+
+    def farm_plan_arg(self):
+        """`sched farm-bench`'s `--plan` (plan's candidacy on the chunked farm): the longer run's."""
+        return "--plan" if self.profile == "full" else ""
 
     def farm_settings(self, name):
         """The settings `sched farm-bench` reads under the farm setting ``name``."""

@@ -15,5 +15,6 @@
 * ``top``: the one top-k selection (largest first, ties by index: the rules' tie rule);
 * ``reference``: the plain-Python reference simulator the compiled one is checked against;
 * ``clairvoyant``: the best schedule a local search finds knowing the future;
+* ``farm_clairvoyant``: the same on the chunked farm: the best job priority list a search finds;
 * ``errors``: the package's error classes.
 """

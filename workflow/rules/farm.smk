@@ -27,9 +27,11 @@ rule farm_config:
 rule farm_benchmark:
     """Benchmark one chunked farm setting: ATC's k at frame level on the validation seeds, the shipped
     rule chosen on its selection seeds, every rule, farm-fifo, farm-balanced, the jobs run whole and the
-    shipped rule at sync 60 and 300 s on the test seeds, with paired intervals (farm.csv).
+    shipped rule at sync 60 and 300 s on the test seeds, with paired intervals (farm.csv); the clairvoyant
+    headroom on the first test seeds (clairvoyant.csv); in the longer run plan's candidacy (plan_candidacy.json).
     Runs `sched farm-bench` (sched/commands/farm_bench.py -> sched.evaluate.farm.bench.tune,
-    sched.evaluate.farm.bench.choose, sched.evaluate.farm.bench.comparisons)."""
+    sched.evaluate.farm.bench.choose, sched.evaluate.farm.bench.comparisons, sched.evaluate.farm.headroom.run,
+    sched.evaluate.farm.plan_candidacy.judge)."""
     input:
         config=layout.step_config("farm", layout.farm_root("{farm}")),
         calibration=WC.farm_inputs,
@@ -37,6 +39,8 @@ rule farm_benchmark:
         [f"{layout.farm_root('{farm}')}/{f}" for f in FARM_FILES],
     params:
         out=wc.output_dir,
+        # plan's candidacy on the chunked farm: the longer run only (about ten CPU seconds a farm-32 scenario)
+        plan=PLAN.farm_plan_arg(),
     log:
         layout.log("farm/{farm}/benchmark"),
     benchmark:
@@ -50,5 +54,5 @@ rule farm_benchmark:
     shadow:
         "minimal"
     shell:
-        "python -m sched --config {input.config:q} farm-bench --out {params.out:q}"
+        "python -m sched --config {input.config:q} farm-bench --out {params.out:q} {params.plan}"
         " --threads {resources.job_threads} > {log:q} 2>&1"

@@ -27,7 +27,7 @@ A setting with ``scenario.chunks`` (:mod:`sched.data.jobs`) runs on the chunked 
 The farm's dispatchers stand for: ``farm-fifo``, OpenCue's and Deadline's default (job priority,
 then submission order); ``farm-balanced``, Deadline Cloud's ``priorityBalanced`` and OpenCue's
 BALANCED (equal-priority jobs share the free hosts evenly). The clairvoyant headroom on chunks
-(point 5) is not computed here yet.
+(point 5): :mod:`sched.evaluate.farm.headroom`.
 """
 
 import numpy as np

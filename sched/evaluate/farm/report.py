@@ -16,6 +16,7 @@ import numpy as np
 from sched import files, layout
 from sched.evaluate.errors import ReportError
 from sched.evaluate.farm.bench import FARM_COLUMNS, FIFO_CAPPED, SYNCS, WHOLE, sync_name
+from sched.evaluate.farm.headroom import NAME as CLAIRVOYANT
 from sched.report.format import ci, k, pct
 from sched.report.inputs import read_json
 
@@ -33,6 +34,8 @@ def read_farms(dirs):
                 f"{d / layout.FARM_TABLE}: columns {', '.join(table.columns)}; "
                 f"expected {', '.join(FARM_COLUMNS)}"
             )
+        if (d / layout.FARM_PLAN).exists():  # plan's candidacy (the longer run's)
+            table.attrs["plan"] = read_json(d / layout.FARM_PLAN)
         out.append((d.name, read_json(d / layout.FARM_VERDICT), table))
     return out
 
@@ -73,8 +76,9 @@ def first_table_lines(farms):
         "best rule and the farm's own dispatcher `farm-fifo` on its test scenarios (section "
         '"Chunked farm settings").',
         "",
-        "| setting | rank() runs | vs atc-tuned (test) | vs the best rule (test) | vs farm-fifo (test) |",
-        "|---|---|---|---|---|",
+        "| setting | rank() runs | vs atc-tuned (test) | vs the best rule (test) | vs farm-fifo (test) "
+        "| clairvoyant vs it (first test scenarios) |",
+        "|---|---|---|---|---|---|",
     ]
     for name, verdict, table in farms:
         p = verdict["policy"]
@@ -82,7 +86,8 @@ def first_table_lines(farms):
         best_name = best.reference_policy if best is not None else "n/a"
         lines.append(
             f"| {name} | {_runs(verdict)} | {_cell(table, p, 'atc-tuned')} | "
-            f"{best_name}: {_cell(table, p, 'best-rule')} | {_cell(table, p, 'farm-fifo')} |"
+            f"{best_name}: {_cell(table, p, 'best-rule')} | {_cell(table, p, 'farm-fifo')} | "
+            f"{_headroom(table)} |"
         )
     return lines
 
@@ -103,8 +108,11 @@ def section_lines(farms):
         "`atc-tuned-cap` limits every job to a number of chunks at once tuned on the validation seeds "
         "(a farm's job limit: Deadline Cloud's `maxWorkerCount`, OpenCue's job `max_cores`), "
         "`farm-fifo-cap` is farm-fifo with that limit. "
-        "Paired bootstrap intervals over the test scenarios; wins/ties/losses per scenario. The "
-        "clairvoyant headroom on chunks is not computed yet.",
+        "Paired bootstrap intervals over the test scenarios; wins/ties/losses per scenario. "
+        f"`{CLAIRVOYANT}` knows the future: per scenario the lower of the best rule and the best job "
+        "priority list a local search finds (`sched.sim.farm_clairvoyant`: a list is what a farm runs "
+        "when each job's priority is set once), on the first test scenarios only: the headroom below "
+        "the shipped decision, not a contestant.",
     ]
     for name, verdict, table in farms:
         p = verdict["policy"]
@@ -120,6 +128,8 @@ def section_lines(farms):
             "|---|---:|---|---|---|",
         ]
         for pol in dict.fromkeys(table["policy"]):
+            if pol == CLAIRVOYANT:  # on fewer scenarios: its own line above
+                continue
             r = _row(table, pol, "farm-fifo")
             mean = r.mean_twt_k if r is not None else np.nan
             lines.append(
@@ -127,6 +137,15 @@ def section_lines(farms):
                 f"{_cell(table, pol, 'farm-balanced')} | {_cell(table, pol, 'atc-tuned')} |"
             )
     return lines
+
+
+def _headroom(table):
+    """'d % [lo, hi], W/T/L on N scenarios' of the clairvoyant reference against the shipped
+    decision ('not computed' when its row is absent)."""
+    r = _row(table, CLAIRVOYANT, "shipped")
+    if r is None:
+        return "not computed"
+    return f"{_cell(table, CLAIRVOYANT, 'shipped')} on {int(r.scenarios):,}"
 
 
 def _comparisons(table, p):
@@ -141,6 +160,22 @@ def _comparisons(table, p):
     if _row(table, FIFO_CAPPED, "farm-fifo") is not None:
         alone = _cell(table, FIFO_CAPPED, "farm-fifo")
         out.append(f"- the job limit alone ({FIFO_CAPPED}) against farm-fifo: {alone}")
+    if _row(table, CLAIRVOYANT, "shipped") is not None:
+        out.append(
+            f"- the clairvoyant reference against the shipped decision: {_headroom(table)} test scenarios; "
+            f"against farm-fifo: {_cell(table, CLAIRVOYANT, 'farm-fifo')}"
+        )
+    plan = table.attrs.get("plan")
+    if plan is not None and plan.get("run"):
+        v, st = plan["validation"], plan["settings"]
+        out.append(
+            f"- plan on tuned ATC ({st['candidates']} candidates x {st['samples']} samples) against tuned "
+            f"ATC on {v['seeds'][1]} validation scenarios: {pct(v['diff_pct'])} "
+            f"{ci(v['ci_lo_pct'], v['ci_hi_pct'])}, {v['wins']}/{v['ties']}/{v['losses']} "
+            f"(the longer run's candidacy): {plan['reason']}"
+        )
+    elif plan is not None:
+        out.append(f"- plan on the chunked farm: {plan['reason']}")
     for s in SYNCS:
         q = sync_name(p, s)
         if _row(table, q, "farm-fifo") is not None:

@@ -1,0 +1,111 @@
+"""``plan``'s candidacy on a chunked setting (issue 60, point 3; ``sched farm-bench --plan``).
+
+The rule of issue 46 (docs/plan.md, "The candidacy") on the farm: ``plan`` on its base, tuned ATC
+at frame level (:mod:`sched.learn.search.plan_chunks`), runs on the setting's selection seeds,
+the validation scenarios its shipped decision is chosen on, paired with tuned ATC there. It joins
+the test table (policy ``plan``) only when that paired interval lies entirely below zero; the test
+scenarios only confirm, and the shipped decision is not changed by it (``rank()`` has no chunked
+plan). Its settings: ``scenario.chunks.plan`` (:data:`DEFAULTS`). ``plan_candidacy.json`` holds
+the record, also when the candidacy was not run (``run`` false: the default run; the longer run,
+``profile: full``, runs it; a farm-32 scenario costs tens of CPU seconds, hence
+``chunks.plan.scenarios``: the first this many selection seeds only, :func:`seeds`).
+"""
+
+import numpy as np
+import pandas as pd
+
+from sched.evaluate.farm import bench
+from sched.evaluate.per_scenario import PER_SCENARIO_COLUMNS, schedule_metrics
+from sched.evaluate.progress import bar
+from sched.evaluate.statistics import bootstrap_counts, paired_difference, win_tie_loss
+from sched.learn.search import plan_chunks as pc
+
+NAME = "plan"
+#: The candidacy's settings unless ``scenario.chunks.plan`` says otherwise.
+DEFAULTS = {"candidates": 4, "samples": 8, "z": 2.0, "seed": 0, "depth": 2}
+
+
+#: The selection seeds the candidacy runs on unless ``chunks.plan.scenarios`` says otherwise.
+SCENARIOS = 30
+
+
+def seeds(cfg, sel):
+    """The selection seeds the candidacy runs on: the first ``chunks.plan.scenarios``
+    (:data:`SCENARIOS` when absent)."""
+    n = (cfg.scenario.chunks.get("plan") or {}).get("scenarios", SCENARIOS)
+    return sel[: int(n)]
+
+
+def settings(cfg):
+    """The planner's :class:`plan_chunks.Settings` of the setting."""
+    st = {
+        **DEFAULTS,
+        **{k: v for k, v in dict(cfg.scenario.chunks.get("plan") or {}).items() if k != "scenarios"},
+    }
+    return pc.Settings(
+        int(st["candidates"]), int(st["samples"]), float(st["z"]), int(st["seed"]), int(st["depth"])
+    )
+
+
+def run(cfg, keys, scs, atc_k, progress=False):
+    """(the per-scenario table of ``plan`` on ``scs``, its summed counts: decisions, planned and
+    deviations)."""
+    from sched.data.model import scenario_model
+
+    sigma = float(scenario_model(cfg).sigma)
+    plan = settings(cfg)
+    rows, counts = [], {"decisions": 0, "planned": 0, "deviations": 0}
+    for seed, sc in bar(list(zip(keys, scs)), "plan on chunks", progress):
+        ends, st = pc.simulate(sc.arrays, sc.chunks, cfg.scenario.machines, atc_k, plan, sigma)
+        rows.append(
+            {
+                "scenario_seed": int(seed),
+                "policy": NAME,
+                **schedule_metrics(sc.arrays, None, ends, sc.counted_from_s),
+            }
+        )
+        counts = {k: counts[k] + st[k] for k in counts}
+    return pd.DataFrame(rows, columns=list(PER_SCENARIO_COLUMNS)), counts
+
+
+def judge(cfg, selection, plan_frame, seeds, counts):
+    """The candidacy's record: plan against tuned ATC on the selection scenarios, paired, and
+    whether it pays (the interval entirely below zero)."""
+    b = cfg.benchmark
+    mine = selection[selection["scenario_seed"].isin(plan_frame["scenario_seed"])]
+    _keys, twt = bench.totals(pd.concat([mine, plan_frame], ignore_index=True))
+    n = len(_keys)
+    boot = bootstrap_counts(n, b["bootstrap_resamples"], b["bootstrap_seed"])
+    d = paired_difference(twt[NAME], twt["atc-tuned"], boot, b["ci_level"])
+    w = win_tie_loss(twt[NAME], twt["atc-tuned"], b["tie_relative"], b["tie_absolute_s"])
+    pays = bool(np.isfinite(d[2]) and d[2] < 0)
+    return {
+        "run": True,
+        "pays": pays,
+        "base": "atc-tuned",
+        "settings": settings(cfg)._asdict(),
+        "validation": {
+            "seeds": [int(seeds.start), len(seeds)],
+            "diff_pct": d[0], "ci_lo_pct": d[1], "ci_hi_pct": d[2],
+            "wins": w[0], "ties": w[1], "losses": w[2],
+            "mean_twt_s": float(twt[NAME].mean()), "base_mean_twt_s": float(twt["atc-tuned"].mean()),
+        },
+        "counts": counts,
+        "reason": (
+            "plan's paired interval against tuned ATC on the validation scenarios lies below zero: it "
+            "joins the test table" if pays else
+            "plan's paired interval against tuned ATC on the validation scenarios does not lie below "
+            "zero: it does not join the test table"
+        ),
+    }  # fmt: skip
+
+
+def not_run(cfg):
+    """The record of a run without the candidacy (the default profile)."""
+    return {
+        "run": False,
+        "pays": False,
+        "settings": settings(cfg)._asdict(),
+        "reason": "not run: plan's candidacy on the chunked farm runs in the longer run (profile: full, "
+        "`sched farm-bench --plan`)",
+    }

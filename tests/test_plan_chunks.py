@@ -1,0 +1,101 @@
+"""plan on the chunked farm (sched.learn.search.plan_chunks): without a comparison it is its base
+rule's chunked loop, chunk for chunk; it deviates where its rollouts show a better job, and only
+by the paired test; the same inputs give the same decisions."""
+
+import numpy as np
+
+from sched.learn.search import plan_chunks as pc
+from sched.sim import chunks
+
+from .random_farms import random_farm
+
+
+def rule_ends(arrays, cols, speed, rule, k):
+    job, _c, _s, end, _m = chunks.simulate(*arrays, rule, speed, k, None, *cols, compiled=True)
+    return chunks.job_ends(job, end, len(arrays[0]))
+
+
+def test_without_a_comparison_plan_is_its_base_rules_chunked_loop():
+    rng = np.random.default_rng(61)
+    for i in range(40):
+        arrays, cols, speed, _free = random_farm(rng)
+        rule = ("atc", "wspt", "farm-balanced")[i % 3]
+        want = rule_ends(arrays, cols, speed, rule, 1.5)
+        for plan in (pc.Settings(1, 8, 2.0, 0), pc.Settings(4, 1, 2.0, 0)):  # one candidate, one sample
+            ends, stats = pc.simulate(arrays, cols, speed, 1.5, plan, 0.4, rule)
+            assert np.array_equal(ends, want)
+            assert stats["planned"] == 0 and stats["deviations"] == 0
+            assert stats["decisions"] == chunks.counts(cols[0], cols[1]).sum()
+
+
+def test_plan_starts_the_job_its_rollouts_show_better_and_only_then():
+    # one GPU; WSPT starts the short loose job first and the tight one ends 1 s late
+    arrays = (np.zeros(2), np.array([2.0, 1.0]), np.array([2.0, 1.0]), np.ones(2), np.array([2.0, 100.0]))
+    cols = (np.array([2, 1]), np.array([1, 0]), np.zeros(2, np.int64), np.zeros(2))
+    assert rule_ends(arrays, cols, [1.0], "wspt", 2.0).tolist() == [3.0, 1.0]
+    ends, stats = pc.simulate(arrays, cols, [1.0], 2.0, pc.Settings(2, 4, 2.0, 0), 0.0, "wspt")
+    assert ends.tolist() == [2.0, 3.0]  # exact futures (sigma 0): every sample says the tight job
+    assert stats["deviations"] >= 1
+    # where the two orders cost the same, the paired test keeps the base's choice
+    loose = (arrays[0], arrays[1], arrays[2], arrays[3], np.array([100.0, 100.0]))
+    ends, stats = pc.simulate(loose, cols, [1.0], 2.0, pc.Settings(2, 4, 2.0, 0), 0.0, "wspt")
+    assert ends.tolist() == [3.0, 1.0] and stats["deviations"] == 0
+
+
+def test_the_same_inputs_give_the_same_decisions():
+    rng = np.random.default_rng(62)
+    arrays, cols, speed, _ = random_farm(rng, max_jobs=30, max_gpus=3)
+    plan = pc.Settings(3, 6, 1.0, 5)
+    a = pc.simulate(arrays, cols, speed, 2.0, plan, 0.5)
+    b = pc.simulate(arrays, cols, speed, 2.0, plan, 0.5)
+    assert np.array_equal(a[0], b[0]) and a[1] == b[1]
+
+
+def test_the_candidacy_pays_only_when_the_validation_interval_lies_below_zero():
+    import types
+
+    import pandas as pd
+
+    from sched.evaluate.farm import plan_candidacy as pcand
+    from sched.evaluate.farm.report import _comparisons
+
+    class Cfg:
+        benchmark = {
+            "bootstrap_resamples": 500, "bootstrap_seed": 1, "ci_level": 0.95,
+            "tie_relative": 1e-9, "tie_absolute_s": 1e-6,
+        }  # fmt: skip
+        scenario = types.SimpleNamespace(chunks={"plan": {"samples": 6}})
+
+    seeds = range(100, 120)
+    base = np.linspace(10.0, 30.0, 20)
+
+    def frame(policy, twt):
+        return pd.DataFrame(
+            {"scenario_seed": list(seeds), "policy": policy, "total_weighted_tardiness_s": twt}
+        )
+
+    sel = frame("atc-tuned", base)
+    better = pcand.judge(Cfg, sel, frame("plan", base * 0.9), seeds, {"decisions": 1})
+    assert better["pays"] and better["validation"]["ci_hi_pct"] < 0 and better["settings"]["samples"] == 6
+    noisy = base * np.where(np.arange(20) % 2, 0.8, 1.25)
+    worse = pcand.judge(Cfg, sel, frame("plan", noisy), seeds, {"decisions": 1})
+    assert not worse["pays"] and worse["validation"]["ci_lo_pct"] < 0 < worse["validation"]["ci_hi_pct"]
+    assert not pcand.not_run(Cfg)["pays"] and not pcand.not_run(Cfg)["run"]
+    table = pd.DataFrame(columns=["policy", "reference"])
+    table.attrs["plan"] = worse
+    (line,) = [x for x in _comparisons(table, "atc-tuned") if x.startswith("- plan")]
+    assert "20 validation scenarios" in line and "does not join" in line
+
+
+def test_the_candidacy_may_run_on_the_first_selection_seeds_only():
+    import types
+
+    from sched.evaluate.farm import plan_candidacy as pcand
+
+    cfg = types.SimpleNamespace(
+        scenario=types.SimpleNamespace(chunks={"plan": {"scenarios": 12, "depth": 5}})
+    )
+    assert pcand.seeds(cfg, range(100, 200)) == range(100, 112)
+    assert pcand.settings(cfg).depth == 5 and pcand.settings(cfg).samples == pcand.DEFAULTS["samples"]
+    cfg.scenario.chunks = {}
+    assert pcand.seeds(cfg, range(100, 200)) == range(100, 100 + pcand.SCENARIOS)
