@@ -6,11 +6,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from sched.data.objective import weighted_tardiness
 from sched.evaluate.farm import headroom
 from sched.sim import chunks, reference
 from sched.sim.errors import SearchError
 from sched.sim.farm_clairvoyant import search as cc
-from sched.sim.objective import weighted_tardiness
 
 from .random_farms import random_farm
 
