@@ -33,6 +33,7 @@ from sched.learn.policy import kernel
 from sched.learn.search import lookahead as L
 from sched.sim import core as S
 from sched.sim import rules
+from sched.sim import waiting as W
 from sched.sim.top import top
 
 #: ``base`` value of a learned (scorer) base policy; rules use their rule id.
@@ -53,6 +54,9 @@ class Gate(NamedTuple):
     samples: int
     chunk: int
     z: float
+    #: plan.wait_s: holding the free GPU until the next arrival is one more candidate while the
+    #: GPU has been idle less than this many seconds since it freed (:func:`with_wait`); 0: never
+    wait: float = 0.0
 
 
 @nb.njit(cache=True, nogil=True)
@@ -81,6 +85,25 @@ def candidates(s, K, base, k, net, ws):
         x = ws.v[i]
         v[ws.cand[i]] = x if x == x else -np.inf
     return top(v, K, ws.cand[kernel.argmax(ws.v, m)])
+
+
+@nb.njit(cache=True, nogil=True)
+def with_wait(s, cands, wait):
+    """``(cands, until)``: the candidates with :data:`lookahead.WAIT` last, and the latest end of
+    its hold, when slot 0's pending GPU has stood idle with work waiting less than ``wait``
+    seconds (since it freed, ``waiting.freed_at``, or since the oldest waiting task arrived if
+    that is later: the hold respects the bound); else ``(cands, now)``, unchanged."""
+    since = -np.inf
+    for q in range(s.qlen[0]):
+        a = s.arr[0, s.queue[0, q]]
+        since = a if since == -np.inf else min(since, a)
+    until = max(W.freed_at(s, 0, s.pending[0]), since) + wait
+    if not until > s.t[0]:
+        return cands, s.t[0]
+    out = np.empty(cands.shape[0] + 1, np.int64)
+    out[:-1] = cands
+    out[-1] = L.WAIT
+    return out, until
 
 
 @nb.njit(cache=True)
@@ -180,12 +203,17 @@ def plan_rollout(s, gate, seed, base, k, ev):
         S.set_rule(s, 0, base)
     else:
         S.set_rule(s, 0, rules.ATC)  # the learned policy reads ATC's static parts
-    costs = np.empty((K, max(samples, 1)))
+    holds = gate.wait > 0.0  # a lone waiting task is a decision too: it may wait
+    costs = np.empty((K + 1 if holds else K, max(samples, 1)))
     dec = 0
     moved = 0
     drawn = 0
-    while S._advance(s, 0, True):
+    while S._advance(s, 0, not holds):
         cands = candidates(s, K, base, k, net, ws)
+        until = s.t[0]
+        if holds:
+            cands, until = with_wait(s, cands, gate.wait)
+            ev.hold[0] = until
         mt = cands.shape[0]
         c = 0
         if mt >= 2 and samples >= 2:
@@ -197,7 +225,10 @@ def plan_rollout(s, gate, seed, base, k, ev):
             c = choose(costs[:mt], n, z)
         if c != 0:
             moved += 1
-        S._start(s, 0, cands[c], s.pending[0])
+        if cands[c] == L.WAIT:
+            W.hold(s, 0, until, np.inf)
+        else:
+            S._start(s, 0, cands[c], s.pending[0])
         dec += 1
     return dec, moved, drawn
 
