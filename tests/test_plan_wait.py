@@ -92,6 +92,20 @@ def test_a_delayed_continuation_that_never_holds_is_its_rule(cfg):
     np.testing.assert_array_equal(a, b)
 
 
+def test_plan_on_a_delayed_rule_takes_its_holds(cfg):
+    from sched.data.scenario import draw, scenario_model
+    from sched.sim import waiting
+
+    d = draw(scenario_model(cfg), 12, tasks=40)
+    sc = (d["arrival"], d["duration"], d["estimate"], d["weight"], d["due"])
+    one = {**SETTINGS, "samples": 1}  # one sample: no deviation, every decision the base's own
+    got = Planner(cfg, rule_base("atc-wait", 2.0, 3.0, 600.0), one).schedule(sc)
+    want = waiting.simulate(*sc, "atc-wait", 3.0, 600.0, k=2.0)
+    for x, y in zip(got, want):
+        np.testing.assert_array_equal(x, y)
+    assert _idle_with_work(d["arrival"], got[0], d["duration"]) > 0.0  # it did hold
+
+
 @pytest.mark.parametrize("bad", [0, -5, True, float("inf"), "60"])
 def test_bad_wait_refused_in_one_line(bad):
     with pytest.raises(PlanError, match=r"plan\.wait_s: expected"):

@@ -57,6 +57,10 @@ class Gate(NamedTuple):
     #: plan.wait_s: holding the free GPU until the next arrival is one more candidate while the
     #: GPU has been idle less than this many seconds since it freed (:func:`with_wait`); 0: never
     wait: float = 0.0
+    #: a delayed base rule's alpha and bound on a hold (``waiting.decide``): its own choice at a
+    #: decision may be a hold, the :data:`lookahead.WAIT` candidate; inf: a base that never holds
+    alpha: float = np.inf
+    hold_max: float = np.inf
 
 
 @nb.njit(cache=True, nogil=True)
@@ -104,6 +108,19 @@ def with_wait(s, cands, wait):
     out[:-1] = cands
     out[-1] = L.WAIT
     return out, until
+
+
+@nb.njit(cache=True, nogil=True)
+def own_hold(s, cands, base, k, gate):
+    """``(cands, until)`` at a delayed base rule's decision: when it holds the GPU (until its wake
+    time), :data:`lookahead.WAIT` first (its own choice), the tasks after it; else unchanged, now."""
+    q, wake = W.decide(s, 0, base, k, gate.alpha, gate.hold_max)
+    if not wake > s.t[0]:
+        return cands, s.t[0]
+    out = np.empty(cands.shape[0] + 1, np.int64)
+    out[0] = L.WAIT
+    out[1:] = cands
+    return out, wake
 
 
 @nb.njit(cache=True)
@@ -203,7 +220,8 @@ def plan_rollout(s, gate, seed, base, k, ev):
         S.set_rule(s, 0, base)
     else:
         S.set_rule(s, 0, rules.ATC)  # the learned policy reads ATC's static parts
-    holds = gate.wait > 0.0  # a lone waiting task is a decision too: it may wait
+    delayed = gate.alpha < np.inf
+    holds = gate.wait > 0.0 or delayed  # a lone waiting task is a decision too: it may wait
     costs = np.empty((K + 1 if holds else K, max(samples, 1)))
     dec = 0
     moved = 0
@@ -211,9 +229,11 @@ def plan_rollout(s, gate, seed, base, k, ev):
     while S._advance(s, 0, not holds):
         cands = candidates(s, K, base, k, net, ws)
         until = s.t[0]
-        if holds:
+        if delayed:
+            cands, until = own_hold(s, cands, base, k, gate)
+        if gate.wait > 0.0 and not until > s.t[0]:
             cands, until = with_wait(s, cands, gate.wait)
-            ev.hold[0] = until
+        ev.hold[0] = until
         mt = cands.shape[0]
         c = 0
         if mt >= 2 and samples >= 2:

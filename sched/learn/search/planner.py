@@ -243,6 +243,8 @@ class Planner:
         gate = P.Gate(int(st["candidates"]), int(st["samples"]), self.chunk, float(st["z"]))
         if st.get("wait_s") is not None:  # holding the GPU is one more candidate (docs/plan.md)
             gate = gate._replace(wait=float(st["wait_s"]))
+        if b.alpha < math.inf:  # a delayed base: its own choice may be a hold
+            gate = gate._replace(alpha=float(b.alpha), hold_max=float(b.max_wait))
         ev = L.evaluator(scratch, ws, self.pool, self._lookahead(), net)
         dec, moved, drawn = P.plan_rollout(state, gate, st["seed"], b.base, b.k, ev)
         if stats is not None:
