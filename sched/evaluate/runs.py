@@ -86,8 +86,9 @@ def make_planner(cfg, spec):
     """The :class:`sched.learn.search.planner.Planner` of a ``plan`` spec (``policies.plan_spec``)."""
     from sched.learn.search.planner import Planner, learned_base, rule_base
 
-    def rule_of(s):
-        return rule_base(s["rule"], s["atc_k"] if s["atc_k"] is not None else rules.ATC_K_DEFAULT)
+    def rule_of(s):  # a delayed rule with its tuned alpha and bound (policies.resolve_policies)
+        k = s["atc_k"] if s["atc_k"] is not None else rules.ATC_K_DEFAULT
+        return rule_base(s["rule"], k, s.get("wait_alpha"), s.get("max_wait_s"))
 
     base = spec["base_spec"]
     if base["kind"] == "rule":

@@ -37,10 +37,13 @@ import numpy as np
 from sched.learn.policy import kernel
 from sched.sim import core as S
 from sched.sim import rules
+from sched.sim import waiting as W
 from sched.sim.state import core_jit
 
 #: ``Lookahead.rule`` (and a base policy's rule id) of a learned policy: its compiled decision.
 LEARNED = -1
+#: A candidate that is no task: hold the free GPU (until ``Evaluator.hold[0]`` or the next arrival).
+WAIT = -1
 
 
 class Futures(NamedTuple):
@@ -64,6 +67,10 @@ class Lookahead(NamedTuple):
     k: float  #: ATC's k of a rule continuation (and of the terminal estimate's frozen ATC order)
     #: decisions a rollout takes after the candidate's start, then :func:`terminal`; < 0: to the end
     depth: int = -1
+    #: a delayed continuation's alpha (``rules.delayed_start``, ``la.rule`` its base rule): its
+    #: decisions hold the GPU as its own do (``waiting.decide``); inf: a rule that never holds
+    alpha: float = np.inf
+    max_wait: float = np.inf  #: a delayed continuation's bound on a hold (seconds since the GPU freed)
 
 
 @nb.njit(cache=True)
@@ -117,6 +124,10 @@ def sampled(s, dst, fut, f, la, zseed, mfree):
         dst.mfree[0, m] = mfree[m] if la.estimates_only else s.mfree[0, m]
         dst.speed[0, m] = s.speed[0, m]
         dst.mtask[0, m] = -1
+        # when each GPU freed (a delayed continuation reads it, ``waiting.freed_at``): a free one's
+        # time since it freed, a busy one's known free time
+        free = dst.mfree[0, m]
+        dst.mfree0[0, m] = min(free, W.freed_at(s, 0, m)) if s.mfree[0, m] <= t else free
     dst.n[0] = n
     dst.qlen[0] = ql
     dst.t[0] = t
@@ -138,12 +149,28 @@ class Evaluator(NamedTuple):
     net: tuple  #: the ``kernel.Net`` of a learned continuation (``la.rule`` LEARNED)
     keys: np.ndarray  #: (N,) scratch of :func:`terminal` (N: ``scratch``'s tasks)
     order: np.ndarray  #: (N,) int64, scratch of :func:`terminal`
+    #: (1,): when the :data:`WAIT` candidate's hold ends at the latest (the caller sets it per decision)
+    hold: np.ndarray
 
 
 def evaluator(scratch, ws, fut, la, net):
     """An :class:`Evaluator`, with :func:`terminal`'s scratch sized for ``scratch``'s tasks."""
     n = scratch.arr.shape[1]
-    return Evaluator(scratch, ws, fut, la, net, np.empty(n), np.empty(n, np.int64))
+    return Evaluator(scratch, ws, fut, la, net, np.empty(n), np.empty(n, np.int64), np.full(1, np.inf))
+
+
+@core_jit
+def hold_until(s, until):
+    """Hold slot 0's pending GPU until ``until`` or the next arrival, whichever comes first
+    (``waiting.hold`` without its check): a hold that would end at or before now holds nothing,
+    the GPU stays pending (the next decision is taken at once)."""
+    t = s.t[0]
+    u = until
+    if s.nxt[0] < s.n[0]:
+        u = min(u, s.arr[0, s.nxt[0]])
+    if u > t:
+        s.mfree[0, s.pending[0]] = u
+        s.pending[0] = -1
 
 
 @core_jit
@@ -265,11 +292,15 @@ def _sample(s, cands, r0, r1, costs, ev, draws, max_work):
             if 0 <= max_work < work:
                 return r, work
             sampled(s, scratch, fut, f, la, zseed, mfree)
-            S._start(scratch, 0, cands[c], scratch.pending[0])
+            if cands[c] == WAIT:
+                hold_until(scratch, ev.hold[0])
+            else:
+                S._start(scratch, 0, cands[c], scratch.pending[0])
             rule, k = la.rule, la.k
+            delayed = la.alpha < np.inf  # a delayed rule continues: a lone waiting task is a decision
             d = 0
             tail = 0.0
-            while S._advance(scratch, 0, True):
+            while S._advance(scratch, 0, not delayed):
                 if d == la.depth:  # truncated: the rest by the terminal estimate
                     rest = scratch.qlen[0] + scratch.n[0] - scratch.nxt[0]
                     work += 2 * rest
@@ -281,7 +312,14 @@ def _sample(s, cands, r0, r1, costs, ev, draws, max_work):
                 if 0 <= max_work < work:
                     return r, work
                 # a rule's pick or, LEARNED, the learned policy's (its arguments read only where it acts)
-                q = S.pick(scratch, 0, rule, k) if rule >= 0 else kernel.greedy(scratch, 0, net, ws)
+                if delayed:
+                    q, wake = W.decide(scratch, 0, rule, k, la.alpha, la.max_wait)
+                    if wake > scratch.t[0]:
+                        hold_until(scratch, wake)
+                        d += 1
+                        continue
+                else:
+                    q = S.pick(scratch, 0, rule, k) if rule >= 0 else kernel.greedy(scratch, 0, net, ws)
                 S._start(scratch, 0, q, scratch.pending[0])
                 d += 1
             costs[c, r] = scratch.wt_started[0] + tail

@@ -33,6 +33,7 @@ from sched.learn.policy import kernel
 from sched.learn.search import lookahead as L
 from sched.sim import core as S
 from sched.sim import rules
+from sched.sim import waiting as W
 from sched.sim.top import top
 
 #: ``base`` value of a learned (scorer) base policy; rules use their rule id.
@@ -53,6 +54,13 @@ class Gate(NamedTuple):
     samples: int
     chunk: int
     z: float
+    #: plan.wait_s: holding the free GPU until the next arrival is one more candidate while the
+    #: GPU has been idle less than this many seconds since it freed (:func:`with_wait`); 0: never
+    wait: float = 0.0
+    #: a delayed base rule's alpha and bound on a hold (``waiting.decide``): its own choice at a
+    #: decision may be a hold, the :data:`lookahead.WAIT` candidate; inf: a base that never holds
+    alpha: float = np.inf
+    hold_max: float = np.inf
 
 
 @nb.njit(cache=True, nogil=True)
@@ -81,6 +89,38 @@ def candidates(s, K, base, k, net, ws):
         x = ws.v[i]
         v[ws.cand[i]] = x if x == x else -np.inf
     return top(v, K, ws.cand[kernel.argmax(ws.v, m)])
+
+
+@nb.njit(cache=True, nogil=True)
+def with_wait(s, cands, wait):
+    """``(cands, until)``: the candidates with :data:`lookahead.WAIT` last, and the latest end of
+    its hold, when slot 0's pending GPU has stood idle with work waiting less than ``wait``
+    seconds (since it freed, ``waiting.freed_at``, or since the oldest waiting task arrived if
+    that is later: the hold respects the bound); else ``(cands, now)``, unchanged."""
+    since = -np.inf
+    for q in range(s.qlen[0]):
+        a = s.arr[0, s.queue[0, q]]
+        since = a if since == -np.inf else min(since, a)
+    until = max(W.freed_at(s, 0, s.pending[0]), since) + wait
+    if not until > s.t[0]:
+        return cands, s.t[0]
+    out = np.empty(cands.shape[0] + 1, np.int64)
+    out[:-1] = cands
+    out[-1] = L.WAIT
+    return out, until
+
+
+@nb.njit(cache=True, nogil=True)
+def own_hold(s, cands, base, k, gate):
+    """``(cands, until)`` at a delayed base rule's decision: when it holds the GPU (until its wake
+    time), :data:`lookahead.WAIT` first (its own choice), the tasks after it; else unchanged, now."""
+    q, wake = W.decide(s, 0, base, k, gate.alpha, gate.hold_max)
+    if not wake > s.t[0]:
+        return cands, s.t[0]
+    out = np.empty(cands.shape[0] + 1, np.int64)
+    out[0] = L.WAIT
+    out[1:] = cands
+    return out, wake
 
 
 @nb.njit(cache=True)
@@ -180,12 +220,20 @@ def plan_rollout(s, gate, seed, base, k, ev):
         S.set_rule(s, 0, base)
     else:
         S.set_rule(s, 0, rules.ATC)  # the learned policy reads ATC's static parts
-    costs = np.empty((K, max(samples, 1)))
+    delayed = gate.alpha < np.inf
+    holds = gate.wait > 0.0 or delayed  # a lone waiting task is a decision too: it may wait
+    costs = np.empty((K + 1 if holds else K, max(samples, 1)))
     dec = 0
     moved = 0
     drawn = 0
-    while S._advance(s, 0, True):
+    while S._advance(s, 0, not holds):
         cands = candidates(s, K, base, k, net, ws)
+        until = s.t[0]
+        if delayed:
+            cands, until = own_hold(s, cands, base, k, gate)
+        if gate.wait > 0.0 and not until > s.t[0]:
+            cands, until = with_wait(s, cands, gate.wait)
+        ev.hold[0] = until
         mt = cands.shape[0]
         c = 0
         if mt >= 2 and samples >= 2:
@@ -197,7 +245,10 @@ def plan_rollout(s, gate, seed, base, k, ev):
             c = choose(costs[:mt], n, z)
         if c != 0:
             moved += 1
-        S._start(s, 0, cands[c], s.pending[0])
+        if cands[c] == L.WAIT:
+            W.hold(s, 0, until, np.inf)
+        else:
+            S._start(s, 0, cands[c], s.pending[0])
         dec += 1
     return dec, moved, drawn
 

@@ -39,8 +39,9 @@ RANGES = {
     "seed": (0, 2**31 - 1),
 }
 
-#: A base policy: its name, rule id (or P.LEARNED), ATC k, and compiled network (``kernel.Net``).
-Base = namedtuple("Base", "name base k net")
+#: A base policy: its name, rule id (or P.LEARNED), ATC k, compiled network (``kernel.Net``), and a
+#: delayed rule's alpha and bound on a hold (``rules.delayed_start``; inf: a rule that never holds).
+Base = namedtuple("Base", "name base k net alpha max_wait", defaults=(math.inf, math.inf))
 
 
 class PlanError(SchedError):
@@ -60,6 +61,8 @@ def check_settings(plan, where="plan"):
         out[key] = int(v) if integral else float(v)
     out["budget_ms"] = check_budget(out.get("budget_ms"), f"{where}.budget_ms")
     out["depth"] = check_depth(out.get("depth"), f"{where}.depth")
+    if out.get("wait_s") is not None:  # absent or null: plan never holds (and its settings are today's)
+        out["wait_s"] = check_wait(out["wait_s"], f"{where}.wait_s")
     # in range each, their products bounded before the pool or a decision's rollouts are sized
     from sched.limits import MAX_DECISION_ROLLOUT_STEPS, MAX_FUTURE_VALUES, refuse_product
 
@@ -83,6 +86,14 @@ def check_depth(depth, where="depth"):
     return int(depth)
 
 
+def check_wait(wait_s, where="wait_s"):
+    """plan.wait_s: a finite number of seconds > 0 (the longest a free GPU stays idle since it freed)."""
+    number = not isinstance(wait_s, bool) and isinstance(wait_s, (int, float)) and math.isfinite(wait_s)
+    if not number or not 0 < wait_s <= 10**7:
+        raise PlanError(f"{where}: expected null or a number of seconds in (0, 1e7], got {str(wait_s)[:30]}")
+    return float(wait_s)
+
+
 def check_budget(budget_ms, where="budget_ms"):
     """None (a fixed sample count) or a finite number of milliseconds > 0."""
     if budget_ms is None:
@@ -97,7 +108,7 @@ def check_budget(budget_ms, where="budget_ms"):
 
 #: The settings a setting of config ``plan.grid`` (its candidacy, :func:`sched.verdict.candidacy.plan_gate`)
 #: may override; config ``plan``'s own otherwise.
-GRID_KEYS = ("rollout", "candidates", "samples", "horizon", "depth")
+GRID_KEYS = ("rollout", "candidates", "samples", "horizon", "depth", "wait_s")
 #: Config ``plan``'s keys that are the candidacy's, not a planner setting.
 CANDIDACY_KEYS = ("grid", "validation_scenarios", "choice_se", "elsewhere")
 
@@ -158,8 +169,12 @@ def grid_setting(cfg, name):
     return out
 
 
-def rule_base(rule, k=rules.ATC_K_DEFAULT):
-    """A dispatching rule (name) as the planner's base policy."""
+def rule_base(rule, k=rules.ATC_K_DEFAULT, alpha=None, max_wait=None):
+    """A dispatching rule (name) as the planner's base policy; a delayed rule (``rules.WAIT_RULES``)
+    with its ``alpha`` and ``max_wait`` (seconds): the rollouts it continues hold the GPU as it
+    does, its candidates are its base rule's."""
+    if rule in rules.WAIT_RULES:
+        return Base(rule, rules.wait_base(rule), float(k), kernel.no_net(), float(alpha), float(max_wait))
     return Base(rule, rules.rule_id(rule), float(k), kernel.no_net())
 
 
@@ -206,9 +221,12 @@ class Planner:
         """The rollouts' settings (``lookahead.Lookahead``): estimates only, continued by the
         rollout rule, or by the base policy."""
         st, b, r = self.settings, self.base, self.rollout
-        rule, k = (b.base, b.k) if r is None else (r.base, r.k)
+        roll = b if r is None else r
         depth = -1 if st["depth"] is None else st["depth"]
-        return L.Lookahead(st["horizon"], self.sigma, True, rule, k, depth)
+        if roll.alpha < math.inf:  # a delayed rule continues (its holds included)
+            held = (roll.alpha, roll.max_wait)
+            return L.Lookahead(st["horizon"], self.sigma, True, roll.base, roll.k, depth, *held)
+        return L.Lookahead(st["horizon"], self.sigma, True, roll.base, roll.k, depth)
 
     def schedule(self, scenario, machines=1, machine_free=None, stats=None, week_start_s=0.0):
         """(start, end, machine) of one scenario (arrays in row order) under the planner;
@@ -223,6 +241,10 @@ class Planner:
         net = kernel.at_week(b.net, week_start_s)
         ws = kernel.workspace(scratch.queue.shape[1], net)
         gate = P.Gate(int(st["candidates"]), int(st["samples"]), self.chunk, float(st["z"]))
+        if st.get("wait_s") is not None:  # holding the GPU is one more candidate (docs/plan.md)
+            gate = gate._replace(wait=float(st["wait_s"]))
+        if b.alpha < math.inf:  # a delayed base: its own choice may be a hold
+            gate = gate._replace(alpha=float(b.alpha), hold_max=float(b.max_wait))
         ev = L.evaluator(scratch, ws, self.pool, self._lookahead(), net)
         dec, moved, drawn = P.plan_rollout(state, gate, st["seed"], b.base, b.k, ev)
         if stats is not None:
