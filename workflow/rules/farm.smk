@@ -48,7 +48,7 @@ rule farm_benchmark:
     wildcard_constraints:
         farm="|".join(map(re.escape, FARM)) or "(?!)",
     threads: cores(1)
-    priority: 40   # early, beside the main chain: one thread, which the report's last minutes leave idle
+    priority: 25   # after the main chain's ready jobs (30), which it must not hold back; in the gaps it leaves
     resources:
         job_threads=job_threads,   # its --threads: the threads, not the reservation
     shadow:
