@@ -245,3 +245,19 @@ def test_the_rules_functions_read_the_wildcards(plan, tmp_path):
     assert wildcards.candidacy_dirs(w, inp) == "'a b' c"
     assert wildcards.init_arg(w, inp) == "" and wildcards.calibration_arg(w, inp) == ""
     assert wildcards.output_dir(w, ["x/y/z.csv"]) == "x/y"
+
+
+def test_a_settings_tuned_k_is_read_through_the_checked_json_reader(tmp_path):
+    """`--atc-k` of a setting training from its own tuned k: the number in its tuned.json, and a
+    file whose atc_k is no number > 0 (or no JSON) is refused naming the file and the field."""
+    from sched.pipeline.plan import PlanError
+
+    p = make_plan()
+    p.robust["load-0.70"] = {**p.robust["load-0.70"], "train": {"atc_k": "tuned"}}
+    tuned = tmp_path / "tuned.json"
+    tuned.write_text('{"atc_k": 2.5}')
+    assert p.atc_k_arg("load-0.70", str(tuned)) == "--atc-k 2.5"
+    for text in ('{"atc_k": "2"}', '{"atc_k": 0}', '{"atc_k": 1, "atc_k": 2}', "[1]", "{"):
+        tuned.write_text(text)
+        with pytest.raises(PlanError, match="tuned.json"):
+            p.atc_k_arg("load-0.70", str(tuned))

@@ -7,13 +7,12 @@ the main run (None) and each robustness setting (its name) alike. The workflow
 """
 
 import copy
-import json
 import re
 import shlex
 
-from sched import layout
+from sched import files, layout
 from sched.config import validate_config
-from sched.errors import SchedError
+from sched.errors import SchedError, shorten
 from sched.evaluate.policies import HEURISTICS, default_policies, policy_key, round_name, warm_name
 from sched.evaluate.seeds import (
     benchmark_seeds,
@@ -22,6 +21,7 @@ from sched.evaluate.seeds import (
     selection_seeds,
     shard_ranges,
 )
+from sched.formats import json_input
 from sched.learn.search.planner import elsewhere_names, grid_names
 from sched.pipeline import steps, studio
 from sched.report.training import trains_ppo_alone
@@ -165,8 +165,10 @@ class Plan:
         if wanted is None:
             return ""
         if wanted == "tuned":
-            with open(tuned_path) as fh:
-                wanted = json.load(fh)["atc_k"]
+            tuned = json_input.parse(files.read_text(tuned_path, PlanError), tuned_path, PlanError)
+            wanted = tuned.get("atc_k") if isinstance(tuned, dict) else None
+            if isinstance(wanted, bool) or not isinstance(wanted, int | float) or not wanted > 0:
+                raise PlanError(f"{tuned_path}: atc_k: expected a number > 0, got {shorten(repr(wanted))}")
         return f"--atc-k {float(wanted)!r}"
 
     # ------------------------------------------------------------ policies
