@@ -31,8 +31,8 @@ import numpy as np
 
 from sched.ranking.tasks import RankInputError
 from sched.sim import rules
-from sched.sim.core import _advance, _start, pick, set_rule
-from sched.sim.state import allocate, reset_slot
+from sched.sim.core import _advance, _start, pick
+from sched.sim.one_queue import plan_slot
 from sched.sim.waiting import hold
 
 
@@ -167,20 +167,7 @@ def _delayed_order(tasks, gpus, d):
     machine_free, idle0, speed = gpus.free, gpus.idle0, gpus.speed
     rule, k, alpha, max_wait, gap = d.rule, d.k, d.alpha, d.max_wait, d.gap
     n = arrival.shape[0]
-    s = allocate(1, n, speed)
-    rows = np.argsort(arrival, kind="mergesort")
-    for i in range(n):
-        r = rows[i]
-        s.arr[0, i] = arrival[r]
-        s.dur[0, i] = estimate[r]
-        s.est[0, i] = estimate[r]
-        s.w[0, i] = weight[r]
-        s.due[0, i] = due[r]
-    s.n[0] = n
-    for m in range(machine_free.shape[0]):
-        s.mfree0[0, m] = machine_free[m]
-    reset_slot(s, 0)
-    set_rule(s, 0, rule)
+    s, rows = plan_slot(arrival, estimate, weight, due, machine_free, speed, rule)
     order = np.empty(n, np.int64)
     held_at, wake, freed_at = np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan)
     c = 0

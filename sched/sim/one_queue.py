@@ -24,6 +24,30 @@ from sched.sim.core import _advance, _start, pick, set_rule
 from sched.sim.state import allocate, reset_slot
 
 
+@nb.njit(cache=True, nogil=True)
+def plan_slot(arrival, estimate, weight, due, machine_free, speed, rule):
+    """One queue loaded into a one-slot State for ``rule``'s plan (the State layout:
+    sched.sim.state's one definition): ``(state, rows)``, ``rows`` the caller's rows in the
+    slot's order (stable: equal arrivals keep row order, the simulator's tie rule). A task lasts
+    what it is estimated to."""
+    n = arrival.shape[0]
+    s = allocate(1, n, speed)
+    rows = np.argsort(arrival, kind="mergesort")
+    for i in range(n):
+        r = rows[i]
+        s.arr[0, i] = arrival[r]
+        s.dur[0, i] = estimate[r]
+        s.est[0, i] = estimate[r]
+        s.w[0, i] = weight[r]
+        s.due[0, i] = due[r]
+    s.n[0] = n
+    for m in range(machine_free.shape[0]):
+        s.mfree0[0, m] = machine_free[m]
+    reset_slot(s, 0)
+    set_rule(s, 0, rule)
+    return s, rows
+
+
 @nb.njit(cache=True, nogil=True)  # nogil: sched serve's other calls go on meanwhile
 def rollout_order(arrival, estimate, weight, due, machine_free, speed, rule, k):
     """Greedy rollout of ``rule`` on one queue, planned with the estimates.
@@ -34,21 +58,7 @@ def rollout_order(arrival, estimate, weight, due, machine_free, speed, rule, k):
     order.
     """
     n = arrival.shape[0]
-    s = allocate(1, n, speed)  # the State layout: sched.sim.state's one definition
-    # stable: equal arrivals keep row order, the simulator's tie rule
-    rows = np.argsort(arrival, kind="mergesort")
-    for i in range(n):
-        r = rows[i]
-        s.arr[0, i] = arrival[r]
-        s.dur[0, i] = estimate[r]  # the plan: a task lasts what it is estimated to
-        s.est[0, i] = estimate[r]
-        s.w[0, i] = weight[r]
-        s.due[0, i] = due[r]
-    s.n[0] = n
-    for m in range(machine_free.shape[0]):
-        s.mfree0[0, m] = machine_free[m]
-    reset_slot(s, 0)
-    set_rule(s, 0, rule)
+    s, rows = plan_slot(arrival, estimate, weight, due, machine_free, speed, rule)
     order = np.empty(n, np.int64)
     c = 0
     # Without skip_forced every start goes through here, so the decision

@@ -41,7 +41,7 @@ from sched.ranking.tasks import RankInputError, RankSetupError
 from sched.ranking.verdict_files import VerdictRefused
 from sched.ranking.verdicts import Choice, _json_file, tuned_k
 from sched.sim import chunks, farm_limits, rules
-from sched.sim.chunks import _free_gpu, _pick, _start, admit, remaining_work
+from sched.sim.chunks import _free_gpu, _pick, _start, admit, next_event, remaining_work
 from sched.sim.rules import static_part
 from sched.sim.state import core_jit
 
@@ -214,10 +214,7 @@ def rollout(s, rule, k, run_gpu, order, full):
                         return c
                 ql = _start(s, q, ql, m, t, rule)
                 continue
-        tn = s.arr[nxt] if nxt < N else np.inf
-        for mm in range(M):
-            if s.mfree[mm] > t and s.mfree[mm] < tn:
-                tn = s.mfree[mm]
+        tn = next_event(s, t, nxt, N, M)
         if tn == np.inf:
             return c
         t = tn
