@@ -261,3 +261,15 @@ def test_a_settings_tuned_k_is_read_through_the_checked_json_reader(tmp_path):
         tuned.write_text(text)
         with pytest.raises(PlanError, match="tuned.json"):
             p.atc_k_arg("load-0.70", str(tuned))
+
+
+def test_the_report_declares_every_file_it_reads_of_the_settings(plan):
+    """The report's job runs in a shadow folder: what it reads of each robustness setting (its
+    verdict and per-scenario table, not only its summary) must be declared, or its first table
+    says "not built by this run" for settings that were."""
+    files = plan.robust_report_inputs(studio_built=False)
+    for name in plan.robust:
+        root = layout.robust_root(name)
+        wanted = {f"{root}/{f}" for f in (layout.SUMMARY, layout.WINNER, layout.PER_SCENARIO, layout.TUNED)}
+        assert (wanted <= set(files)) == (name != studio.NAME)
+    assert set(plan.robust_summaries(False)) <= set(files)

@@ -286,6 +286,14 @@ class Plan:
         names = [name for name in self.robust if name != STUDIO or studio_built]
         return [f"{layout.robust_root(name)}/{layout.SUMMARY}" for name in names]
 
+    def robust_report_inputs(self, studio_built):
+        """What the report reads of every robustness setting (the studio's when ``studio_built``):
+        its summary, verdict, per-scenario table and tuned k, declared so that the report's job
+        (in a shadow folder) finds them."""
+        names = [name for name in self.robust if name != STUDIO or studio_built]
+        kept = (layout.SUMMARY, layout.WINNER, layout.PER_SCENARIO, layout.TUNED)
+        return [f"{layout.robust_root(name)}/{f}" for name in names for f in kept]
+
     def other_settings(self):
         """The robustness settings but the studio: a regular expression for the wildcard."""
         return "|".join(n for n in self.robust if n != STUDIO) or "^$"

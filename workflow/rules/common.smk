@@ -89,6 +89,11 @@ def robust_summaries(wildcards=None):
     return PLAN.robust_summaries(STUDIO in ROBUST and studio_built())
 
 
+def robust_report_inputs(wildcards=None):
+    """What the report reads of every robustness setting (the studio's when it is built)."""
+    return PLAN.robust_report_inputs(STUDIO in ROBUST and studio_built())
+
+
 def studio_report_inputs(wildcards):
     """What the report reads of the studio setting; none when the studio is not built."""
     return PLAN.studio_report_inputs() if studio_built() else []

@@ -55,7 +55,7 @@ rule report:
         gantt=f"{FIGURES}/{layout.DEMO_GANTT}",
         train_logs=[layout.train_log(s) for s in TRAIN_SEEDS],
         train_runs=[layout.train_run_log(s) for s in TRAIN_SEEDS],   # run records, shown apart
-        robustness=robust_summaries,
+        robustness=robust_report_inputs,   # each setting's summary, verdict, table and tuned k
         chains=PLAN.ppo_alone_logs,   # the PPO-alone settings' logs: learning_by_chain.png
         replay=PLAN.replay_outputs(),
         studio=studio_report_inputs,
