@@ -19,13 +19,11 @@ def pairwise_chain(current, lowest, highest, cost):
         if not (lowest <= pj <= highest and highest - pj >= j):
             continue
         best[j], total[j] = 1, cost[j]
+        before = 0.0  # the chosen predecessor's total, compared as it is (not as total - cost,
+        # which rounding may move by an ulp and so turn a tie into a win)
         for i in range(j):
-            if (
-                best[i]
-                and current[i] - pj >= j - i
-                and (best[i] + 1, -total[i]) > (best[j], -total[j] + cost[j])
-            ):
-                best[j], total[j], prev[j] = best[i] + 1, total[i] + cost[j], i
+            if best[i] and current[i] - pj >= j - i and (best[i] + 1, -total[i]) > (best[j], -before):
+                best[j], total[j], prev[j], before = best[i] + 1, total[i] + cost[j], i, total[i]
     return best, total, prev
 
 

@@ -7,6 +7,7 @@ the main run (None) and each robustness setting (its name) alike. The workflow
 """
 
 import copy
+import os
 import re
 import shlex
 
@@ -165,6 +166,8 @@ class Plan:
         if wanted is None:
             return ""
         if wanted == "tuned":
+            if not os.path.exists(tuned_path):  # not built yet: Snakemake postpones a params function
+                raise FileNotFoundError(tuned_path)  # on FileNotFoundError until its inputs exist
             tuned = json_input.parse(files.read_text(tuned_path, PlanError), tuned_path, PlanError)
             wanted = tuned.get("atc_k") if isinstance(tuned, dict) else None
             if isinstance(wanted, bool) or not isinstance(wanted, int | float) or not wanted > 0:
