@@ -273,3 +273,14 @@ def test_the_report_declares_every_file_it_reads_of_the_settings(plan):
         wanted = {f"{root}/{f}" for f in (layout.SUMMARY, layout.WINNER, layout.PER_SCENARIO, layout.TUNED)}
         assert (wanted <= set(files)) == (name != studio.NAME)
     assert set(plan.robust_summaries(False)) <= set(files)
+
+
+def test_a_tuned_k_not_built_yet_is_the_file_not_found_snakemake_postpones(tmp_path):
+    """In a dry run the setting's tuned.json does not exist yet: the error must be a
+    FileNotFoundError naming that file (what Snakemake takes as "evaluate this later")."""
+    p = make_plan()
+    p.robust["load-0.70"] = {**p.robust["load-0.70"], "train": {"atc_k": "tuned"}}
+    missing = str(tmp_path / "tuned.json")
+    with pytest.raises(FileNotFoundError) as err:
+        p.atc_k_arg("load-0.70", missing)
+    assert err.value.filename == missing

@@ -166,8 +166,9 @@ class Plan:
         if wanted is None:
             return ""
         if wanted == "tuned":
-            if not os.path.exists(tuned_path):  # not built yet: Snakemake postpones a params function
-                raise FileNotFoundError(tuned_path)  # on FileNotFoundError until its inputs exist
+            # not built yet (a dry run): the OS's FileNotFoundError naming the file, on which
+            # Snakemake postpones a params function of its inputs (snakemake.exceptions)
+            os.stat(tuned_path)
             tuned = json_input.parse(files.read_text(tuned_path, PlanError), tuned_path, PlanError)
             wanted = tuned.get("atc_k") if isinstance(tuned, dict) else None
             if isinstance(wanted, bool) or not isinstance(wanted, int | float) or not wanted > 0:
