@@ -56,28 +56,19 @@ def wait_record(tuned, name, path):
     return {"alpha": alpha, "k": k, "max_wait_s": max_wait, "source": str(path)}
 
 
-_tuned_cache = {}
+def _as_read(data, path, root):
+    """A tuned.json as parsed (its ``waiting`` is checked by :func:`wait_record`)."""
+    return data
 
 
 def _read_tuned(path):
-    """A tuned.json's parsed content, cached while the file is unchanged (rank() calls often)."""
-    import os
-
+    """A tuned.json's parsed content, through rank()'s one cache of verdict files
+    (``verdicts._json_file``: read again only when the file changes; rank() calls often)."""
     from sched.ranking.verdict_files import read_verdict
+    from sched.ranking.verdicts import _json_file
 
-    try:
-        s = os.stat(path)
-        key = (os.path.abspath(path), s.st_mtime_ns, s.st_ctime_ns, s.st_size, s.st_ino)
-    except (OSError, ValueError, TypeError):
-        key = None  # read_verdict names the problem
-    if key is None or key not in _tuned_cache:
-        data = read_verdict(path, lambda data, p, root: data)
-        if key is None:
-            return data
-        if len(_tuned_cache) > 16:
-            _tuned_cache.clear()
-        _tuned_cache[key] = data
-    return _tuned_cache[key]
+    data = _json_file(path, _as_read)
+    return read_verdict(path, _as_read) if data is None else data  # absent: its error, naming it
 
 
 def delayed_choice(name, st, why):

@@ -45,9 +45,10 @@ _warned_lock = threading.Lock()
 
 
 def _json_file(path, check, root="."):
-    """``check(data, path, root)`` of a JSON file (:func:`read_verdict`), cached while the file is
-    unchanged; None if absent. A file whose fields disagree (VerdictRefused) is cached as its
-    refusal: :func:`_verdicts` leaves it out and says why."""
+    """``check(data, path, root)`` of a JSON file (:func:`read_verdict`), cached per file and
+    check (a module-level function) while the file is unchanged; None if absent. A file whose
+    fields disagree (VerdictRefused) is cached as its refusal: :func:`_verdicts` leaves it out
+    and says why."""
     try:
         s = os.stat(path)
     except FileNotFoundError:
@@ -57,14 +58,14 @@ def _json_file(path, check, root="."):
     path = os.path.join(os.getcwd(), path)
     # ctime too: an in-place rewrite that restores the mtime (os.utime, cp -p) still changes it
     key = None if isinstance(s, Exception) else (s.st_mtime_ns, s.st_ctime_ns, s.st_size, s.st_ino, root)
-    hit = _json_cache.get(path)
+    hit = _json_cache.get((path, check))
     if key is not None and hit is not None and hit[0] == key:
         return hit[1]
     try:
         value = read_verdict(path, check, root)
     except VerdictRefused as exc:
         value = exc
-    _json_cache[path] = (key, value)  # one atomic store of (version, value): never torn
+    _json_cache[(path, check)] = (key, value)  # one atomic store of (version, value): never torn
     return value
 
 
