@@ -714,8 +714,8 @@ def test_slurm_profile_gives_each_rule_its_threads_and_resources(tmp_path):
 def test_cores_above_the_cpus_reserve_more_but_give_each_job_its_own_threads(tmp_path):
     """With -j N above the machine's CPUs (the README's -j4 on 2 cores) a one-thread job reserves
     N // CPUs cores, so that no more jobs run than CPUs, and is still given --threads 1: given
-    its reservation, two such jobs ran four threads on two CPUs. The plan benchmark, one CPU (its
-    scenario threads used one core of two), gets --threads 1 too."""
+    its reservation, two such jobs ran four threads on two CPUs. The plan benchmark, one CPU (two
+    such jobs side by side pack the run's tail better than one on two threads), gets --threads 1 too."""
     from sched.threads import usable_cpus
 
     ws = workspace(tmp_path / "w")

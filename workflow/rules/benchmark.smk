@@ -175,7 +175,7 @@ rule plan_candidacy:
         layout.usage("plan/{setting}")
     wildcard_constraints:
         setting="|".join(map(re.escape, PLAN_SETTINGS)) or "-",
-    threads: cores(1)   # plan's scenario threads used one core of two: two such jobs side by side (docs/workflow.md)
+    threads: cores(1)   # one CPU: each takes twice as long as on two, but two side by side pack the run's tail better
     resources:
         job_threads=job_threads,   # its --threads: the threads, not the reservation
     shadow:
@@ -212,7 +212,7 @@ rule benchmark_plan:
         layout.log("benchmark/plan"),
     benchmark:
         layout.usage("benchmark/plan")
-    threads: cores(1)   # plan's scenario threads used one core of two: two such jobs side by side (docs/workflow.md)
+    threads: cores(1)   # one CPU: each takes twice as long as on two, but two side by side pack the run's tail better
     resources:
         job_threads=job_threads,   # its --threads: the threads, not the reservation
     shadow:
