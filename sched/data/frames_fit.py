@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from sched import files
-from sched.errors import SchedError
+from sched.errors import SchedError, shorten
 from sched.formats import json_input
 from sched.limits import MAX_CALIBRATION_BYTES, MAX_FRAMES
 
@@ -226,9 +226,9 @@ def check_fit(data, source):
     if not isinstance(data, dict):
         fail("(top)", f"expected a JSON object, got {type(data).__name__}")
     if data.get("format") != FORMAT:
-        fail("format", f"expected {FORMAT!r}, got {str(data.get('format'))[:40]!r}")
+        fail("format", f"expected {FORMAT!r}, got {shorten(data.get('format'))}")
     if data.get("source") not in SOURCES:
-        fail("source", f"expected one of {', '.join(SOURCES)}, got {str(data.get('source'))[:40]!r}")
+        fail("source", f"expected one of {', '.join(SOURCES)}, got {shorten(data.get('source'))}")
     for section in ("kinds", "classes"):
         entries = data.get(section)
         if entries is None and section == "classes":
@@ -250,11 +250,11 @@ def _check_entry(e, where, fail):
         fail(f"{where}.frames", "expected an object with median, sigma and max")
     for key, lo, hi in (("median", 1.0, MAX_FRAMES), ("sigma", 0.0, MAX_SIGMA)):
         if not _number(f.get(key), lo, hi):
-            got = str(f.get(key))[:40]
+            got = shorten(f.get(key))
             fail(f"{where}.frames.{key}", f"expected a number in [{lo:g}, {hi:g}], got {got}")
     top = f.get("max")
     if not (isinstance(top, int) and not isinstance(top, bool) and 1 <= top <= MAX_FRAMES):
-        fail(f"{where}.frames.max", f"expected a whole number in [1, {MAX_FRAMES}], got {str(top)[:40]}")
+        fail(f"{where}.frames.max", f"expected a whole number in [1, {MAX_FRAMES}], got {shorten(top)}")
     if f["median"] > top:
         fail(f"{where}.frames.median", f"{f['median']:g} is above max {top}")
     t = e.get("time_per_frame")
