@@ -61,6 +61,7 @@ class NetworkSettings(_Stage):
     prior_rule: str = key("prior_rule")
     top_k: int = key("top_k")
     atc_k: float | None = key("atc_k")
+    wait: bool = key("wait")
 
 
 @dataclass(frozen=True)
@@ -184,12 +185,17 @@ RECORD_ORDER = (
     "distill_epochs", "distill_lr", "distill_batch", "distill_scale", "tasks", "loads", "eval_every",
     "patience", "validation_scenarios", "checkpoint_every", "threads",
 )  # fmt: skip
+#: Settings added after the record's order was fixed, with their off value (the schema gives them
+#: no default, so no config or step config names them): a record holds one only when it is on, so
+#: that every file of a training without it keeps its bytes.
+OPTIONAL = {"wait": False}
 
 
 def defaults():
-    """The schema's default of every training setting, flat (``seed``: the first of ``train.seeds``)."""
+    """The schema's default of every training setting, flat (``seed``: the first of ``train.seeds``;
+    an :data:`OPTIONAL` one: off)."""
     train = schema_defaults("train")
-    return {k: (train["seeds"][0] if k == "seed" else train[k]) for k in RECORD_ORDER}
+    return {**{k: (train["seeds"][0] if k == "seed" else train[k]) for k in RECORD_ORDER}, **OPTIONAL}
 
 
 def config_values(cfg):
@@ -217,12 +223,13 @@ class Training:
     @classmethod
     def from_flat(cls, values):
         """From every setting, flat; TrainSettingsError on a key that is not one."""
-        unknown = sorted(set(values) - set(RECORD_ORDER))
+        unknown = sorted(set(values) - set(RECORD_ORDER) - set(OPTIONAL))
         if unknown:
             raise TrainSettingsError(f"train.{unknown[0]}: not a training setting")
         missing = sorted(set(RECORD_ORDER) - set(values))
         if missing:
             raise TrainSettingsError(f"train.{missing[0]}: missing")
+        values = {**OPTIONAL, **values}
         stages = {name: stage.from_flat(values) for name, stage in STAGES.items()}
         return cls(**{k: values[k] for k in SHARED}, **stages)
 
@@ -243,13 +250,14 @@ class Training:
         return Training.from_flat({**self.as_dict(), **values})
 
     def as_dict(self):
-        """Every setting, flat, in :data:`RECORD_ORDER` (a checkpoint's fingerprint; a policy
-        file's ``train_args`` less the threads)."""
+        """Every setting, flat, in :data:`RECORD_ORDER`, then the :data:`OPTIONAL` ones that are on
+        (a checkpoint's fingerprint; a policy file's ``train_args`` less the threads)."""
         flat = {k: getattr(self, k) for k in SHARED}
         for name in STAGES:
             stage = getattr(self, name)
             flat.update({k: getattr(stage, f) for f, k in stage.keys().items()})
-        return {k: flat[k] for k in RECORD_ORDER}
+        on = {k: flat[k] for k, off in OPTIONAL.items() if flat[k] != off}
+        return {**{k: flat[k] for k in RECORD_ORDER}, **on}
 
     def for_stage(self, stage):
         """The settings a distillation ``stage`` runs with: "warm" these, a round's ("round-<r>")

@@ -10,7 +10,7 @@ import numpy as np
 from sched.config import seed_range
 from sched.data.objective import weighted_tardiness
 from sched.data.scenario import draw, scenario_model
-from sched.learn.policy import kernel
+from sched.learn.policy import kernel, wait_head
 from sched.sim import core
 
 
@@ -45,5 +45,9 @@ class Validator:
 
     def __call__(self, net, meta):
         """Mean total weighted tardiness of ``net``'s greedy policy (the compiled decision)."""
-        knet = kernel.of_network(net, meta["atc_k"], meta["p_ref"], meta["profile"])
+        args = (net, meta["atc_k"], meta["p_ref"], meta["profile"])
+        if getattr(net, "waits", False):  # with its wait output (sched.learn.policy.wait_head)
+            knet = wait_head.of_network(*args, meta["max_wait_s"])
+        else:
+            knet = kernel.of_network(*args)
         return self._mean_twt(kernel.run(knet, self.scenarios, self.M, week_start_s=self.weeks))

@@ -256,6 +256,8 @@ class Plan:
             # `tuned` is only known once its tuned.json is written
             own = {k: v for k, v in overrides["train"].items() if k != "atc_k"}
             chosen["train"].update({k: v for k, v in own.items() if step == "train" or k in chosen["train"]})
+            if step == "train" and own.get("wait") and "waiting" in self.config["benchmark"]:
+                chosen["benchmark"] = steps.select(self.config["benchmark"], steps.WAIT_BOUND)  # its bound
         return chosen
 
     def step_config(self, step, setting=None):

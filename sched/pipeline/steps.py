@@ -61,6 +61,12 @@ TRAIN = [
     "checkpoint_every", "group_size",
 ]  # fmt: skip
 TRAIN_NOT_READ = ["seeds", "threads"]
+#: The train settings without a default (``sched.learn.settings.OPTIONAL``): a step config names one
+#: only when the config sets it, so that no file of a run without it changes.
+TRAIN_OPTIONAL = ["wait"]
+#: What a training with the wait output reads of the benchmark: its bound (``benchmark.waiting``'s
+#: ``max_wait_s``), with the counts every reader of the benchmark gets.
+WAIT_BOUND = [*BENCHMARK_COUNTS, {"waiting": ["max_wait_s"]}]
 #: A verdict's benchmark settings: the counts, the selection's seeds, the paired statistics.
 VERDICT_BENCHMARK = [*BENCHMARK_COUNTS, *SELECTION, *BOOTSTRAP]
 
@@ -121,7 +127,7 @@ class StepError(SchedError):
 
 def check_train_listed(config):
     """Refuse a train setting listed neither in TRAIN nor in TRAIN_NOT_READ: a new one must be."""
-    unlisted = set(config["train"]) - set(TRAIN) - set(TRAIN_NOT_READ)
+    unlisted = set(config["train"]) - set(TRAIN) - set(TRAIN_NOT_READ) - set(TRAIN_OPTIONAL)
     if unlisted:
         raise StepError(f"sched/pipeline/steps.py: add train.{min(unlisted)} to TRAIN or TRAIN_NOT_READ")
 
@@ -132,6 +138,10 @@ def step_keys(config, step):
     keys = STEP_SETTINGS[step]
     if step == "tune" and "waiting" in config["benchmark"]:
         keys = {**keys, "benchmark": [*keys["benchmark"], "waiting"]}
+    if step == "train" and "wait" in config["train"]:  # optional: named only when set
+        keys = {**keys, "train": [*keys["train"], "wait"]}
+        if config["train"]["wait"] and "waiting" in config["benchmark"]:
+            keys["benchmark"] = WAIT_BOUND
     return keys
 
 

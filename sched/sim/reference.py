@@ -76,12 +76,16 @@ def simulate(
 
 def simulate_delayed(
     arrival, duration, estimate, weight, due, rule, alpha, max_wait, machines=1, k=rules.ATC_K_DEFAULT,
-    machine_free=None,
+    machine_free=None, waits=(),
 ):  # fmt: skip
     """Schedule one scenario with a delayed rule (``rules.WAIT_RULES``, ``sched.sim.waiting``: its
     model): the base rule's pick starts on the free GPU when ``rules.delayed_start`` says so; else
     the GPU stays idle until then, the next arrival or ``max_wait`` after the decision, whichever
-    comes first, and decides again. Returns (start, end, machine) lists in row order."""
+    comes first, and decides again. ``waits``: the decisions (numbered from 0, every one taken,
+    a lone waiting task's too) where a learned policy's wait holds the GPU instead
+    (``sched.learn.policy.wait_head``): until the next arrival, at most ``max_wait`` after the GPU
+    freed; where that is off (no task still to arrive, or the GPU idle that long) the rule decides.
+    Returns (start, end, machine) lists in row order."""
     base = rules.wait_base(rule)
     arrival, duration, estimate, weight, due = (
         [float(x) for x in col] for col in (arrival, duration, estimate, weight, due)
@@ -92,6 +96,7 @@ def simulate_delayed(
     if len(free_at) != len(speed):
         raise MachinesError(f"machine_free: expected {len(speed)} values, got {len(free_at)}")
     freed = list(free_at)  # when each GPU last became free (a hold does not change it)
+    dec = -1
     not_arrived = deque(sorted(range(n), key=lambda j: (arrival[j], j)))
     arrived, waiting = [], []
     start, end, machine = [None] * n, [None] * n, [None] * n
@@ -108,6 +113,10 @@ def simulate_delayed(
             t = min(free_at)
             continue
         m = free[0]
+        dec += 1
+        if dec in waits and not_arrived and t < freed[m] + max_wait:  # a learned policy's wait
+            free_at[m] = min(freed[m] + max_wait, arrival[not_arrived[0]])
+            continue
         pos = choose(base, t, waiting, arrival, estimate, weight, due, k, speed[m])
         window = arrived[-(rules.GAP_WINDOW + 1) :]
         gap = rules.mean_gap(arrival[window[0]], arrival[window[-1]], len(window) - 1)

@@ -27,6 +27,11 @@ first decision is paid with the first reward), and each action is charged
 soon after it is taken (a dense signal instead of one number at the end). A
 training scenario with no choice at all (never more than one task waiting)
 yields no step and is skipped.
+
+With ``max_wait`` (a policy with a wait output, ``train.wait``) an action may be
+``wait_head.WAIT``: the free GPU idles until the next arrival, at most ``max_wait``
+seconds after it freed; a lone waiting task is then a decision too (it may wait). The
+reward is the same: tardiness accrues while the GPU idles.
 """
 
 import numpy as np
@@ -35,6 +40,7 @@ from sched.data.machines import speeds
 from sched.data.model import scenario_model
 from sched.data.scenario import draw
 from sched.learn.policy import features as F
+from sched.learn.policy import wait_head
 from sched.sim import core
 
 
@@ -76,8 +82,12 @@ class VecQueue:
         privileged=False,
         action_rng=None,
         model=None,
+        max_wait=None,
     ):
         self.cfg = cfg
+        #: None: no wait action (a lone waiting task is started in the simulator); else its bound (s)
+        self.max_wait = None if max_wait is None else float(max_wait)
+        self.skip_forced = self.max_wait is None
         #: the scenario model (sched.data.model), built once: drawing a scenario reads no file
         self.model = model if model is not None else scenario_model(cfg)
         #: the uniforms of the compiled sampler's Gumbel-max draws (``sched.learn.ppo.sampler``);
@@ -124,6 +134,9 @@ class VecQueue:
         each slot's own)."""
         from sched.learn.policy import kernel
 
+        if self.max_wait is not None:  # with the wait output (``wait_head.Waiting``)
+            enc = self.encoder
+            return wait_head.of_network(net, self.atc_k, enc.p_ref, enc.profile, self.max_wait)
         return kernel.of_network(net, self.atc_k, self.encoder.p_ref, self.encoder.profile)
 
     def value_hint(self):
@@ -175,7 +188,7 @@ class VecQueue:
         self._hint_stale = True
         self.slot_load[b], self.slot_seed[b] = load, seed
         self.slot_profile[b], self.slot_week[b] = self.profiles[load], d["week_start_s"]
-        core.advance_slot(self.state, b, True)
+        core.advance_slot(self.state, b, self.skip_forced)
         if self.state.done[b]:
             return False
         self._before_first[b] = self.state.accrued[b]
@@ -194,8 +207,7 @@ class VecQueue:
         s = self.state
         self._taken[:] = actions
         self._hint_stale = True
-        core.apply_batch(s, np.asarray(actions, dtype=np.int64))
-        core.advance_batch(s, True)
+        self.apply(actions)
         r = reward(s.accrued + self._before_first, self.reward_scale).astype(np.float32)
         self._before_first[:] = 0.0
         done = s.done.copy()
@@ -203,6 +215,16 @@ class VecQueue:
             self.finished.append((int(self.slot_seed[b]), float(self.slot_load[b]), float(s.wt_started[b])))
             self._load(b)
         return (self.observe() if observe else None), r, done
+
+    def apply(self, actions):
+        """Take one action per pending slot (a queue position, or ``wait_head.WAIT`` with
+        ``max_wait``), then run every slot to its next decision."""
+        actions = np.asarray(actions, dtype=np.int64)
+        if self.max_wait is None:
+            core.apply_batch(self.state, actions)
+        else:
+            wait_head.apply_batch(self.state, actions, self.max_wait)
+        core.advance_batch(self.state, self.skip_forced)
 
     # checkpointing: the whole simulator state and the seed stream
     def get_state(self):

@@ -66,8 +66,17 @@ GLOBAL_FEATURES = (
     "week_cos",  # cos(2 pi time of week / week): 0 with a flat profile
     "speed_rel",  # the deciding GPU's speed / the farm's mean speed (1 on identical GPUs)
 )
+#: A wait output's own features (``train.wait``; ``sched.learn.policy.wait_head``: their one
+#: definition), beside the context: times relative to ``pbar``, and the delayed rules' criterion.
+WAIT_FEATURES = (
+    "idle_rel",  # asinh((t - when the GPU freed) / pbar)
+    "gap_rel",  # asinh(the expected gap to the next arrival / pbar), rules.mean_gap
+    "best_est_rel",  # log(p / pbar) of the best ATC candidate
+    "start_ratio",  # log(p / (idle + gap)): a delayed rule starts it when this <= log(alpha)
+)
 N_TASK = len(TASK_FEATURES)
 N_GLOBAL = len(GLOBAL_FEATURES)
+N_WAIT = len(WAIT_FEATURES)
 ATC_INDEX = TASK_FEATURES.index("atc")
 ATC_RANK_INDEX = TASK_FEATURES.index("atc_rank")
 assert TASK_FEATURES.index("wspt") == 9 and TASK_FEATURES.index("atc_rank") == 11

@@ -15,6 +15,12 @@ feature is the ATC log index relative to the queue's best, so a network whose
 correction is zero picks exactly what ATC picks, and learning starts from the
 field's reference rule instead of from a random policy. ``scale`` is learned.
 
+With ``wait`` (``train.wait``) the network has a wait output too: one logit beside the
+candidates' (:meth:`TaskScorer.wait_logits`), from the context and the wait features
+(``features.WAIT_FEATURES``), masked where waiting is off; the compiled decision is
+``sched.learn.policy.wait_head``. Its layers are created after every other one, so the other
+weights' initial values are those of a network without it.
+
 The policy file that stores a trained network is ``sched.learn.policy.policy_file``.
 """
 
@@ -49,6 +55,9 @@ def evaluate_actions(net, batch, actions):
     ``actions``: the chosen candidate of each decision.
     """
     logits, value = net.forward_compact(batch["x"], batch["ctx"], batch["mask"])
+    if "wait" in batch:  # the wait output: one more column, the last (wait_head's sentinel action)
+        wait = net.wait_logits(batch["ctx"], batch["wait"], batch["wait_ok"])
+        logits = torch.cat([logits, wait.unsqueeze(1)], 1)
     logp = torch.log_softmax(logits, -1)
     entropy = -(logp.exp() * logp).sum(-1)  # masked rows: exp(-1e9) = 0 exactly
     return logp.gather(1, actions.view(-1, 1)).squeeze(1), entropy, value
@@ -57,6 +66,9 @@ def evaluate_actions(net, batch, actions):
 #: The feature the prior puts its weight on, per prior rule (``train.prior_rule``): the
 #: greedy untrained policy picks, among the candidates, the task that rule would pick.
 PRIOR_FEATURES = {"atc": F.ATC_INDEX, "wmdd": F.TASK_FEATURES.index("wmdd")}
+#: The wait logit's initial bias: the untrained greedy policy never waits (the best candidate's
+#: logit is about 0, the prior's), while PPO's samples still try a wait about once in 20 decisions.
+WAIT_PRIOR_BIAS = -3.0
 
 
 class TaskScorer(nn.Module):
@@ -80,6 +92,7 @@ class TaskScorer(nn.Module):
         prior_scale=3.0,
         top_k=16,
         prior_rule="atc",
+        wait=False,
     ):
         super().__init__()
         self.top_k = int(top_k)
@@ -111,6 +124,19 @@ class TaskScorer(nn.Module):
         if self.atc_prior:
             with torch.no_grad():
                 self.linear.weight[0, PRIOR_FEATURES[prior_rule]] = prior_scale
+        self.waits = bool(wait)
+        if self.waits:  # last: the layers above draw the same initial weights as without it
+            self.wait_hidden = layer(ctx + F.N_WAIT, hidden)
+            self.wait_out = layer(hidden, 1, std=0.01, bias=WAIT_PRIOR_BIAS)
+            self.wait_linear = nn.Linear(F.N_WAIT, 1, bias=False)
+            nn.init.zeros_(self.wait_linear.weight)
+
+    def wait_logits(self, ctx, z, ok):
+        """The wait logit of each decision (N,): ``ctx`` (N, n_ctx) the context, ``z`` (N, N_WAIT)
+        the wait features, ``ok`` (N,) where waiting is on (-1e9 elsewhere, as a masked candidate)."""
+        h = torch.tanh(self.wait_hidden(torch.cat([ctx, z], -1)))
+        v = self.wait_out(h).squeeze(-1) + self.wait_linear(z).squeeze(-1)
+        return torch.where(ok, v, torch.full_like(v, -1e9))
 
     def forward_compact(self, x, ctx, mask):
         """The same function on a compact batch (what the compiled sampler writes): ``x`` (N, K,
@@ -142,6 +168,7 @@ def build(arch):
         prior_scale=float(arch["prior_scale"]),
         top_k=int(arch.get("top_k", 0)),
         prior_rule=str(arch.get("prior_rule", "atc")),
+        wait=bool(arch.get("wait", False)),
     )
 
 
@@ -152,3 +179,4 @@ class Policy:
     def __init__(self, net, meta):
         self.net = net.eval()
         self.meta = meta
+        self.waits = bool(getattr(net, "waits", False))  #: a wait output (``wait_head.run`` acts)

@@ -63,7 +63,20 @@ def arch_of(network):
         "prior_scale": network.prior_scale,
         "top_k": network.top_k,
         "prior_rule": network.prior_rule,
+        **({"wait": True} if network.wait else {}),  # only when on: other files keep their bytes
     }
+
+
+def max_wait_of(cfg):
+    """How long a learned policy's wait may hold a GPU since it freed: the delayed rules' bound,
+    ``benchmark.waiting.max_wait_s`` (its schema default when the config has no ``waiting``)."""
+    from sched.config import load_schema
+
+    waiting = cfg["benchmark"].get("waiting")
+    if waiting is None:
+        props = load_schema()["properties"]["benchmark"]["properties"]["waiting"]["properties"]
+        return float(props["max_wait_s"]["default"])
+    return float(waiting["max_wait_s"])
 
 
 #: Training arguments that say how a run ran, not what it computed: kept out of the file.
@@ -86,6 +99,7 @@ def policy_meta(cfg, settings):
         # that the file's sha256, which verdicts bind, changes only with weights and settings
         "train_args": {k: v for k, v in settings.as_dict().items() if k not in RUN_ONLY_ARGS},
         "setting": setting.of_config(cfg),  # the farm it was trained for (rank()'s explanation)
+        **({"max_wait_s": max_wait_of(cfg)} if settings.network.wait else {}),
     }
 
 
@@ -249,6 +263,8 @@ def _check_arch(path, arch):
     top_k = arch.get("top_k", 0)
     if not _is_whole(top_k) or not 0 <= top_k < 2**31:
         raise _bad(path, "meta.arch.top_k", "expected a whole number >= 0", top_k)
+    if not isinstance(arch.get("wait", False), bool):
+        raise _bad(path, "meta.arch.wait", "expected true or false", arch.get("wait"))
 
 
 def _check_meta(path, meta):
@@ -260,8 +276,8 @@ def _check_meta(path, meta):
     if missing:
         raise PolicyFileError(f"{path}: policy file lacks {', '.join(missing)}")
     _check_arch(path, meta["arch"])
-    for key in ("atc_k", "p_ref"):
-        _positive(path, f"meta.{key}", meta[key])
+    for key in ("atc_k", "p_ref") + (("max_wait_s",) if meta["arch"].get("wait") else ()):
+        _positive(path, f"meta.{key}", meta.get(key))
     _check_profile(path, meta["profile"])
     if not isinstance(meta["config_hash"], str):
         raise _bad(path, "meta.config_hash", "expected text", meta["config_hash"])

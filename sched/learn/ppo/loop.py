@@ -63,9 +63,11 @@ ACTION_STREAM = 20261201
 
 
 def make_optimizer(net, ppo):
-    """Adam; the linear score (few weights, the rule mixture) learns ``linear_lr_mult`` x faster."""
-    lin = [p for n, p in net.named_parameters() if n.startswith("linear.")]
-    rest = [p for n, p in net.named_parameters() if not n.startswith("linear.")]
+    """Adam; the linear scores (few weights: the rule mixture, the wait output's) learn
+    ``linear_lr_mult`` x faster."""
+    fast = ("linear.", "wait_linear.")
+    lin = [p for n, p in net.named_parameters() if n.startswith(fast)]
+    rest = [p for n, p in net.named_parameters() if not n.startswith(fast)]
     groups = [{"params": rest, "lr_mult": 1.0}]
     if lin:
         groups.append({"params": lin, "lr_mult": ppo.linear_lr_mult})
@@ -103,6 +105,7 @@ def make_env(cfg, settings, atc_k):
         reward_scale=ppo.reward_scale,
         privileged=ppo.privileged_critic and not grouped,
         action_rng=np.random.default_rng([settings.seed, ACTION_STREAM]),
+        max_wait=policy_file.max_wait_of(cfg) if settings.network.wait else None,
         **extra,
     )
 

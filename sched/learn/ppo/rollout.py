@@ -30,10 +30,9 @@ import torch
 
 from sched.config import ConfigError
 from sched.learn.env.vec_env import VecQueue, reward
-from sched.learn.policy import kernel
+from sched.learn.policy import kernel, wait_head
 from sched.learn.ppo import sampler
 from sched.learn.ppo.update import compute_gae
-from sched.sim import core
 
 
 class Rollout(NamedTuple):
@@ -56,24 +55,32 @@ class Rollout(NamedTuple):
 
 class CompactStore:
     """The decisions of a compiled rollout: candidates' rows (N, K, n_task), context (N, n_ctx),
-    valid-candidate mask (N, K), as torch tensors."""
+    valid-candidate mask (N, K), as torch tensors; with a wait output (``wait``: (wait features
+    (N, N_WAIT), where waiting was on (N,))) those too."""
 
-    def __init__(self, x, ctx, count):
+    def __init__(self, x, ctx, count, wait=None):
         K = x.shape[1]
         self.x = torch.from_numpy(x)
         self.ctx = torch.from_numpy(ctx)
         self.mask = torch.arange(K).unsqueeze(0) < torch.from_numpy(count).unsqueeze(1)
+        self.wait = None if wait is None else tuple(torch.from_numpy(np.ascontiguousarray(a)) for a in wait)
 
     def batch(self, idx):
         # index_select, not x[idx]: the same rows, and torch copies them faster
-        return {
+        out = {
             "x": self.x.index_select(0, idx),
             "ctx": self.ctx.index_select(0, idx),
             "mask": self.mask[idx],
         }
+        if self.wait is not None:
+            out["wait"], out["wait_ok"] = self.wait[0].index_select(0, idx), self.wait[1][idx]
+        return out
 
     def all(self):
-        return {"x": self.x, "ctx": self.ctx, "mask": self.mask}
+        out = {"x": self.x, "ctx": self.ctx, "mask": self.mask}
+        if self.wait is not None:
+            out["wait"], out["wait_ok"] = self.wait
+        return out
 
 
 class CompiledSampler:
@@ -82,17 +89,33 @@ class CompiledSampler:
     def __init__(self, env, net):
         self.top_k = net.top_k
         self.K = net.top_k if net.top_k > 0 else env.tasks
-        self.u = np.empty((env.B, self.K))
+        self.waits = env.max_wait is not None  # the wait output: one uniform more, its column K
+        self.u = np.empty((env.B, self.K + 1 if self.waits else self.K))
         self.qpos = np.empty(env.B, dtype=np.int64)
         self.work = None
 
-    def __call__(self, env, knet, X, C, count, choice, logp):
-        """Sample every slot of ``env`` now, writing its compact observation; returns the queue positions."""
+    def wait_arrays(self, *lead):
+        """Where a rollout keeps the wait features and mask (shape ``lead``), or None without waiting."""
+        if not self.waits:
+            return None
+        return np.zeros((*lead, wait_head.N_WAIT), dtype=np.float32), np.zeros(lead, dtype=np.bool_)
+
+    def __call__(self, env, knet, X, C, count, choice, logp, wait=None):
+        """Sample every slot of ``env`` now, writing its compact observation (and into ``wait``,
+        :meth:`wait_arrays`, the wait's); returns the queue positions."""
+        net = knet.net if self.waits else knet
         if self.work is None:
-            self.work = kernel.workspace(env.tasks, knet)
+            self.work = kernel.workspace(env.tasks, net)
+            self.scratch = wait_head.scratch(knet) if self.waits else None
         env.action_rng.random(out=self.u)
         out = sampler.Samples(X, C, count, choice, logp, self.qpos)
-        sampler.sample_batch(env.state, knet, env.slot_profile, env.slot_week, self.work, self.u, out)
+        if self.waits:
+            wout = sampler.WaitSamples(*wait)
+            sampler.sample_wait_batch(
+                env.state, knet, env.slot_profile, env.slot_week, self.work, self.scratch, self.u, out, wout
+            )
+        else:
+            sampler.sample_batch(env.state, knet, env.slot_profile, env.slot_week, self.work, self.u, out)
         return self.qpos
 
 
@@ -107,13 +130,15 @@ def collect_compiled(env, net, num_steps, draw):
     count = np.zeros((T + 1, B), dtype=np.int64)
     choice = np.zeros((T + 1, B), dtype=np.int64)
     rewards, dones, hints, logp = (np.zeros((T + 1, B), dtype=np.float32) for _ in range(4))
+    wait = draw.wait_arrays(T + 1, B)
     knet = env.kernel_net(net)
     for t in range(T + 1):  # step T only observes: the bootstrap value's context
         hints[t] = env.value_hint()
-        qpos = draw(env, knet, X[t], C[t], count[t], choice[t], logp[t])
+        qpos = draw(env, knet, X[t], C[t], count[t], choice[t], logp[t], wait and (wait[0][t], wait[1][t]))
         if t < T:
             _, rewards[t], dones[t] = env.step(qpos, observe=False)
-    store = CompactStore(X[:T].reshape(T * B, K, -1), C[:T].reshape(T * B, -1), count[:T].reshape(-1))
+    wait = wait and (wait[0][:T].reshape(T * B, -1), wait[1][:T].reshape(-1))
+    store = CompactStore(X[:T].reshape(T * B, K, -1), C[:T].reshape(T * B, -1), count[:T].reshape(-1), wait)
     actions = torch.from_numpy(choice[:T].reshape(-1))
     values = net.critic(torch.from_numpy(C)).squeeze(-1).numpy() + hints
     logp = torch.from_numpy(logp[:T].reshape(-1))
@@ -162,8 +187,7 @@ class GroupedQueue(VecQueue):
         """Apply one action per pending slot; returns the rewards (B,) (0 where a slot has ended)."""
         s = self.state
         live = s.pending >= 0
-        core.apply_batch(s, np.asarray(actions, dtype=np.int64))
-        core.advance_batch(s, True)
+        self.apply(actions)
         r = np.where(live, reward(s.accrued + self._before_first, self.reward_scale), 0.0).astype(np.float32)
         self._before_first[:] = 0.0
         return r
@@ -202,7 +226,7 @@ def collect_groups(env, net, draw, max_steps):
     advantages, flat returns, explained variance of the baseline)."""
     env.load_groups()
     B, K = env.B, draw.K
-    X, C, count, choice, logp, rew, times = [], [], [], [], [], [], []
+    X, C, count, choice, logp, rew, times, Z, ok = [], [], [], [], [], [], [], [], []
     knet = env.kernel_net(net)
     for _ in range(max_steps):
         if env.state.done.all():
@@ -211,7 +235,10 @@ def collect_groups(env, net, draw, max_steps):
         c = np.zeros((B, kernel.N_CTX), dtype=np.float32)
         n, ch, lp = np.zeros(B, dtype=np.int64), np.zeros(B, dtype=np.int64), np.zeros(B, dtype=np.float32)
         t = np.where(env.state.pending >= 0, env.state.t, np.nan)
-        qpos = draw(env, knet, x, c, n, ch, lp)
+        wait = draw.wait_arrays(B)
+        qpos = draw(env, knet, x, c, n, ch, lp, wait)
+        if wait is not None:
+            Z.append(wait[0]), ok.append(wait[1])
         rew.append(env.step_group(qpos))
         X.append(x), C.append(c), count.append(n), choice.append(ch), logp.append(lp), times.append(t)
     times, rew = np.array(times), np.array(rew, dtype=np.float64)
@@ -222,8 +249,9 @@ def collect_groups(env, net, draw, max_steps):
         env.finished.append((int(env.slot_seed[b]), float(env.slot_load[b]), float(env.state.wt_started[b])))
     idx = np.flatnonzero(valid.reshape(-1))
     cnt = np.array(count).reshape(-1)[idx]
+    wait = (np.array(Z).reshape(-1, wait_head.N_WAIT)[idx], np.array(ok).reshape(-1)[idx]) if Z else None
     store = CompactStore(
-        np.array(X).reshape(-1, K, kernel.N_TASK)[idx], np.array(C).reshape(-1, kernel.N_CTX)[idx], cnt
+        np.array(X).reshape(-1, K, kernel.N_TASK)[idx], np.array(C).reshape(-1, kernel.N_CTX)[idx], cnt, wait
     )
     ret = returns.reshape(-1)[idx].astype(np.float32)
     adv = (ret - base.reshape(-1)[idx]).astype(np.float32)

@@ -12,6 +12,10 @@ feature rows in ATC order, the context, the candidate count), the chosen
 candidate and its log-probability (float64 here, float32 in torch's update:
 the first epoch's ratios start within about 1e-6 of 1). The critic's values
 are computed by torch, for the whole rollout in one batched forward.
+
+A policy with a wait output (``train.wait``) samples with :func:`sample_wait_batch`
+(``wait_head.sample``): its choice may be the wait column (the candidate limit K),
+whose queue position is ``wait_head.WAIT``; it writes the wait features and mask too.
 """
 
 from typing import NamedTuple
@@ -20,6 +24,7 @@ import numba as nb
 import numpy as np
 
 from sched.learn.policy import kernel as K
+from sched.learn.policy import wait_head as WH
 
 
 class Samples(NamedTuple):
@@ -60,3 +65,40 @@ def sample_batch(s, net, profiles, weeks, ws, u, out):
         choice[b] = best
         logp[b] = lp
         qpos[b] = ws.cand[best]
+
+
+class WaitSamples(NamedTuple):
+    """What :func:`sample_wait_batch` writes besides :class:`Samples`, per slot b."""
+
+    Z: np.ndarray  #: (B, N_WAIT) the wait features (0 where waiting is off)
+    ok: np.ndarray  #: (B,) bool, whether waiting was on
+
+
+@nb.njit(cache=True)
+def sample_wait_batch(s, wnet, profiles, weeks, ws, sc, u, out, wout):
+    """:func:`sample_batch` of a policy with a wait output (``wait_head.Waiting``; ``sc``: its
+    ``wait_head.scratch``); ``u``: (B, K + 1) uniforms. A sampled wait is column K, queue
+    position ``wait_head.WAIT``."""
+    X, C, count, choice, logp, qpos = out
+    col = ws.cand.shape[0]
+    for b in range(s.n.shape[0]):
+        wout.ok[b] = False
+        if s.pending[b] < 0:
+            count[b] = 0
+            choice[b] = -1
+            qpos[b] = -1
+            continue
+        w = WH.Waiting(K.at(wnet.net, profiles[b], weeks[b]), wnet.head)
+        best, lp, m = WH.sample(s, b, w, ws, sc, u[b])
+        for i in range(m):
+            for f in range(K.N_TASK):
+                X[b, i, f] = ws.X[i, f]
+        for f in range(K.N_CTX):
+            C[b, f] = ws.ctx[f]
+        for f in range(WH.N_WAIT):
+            wout.Z[b, f] = sc.z[f]
+        wout.ok[b] = sc.ok[0]
+        count[b] = m
+        choice[b] = best
+        logp[b] = lp
+        qpos[b] = WH.WAIT if best == col else ws.cand[best]

@@ -179,7 +179,8 @@ def rule_base(rule, k=rules.ATC_K_DEFAULT, alpha=None, max_wait=None):
 
 
 def learned_base(policy, name="ppo"):
-    """A loaded scorer policy (``sched.learn.policy.policy_file.load``) as the planner's base policy."""
+    """A loaded scorer policy (``sched.learn.policy.policy_file.load``) as the planner's base policy
+    (one with a wait output, ``train.wait``: its candidates' scores only, it never holds here)."""
     net = kernel.of_policy(policy)
     return Base(name, P.LEARNED, net.atc_k, net)
 
