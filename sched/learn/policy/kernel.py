@@ -384,9 +384,7 @@ def run(policy, scenarios, machines=1, machine_free=None, week_start_s=0.0):
     greedy ``policy`` (a loaded policy, or a :class:`Net`); ``week_start_s``: each scenario's
     week start (a sequence, one per scenario, or one number for all; ``Scenario.week_start_s``)."""
     if getattr(policy, "waits", False):  # a wait output: its own rollout (sched.learn.policy.wait_head)
-        from sched.learn.policy import wait_head
-
-        return wait_head.run(policy, scenarios, machines, machine_free, week_start_s)
+        return policy.run(scenarios, machines, machine_free, week_start_s)
     net = policy if isinstance(policy, Net) else of_policy(policy)
     scenarios = list(scenarios)
     state, orders = S.pack(scenarios, machines, machine_free)

@@ -31,6 +31,7 @@ from torch import nn
 
 from sched.errors import SchedError
 from sched.learn.policy import features as F
+from sched.learn.policy import wait_head
 
 
 class ArchitectureError(SchedError):
@@ -180,3 +181,7 @@ class Policy:
         self.net = net.eval()
         self.meta = meta
         self.waits = bool(getattr(net, "waits", False))  #: a wait output (``wait_head.run`` acts)
+
+    def run(self, scenarios, machines=1, machine_free=None, week_start_s=0.0):
+        """The greedy rollouts of a policy with a wait output (``kernel.run`` calls it)."""
+        return wait_head.run(self, scenarios, machines, machine_free, week_start_s)

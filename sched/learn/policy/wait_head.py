@@ -16,8 +16,8 @@ Sampled: the Gumbel-max draw over the candidates and wait; its column is the can
 (``ws.cand.shape[0]``: torch's logits put it last), its queue position :data:`WAIT`.
 
 * :func:`greedy`, :func:`sample`: the decision; :func:`apply_batch`: the env's action;
-* :func:`run`: greedy rollouts (``kernel.run`` comes here for a policy with a wait output:
-  the benchmark, ``sched simulate``, ``rank()``, the validation).
+* :func:`run`: greedy rollouts (``kernel.run`` comes here, through the policy's ``run``, for
+  a policy with a wait output: the benchmark, ``sched simulate``, ``rank()``, the validation).
 """
 
 import math
@@ -61,6 +61,10 @@ class Waiting(NamedTuple):
     net: K.Net
     head: Head
     waits = True  # what ``kernel.run`` asks (a class attribute, not a field)
+
+    def run(self, scenarios, machines=1, machine_free=None, week_start_s=0.0):
+        """:func:`run` of this policy (``kernel.run`` calls it)."""
+        return run(self, scenarios, machines, machine_free, week_start_s)
 
 
 class Scratch(NamedTuple):

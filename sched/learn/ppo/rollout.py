@@ -106,16 +106,13 @@ class CompiledSampler:
         net = knet.net if self.waits else knet
         if self.work is None:
             self.work = kernel.workspace(env.tasks, net)
-            self.scratch = wait_head.scratch(knet) if self.waits else None
         env.action_rng.random(out=self.u)
         out = sampler.Samples(X, C, count, choice, logp, self.qpos)
+        slots = (env.state, knet, env.slot_profile, env.slot_week, self.work, self.u, out)
         if self.waits:
-            wout = sampler.WaitSamples(*wait)
-            sampler.sample_wait_batch(
-                env.state, knet, env.slot_profile, env.slot_week, self.work, self.scratch, self.u, out, wout
-            )
+            sampler.sample_wait_batch(*slots, sampler.WaitSamples(*wait))
         else:
-            sampler.sample_batch(env.state, knet, env.slot_profile, env.slot_week, self.work, self.u, out)
+            sampler.sample_batch(*slots)
         return self.qpos
 
 

@@ -75,12 +75,12 @@ class WaitSamples(NamedTuple):
 
 
 @nb.njit(cache=True)
-def sample_wait_batch(s, wnet, profiles, weeks, ws, sc, u, out, wout):
-    """:func:`sample_batch` of a policy with a wait output (``wait_head.Waiting``; ``sc``: its
-    ``wait_head.scratch``); ``u``: (B, K + 1) uniforms. A sampled wait is column K, queue
-    position ``wait_head.WAIT``."""
+def sample_wait_batch(s, wnet, profiles, weeks, ws, u, out, wout):
+    """:func:`sample_batch` of a policy with a wait output (``wait_head.Waiting``); ``u``: (B, K + 1)
+    uniforms. A sampled wait is column K, queue position ``wait_head.WAIT``."""
     X, C, count, choice, logp, qpos = out
     col = ws.cand.shape[0]
+    sc = WH.Scratch(np.empty(WH.N_WAIT), np.empty(wnet.head.b0.shape[0]), np.zeros(1, np.bool_))
     for b in range(s.n.shape[0]):
         wout.ok[b] = False
         if s.pending[b] < 0:
