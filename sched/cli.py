@@ -26,6 +26,7 @@ COMMANDS = (
     "tune",
     "benchmark",
     "farm_bench",
+    "farm_train",
     "replay",
     "fidelity",
     "gather",

@@ -85,3 +85,65 @@ def test_kernel_net_fields_are_the_scorer_s():
 
 if __name__ == "__main__":
     pytest.main([__file__])
+
+
+CHUNKS = {
+    "frames": {"median": 12, "sigma": 1.0, "max": 200},
+    "chunk_frames": 4,
+    "max_gpus": None,
+    "setup_s": 0,
+}
+TRAIN = {"group_size": 2, "num_envs": 4, "iterations": 2, "eval_every": 1, "validation_scenarios": 3,
+         "hidden": 8, "top_k": 4, "patience": 0}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    from sched.config import validate_config
+    from sched.learn.farm import policy_file
+    from sched.learn.farm import train as farm_train
+
+    cfg = validate_config(
+        {"scenario": {"tasks": 25, "machines": 2, "chunks": CHUNKS}, "train": TRAIN}, "test"
+    )
+    net, meta, curve = farm_train.train(cfg, 2.0, seed=5, progress=False)
+    path = tmp_path_factory.mktemp("farm") / "p.pt"
+    policy_file.save(path, net, meta)
+    return cfg, net, meta, curve, path
+
+
+def test_farm_training_starts_at_atc_tuned_and_keeps_its_best_validated_weights(trained):
+    cfg, _net, meta, curve, path = trained
+    from sched.learn.farm import policy_file
+    from sched.learn.farm import train as farm_train
+
+    assert list(curve["iteration"]) == [0, 1, 2]
+    first = curve.iloc[0]
+    assert first["val_mean_twt_s"] == first["val_atc_tuned_twt_s"]  # iteration 0 is the rule, exactly
+    assert meta["val_weighted_tardiness_s"] == curve["val_mean_twt_s"].min()
+    assert curve["val_mean_twt_s"].iloc[meta["best_iteration"]] == meta["val_weighted_tardiness_s"]
+    assert (curve["decisions"].iloc[1:] > 0).all()
+    loaded = policy_file.load(path)  # the file gives the validated score back, through the compiled decision
+    val = farm_train.Validator(cfg, 3, 2.0)
+    assert val(loaded.knet) == pytest.approx(meta["val_weighted_tardiness_s"], rel=1e-9)
+
+
+def test_a_farm_policy_file_that_is_not_one_is_refused_naming_the_field(trained, tmp_path):
+    _cfg, net, meta, _curve, _path = trained
+    from sched.learn.farm import policy_file
+
+    bad = tmp_path / "bad.pt"
+    policy_file.save(bad, net, {**meta, "task_features": ["est_rel"]})
+    with pytest.raises(policy_file.FarmPolicyError, match="meta.task_features"):
+        policy_file.load(bad)
+    torch.save({"format": "other"}, bad)
+    with pytest.raises(policy_file.FarmPolicyError, match="format"):
+        policy_file.load(bad)
+    with torch.no_grad():
+        w = {k: v.clone() for k, v in net.state_dict().items()}
+    w["linear.weight"] = torch.full_like(w["linear.weight"], float("nan"))
+    net2 = scorer.network(8, 4)
+    net2.load_state_dict(w)
+    policy_file.save(bad, net2, meta)
+    with pytest.raises(policy_file.FarmPolicyError, match="linear.weight"):
+        policy_file.load(bad)
