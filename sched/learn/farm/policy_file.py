@@ -81,9 +81,11 @@ def load(path):
         blob = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
     except Exception as exc:  # pickle refusals, truncated files, not a torch file
         raise FarmPolicyError(f"{path}: not a readable farm policy file ({type(exc).__name__})") from None
-    if not isinstance(blob, dict) or blob.get("format") != FORMAT:
-        raise FarmPolicyError(f"{path}: field format: not a farm policy file, got {shorten(blob.get('format'))}"
-                              if isinstance(blob, dict) else f"{path}: not a farm policy file")  # fmt: skip
+    if not isinstance(blob, dict):
+        raise FarmPolicyError(f"{path}: not a farm policy file")
+    if blob.get("format") != FORMAT:
+        got = shorten(blob.get("format"))
+        raise FarmPolicyError(f"{path}: field format: not a farm policy file, got {got}")
     if blob.get("version") != VERSION:
         raise FarmPolicyError(
             f"{path}: field version: expected {VERSION}, got {shorten(blob.get('version'))}"
