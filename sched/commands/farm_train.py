@@ -5,10 +5,6 @@ import sys
 from sched import threads
 from sched.cli import load_cfg
 
-#: The files `sched farm-train --out DIR` writes.
-POLICY = "farm_policy.pt"
-CURVE = "farm_learning_curve.csv"
-
 
 def register(sub):
     s = sub.add_parser(
@@ -17,7 +13,7 @@ def register(sub):
         "with the setting's tuned k, on its training seeds; the best weights on its validation seeds",
     )
     s.add_argument("--tuned", required=True, help="the setting's tuned.json (`sched farm-bench`): ATC's k")
-    s.add_argument("--out", required=True, help=f"output folder ({POLICY}, {CURVE})")
+    s.add_argument("--out", required=True, help="output folder (farm_policy.pt, farm_learning_curve.csv)")
     s.add_argument("--seed", type=int, default=1, help="the training seed (default: %(default)s)")
     threads.add_option(s)
     s.set_defaults(func=run)
@@ -26,7 +22,7 @@ def register(sub):
 def run(args):
     from pathlib import Path
 
-    from sched import files
+    from sched import files, layout
     from sched.errors import UsageError
     from sched.evaluate.policies import read_tuned
     from sched.learn.farm import policy_file
@@ -39,11 +35,11 @@ def run(args):
     net, meta, curve = farm_train.train(cfg, k, seed=args.seed, threads=args.threads)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    policy_file.save(out / POLICY, net, meta)
-    files.write_csv(out / CURVE, curve)
+    policy_file.save(out / layout.FARM_POLICY, net, meta)
+    files.write_csv(out / layout.FARM_CURVE, curve)
     v, a = meta["val_weighted_tardiness_s"], meta["val_atc_tuned_weighted_tardiness_s"]
     print(
         f"best iteration {meta['best_iteration']}: validation mean {v / 1e3:.3f} k w.s, atc-tuned "
         f"{a / 1e3:.3f} k ({(v / a - 1) * 100 if a else 0.0:+.2f} %) on {meta['validation_seeds'][1]} seeds"
     )
-    print(f"wrote {out / POLICY} and {out / CURVE}", file=sys.stderr)
+    print(f"wrote {out / layout.FARM_POLICY} and {out / layout.FARM_CURVE}", file=sys.stderr)
