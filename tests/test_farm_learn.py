@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 import torch
+import yaml
 
 from sched.learn.farm import decide, scorer
 from sched.learn.policy import kernel
@@ -147,3 +148,33 @@ def test_a_farm_policy_file_that_is_not_one_is_refused_naming_the_field(trained,
     policy_file.save(bad, net2, meta)
     with pytest.raises(policy_file.FarmPolicyError, match="linear.weight"):
         policy_file.load(bad)
+
+
+def test_the_learned_farm_policy_is_built_by_the_longer_run_only_and_leaves_the_benchmark_alone():
+    from sched import layout
+    from sched.config import load_yaml, validate_config
+    from sched.pipeline.plan import FARM_LEARNED_FILES, FARM_TRAIN_FILES, Plan
+
+    from .conftest import ROOT
+
+    data = load_yaml(ROOT / "config.yaml")
+    plans = {}
+    for profile in ("default", "full"):
+        cfg = validate_config({**data, "profile": profile}, "config.yaml")
+        plans[profile] = Plan(cfg.to_dict(), cfg)
+    default, full = plans["default"], plans["full"]
+    learned = [n for n, s in full.farm.items() if s.get("train")]
+    assert learned and default.farm_learned() == [] and full.farm_learned() == learned
+    name = learned[0]
+    files = [f"{layout.farm_root(name)}/{f}" for f in FARM_TRAIN_FILES + FARM_LEARNED_FILES]
+    assert not set(files) & set(default.farm_outputs()) and set(files) <= set(full.farm_outputs())
+    # the benchmark's config file has no train block: a train block changes none of its results
+    bare = {**data, "farm": {"settings": [{k: v for k, v in s.items() if k != "train"}
+                                          for s in data["farm"]["settings"]]}}  # fmt: skip
+    cfg = validate_config({**bare, "profile": "full"}, "config.yaml")
+    assert Plan(cfg.to_dict(), cfg).farm_config_text(name) == full.farm_config_text(name)
+    text = yaml.safe_load(full.farm_train_config_text(name))
+    assert (
+        text["train"]["group_size"] >= 2
+        and text["scenario"] == yaml.safe_load(full.farm_config_text(name))["scenario"]
+    )
