@@ -26,6 +26,8 @@ COMMANDS = (
     "tune",
     "benchmark",
     "farm_bench",
+    "farm_train",
+    "farm_learned",
     "replay",
     "fidelity",
     "gather",

@@ -33,6 +33,14 @@ FARM_TABLE = "farm.csv"
 FARM_VERDICT = "farm_verdict.json"
 FARM_CLAIRVOYANT = "clairvoyant.csv"
 FARM_PLAN = "plan_candidacy.json"
+#: The learned farm policy of a setting with a `train` block (the longer run's): `sched farm-train`'s
+#: policy file and learning curve, `sched farm-learned`'s candidacy, rows of farm.csv's columns and
+#: per-scenario rows (sched.learn.farm, sched.evaluate.farm.learned).
+FARM_POLICY = "farm_policy.pt"
+FARM_CURVE = "farm_learning_curve.csv"
+FARM_LEARNED = "farm_learned.json"
+FARM_LEARNED_TABLE = "farm_learned.csv"
+FARM_LEARNED_SCENARIOS = "farm_learned_scenarios.csv"
 CLAIRVOYANT = "clairvoyant.csv"
 DEMO_TABLE = "demo.csv"
 DEMO_GANTT = "demo_gantt.png"

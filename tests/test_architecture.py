@@ -26,6 +26,7 @@ SUBPACKAGES = (
     "learn/env",
     "learn/ppo",
     "learn/search",
+    "learn/farm",
     "evaluate",
     "evaluate/farm",
     "verdict",

@@ -12,6 +12,8 @@
   the training log);
 * ``search``: decision-time search, the candidate evaluator ``lookahead``, ``plan``, the
   gated teacher, distillation and expert iteration;
+* ``farm``: the learned policy on the chunked farm (its compiled decision, its file, PPO on a
+  farm setting's scenarios);
 * ``chain``: the warm start then PPO in one process (``ppo`` imports nothing of ``search``).
 
 docs/architecture.md gives the files to open, in order, for one PPO update and one round of

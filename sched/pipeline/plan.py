@@ -32,6 +32,9 @@ STUDIO = studio.NAME
 #: The files of one chunked farm setting's benchmark (`sched farm-bench`).
 FARM_FILES = (layout.TUNED, layout.FARM_SELECTION, layout.PER_SCENARIO, layout.FARM_TABLE,
               layout.FARM_VERDICT, layout.FARM_CLAIRVOYANT, layout.FARM_PLAN)  # fmt: skip
+#: The files of a farm setting's learned policy (`sched farm-train`, then `sched farm-learned`).
+FARM_TRAIN_FILES = (layout.FARM_POLICY, layout.FARM_CURVE)
+FARM_LEARNED_FILES = (layout.FARM_LEARNED, layout.FARM_LEARNED_TABLE, layout.FARM_LEARNED_SCENARIOS)
 
 
 class PlanError(SchedError):
@@ -311,9 +314,26 @@ class Plan:
                 + [studio.winner_file()])  # fmt: skip
 
     def farm_outputs(self, name=None):
-        """Every chunked farm setting's files (or one's)."""
+        """Every chunked farm setting's files, its learned policy's included (or one's benchmark)."""
         names = [name] if name is not None else list(self.farm)
-        return [f"{layout.farm_root(n)}/{f}" for n in names for f in FARM_FILES]
+        out = [f"{layout.farm_root(n)}/{f}" for n in names for f in FARM_FILES]
+        if name is None:
+            learned = FARM_TRAIN_FILES + FARM_LEARNED_FILES
+            out += [f"{layout.farm_root(n)}/{f}" for n in self.farm_learned() for f in learned]
+        return out
+
+    def farm_learned(self):
+        """The farm settings whose learned policy the run trains and judges: those with a `train`
+        block, in the longer run only (profile full)."""
+        return [n for n, s in self.farm.items() if s.get("train")] if self.profile == "full" else []
+
+    def farm_train_config_text(self, name):
+        """The config file of `sched farm-train` under a farm setting: its benchmark's settings with
+        the setting's `train` block over them (the benchmark's own config file has none)."""
+        chosen = self.farm_settings(name)
+        chosen["train"] = {**chosen.get("train", {}), **copy.deepcopy(self.farm[name]["train"])}
+        path = layout.step_config("farm_train", layout.farm_root(name))
+        return steps.config_text(steps.farm_header(name, "farm-train"), path, chosen)
 
     def farm_plan_arg(self):
         """`sched farm-bench`'s `--plan` (plan's candidacy on the chunked farm): the longer run's."""

@@ -189,7 +189,7 @@ def setting_header(step, setting):
             f"# robustness setting {setting!r} (see config.yaml, robustness.settings).\n")  # fmt: skip
 
 
-def farm_header(name):
-    """The header of a chunked farm setting's config file."""
-    return (f"# Written by the workflow: the settings `sched farm-bench` depends on, under the\n"
+def farm_header(name, command="farm-bench"):
+    """The header of a chunked farm setting's config file (of ``command``'s)."""
+    return (f"# Written by the workflow: the settings `sched {command}` depends on, under the\n"
             f"# chunked farm setting {name!r} (see config.yaml, farm.settings).\n")  # fmt: skip

@@ -170,6 +170,10 @@ class ByWildcards:
         """The text of the farm setting's config file."""
         return self.plan.farm_config_text(wildcards.farm)
 
+    def farm_train_config_text(self, wildcards):
+        """The text of `sched farm-train`'s config file under the farm setting."""
+        return self.plan.farm_train_config_text(wildcards.farm)
+
     def farm_inputs(self, wildcards):
         """The files the farm setting's scenarios are drawn from."""
         return self.plan.farm_inputs(wildcards.farm)

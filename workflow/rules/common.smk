@@ -16,7 +16,7 @@ from sched.errors import SchedError
 from sched.verdict.candidacy import PLAN_RUN, PLAN_TIMES
 from sched.pipeline import candidacy, steps, studio
 from sched.pipeline import wildcards as wc
-from sched.pipeline.plan import FARM_FILES, Plan
+from sched.pipeline.plan import FARM_FILES, FARM_LEARNED_FILES, FARM_TRAIN_FILES, Plan
 from sched.threads import usable_cpus
 
 # Jobs run `python -m sched`: the interpreter running Snakemake (the project's
@@ -42,6 +42,7 @@ HISTORY = PLAN.history   # the queue history: [] turns calibrate-workload, repla
 # names a history: sched/pipeline/studio.py), and the chunked farm settings (config farm.settings)
 ROBUST = PLAN.robust
 FARM = PLAN.farm
+FARM_LEARNED = PLAN.farm_learned()   # the farm settings with a learned policy (profile full)
 STUDIO = studio.NAME
 
 

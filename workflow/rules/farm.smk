@@ -56,3 +56,78 @@ rule farm_benchmark:
     shell:
         "python -m sched --config {input.config:q} farm-bench --out {params.out:q} {params.plan}"
         " --threads {resources.job_threads} > {log:q} 2>&1"
+
+
+# The learned farm policy of a setting with a `train` block, in the longer run only (profile full;
+# Plan.farm_learned): PPO on the setting's training seeds from the ATC prior with its tuned k, then
+# its candidacy and test rows beside the benchmark. The benchmark's own files do not change.
+
+rule farm_train_config:
+    """Write the config file of `sched farm-train` under one farm setting (its benchmark's settings and
+    its `train` block). Runs no command: the text is Plan.farm_train_config_text (sched/pipeline/plan.py)."""
+    output:
+        layout.step_config("farm_train", layout.farm_root("{farm}")),
+    params:
+        text=WC.farm_train_config_text,
+    log:
+        layout.log("farm/{farm}/train_config"),
+    wildcard_constraints:
+        farm="|".join(map(re.escape, FARM_LEARNED)) or "(?!)",
+    localrule: True
+    shell:
+        "printf '%s' {params.text:q} > {output:q} 2> {log:q}"
+
+
+rule farm_train:
+    """Train the farm scorer of one setting by PPO from the ATC prior with the setting's tuned k, the best
+    weights on its validation seeds. Runs `sched farm-train` (sched/commands/farm_train.py ->
+    sched.learn.farm.train.train)."""
+    input:
+        config=layout.step_config("farm_train", layout.farm_root("{farm}")),
+        tuned=f"{layout.farm_root('{farm}')}/{layout.TUNED}",
+        calibration=WC.farm_inputs,
+    output:
+        [f"{layout.farm_root('{farm}')}/{f}" for f in FARM_TRAIN_FILES],
+    params:
+        out=wc.output_dir,
+    log:
+        layout.log("farm/{farm}/train"),
+    benchmark:
+        layout.usage("farm/{farm}/train")
+    wildcard_constraints:
+        farm="|".join(map(re.escape, FARM_LEARNED)) or "(?!)",
+    threads: cores(1)
+    priority: 25
+    resources:
+        job_threads=job_threads,
+    shell:
+        "python -m sched --config {input.config:q} farm-train --tuned {input.tuned:q} --out {params.out:q}"
+        " --threads {resources.job_threads} > {log:q} 2>&1"
+
+
+rule farm_learned:
+    """Judge one setting's learned farm policy beside its benchmark: its candidacy on the selection
+    (validation) seeds, its rows at the setting's sync and at 60 and 300 s on the test seeds. Runs
+    `sched farm-learned` (sched/commands/farm_learned.py -> sched.evaluate.farm.learned.judge)."""
+    input:
+        config=layout.step_config("farm", layout.farm_root("{farm}")),
+        policy=f"{layout.farm_root('{farm}')}/{layout.FARM_POLICY}",
+        bench=[f"{layout.farm_root('{farm}')}/{f}" for f in FARM_FILES],
+        calibration=WC.farm_inputs,
+    output:
+        [f"{layout.farm_root('{farm}')}/{f}" for f in FARM_LEARNED_FILES],
+    params:
+        out=wc.output_dir,
+    log:
+        layout.log("farm/{farm}/learned"),
+    benchmark:
+        layout.usage("farm/{farm}/learned")
+    wildcard_constraints:
+        farm="|".join(map(re.escape, FARM_LEARNED)) or "(?!)",
+    threads: cores(1)
+    priority: 25
+    resources:
+        job_threads=job_threads,
+    shell:
+        "python -m sched --config {input.config:q} farm-learned --bench {params.out:q} --policy {input.policy:q}"
+        " --out {params.out:q} --threads {resources.job_threads} > {log:q} 2>&1"

@@ -6,7 +6,8 @@ dispatchers, the same jobs run whole and the shipped rule at the adapters' sync 
 paired intervals. ``headroom`` adds the clairvoyant reference on the first test seeds
 (``clairvoyant.csv``, its rows of ``farm.csv``); ``plan_candidacy``, plan's candidacy on the
 validation seeds (``plan_candidacy.json``, the longer run). ``caps`` tunes the parallelism limit
-(the most chunks a job runs at once under tuned ATC, :mod:`sched.sim.farm_limits`) on the
-validation seeds. ``report`` renders their rows of ``rapport.md`` (under the first table, and the
-section "Chunked farm settings") from those files.
+(the most chunks a job runs at once under tuned ATC, :mod:`sched.sim.farm_limits`) on the validation
+seeds. ``learned`` judges a learned farm policy (``sched farm-learned``) beside the benchmark: its
+candidacy on the selection seeds and its rows at each sync interval. ``report`` renders their rows
+of ``rapport.md`` (under the first table, and the section "Chunked farm settings") from those files.
 """

@@ -183,22 +183,34 @@ def tune(cfg, scs, seeds, progress=False):
     }
 
 
-def choose(cfg, selection, atc_k, seeds, cap=0):
-    """The shipped decision from the selection table (module docstring, point 2): the record
-    ``farm_verdict.json`` holds."""
+def incumbent_rule(cfg, selection, names):
+    """The shipped-decision rule's one home: (winner, its paired difference with atc-tuned or None,
+    {policy: mean}) over the policies ``names`` of the selection table. The incumbent, atc-tuned, is
+    replaced only by a policy significantly better than it (paired interval below zero), the lowest
+    mean of those (the first in ``names`` on a tie)."""
     b = cfg.benchmark
     _seeds, twt = totals(selection)
     counts = bootstrap_counts(len(_seeds), b["bootstrap_resamples"], b["bootstrap_seed"])
     means = {p: float(v.mean()) for p, v in twt.items()}
     inc = "atc-tuned"
     better = []
-    for p in CANDIDATES:
+    for p in names:
         if p in means and p != inc and means[p] < means[inc]:
             d = paired_difference(twt[p], twt[inc], counts, b["ci_level"])
             if np.isfinite(d[2]) and d[2] < 0:
-                better.append((means[p], CANDIDATES.index(p), p, d))
-    if better:
-        _, _, winner, d = min(better)
+                better.append((means[p], names.index(p), p, d))
+    if not better:
+        return inc, None, means
+    _, _, winner, d = min(better)
+    return winner, d, means
+
+
+def choose(cfg, selection, atc_k, seeds, cap=0):
+    """The shipped decision from the selection table (module docstring, point 2): the record
+    ``farm_verdict.json`` holds."""
+    winner, d, means = incumbent_rule(cfg, selection, CANDIDATES)
+    inc = "atc-tuned"
+    if winner != inc:
         reason = (
             f"{winner} is significantly better than the incumbent atc-tuned on the selection "
             f"(validation) scenarios: {d[0]:+.2f} % [{d[1]:+.2f} %, {d[2]:+.2f} %]; the lowest mean of those"
