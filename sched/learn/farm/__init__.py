@@ -2,9 +2,12 @@
 
 * ``decide``: its decision at a free GPU of the chunked loop, compiled (candidates by ATC on
   remaining work, the jobs' and the farm's features, the scorer's forward, greedy or sampled),
-  and its runs at sync 0 and at the adapters' sync interval;
+  and its run at sync 0;
+* ``synced``: its run at the adapters' sync interval, a ranking a sync (the ``top_k`` candidates
+  ranked by score, greedy or Plackett-Luce sampled; the others after them in ATC order);
 * ``scorer``: the network of the farm's sizes, its compiled form and its runs from Python;
 * ``policy_file``: the farm policy file (validated on reading, no code executed);
 * ``train``: PPO on a farm setting's own training seeds, from the ATC prior, grouped baseline and
-  the patience rule on validation (``sched farm-train``).
+  the patience rule on validation (``sched farm-train``), at ``train.sync_s``;
+* ``rank_ppo``: its rollouts and update at a sync interval (the ranking's log-probability in torch).
 """

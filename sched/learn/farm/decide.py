@@ -20,9 +20,8 @@ limit:
    the scores on the caller's uniforms (one row a decision: a run takes exactly one decision a
    chunk).
 
-At a sync (``sync_s`` > 0, :mod:`sched.sim.sync`'s model) the policy scores every job with a
-waiting chunk (those at their limit too) on a GPU of speed 1 and the farm dispatches by those
-frozen scores until the next sync (:func:`run_synced`).
+At a sync (``sync_s`` > 0) the action is a ranking of the jobs (:mod:`sched.learn.farm.synced`):
+:func:`observe` with ``every`` (the jobs at their limit too, a GPU of speed 1) gives its candidates.
 """
 
 import math
@@ -32,7 +31,7 @@ import numpy as np
 
 from sched.learn.policy import features as F
 from sched.learn.policy.kernel import _tanh
-from sched.sim import chunks, rules, sync
+from sched.sim import chunks, rules
 from sched.sim.chunks import _free_gpu, _start, admit, next_event
 from sched.sim.state import core_jit
 from sched.sim.top import offer
@@ -85,7 +84,7 @@ class Record(NamedTuple):
 
 
 def workspace(candidates, net):
-    """A :class:`Work` for up to ``candidates`` candidates (a sync scores every job: the job count)."""
+    """A :class:`Work` for up to ``candidates`` candidates (a sync observes every job: the job count)."""
     K = max(int(candidates), 1)
     H = net.b0.shape[0]
     return Work(
@@ -115,7 +114,7 @@ def _select(s, ql, at, net, ws, every):
     for q in range(ql):
         if _eligible(s, s.queue[q], every):
             n += 1
-    K = ws.cand.shape[0] if every or net.top_k <= 0 else min(net.top_k, ws.cand.shape[0])
+    K = ws.cand.shape[0] if net.top_k <= 0 else min(net.top_k, ws.cand.shape[0])
     K = min(K, n)
     m, late, rmin, smax = 0, 0, np.inf, -np.inf
     for q in range(ql):
@@ -139,7 +138,7 @@ def _select(s, ql, at, net, ws, every):
 def observe(s, ql, t, deciding, net, ws, every):
     """Write the observation of the decision for GPU ``deciding`` at ``t`` into ``ws``; returns
     the candidate count (0: no job may start). ``every``: a sync's (every job with a waiting
-    chunk, those at their limit too, on a GPU of speed 1, no candidate limit)."""
+    chunk, those at their limit too, on a GPU of speed 1)."""
     v = 1.0 if every else s.speed[deciding]
     n, tot, wwork, blocked = 0, 0.0, 0.0, 0
     for q in range(ql):
@@ -297,52 +296,4 @@ def run_policy(s, net, ws, u, rec):
         tn = next_event(s, t, nxt, N, M)
         if tn == np.inf:
             return d
-        t = tn
-
-
-@core_jit
-def _sync(s, y, ql, t, net, ws):
-    """Score every job of the queue at ``t`` (:func:`observe` with ``every``) and freeze the scores."""
-    if ql == 0:
-        return
-    m = observe(s, ql, t, 0, net, ws, True)
-    score(net, ws, m)
-    for i in range(m):
-        j = s.queue[ws.cand[i]]
-        y.x[j] = ws.v[i]
-        y.y[j] = 0.0
-        y.synced[j] = 1
-
-
-@core_jit
-def run_synced(s, y, net, ws, sync_s):
-    """:func:`sched.sim.sync.run_synced` with the learned policy ranking at the syncs (``ws`` sized
-    for every job); returns the decisions taken."""
-    N, M = s.arr.shape[0], s.mfree.shape[0]
-    _reset(s)
-    for j in range(N):
-        y.synced[j] = 0
-    t, last, nxt, ql, decisions = -np.inf, -np.inf, 0, 0, 0
-    while True:
-        first = nxt
-        nxt, ql = admit(s, t, nxt, ql, N)
-        for j in range(first, nxt):
-            y.synced[j] = 0
-        m = _free_gpu(s, t)
-        if last < t and sync.sync_floor(t, sync_s, False) == t:
-            _sync(s, y, ql, t, net, ws)
-            last = t
-        if m >= 0 and ql > 0:
-            q = sync._pick_farm(s, y, ql)
-            if q >= 0:
-                ql = _start(s, q, ql, m, t, rules.ATC)
-                decisions += 1
-                continue
-        tn = next_event(s, t, nxt, N, M)
-        if tn == np.inf:
-            return decisions
-        ts = sync.sync_floor(tn, sync_s, True)
-        if ts > t:
-            _sync(s, y, ql, ts, net, ws)
-            last = ts
         t = tn

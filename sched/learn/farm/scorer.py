@@ -5,7 +5,8 @@ The network is ``sched.learn.policy.networks.TaskScorer`` with the farm's featur
 feature, the same column as the scorer's. Its compiled form is ``sched.learn.policy.kernel.Net``
 (the same fields; the sizes read from the weights' shapes). A scenario is run from its
 :class:`Farm` (the arrays read once): :func:`ends` (greedy, at sync 0 or at the adapters' sync
-interval), :func:`sampled` (a recorded run on the caller's uniforms).
+interval), :func:`sampled` (a recorded run on the caller's uniforms; :func:`sampled_synced` at a
+sync interval, one ranking a sync).
 """
 
 from typing import NamedTuple
@@ -13,7 +14,7 @@ from typing import NamedTuple
 import numpy as np
 
 from sched.data.objective import weighted_tardiness
-from sched.learn.farm import decide
+from sched.learn.farm import decide, synced
 from sched.learn.policy import kernel
 from sched.learn.policy.networks import TaskScorer
 from sched.sim import chunks, sync
@@ -61,7 +62,9 @@ def ends(knet, farm, machines, sync_s=0.0):
     n = len(order)
     if sync_s > 0:
         y = sync.Synced(np.zeros(n), np.zeros(n), np.zeros(n, np.int64))
-        decide.run_synced(state, y, net, decide.workspace(n, net), float(sync.check_sync(sync_s)))
+        ws = decide.workspace(n, net)
+        greedy, none = np.zeros((0, 1)), synced.record(0, 1)
+        synced.run_ranked(state, y, net, ws, float(sync.check_sync(sync_s)), greedy, none, synced.scratch(n))
     else:
         ws = decide.workspace(net.top_k if net.top_k > 0 else n, net)
         decide.run_policy(state, net, ws, np.zeros((0, 1)), decide.no_record())
@@ -105,3 +108,26 @@ def sampled(knet, farm, machines, u):
     last[D - 1 - first_from_end] = True
     reward = np.where(last, -late[rec.job], 0.0)
     return rec, reward, job_end
+
+
+def sampled_synced(knet, farm, machines, sync_s, u):
+    """A run of the sampling policy ``knet`` ranking at syncs every ``sync_s`` > 0 seconds, with
+    uniforms ``u`` ((``synced.max_syncs``, K) in (0, 1), K >= ``top_k``): (its
+    :class:`synced.RankRecord` of the syncs taken, each job's weighted tardiness (counted jobs
+    only) and the start of its last chunk, in row order; each job's completion in row order)."""
+    state, order = _load(farm, machines)
+    net = kernel.at_week(knet, farm.week_start_s)
+    n = len(order)
+    D, K = u.shape
+    rec = synced.record(D, K)
+    y = sync.Synced(np.zeros(n), np.zeros(n), np.zeros(n, np.int64))
+    ws, sc = decide.workspace(n, net), synced.scratch(n)
+    _taken, d = synced.run_ranked(state, y, net, ws, float(sync.check_sync(sync_s)), u, rec, sc)
+    rec = synced.RankRecord(*(a[:d] for a in rec))
+    job, _chunk, start, end, _m = chunks.unload(state, order)
+    job_end = chunks.job_ends(job, end, n)
+    last_start = np.full(n, -np.inf)
+    np.maximum.at(last_start, job, start)
+    arr, _dur, _est, w, due = farm.arrays
+    late = np.where(arr >= farm.counted_from_s, w * np.maximum(job_end - due, 0.0), 0.0)
+    return rec, late, last_start, job_end

@@ -20,8 +20,11 @@ defaults under the setting's ``train`` block; ``sched.learn.settings.Training``)
 * **Update**: ``sched.learn.ppo.update.ppo_update`` (the clipped surrogate, the entropy bonus over
   the valid candidates, Adam with the linear score's faster rate), the critic's loss weighted 0:
   it takes no part in the grouped advantage.
+* **At a sync interval** (``train.sync_s``, else the setting's ``chunks.sync_s``; > 0): the
+  action is a sync's ranking, rollouts and update in :mod:`sched.learn.farm.rank_ppo`; iteration 0
+  is still atc-tuned, at that interval (``top_k`` > 0: it caps the ranked prefix).
 * **Model selection**: every ``eval_every`` iterations the greedy policy's mean total weighted
-  tardiness on the first ``validation_scenarios`` validation seeds at the setting's ``sync_s``;
+  tardiness on the first ``validation_scenarios`` validation seeds at the training interval;
   the file keeps the best weights (iteration 0, atc-tuned, included); the patience rule stops
   after ``patience`` checks in a row without better weights.
 
@@ -40,7 +43,7 @@ from sched import setting, threads
 from sched.config import seed_range, training_hash
 from sched.data.scenario import generate, scenario_model
 from sched.learn.env.vec_env import p_ref_of
-from sched.learn.farm import decide, policy_file, scorer
+from sched.learn.farm import decide, policy_file, rank_ppo, scorer
 from sched.learn.ppo.loop import ACTION_STREAM, SCENARIO_STREAM, anneal_lr, make_optimizer
 from sched.learn.ppo.rollout import CompactStore, Rollout, leave_one_out
 from sched.learn.ppo.update import ppo_update
@@ -55,6 +58,8 @@ def settings_of(cfg, seed, **overrides):
     """The training settings of a farm setting's config (``overrides``: flat ``train`` keys), checked."""
     s = Training.from_config(cfg, seed=seed, **overrides)
     ppo = s.ppo
+    if sync_of(cfg) > 0 and s.network.top_k <= 0:
+        raise TrainSettingsError("train.top_k: training at a sync interval ranks the top_k candidates; got 0")
     if ppo.group_size < 2 or ppo.num_envs % ppo.group_size:
         raise TrainSettingsError(
             f"train.group_size: the farm's training needs >= 2 dividing train.num_envs ({ppo.num_envs}), "
@@ -69,15 +74,23 @@ def farms(cfg, seeds):
     return [scorer.of_scenario(generate(model, s, warm_up=True)) for s in seeds]
 
 
+def sync_of(cfg):
+    """The sync interval training runs and validates at: ``train.sync_s``, else the setting's
+    ``scenario.chunks.sync_s`` (0: a decision at each free GPU)."""
+    own = cfg.train.to_dict().get("sync_s")
+    return float(cfg.scenario.chunks.get("sync_s", 0.0) if own is None else own)
+
+
 class Validator:
     """The greedy policy's mean total weighted tardiness on the first ``n`` validation seeds, at the
-    setting's sync interval; ``atc``: atc-tuned's (the rule, ``sched.sim.sync``) on them."""
+    sync interval ``sync_s`` (None: :func:`sync_of`); ``atc``: atc-tuned's (the rule,
+    ``sched.sim.sync``) on them."""
 
-    def __init__(self, cfg, n, atc_k):
+    def __init__(self, cfg, n, atc_k, sync_s=None):
         self.seeds = list(seed_range(cfg, "validation"))[:n]
         self.farms = farms(cfg, self.seeds)
         self.machines = cfg.scenario.machines
-        self.sync_s = float(cfg.scenario.chunks.get("sync_s", 0.0))
+        self.sync_s = sync_of(cfg) if sync_s is None else float(sync_s)
         self.atc = self.mean(lambda f: _rule_ends(f, self.machines, atc_k, self.sync_s))
 
     def mean(self, run):
@@ -155,8 +168,14 @@ def train(cfg, atc_k, seed=1, progress=True, log=print, **overrides):
         seeds = [
             train_seeds[int(i)] for i in srng.integers(len(train_seeds), size=ppo.num_envs // ppo.group_size)
         ]
-        rollout, adv, ret, mean_twt = collect(knet(), farms(cfg, seeds), machines, ppo.group_size, urng)
-        stats = ppo_update(net, optimizer, rollout, adv, ret, update_settings, gen) if len(ret) else None
+        if validator.sync_s > 0:  # a ranking a sync (rank_ppo)
+            batch, ret, mean_twt = rank_ppo.collect(
+                knet(), farms(cfg, seeds), machines, ppo.group_size, urng, validator.sync_s
+            )
+            stats = rank_ppo.update(net, optimizer, batch, ret, update_settings, gen) if len(ret) else None
+        else:
+            rollout, adv, ret, mean_twt = collect(knet(), farms(cfg, seeds), machines, ppo.group_size, urng)
+            stats = ppo_update(net, optimizer, rollout, adv, ret, update_settings, gen) if len(ret) else None
         val = math.nan
         if it % ppo.eval_every == 0 or it == ppo.iterations:
             val = validator(knet())
@@ -183,6 +202,7 @@ def train(cfg, atc_k, seed=1, progress=True, log=print, **overrides):
         "setting": setting.of_config(cfg),
         "best_iteration": int(best["iteration"]),
         "validation_seeds": [int(validator.seeds[0]), len(validator.seeds)],
+        "train_sync_s": validator.sync_s,
         "val_weighted_tardiness_s": float(best["score"]),
         "val_atc_tuned_weighted_tardiness_s": float(validator.atc),
     }
