@@ -6,7 +6,8 @@ chosen on its validation scenarios, which ``rank()`` is to run there, against tu
 rule and ``farm-fifo`` on its test scenarios); and the section "Chunked farm settings": every
 policy against ``farm-fifo``, ``farm-balanced`` and tuned ATC, then the comparisons the issue
 names (frame level against the same jobs run whole, the shipped decision against the farm's
-dispatchers at sync 0, 60 and 300 s).
+dispatchers at sync 0, 60 and 300 s), and, in the longer run, the learned farm policy's candidacy
+and test rows (:mod:`.learned_report`).
 """
 
 from pathlib import Path
@@ -15,6 +16,7 @@ import numpy as np
 
 from sched import files, layout
 from sched.evaluate.errors import ReportError
+from sched.evaluate.farm import learned_report
 from sched.evaluate.farm.bench import FARM_COLUMNS, FIFO_CAPPED, SYNCS, WHOLE, sync_name
 from sched.evaluate.farm.headroom import NAME as CLAIRVOYANT
 from sched.report.format import ci, k, pct
@@ -36,6 +38,9 @@ def read_farms(dirs):
             )
         if (d / layout.FARM_PLAN).exists():  # plan's candidacy (the longer run's)
             table.attrs["plan"] = read_json(d / layout.FARM_PLAN)
+        learned = learned_report.read(d)  # the learned farm policy (the longer run's), else None
+        if learned is not None:
+            table.attrs["learned"] = learned
         out.append((d.name, read_json(d / layout.FARM_VERDICT), table))
     return out
 
@@ -119,6 +124,7 @@ def section_lines(farms):
         n = int(table["scenarios"].iloc[0])
         lines += ["", f"### {name}", "", f"Shipped: {_runs(verdict)}; {verdict['reason']}.", ""]
         lines += _comparisons(table, p)
+        lines += learned_report.lines(table.attrs.get("learned"))
         lines += [
             "",
             f"Every policy ({n:,} test scenarios; mean total weighted tardiness in thousands of weighted "

@@ -1,0 +1,100 @@
+"""The learned farm policy in the report (sched.evaluate.farm.learned_report) and in rank() when its
+candidacy ships it (sched.ranking.farm.learned): tiny hand-made files only."""
+
+import json
+
+import pandas as pd
+import pytest
+
+from sched import layout
+from sched.evaluate.errors import ReportError
+from sched.evaluate.farm import learned_report
+from sched.evaluate.farm.bench import FARM_COLUMNS
+from sched.evaluate.farm.report import read_farms, section_lines
+from sched.report import figures
+
+REFS = {"farm-fifo": "farm-fifo", "atc-tuned": "atc-tuned", "shipped": "wmdd"}
+
+
+def _rows(policies, refs, seed=0):
+    """farm.csv rows of ``policies`` against ``refs`` ({reference: its policy}), distinct numbers."""
+    out = []
+    for i, p in enumerate(policies):
+        for j, (r, rp) in enumerate(refs.items()):
+            d = -1.25 - 3 * i - 0.5 * j - seed
+            values = (p, r, rp, 30, 100.0 + i, 110.0, d, d - 1, d + 1, 20, 1, 9 - j)
+            out.append(dict(zip(FARM_COLUMNS, values)))
+    return pd.DataFrame(out, columns=list(FARM_COLUMNS))
+
+
+def farm_folder(tmp_path, learned=True, would_ship=False):
+    """A farm setting's folder: its benchmark's farm.csv and farm_verdict.json, and with ``learned``
+    the files of `sched farm-train` and `sched farm-learned`."""
+    d = tmp_path / "htc"
+    d.mkdir(parents=True)
+    _rows(["wmdd", "atc-tuned"], REFS).to_csv(d / layout.FARM_TABLE, index=False)
+    verdict = {"policy": "wmdd", "atc_k": None, "cap": None, "sync_s": 0.0, "reason": "r"}
+    (d / layout.FARM_VERDICT).write_text(json.dumps(verdict))
+    if not learned:
+        return d
+    t = pd.concat(
+        [
+            _rows(["farm-learned"], REFS, 1),
+            _rows(["farm-learned-sync-60s"], {**REFS, "atc-tuned-sync-60s": "atc-tuned-sync-60s"}, 2),
+            _rows(["farm-learned-sync-300s"], {**REFS, "atc-tuned-sync-300s": "atc-tuned-sync-300s"}, 3),
+        ]
+    )
+    t.to_csv(d / layout.FARM_LEARNED_TABLE, index=False)
+    versus = {"diff_pct": -2.345, "ci_lo_pct": -4.5, "ci_hi_pct": -0.25, "seeds": 100}
+    record = {"policy": "farm-learned", "would_ship": would_ship, "versus_atc_tuned": versus,
+              "shipped_rule": "wmdd", "reason": "the reason of the file"}  # fmt: skip
+    (d / layout.FARM_LEARNED).write_text(json.dumps(record))
+    curve = pd.DataFrame({"iteration": [0, 1, 2, 3], "decisions": [0, 10, 20, 30],
+                          "val_mean_twt_s": [500.0, None, 450.0, 470.0],
+                          "val_atc_tuned_twt_s": [500.0] * 4})  # fmt: skip
+    curve.to_csv(d / layout.FARM_CURVE, index=False)
+    return d
+
+
+def test_without_learned_files_the_farm_section_is_unchanged(tmp_path):
+    bare = read_farms([farm_folder(tmp_path / "a", learned=False)])
+    full = read_farms([farm_folder(tmp_path / "b")])
+    assert "learned" not in bare[0][2].attrs and learned_report.curves(bare) == []
+    lines = section_lines(full)
+    first = next(i for i, x in enumerate(lines) if x.startswith("Learned farm policy")) - 1
+    last = next(i for i, x in enumerate(lines) if x.startswith("On 30 test scenarios"))
+    assert lines[:first] + lines[last + 1 :] == section_lines(bare)
+
+
+def test_the_learned_rows_are_rendered_from_the_files(tmp_path):
+    text = "\n".join(section_lines(read_farms([farm_folder(tmp_path)])))
+    assert "100 selection (validation) scenarios" in text and "-2.3 % [-4.5, -0.2]" in text
+    assert "it does not ship: the reason of the file" in text
+    rows = [x for x in text.splitlines() if x.startswith(("| 0 s", "| 60 s", "| 300 s"))]
+    assert [r.split(" |")[0] for r in rows] == ["| 0 s", "| 60 s", "| 300 s"]
+    assert all(r.endswith(f"| {learned_report.RUN} |") for r in rows)
+    # sync 60: against atc-tuned at 60 s (the 4th reference of its rows), the shipped rule, farm-fifo
+    t = pd.read_csv(tmp_path / "htc" / layout.FARM_LEARNED_TABLE)
+    r60 = t[(t.policy == "farm-learned-sync-60s") & (t.reference == "atc-tuned-sync-60s")].iloc[0]
+    assert f"{r60.diff_pct:+.1f} % [{r60.ci_lo_pct:+.1f}, {r60.ci_hi_pct:+.1f}], 20/1/{r60.losses}" in rows[1]
+    assert "vs the shipped rule (wmdd, sync 0 s)" in text
+    ship = "\n".join(section_lines(read_farms([farm_folder(tmp_path / "s", would_ship=True)])))
+    assert "it ships: the reason of the file" in ship
+
+
+def test_a_learned_record_without_its_fields_is_refused(tmp_path):
+    d = farm_folder(tmp_path)
+    (d / layout.FARM_LEARNED).write_text(json.dumps({"policy": "farm-learned"}))
+    with pytest.raises(ReportError, match="farm_learned.json: field"):
+        read_farms([d])
+
+
+def test_the_learning_curve_is_a_panel_of_the_figure_by_chain(tmp_path):
+    farms = read_farms([farm_folder(tmp_path)])
+    [(name, x, y, atc)] = learned_report.curves(farms)
+    assert name == "htc" and list(x) == [0, 30, 60] and list(y) == [500, 450, 470] and atc == 500
+    log = pd.DataFrame({"iteration": [0, 1], "env_steps": [0, 100], "val_weighted_tardiness_s": [3.0, 2.0]})
+    chains = [("main", {1: log})]
+    assert len(figures.chain_curves_figure(chains).axes) == 1
+    fig = figures.chain_curves_figure(chains, farm=learned_report.curves(farms))
+    assert len(fig.axes) == 2 and len(fig.axes[1].lines) == 2  # the curve and atc-tuned's line
