@@ -98,3 +98,115 @@ def test_the_learning_curve_is_a_panel_of_the_figure_by_chain(tmp_path):
     assert len(figures.chain_curves_figure(chains).axes) == 1
     fig = figures.chain_curves_figure(chains, farm=learned_report.curves(farms))
     assert len(fig.axes) == 2 and len(fig.axes[1].lines) == 2  # the curve and atc-tuned's line
+
+
+# ------------------------------------------------------------------ rank() runs a shipped learned policy
+
+
+def zero_policy(path, atc_k=1.5):
+    """A hand-made farm policy file whose correction is zero: the chunked ATC rule with ``atc_k``."""
+    import torch
+
+    from sched.learn.farm import decide, policy_file
+
+    a = policy_file.arch(hidden=8, top_k=4, prior_scale=1.0)
+    net = policy_file.build(a)
+    with torch.no_grad():
+        net.actor[4].weight.zero_()
+        net.actor[4].bias.zero_()
+    meta = {
+        "arch": a,
+        "atc_k": atc_k,
+        "p_ref": 20.0,
+        "profile": [1.0] * 168,
+        "config_hash": "x",
+        "task_features": list(decide.TASK_FEATURES),
+        "global_features": list(decide.GLOBAL_FEATURES),
+    }
+    policy_file.save(path, net, meta)
+    return meta
+
+
+def learned_farm(tmp_path, would_ship=True):
+    """results/farm/f/farm_verdict.json as `sched farm-learned` writes it, with a zero policy."""
+    import hashlib
+
+    from sched.evaluate.farm.learned import shipped_verdict
+
+    d = tmp_path / "farm" / "f"
+    d.mkdir(parents=True)
+    meta = zero_policy(d / "farm_policy.pt")
+    sha = hashlib.sha256((d / "farm_policy.pt").read_bytes()).hexdigest()
+    rules_verdict = {
+        "policy": "wspt",
+        "rule": "wspt",
+        "atc_k": None,
+        "cap": None,
+        "sync_s": 0.0,
+        "reason": "rules",
+        "selection": {"on": "validation", "seeds": [1, 100], "means": {}},
+        "setting": {"machines": 4, "speeds": None, "load": 0.85, "offered_gpus": 3.4},
+    }
+    record = {"would_ship": would_ship, "policy_file": {"path": str(d / "farm_policy.pt"), "sha256": sha},
+              "versus_atc_tuned": {"diff_pct": -6.0, "ci_lo_pct": -8.0, "ci_hi_pct": -4.0, "seeds": 100},
+              "selection": {"means": {"farm-learned": 1.0}}}  # fmt: skip
+    data = shipped_verdict(rules_verdict, record, meta)
+    (d / layout.FARM_VERDICT).write_text(json.dumps(data))
+    return tmp_path / "farm", data
+
+
+def rank_conf(tmp_path, farm, atc_k=2.0):
+    r = {"winner": str(tmp_path / "w.json"), "tuned": str(tmp_path / "t.json"), "settings": None,
+         "farm_settings": str(farm), "farm_setting": None}  # fmt: skip
+    return {"rank": r, "rules": {"atc_k": atc_k}}
+
+
+def frame_jobs():
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    tasks = [
+        {
+            "id": f"j{i}",
+            "frames": int(rng.integers(1, 40)),
+            "frame_s": float(rng.uniform(1, 30)),
+            "chunk_frames": 4,
+            "weight": float(rng.choice([1.0, 2.0, 4.0])),
+            "due": float(rng.uniform(0, 300)),
+            "max_gpus": int(rng.integers(1, 4)),
+        }
+        for i in range(40)
+    ]
+    tasks[0]["running"] = 2  # running chunks hold GPUs and count against the limit
+    return tasks
+
+
+def test_rank_runs_a_shipped_learned_farm_policy_and_a_zero_correction_is_atc(tmp_path):
+    from sched.ranking.ranker import decide, rank
+
+    farm, data = learned_farm(tmp_path)
+    assert (
+        data["policy"] == "farm-learned"
+        and data["rule"] is None
+        and data["policy_file"]["arch"]["top_k"] == 4
+    )
+    tasks = frame_jobs()
+    d = decide(tasks, now=0.0, machines=4, config=rank_conf(tmp_path, farm))
+    assert d.policy == "farm-learned" and "farm_policy.pt" in d.why
+    atc = rank(tasks, now=0.0, machines=4, policy="atc", config=rank_conf(tmp_path, None, atc_k=1.5))
+    assert d.ids == atc  # zero correction: the chunked ATC rule with the prior's k
+    full = rank(tasks, now=0.0, machines=4, explain=True, config=rank_conf(tmp_path, farm))
+    want = rank(tasks, now=0.0, machines=4, policy="atc", explain=True, config=rank_conf(tmp_path, None, 1.5))
+    assert full.id.tolist() == atc and full.end_s.tolist() == want.end_s.tolist()
+
+
+def test_a_learned_farm_verdict_that_does_not_ship_or_whose_file_changed_is_not_followed(tmp_path):
+    from sched.ranking.ranker import decide
+
+    farm, data = learned_farm(tmp_path / "no", would_ship=False)
+    assert data["policy"] == "wspt"  # the rules' verdict, unchanged
+    assert decide(frame_jobs(), now=0.0, machines=4, config=rank_conf(tmp_path / "no", farm)).policy == "wspt"
+    farm, data = learned_farm(tmp_path / "yes")
+    zero_policy(data["policy_file"]["path"], atc_k=3.0)  # other bytes than the verdict records
+    d = decide(frame_jobs(), now=0.0, machines=4, config=rank_conf(tmp_path / "yes", farm))
+    assert d.policy != "farm-learned" and "sha256" in d.why and "not followed" in d.why
