@@ -10,7 +10,7 @@ from sched import layout
 from sched.evaluate.errors import ReportError
 from sched.evaluate.farm import learned_report
 from sched.evaluate.farm.bench import FARM_COLUMNS
-from sched.evaluate.farm.report import read_farms, section_lines
+from sched.evaluate.farm.report import first_table_lines, read_farms, section_lines
 from sched.report import figures
 
 REFS = {"farm-fifo": "farm-fifo", "atc-tuned": "atc-tuned", "shipped": "wmdd"}
@@ -78,8 +78,18 @@ def test_the_learned_rows_are_rendered_from_the_files(tmp_path):
     r60 = t[(t.policy == "farm-learned-sync-60s") & (t.reference == "atc-tuned-sync-60s")].iloc[0]
     assert f"{r60.diff_pct:+.1f} % [{r60.ci_lo_pct:+.1f}, {r60.ci_hi_pct:+.1f}], 20/1/{r60.losses}" in rows[1]
     assert "vs the shipped rule (wmdd, sync 0 s)" in text
-    ship = "\n".join(section_lines(read_farms([farm_folder(tmp_path / "s", would_ship=True)])))
-    assert "it ships: the reason of the file" in ship
+    d = farm_folder(tmp_path / "s", would_ship=True)
+    shipped = {"policy": "farm-learned", "policy_file": {"path": "p.pt"}, "reason": "r", "sync_s": 0.0}
+    (d / layout.FARM_VERDICT).write_text(json.dumps(shipped))  # its verdict names it: rank() runs it
+    farms = read_farms([d])
+    assert "it ships: the reason of the file" in "\n".join(section_lines(farms))
+    [row] = [x for x in first_table_lines(farms) if x.startswith("| htc |")]
+    r = t[(t.policy == "farm-learned") & (t.reference == "atc-tuned")].iloc[0]
+    assert f"farm-learned (its policy file p.pt; {learned_report.RUN})" in row
+    assert (
+        row.split(" | ")[2]
+        == f"{r.diff_pct:+.1f} % [{r.ci_lo_pct:+.1f}, {r.ci_hi_pct:+.1f}], 20/1/{r.losses}"
+    )
 
 
 def test_a_learned_record_without_its_fields_is_refused(tmp_path):

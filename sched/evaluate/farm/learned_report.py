@@ -19,7 +19,7 @@ import numpy as np
 from sched import files, layout
 from sched.evaluate.errors import ReportError
 from sched.evaluate.farm.bench import FARM_COLUMNS, SYNCS, sync_name
-from sched.evaluate.farm.learned import NAME
+from sched.ranking.farm.learned import NAME
 from sched.report.format import ci, pct
 
 #: Which run writes these files (a farm setting with a ``train`` block, profile full).

@@ -13,6 +13,7 @@ and test rows (:mod:`.learned_report`).
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from sched import files, layout
 from sched.evaluate.errors import ReportError
@@ -39,9 +40,14 @@ def read_farms(dirs):
         if (d / layout.FARM_PLAN).exists():  # plan's candidacy (the longer run's)
             table.attrs["plan"] = read_json(d / layout.FARM_PLAN)
         learned = learned_report.read(d)  # the learned farm policy (the longer run's), else None
+        verdict = read_json(d / layout.FARM_VERDICT)
         if learned is not None:
+            if verdict.get("policy") == learned_report.NAME:  # it ships: its rows are the shipped decision's
+                attrs = dict(table.attrs)
+                table = pd.concat([table, learned["table"]], ignore_index=True)
+                table.attrs.update(attrs)
             table.attrs["learned"] = learned
-        out.append((d.name, read_json(d / layout.FARM_VERDICT), table))
+        out.append((d.name, verdict, table))
     return out
 
 
@@ -62,6 +68,10 @@ def _cell(table, policy, reference):
 
 def _runs(verdict):
     p = verdict["policy"]
+    if isinstance(verdict.get("policy_file"), dict):  # the learned farm policy (its candidacy ships it)
+        return (
+            f"{p} (its policy file {verdict['policy_file'].get('path')}; {learned_report.RUN}), frame level"
+        )
     kk = verdict.get("atc_k")
     sync = verdict.get("sync_s") or 0
     cap = verdict.get("cap")
@@ -74,9 +84,15 @@ def first_table_lines(farms):
     """The chunked settings' rows under the report's first table (none when no farm was built)."""
     if not farms:
         return []
+    trained = any("learned" in t.attrs for _, _, t in farms)
+    kind = (
+        "rules, and a learned policy where the longer run trains one"
+        if trained
+        else "rules only, no training"
+    )
     lines = [
         "",
-        "Chunked farm settings (jobs of frames; rules only, no training): the decision chosen on each "
+        f"Chunked farm settings (jobs of frames; {kind}): the decision chosen on each "
         "setting's validation scenarios, which `rank()` is to run on that farm, against tuned ATC, the "
         "best rule and the farm's own dispatcher `farm-fifo` on its test scenarios (section "
         '"Chunked farm settings").',
@@ -182,12 +198,13 @@ def _comparisons(table, p):
         )
     elif plan is not None:
         out.append(f"- plan on the chunked farm: {plan['reason']}")
+    itself = "itself" if p != learned_report.NAME else "the rules' choice"  # farm_learned.csv's "shipped"
     for s in SYNCS:
         q = sync_name(p, s)
         if _row(table, q, "farm-fifo") is not None:
             out.append(
                 f"- the shipped decision at sync {s:g} s against farm-fifo: {_cell(table, q, 'farm-fifo')}; "
-                f"against farm-balanced: {_cell(table, q, 'farm-balanced')}; against itself at sync 0: "
+                f"against farm-balanced: {_cell(table, q, 'farm-balanced')}; against {itself} at sync 0: "
                 f"{_cell(table, q, 'shipped')}; against atc-tuned at sync {s:g} s: "
                 f"{_cell(table, q, sync_name('atc-tuned', s))}"
             )
