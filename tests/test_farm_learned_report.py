@@ -220,3 +220,23 @@ def test_a_learned_farm_verdict_that_does_not_ship_or_whose_file_changed_is_not_
     zero_policy(data["policy_file"]["path"], atc_k=3.0)  # other bytes than the verdict records
     d = decide(frame_jobs(), now=0.0, machines=4, config=rank_conf(tmp_path / "yes", farm))
     assert d.policy != "farm-learned" and "sha256" in d.why and "not followed" in d.why
+
+
+def test_in_the_longer_run_farm_learned_writes_the_verdict_rank_follows():
+    """Profile full: a trained setting's benchmark writes the rules' verdict apart and `sched
+    farm-learned` writes farm_verdict.json; the default run's files are unchanged."""
+    from sched.config import load_yaml, validate_config
+    from sched.pipeline.plan import FARM_FILES, Plan
+
+    from .conftest import ROOT
+
+    data = load_yaml(ROOT / "config.yaml")
+    default, full = (Plan(c.to_dict(), c) for c in (validate_config({**data, "profile": p}, "config")
+                                                    for p in ("default", "full")))  # fmt: skip
+    assert default.farm_outputs() == [f"{layout.farm_root(n)}/{f}" for n in default.farm for f in FARM_FILES]
+    [name] = full.farm_learned()
+    out = full.farm_outputs()
+    for f in (layout.FARM_RULES_VERDICT, layout.FARM_VERDICT, layout.FARM_LEARNED, layout.FARM_CURVE):
+        assert out.count(f"{layout.farm_root(name)}/{f}") == 1
+    smk = (ROOT / "workflow" / "rules" / "farm.smk").read_text()
+    assert "--verdict {params.out:q}/{params.verdict:q}" in smk and "FARM_SHIP_FILES" in smk
