@@ -41,6 +41,9 @@ FARM_CURVE = "farm_learning_curve.csv"
 FARM_LEARNED = "farm_learned.json"
 FARM_LEARNED_TABLE = "farm_learned.csv"
 FARM_LEARNED_SCENARIOS = "farm_learned_scenarios.csv"
+#: In such a setting the benchmark's own verdict (the rules' choice) is this file, and farm_verdict.json
+#: is `sched farm-learned`'s: the learned policy when its candidacy ships it, else the rules' verdict.
+FARM_RULES_VERDICT = "farm_verdict_rules.json"
 CLAIRVOYANT = "clairvoyant.csv"
 DEMO_TABLE = "demo.csv"
 DEMO_GANTT = "demo_gantt.png"

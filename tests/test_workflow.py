@@ -645,8 +645,8 @@ def test_each_rule_docstring_names_the_code_it_runs():
         if rule in ("step_config", "robust_config"):
             assert "Plan.step_config_text (sched/pipeline/plan.py)" in doc, doc
             continue
-        if rule == "farm_config":
-            assert "Plan.farm_config_text (sched/pipeline/plan.py)" in doc, doc
+        if rule in ("farm_config", "farm_train_config"):
+            assert f"Plan.{rule}_text (sched/pipeline/plan.py)" in doc, doc
             continue
         m = re.search(r"Runs `sched ([\w-]+)` \(sched/commands/(\w+)\.py -> (.+?)\)\.?$", doc)
         assert m, (rule, doc)
@@ -669,6 +669,7 @@ def test_each_rule_docstring_names_the_code_it_runs():
             "validation_replay": "replay",  # studio_validation_replay: `sched replay --validation`
             "trace_workload": "calibrate_workload",  # the trace-like history written, then fitted
             "farm_benchmark": "farm_bench",  # a chunked farm setting's benchmark: `sched farm-bench`
+            "farm_benchmark_learned": "farm_bench",  # ... of a setting that trains a farm policy
             "workload_frames": "calibrate_frames",  # the history's frames fit: `--history`
             "trace_frames": "calibrate_frames",  # the trace-like history with frames written, then fitted
         }

@@ -31,6 +31,12 @@ def register(sub):
         help="run plan's candidacy on the selection (validation) seeds; plan joins the test table when it "
         "pays there (plan_candidacy.json; the longer run's, profile: full)",
     )
+    s.add_argument(
+        "--verdict-file",
+        default=None,
+        help="the file name of the shipped rule's verdict in --out (default farm_verdict.json; a setting "
+        "whose learned policy `sched farm-learned` judges: farm_verdict_rules.json)",
+    )
     threads.add_option(s)
     s.set_defaults(func=run)
 
@@ -90,7 +96,7 @@ def run(args):
             (out / layout.FARM_SELECTION, files.csv_writer(selection)),
             (out / layout.PER_SCENARIO, files.csv_writer(frame)),
             (out / layout.FARM_TABLE, files.csv_writer(table)),
-            (out / layout.FARM_VERDICT, files.json_writer(verdict)),
+            (out / (args.verdict_file or layout.FARM_VERDICT), files.json_writer(verdict)),
             (out / layout.FARM_CLAIRVOYANT, files.csv_writer(cv)),
             (out / layout.FARM_PLAN, files.json_writer(record)),
         ]

@@ -17,6 +17,10 @@ def register(sub):
     s.add_argument("--policy", required=True, help="the farm policy file (`sched farm-train`)")
     s.add_argument("--out", required=True, help="output folder (farm_learned.json, farm_learned.csv, "
                    "farm_learned_scenarios.csv)")  # fmt: skip
+    s.add_argument("--rules-verdict", default=None, help="the benchmark's verdict (default: --bench's "
+                   "farm_verdict.json)")  # fmt: skip
+    s.add_argument("--verdict", default=None, help="write the setting's farm verdict here: the learned "
+                   "policy's when it ships, else the rules' one (sched.ranking.farm.learned)")  # fmt: skip
     s.add_argument("--test-scenarios", type=int, default=None, help="the first N test seeds only")
     threads.add_option(s)
     s.set_defaults(func=run)
@@ -42,7 +46,7 @@ def run(args):
     policy = learned.load(args.policy)
     sync_s = float(cfg.scenario.chunks.get("sync_s", 0.0))
     src = Path(args.bench)
-    verdict = read_json(src / layout.FARM_VERDICT)
+    verdict = read_json(args.rules_verdict or src / layout.FARM_VERDICT)
     selection = files.read_csv(src / layout.FARM_SELECTION, BenchmarkError, dtype={"policy": str})
     frame = files.read_csv(src / layout.PER_SCENARIO, BenchmarkError, dtype={"policy": str})
     sel = farm.selection_seeds(cfg)
@@ -58,13 +62,15 @@ def run(args):
     table = farm.comparisons(both, cfg, verdict["policy"])
     table = table[table["policy"].str.startswith(learned.NAME)].reset_index(drop=True)
     out = Path(args.out)
-    files.write_set(
-        [
-            (out / layout.FARM_LEARNED, files.json_writer(record)),
-            (out / layout.FARM_LEARNED_TABLE, files.csv_writer(table)),
-            (out / layout.FARM_LEARNED_SCENARIOS, files.csv_writer(rows)),
-        ]
-    )
+    written = [
+        (out / layout.FARM_LEARNED, files.json_writer(record)),
+        (out / layout.FARM_LEARNED_TABLE, files.csv_writer(table)),
+        (out / layout.FARM_LEARNED_SCENARIOS, files.csv_writer(rows)),
+    ]
+    if args.verdict is not None:  # the setting's farm verdict, rank()'s
+        shipped = learned.shipped_verdict(verdict, record, policy.meta)
+        written.append((Path(args.verdict), files.json_writer(shipped)))
+    files.write_set(written)
     v = record["versus_atc_tuned"]
     print(
         f"selection (validation, {v['seeds']} seeds): {learned.NAME} vs atc-tuned {v['diff_pct']:+.2f} % "

@@ -35,6 +35,12 @@ FARM_FILES = (layout.TUNED, layout.FARM_SELECTION, layout.PER_SCENARIO, layout.F
 #: The files of a farm setting's learned policy (`sched farm-train`, then `sched farm-learned`).
 FARM_TRAIN_FILES = (layout.FARM_POLICY, layout.FARM_CURVE)
 FARM_LEARNED_FILES = (layout.FARM_LEARNED, layout.FARM_LEARNED_TABLE, layout.FARM_LEARNED_SCENARIOS)
+#: ... of such a setting's benchmark: its verdict is the rules' (FARM_RULES_VERDICT), and
+#: `sched farm-learned` writes farm_verdict.json (the learned policy's when it ships), rank()'s.
+FARM_BENCH_LEARNED_FILES = tuple(
+    layout.FARM_RULES_VERDICT if f == layout.FARM_VERDICT else f for f in FARM_FILES
+)
+FARM_SHIP_FILES = FARM_LEARNED_FILES + (layout.FARM_VERDICT,)
 
 
 class PlanError(SchedError):
@@ -316,10 +322,12 @@ class Plan:
     def farm_outputs(self, name=None):
         """Every chunked farm setting's files, its learned policy's included (or one's benchmark)."""
         names = [name] if name is not None else list(self.farm)
-        out = [f"{layout.farm_root(n)}/{f}" for n in names for f in FARM_FILES]
+        trained = self.farm_learned()
+        out = [f"{layout.farm_root(n)}/{f}" for n in names
+               for f in (FARM_BENCH_LEARNED_FILES if n in trained else FARM_FILES)]  # fmt: skip
         if name is None:
-            learned = FARM_TRAIN_FILES + FARM_LEARNED_FILES
-            out += [f"{layout.farm_root(n)}/{f}" for n in self.farm_learned() for f in learned]
+            learned = FARM_TRAIN_FILES + FARM_SHIP_FILES
+            out += [f"{layout.farm_root(n)}/{f}" for n in trained for f in learned]
         return out
 
     def farm_learned(self):

@@ -36,9 +36,12 @@ NAME_MAX, PATH_MAX = 255, 4095
 # rule: rule id, or None for PPO; why: the reason it runs, in words (explain's column); plan:
 # for the verdict plan, its record (base, settings, budget_ms; rule, k and policy_file are then
 # its base's), else None; wait: a delayed rule's parameters (sched.ranking.hold), else None; cap:
-# a farm verdict's parallelism limit, chunks of a job at once (sched.sim.farm_limits), else None
+# a farm verdict's parallelism limit, chunks of a job at once (sched.sim.farm_limits), else None;
+# farm_policy: a learned farm verdict's policy_file record (sched.ranking.farm.learned), else None
 Choice = namedtuple(
-    "Choice", "name rule k policy_file why sha256 plan wait cap", defaults=("", None, None, None, None)
+    "Choice",
+    "name rule k policy_file why sha256 plan wait cap farm_policy",
+    defaults=("", None, None, None, None, None),
 )
 
 

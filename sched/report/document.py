@@ -19,6 +19,7 @@ from pathlib import Path
 
 from sched import files, layout
 from sched.evaluate.errors import ReportError
+from sched.evaluate.farm.learned_report import curves as farm_curves
 from sched.evaluate.farm.report import first_table_lines as farm_first_lines
 from sched.evaluate.farm.report import read_farms
 from sched.evaluate.farm.report import section_lines as farm_section_lines
@@ -88,7 +89,9 @@ def make_figures(cfg, d, figures_dir):
         made["learning"] = figures.learning_curves(
             d["logs"], fd / FIGURES["learning"], dpi, reference=ref, targets=TARGETS
         )
-        made["chains"] = figures.chain_curves(chains_of(cfg, d), fd / FIGURES["chains"], dpi, reference=ref)
+        made["chains"] = figures.chain_curves(
+            chains_of(cfg, d), fd / FIGURES["chains"], dpi, reference=ref, farm=farm_curves(d.get("farm"))
+        )
     else:
         notes.append(
             f"Learning curves: no training log (`{layout.train_log('<S>')}`) "

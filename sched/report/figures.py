@@ -181,9 +181,9 @@ def learning_curves_figure(logs, unit=UNIT, reference=None, targets=None):
     return fig
 
 
-def chain_curves(chains, path, dpi, unit=UNIT, reference=None):
+def chain_curves(chains, path, dpi, unit=UNIT, reference=None, farm=()):
     """The learning curve of each training chain (:func:`chain_curves_figure`), saved to ``path``."""
-    return save(chain_curves_figure(chains, unit, reference), path, dpi)
+    return save(chain_curves_figure(chains, unit, reference, farm), path, dpi)
 
 
 def _checks(log):
@@ -210,15 +210,22 @@ def chain_mean(logs):
     return mean["env_steps"].to_numpy(), mean["val_weighted_tardiness_s"].to_numpy()
 
 
-def chain_curves_figure(chains, unit=UNIT, reference=None):
+def chain_curves_figure(chains, unit=UNIT, reference=None, farm=()):
     """Validation cost against PPO's decisions simulated, one colour a training chain (issue 48,
     point 1): each seed a thin line from its chain's start (PPO iteration 0: the ATC prior, or the
     policy the warm start and the rounds handed over) through every check, the seeds' mean a thick
     one over the checks every seed reached. ``chains``: [(label, {seed: train log})];
     ``reference``: (label, value in weighted s), ATC on the same validation scenarios. The
-    decisions are counts (the log's ``env_steps``), the same on any machine. Returns the figure."""
+    decisions are counts (the log's ``env_steps``), the same on any machine. ``farm``: the learned
+    farm policies' chains (``sched.evaluate.farm.learned_report.curves``), in a right panel of their
+    own when there are any: their validation scenarios are their farm setting's, so their costs do
+    not share the main chains' axis. Returns the figure."""
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(9, 5))
+    if farm:
+        fig, (ax, right) = plt.subplots(1, 2, figsize=(14, 5), gridspec_kw={"width_ratios": (3, 2)})
+        _farm_panel(right, farm, unit, len(chains))
+    else:
+        fig, ax = plt.subplots(figsize=(9, 5))
     if reference is not None:
         ax.axhline(reference[1] / unit, color="black", ls=":", lw=1, label=reference[0])
     for i, (label, logs) in enumerate(chains):
@@ -244,6 +251,22 @@ def chain_curves_figure(chains, unit=UNIT, reference=None):
     ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
+
+
+def _farm_panel(ax, farm, unit, first):
+    """The learned farm policies' validation mean against the farm decisions PPO simulated (``farm``:
+    [(setting, decisions, mean, atc-tuned's mean or None)]), one colour a setting (after the
+    ``first`` colours of the main chains), atc-tuned dotted."""
+    for i, (label, x, y, atc) in enumerate(farm):
+        color = f"C{first + i}"
+        if atc is not None:
+            ax.axhline(atc / unit, color=color, ls=":", lw=1, label=f"atc-tuned ({label}, same scenarios)")
+        ax.plot(x / 1e6, y / unit, "o-", color=color, lw=2.2, ms=3, label=f"learned farm policy ({label})")
+    ax.set_xlabel("farm decisions simulated by PPO (millions)")
+    ax.set_ylabel("mean weighted tardiness (1,000 weighted s)")
+    ax.set_title("Chunked farm settings: the learned policy's PPO (its own scenarios)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
 
 
 def gantt(scenario, schedules, machines, path, dpi, hours, title):

@@ -16,7 +16,8 @@ from sched.errors import SchedError
 from sched.verdict.candidacy import PLAN_RUN, PLAN_TIMES
 from sched.pipeline import candidacy, steps, studio
 from sched.pipeline import wildcards as wc
-from sched.pipeline.plan import FARM_FILES, FARM_LEARNED_FILES, FARM_TRAIN_FILES, Plan
+from sched.pipeline.plan import (FARM_BENCH_LEARNED_FILES, FARM_FILES, FARM_LEARNED_FILES, FARM_SHIP_FILES,
+                                 FARM_TRAIN_FILES, Plan)
 from sched.threads import usable_cpus
 
 # Jobs run `python -m sched`: the interpreter running Snakemake (the project's

@@ -46,7 +46,7 @@ rule farm_benchmark:
     benchmark:
         layout.usage("farm/{farm}/benchmark")
     wildcard_constraints:
-        farm="|".join(map(re.escape, FARM)) or "(?!)",
+        farm="|".join(map(re.escape, [n for n in FARM if n not in FARM_LEARNED])) or "(?!)",
     threads: cores(1)
     priority: 25   # after the main chain's ready jobs (30), which it must not hold back; in the gaps it leaves
     resources:
@@ -60,7 +60,19 @@ rule farm_benchmark:
 
 # The learned farm policy of a setting with a `train` block, in the longer run only (profile full;
 # Plan.farm_learned): PPO on the setting's training seeds from the ATC prior with its tuned k, then
-# its candidacy and test rows beside the benchmark. The benchmark's own files do not change.
+# its candidacy and test rows beside the benchmark. The benchmark's verdict is then the rules' choice
+# (farm_verdict_rules.json), and farm_learned writes farm_verdict.json, what rank() follows: the
+# learned policy when its candidacy ships it, else the rules' verdict.
+
+use rule farm_benchmark as farm_benchmark_learned with:
+    output:
+        [f"{layout.farm_root('{farm}')}/{f}" for f in FARM_BENCH_LEARNED_FILES],
+    params:
+        out=wc.output_dir,
+        plan=f"{PLAN.farm_plan_arg()} --verdict-file {layout.FARM_RULES_VERDICT}",
+    wildcard_constraints:
+        farm="|".join(map(re.escape, FARM_LEARNED)) or "(?!)",
+
 
 rule farm_train_config:
     """Write the config file of `sched farm-train` under one farm setting (its benchmark's settings and
@@ -107,17 +119,20 @@ rule farm_train:
 
 rule farm_learned:
     """Judge one setting's learned farm policy beside its benchmark: its candidacy on the selection
-    (validation) seeds, its rows at the setting's sync and at 60 and 300 s on the test seeds. Runs
+    (validation) seeds, its rows at the setting's sync and at 60 and 300 s on the test seeds, and the
+    setting's farm_verdict.json (the learned policy's when it ships, sched.ranking.farm.learned). Runs
     `sched farm-learned` (sched/commands/farm_learned.py -> sched.evaluate.farm.learned.judge)."""
     input:
         config=layout.step_config("farm", layout.farm_root("{farm}")),
         policy=f"{layout.farm_root('{farm}')}/{layout.FARM_POLICY}",
-        bench=[f"{layout.farm_root('{farm}')}/{f}" for f in FARM_FILES],
+        bench=[f"{layout.farm_root('{farm}')}/{f}" for f in FARM_BENCH_LEARNED_FILES],
         calibration=WC.farm_inputs,
     output:
-        [f"{layout.farm_root('{farm}')}/{f}" for f in FARM_LEARNED_FILES],
+        [f"{layout.farm_root('{farm}')}/{f}" for f in FARM_SHIP_FILES],
     params:
         out=wc.output_dir,
+        rules=layout.FARM_RULES_VERDICT,
+        verdict=layout.FARM_VERDICT,
     log:
         layout.log("farm/{farm}/learned"),
     benchmark:
@@ -130,4 +145,5 @@ rule farm_learned:
         job_threads=job_threads,
     shell:
         "python -m sched --config {input.config:q} farm-learned --bench {params.out:q} --policy {input.policy:q}"
+        " --rules-verdict {params.out:q}/{params.rules:q} --verdict {params.out:q}/{params.verdict:q}"
         " --out {params.out:q} --threads {resources.job_threads} > {log:q} 2>&1"

@@ -9,5 +9,6 @@ validation seeds (``plan_candidacy.json``, the longer run). ``caps`` tunes the p
 (the most chunks a job runs at once under tuned ATC, :mod:`sched.sim.farm_limits`) on the validation
 seeds. ``learned`` judges a learned farm policy (``sched farm-learned``) beside the benchmark: its
 candidacy on the selection seeds and its rows at each sync interval. ``report`` renders their rows
-of ``rapport.md`` (under the first table, and the section "Chunked farm settings") from those files.
+of ``rapport.md`` (under the first table, and the section "Chunked farm settings") from those files;
+``learned_report`` the learned policy's lines there and its learning curve (the longer run).
 """

@@ -6,8 +6,9 @@
    policy (:data:`NAME`) joins the candidates of the shipped-decision rule
    (:func:`sched.evaluate.farm.bench.incumbent_rule`: atc-tuned is replaced only by a policy
    significantly better than it, the lowest mean of those). ``farm_learned.json`` records its
-   paired difference with atc-tuned and whether it would be shipped. ``farm_verdict.json`` stays
-   the rules' choice: ``rank()`` runs no learned farm policy.
+   paired difference with atc-tuned and whether it ships. When it does, :func:`shipped_verdict`
+   is the farm verdict naming it and its policy file (the record ``rank()`` follows,
+   :mod:`sched.ranking.farm.learned`); when it does not, the rules' verdict unchanged.
 2. **Test rows**: the learned policy at the setting's ``sync_s`` and at the adapters' intervals
    (:data:`sched.evaluate.farm.bench.SYNCS`: ``farm-learned-sync-60s``, ...: at a sync it scores
    every waiting job and the farm dispatches by those frozen scores, ``sched.learn.farm.decide``),
@@ -26,8 +27,9 @@ from sched.evaluate.per_scenario import PER_SCENARIO_COLUMNS, schedule_metrics
 from sched.evaluate.progress import bar
 from sched.evaluate.statistics import bootstrap_counts, paired_difference
 from sched.learn.farm import policy_file, scorer
+from sched.ranking.farm import learned as learned_rank
 
-NAME = "farm-learned"
+NAME = learned_rank.NAME
 
 
 def run(cfg, policy, keys, scs, syncs, progress=False):
@@ -92,3 +94,29 @@ def judge(cfg, selection, learned_sel, path, meta):
 def load(path):
     """The farm policy file ``path`` (``sched.learn.farm.policy_file.load``)."""
     return policy_file.load(path)
+
+
+def shipped_verdict(rules_verdict, record, meta):
+    """The farm verdict of the setting: ``rules_verdict`` (``farm_verdict.json`` of the benchmark)
+    itself when the candidacy ``record`` (:func:`judge`) does not ship the learned policy, else the
+    record naming it: rule and cap null, ``atc_k`` its prior's k, ``policy_file`` its path, sha256
+    and ``meta``'s arch and features (``sched.ranking.farm.learned`` checks them), the rules'
+    setting and sync, and the candidacy as its reason."""
+    if not record["would_ship"]:
+        return rules_verdict
+    v = record["versus_atc_tuned"]
+    return {
+        "policy": NAME,
+        "rule": None,
+        "atc_k": float(meta["atc_k"]),
+        "cap": None,
+        "sync_s": rules_verdict["sync_s"],
+        "reason": (
+            f"{NAME} is significantly better than the incumbent atc-tuned on the selection (validation) "
+            f"scenarios: {v['diff_pct']:+.2f} % [{v['ci_lo_pct']:+.2f} %, {v['ci_hi_pct']:+.2f} %]; the "
+            f"lowest mean of those (the rules' choice: {rules_verdict['policy']})"
+        ),
+        "policy_file": {**record["policy_file"], **{f: meta[f] for f in learned_rank.META}},
+        "selection": {**rules_verdict["selection"], "means": record["selection"]["means"]},
+        "setting": rules_verdict["setting"],
+    }

@@ -6,15 +6,18 @@ chosen on its validation scenarios, which ``rank()`` is to run there, against tu
 rule and ``farm-fifo`` on its test scenarios); and the section "Chunked farm settings": every
 policy against ``farm-fifo``, ``farm-balanced`` and tuned ATC, then the comparisons the issue
 names (frame level against the same jobs run whole, the shipped decision against the farm's
-dispatchers at sync 0, 60 and 300 s).
+dispatchers at sync 0, 60 and 300 s), and, in the longer run, the learned farm policy's candidacy
+and test rows (:mod:`.learned_report`).
 """
 
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from sched import files, layout
 from sched.evaluate.errors import ReportError
+from sched.evaluate.farm import learned_report
 from sched.evaluate.farm.bench import FARM_COLUMNS, FIFO_CAPPED, SYNCS, WHOLE, sync_name
 from sched.evaluate.farm.headroom import NAME as CLAIRVOYANT
 from sched.report.format import ci, k, pct
@@ -36,7 +39,15 @@ def read_farms(dirs):
             )
         if (d / layout.FARM_PLAN).exists():  # plan's candidacy (the longer run's)
             table.attrs["plan"] = read_json(d / layout.FARM_PLAN)
-        out.append((d.name, read_json(d / layout.FARM_VERDICT), table))
+        learned = learned_report.read(d)  # the learned farm policy (the longer run's), else None
+        verdict = read_json(d / layout.FARM_VERDICT)
+        if learned is not None:
+            if verdict.get("policy") == learned_report.NAME:  # it ships: its rows are the shipped decision's
+                attrs = dict(table.attrs)
+                table = pd.concat([table, learned["table"]], ignore_index=True)
+                table.attrs.update(attrs)
+            table.attrs["learned"] = learned
+        out.append((d.name, verdict, table))
     return out
 
 
@@ -57,6 +68,10 @@ def _cell(table, policy, reference):
 
 def _runs(verdict):
     p = verdict["policy"]
+    if isinstance(verdict.get("policy_file"), dict):  # the learned farm policy (its candidacy ships it)
+        return (
+            f"{p} (its policy file {verdict['policy_file'].get('path')}; {learned_report.RUN}), frame level"
+        )
     kk = verdict.get("atc_k")
     sync = verdict.get("sync_s") or 0
     cap = verdict.get("cap")
@@ -69,9 +84,15 @@ def first_table_lines(farms):
     """The chunked settings' rows under the report's first table (none when no farm was built)."""
     if not farms:
         return []
+    trained = any("learned" in t.attrs for _, _, t in farms)
+    kind = (
+        "rules, and a learned policy where the longer run trains one"
+        if trained
+        else "rules only, no training"
+    )
     lines = [
         "",
-        "Chunked farm settings (jobs of frames; rules only, no training): the decision chosen on each "
+        f"Chunked farm settings (jobs of frames; {kind}): the decision chosen on each "
         "setting's validation scenarios, which `rank()` is to run on that farm, against tuned ATC, the "
         "best rule and the farm's own dispatcher `farm-fifo` on its test scenarios (section "
         '"Chunked farm settings").',
@@ -119,6 +140,7 @@ def section_lines(farms):
         n = int(table["scenarios"].iloc[0])
         lines += ["", f"### {name}", "", f"Shipped: {_runs(verdict)}; {verdict['reason']}.", ""]
         lines += _comparisons(table, p)
+        lines += learned_report.lines(table.attrs.get("learned"))
         lines += [
             "",
             f"Every policy ({n:,} test scenarios; mean total weighted tardiness in thousands of weighted "
@@ -176,12 +198,13 @@ def _comparisons(table, p):
         )
     elif plan is not None:
         out.append(f"- plan on the chunked farm: {plan['reason']}")
+    itself = "itself" if p != learned_report.NAME else "the rules' choice"  # farm_learned.csv's "shipped"
     for s in SYNCS:
         q = sync_name(p, s)
         if _row(table, q, "farm-fifo") is not None:
             out.append(
                 f"- the shipped decision at sync {s:g} s against farm-fifo: {_cell(table, q, 'farm-fifo')}; "
-                f"against farm-balanced: {_cell(table, q, 'farm-balanced')}; against itself at sync 0: "
+                f"against farm-balanced: {_cell(table, q, 'farm-balanced')}; against {itself} at sync 0: "
                 f"{_cell(table, q, 'shipped')}; against atc-tuned at sync {s:g} s: "
                 f"{_cell(table, q, sync_name('atc-tuned', s))}"
             )

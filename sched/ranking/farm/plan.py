@@ -22,7 +22,8 @@ verdict** (``farm_verdict.json`` of a chunked farm setting, ``sched farm-bench``
 call's GPUs (count and speeds): of the folders under config ``rank.farm_settings`` (default
 ``results/farm``), the one config ``rank.farm_setting`` names, else the one whose per-GPU load is
 closest to config ``scenario.load`` (then by name): its rule with its tuned k (farm-32's for a call
-on 32 identical GPUs, heavy-tails-chunked's for one GPU). A farm verdict whose fields disagree is
+on 32 identical GPUs, heavy-tails-chunked's for one GPU), or the learned farm policy it ships, run
+greedily from the running chunks (:mod:`sched.ranking.farm.learned`). A farm verdict whose fields disagree is
 not followed, and ``why`` says so. Without one, ``auto`` follows the benchmark's verdict for whole
 tasks when it is a rule; a verdict of a learned policy or of ``plan`` (both plan whole tasks)
 falls back to ATC with the k tuned for the call's GPUs (else config ``rules.atc_k``), saying why.
@@ -37,6 +38,7 @@ import numpy as np
 from sched import layout, setting
 from sched.config import shorten
 from sched.limits import MAX_MACHINES
+from sched.ranking.farm import learned
 from sched.ranking.tasks import RankInputError, RankSetupError
 from sched.ranking.verdict_files import VerdictRefused
 from sched.ranking.verdicts import Choice, _json_file, tuned_k
@@ -95,6 +97,8 @@ def check_farm_verdict(data, path, root="."):
     except setting.SettingError as exc:
         raise RankInputError(f"{path}: {exc}") from None
     name, rule, k, sync, cap = (data.get(f) for f in ("policy", "rule", "atc_k", "sync_s", "cap"))
+    if name == learned.NAME:
+        return _learned_verdict(data, path, root, where)
     if name not in (*rules.ALL_RULES, "atc-tuned", *farm_limits.CAPPED_RULES):
         raise RankInputError(
             f"{path}: field policy: expected a rule, farm-fifo, farm-balanced, atc-tuned, "
@@ -136,6 +140,27 @@ def check_farm_verdict(data, path, root="."):
     return Choice(name, rules.rule_id(rule), k, None, why, cap=cap), where
 
 
+def _learned_verdict(data, path, root, where):
+    """(Choice, setting) of a farm verdict that ships the learned farm policy
+    (:mod:`sched.ranking.farm.learned`: rule and cap null, atc_k its prior's k, policy_file)."""
+    rule, k, sync, cap = (data.get(f) for f in ("rule", "atc_k", "sync_s", "cap"))
+    if not (_positive(sync) or sync == 0) or isinstance(sync, bool):
+        raise RankInputError(f"{path}: field sync_s: expected a number >= 0, got {shorten(sync)}")
+    if k is not None and not _positive(k):
+        raise RankInputError(f"{path}: field atc_k: expected a number > 0 or null, got {shorten(k)}")
+    file, rec = learned.check(data, path, root)
+    if rule is not None or cap is not None:
+        raise VerdictRefused(
+            f"{path}: fields disagree: policy {learned.NAME} runs its policy file, with no rule and no "
+            f"cap, but rule is {shorten(rule)} and cap {shorten(cap)}; the farm verdict is not followed",
+            where,
+        )
+    reason = data.get("reason") if isinstance(data.get("reason"), str) else ""
+    why = f", sync {float(sync):g} s: {shorten(reason, 300)}" if reason else f", sync {float(sync):g} s"
+    k = None if k is None else float(k)
+    return Choice(learned.NAME, None, k, file, why, rec["sha256"], farm_policy=rec), where
+
+
 def _positive(x):
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x > 0
 
@@ -153,6 +178,11 @@ def farm_choice(st, farm):
             continue
         path = os.path.join(folder, name, layout.FARM_VERDICT)
         got = _json_file(path, check_farm_verdict, st.root)
+        if got is not None and not isinstance(got, VerdictRefused) and got[0].farm_policy is not None:
+            try:  # a learned farm verdict: its policy file, checked at each call (cached per version)
+                got = (learned.bind(got[0], got[0].farm_policy, path, got[1]), got[1])
+            except VerdictRefused as exc:
+                got = exc
         if isinstance(got, VerdictRefused):
             if got.where is not None and setting.same_farm(got.where, farm):
                 notes.append(f"; {got}")
@@ -172,6 +202,7 @@ def farm_choice(st, farm):
     how = f"config rank.farm_setting {name}" if pinned else "jobs of frames on these GPUs"
     more = ", the one whose load is closest to config scenario.load" if len(found) > 1 else ""
     k = f" (k = {choice.k:g})" if choice.rule == rules.ATC else ""
+    k += f" (its policy file {choice.policy_file})" if choice.farm_policy is not None else ""
     if choice.cap is not None:
         k += f", each job at most {choice.cap} chunks at once (its limit: min with its max_gpus)"
     why = (
@@ -245,8 +276,11 @@ def plan(q, choice, full):
     inv[rows] = np.arange(q.n)
     run_gpu = np.where(ch.run_gpu >= 0, inv[np.maximum(ch.run_gpu, 0)], -1)
     order = np.empty(q.n, np.int64)
-    k = rules.ATC_K_DEFAULT if choice.k is None else float(choice.k)  # a rule's k: ATC's alone reads it
-    started = rollout(farm, choice.rule, k, run_gpu, order, full)
+    if choice.farm_policy is not None:  # the learned farm policy a farm verdict ships
+        started = learned.runner(choice)(farm, run_gpu, order, full)
+    else:
+        k = rules.ATC_K_DEFAULT if choice.k is None else float(choice.k)  # a rule's k: ATC's alone reads it
+        started = rollout(farm, choice.rule, k, run_gpu, order, full)
     ranked = rows[order[:started]]
     first = farm.first[inv]  # each row's chunk 0
     start, mach = farm.start[first], farm.mach[first]

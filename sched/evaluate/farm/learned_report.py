@@ -1,0 +1,125 @@
+"""The report's lines of a chunked setting's learned farm policy (issue 60, point 2; the longer run,
+``profile: full``), every number read from the files ``sched farm-train`` and ``sched farm-learned``
+wrote in the setting's folder beside its benchmark:
+
+* ``farm_learned.json``: the candidacy on the selection (validation) seeds, its paired difference
+  with the incumbent atc-tuned and whether the shipped-decision rule picks it (``would_ship``);
+* ``farm_learned.csv``: its test rows at sync 0, 60 and 300 s against tuned ATC at the same sync,
+  the shipped rule and ``farm-fifo`` (paired intervals, wins/ties/losses);
+* ``farm_learning_curve.csv``: the validation mean by iteration, drawn in the figure by chain
+  (:func:`curves`, :func:`sched.report.figures.chain_curves`).
+
+A folder without ``farm_learned.json`` (the default run) adds nothing: :func:`read` gives None.
+"""
+
+from pathlib import Path
+
+import numpy as np
+
+from sched import files, layout
+from sched.evaluate.errors import ReportError
+from sched.evaluate.farm.bench import FARM_COLUMNS, SYNCS, sync_name
+from sched.ranking.farm.learned import NAME
+from sched.report.format import ci, pct
+
+#: Which run writes these files (a farm setting with a ``train`` block, profile full).
+RUN = "longer run (profile full)"
+#: The learning curve's columns the report reads.
+CURVE = ("iteration", "decisions", "val_mean_twt_s", "val_atc_tuned_twt_s")
+
+
+def read(folder):
+    """{"record", "table", "curve"} of the learned policy in a farm setting's ``folder``, or None
+    when it has no ``farm_learned.json`` (the curve None when ``farm_learning_curve.csv`` is absent)."""
+    from sched.report.inputs import read_json
+
+    d = Path(folder)
+    if not (d / layout.FARM_LEARNED).exists():
+        return None
+    record = read_json(d / layout.FARM_LEARNED)
+    for field in ("would_ship", "versus_atc_tuned", "shipped_rule", "reason"):
+        if field not in record:
+            raise ReportError(f"{d / layout.FARM_LEARNED}: field {field} is missing")
+    kinds = {"policy": str, "reference": str}
+    table = files.read_csv(d / layout.FARM_LEARNED_TABLE, ReportError, dtype=kinds)
+    if tuple(table.columns) != FARM_COLUMNS:
+        raise ReportError(f"{d / layout.FARM_LEARNED_TABLE}: columns {', '.join(table.columns)}; "
+                          f"expected {', '.join(FARM_COLUMNS)}")  # fmt: skip
+    curve = None
+    if (d / layout.FARM_CURVE).exists():
+        curve = files.read_csv(d / layout.FARM_CURVE, ReportError)
+        missing = [c for c in CURVE if c not in curve.columns]
+        if missing:
+            raise ReportError(f"{d / layout.FARM_CURVE}: column {missing[0]} is missing")
+    return {"record": record, "table": table, "curve": curve}
+
+
+def _cell(table, policy, reference):
+    hit = table[(table["policy"] == policy) & (table["reference"] == reference)]
+    if hit.empty:
+        return "not benchmarked"
+    r = hit.iloc[0]
+    return f"{pct(r.diff_pct)} {ci(r.ci_lo_pct, r.ci_hi_pct)}, {r.wins}/{r.ties}/{r.losses}"
+
+
+def test_rows(learned):
+    """[(sync, row name, vs atc-tuned at that sync, vs the shipped rule, vs farm-fifo)] of the test table:
+    the sync the setting's row runs at first (its name is NAME), then the adapters' others."""
+    table, out = learned["table"], []
+    names = list(dict.fromkeys(table["policy"]))
+    for s in (0.0, *SYNCS):
+        name = NAME if s == 0 else sync_name(NAME, s)
+        if name not in names:
+            continue
+        atc = "atc-tuned" if s == 0 else sync_name("atc-tuned", s)
+        out.append((s, name, _cell(table, name, atc), _cell(table, name, "shipped"),
+                    _cell(table, name, "farm-fifo")))  # fmt: skip
+    return out
+
+
+def lines(learned):
+    """The learned policy's lines of a farm setting's section; none without a learned policy."""
+    if learned is None:
+        return []
+    rec, table = learned["record"], learned["table"]
+    named = table.loc[table["reference"] == "shipped", "reference_policy"].astype(str)
+    shipped = ", ".join(dict.fromkeys(named))
+    v = rec["versus_atc_tuned"]
+    ships = "ships" if rec["would_ship"] else "does not ship"
+    n = int(table["scenarios"].iloc[0]) if len(table) else 0
+    out = [
+        "",
+        f"Learned farm policy ({NAME}; `sched farm-train`, `sched farm-learned`), every row of the {RUN}:",
+        "",
+        f"- candidacy on {v['seeds']} selection (validation) scenarios against the incumbent atc-tuned: "
+        f"{pct(v['diff_pct'])} {ci(v['ci_lo_pct'], v['ci_hi_pct'])}; it {ships}: {rec['reason']}",
+        "",
+        f"| {NAME} at sync | vs atc-tuned (same sync) | vs the shipped rule ({shipped or 'n/a'}, sync 0 s) "
+        f"| vs farm-fifo | run |",
+        "|---|---|---|---|---|",
+    ]
+    for s, _name, atc, rule, fifo in test_rows(learned):
+        out.append(f"| {s:g} s | {atc} | {rule} | {fifo} | {RUN} |")
+    out += [
+        "",
+        f"On {n:,} test scenarios, paired intervals, wins/ties/losses per scenario. Its validation mean "
+        "by iteration: the right panel of the figure by chain (`learning_by_chain.png`).",
+    ]
+    return out
+
+
+def curves(farms):
+    """[(setting, cumulative decisions, validation mean, atc-tuned's on the same seeds)] of each farm
+    setting of ``farms`` (``read_farms``) with a learning curve: the figure by chain's farm panel."""
+    out = []
+    for name, _verdict, table in farms or []:
+        learned = table.attrs.get("learned")
+        if learned is None or learned["curve"] is None:
+            continue
+        c = learned["curve"].sort_values("iteration")
+        x = np.cumsum(c["decisions"].fillna(0).to_numpy(float))
+        keep = c["val_mean_twt_s"].notna().to_numpy()
+        atc = c["val_atc_tuned_twt_s"].dropna()
+        out.append((name, x[keep], c["val_mean_twt_s"].to_numpy(float)[keep],
+                    float(atc.iloc[0]) if len(atc) else None))  # fmt: skip
+    return out
