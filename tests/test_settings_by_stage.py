@@ -30,7 +30,7 @@ def test_every_setting_is_one_described_key_of_train_and_every_key_a_setting():
     described_as = {"seed": "seeds"}  # one of the training seeds
     undescribed = sorted(k for k in keys if not train.get(described_as.get(k, k), {}).get("description"))
     assert not undescribed, f"settings without a schema description: {undescribed}"
-    assert set(train) - WORKFLOW_ONLY == keys - {"seed"}
+    assert set(train) - WORKFLOW_ONLY - set(S.FARM_ONLY) == keys - {"seed"}
     assert set(S.RECORD_ORDER) | set(S.OPTIONAL) == keys
     assert len(S.RECORD_ORDER) + len(S.OPTIONAL) == len(keys)
 
@@ -95,7 +95,7 @@ def test_the_record_keeps_the_order_policy_files_were_written_in():
     """A policy file's ``train_args`` (whose bytes its sha256 binds) lists every setting in the
     order of the one class they once were: the schema's, ``seed`` first, ``privileged_critic``
     after ``atc_k``, without the workflow's keys."""
-    skip = WORKFLOW_ONLY | set(S.OPTIONAL) | {"privileged_critic"}
+    skip = WORKFLOW_ONLY | set(S.OPTIONAL) | set(S.FARM_ONLY) | {"privileged_critic"}
     order = [k for k in _train_schema() if k not in skip]
     order.insert(order.index("atc_k") + 1, "privileged_critic")
     assert list(S.RECORD_ORDER) == ["seed", *order]

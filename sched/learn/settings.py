@@ -189,6 +189,9 @@ RECORD_ORDER = (
 #: no default, so no config or step config names them): a record holds one only when it is on, so
 #: that every file of a training without it keeps its bytes.
 OPTIONAL = {"wait": False}
+#: ``train`` keys read beside the stages by the farm's trainer only (``sched.learn.farm.train.sync_of``):
+#: no stage of the one-queue learner has them.
+FARM_ONLY = ("sync_s",)
 
 
 def defaults():
