@@ -669,14 +669,15 @@ def test_the_calibration_cache_sees_a_rewrite_that_restores_the_mtime(calibrated
 
 
 def test_calibrate_refuses_a_gpu_speed_outside_the_limits(tmp_path):
+    from .conftest import run_here
     from .test_hostile_input import assert_one_line_error
-    from .test_verdict_files import probe
 
     f = pd.read_csv(ROOT / "resources/bench/example_bench_gpus.csv")
     for model, factor, shown in (("a5000", 1e7, "e-08"), ("l40s", 1e-7, "e+0")):
         g = f.copy()
         g.loc[g.gpu == model, "duration_s"] *= factor
         g.to_csv(tmp_path / "b.csv", index=False)
-        code, _, err = probe("calibrate", "b.csv", "--out", "cal.json", cwd=tmp_path)
-        assert_one_line_error(code, err, f"gpu '{model}'", "fitted speed", shown, "[0.001, 1000]")
+        r = run_here("calibrate", "b.csv", "--out", "cal.json", cwd=tmp_path)  # in this process
+        needles = (f"gpu '{model}'", "fitted speed", shown, "[0.001, 1000]")
+        assert_one_line_error(r.returncode, r.stderr, *needles)
         assert not (tmp_path / "cal.json").exists() and not (tmp_path / "cal.png").exists()

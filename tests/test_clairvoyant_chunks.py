@@ -28,7 +28,7 @@ def reference_ends(arrays, cols, speed, rows):
 
 def test_a_list_is_the_reference_simulators_farm_fifo_on_its_places():
     rng = np.random.default_rng(59)
-    for _ in range(150):
+    for _ in range(50):
         arrays, cols, speed, _free = random_farm(rng)
         rows = rng.permutation(len(arrays[0]))
         ends, total = cc.list_ends(arrays, cols, speed, rows)

@@ -47,7 +47,7 @@ def test_torch_and_the_compiled_decision_agree_on_the_recorded_decisions():
         net.actor[4].weight.normal_(0.0, 1.0)
     knet = scorer.compiled(net, 2.0, 20.0, 1.0)
     checked = 0
-    for _ in range(20):
+    for _ in range(8):
         arrays, cols, speed, _free = random_farm(rng)
         farm = scorer.Farm(arrays, chunks.check_chunks(len(arrays[0]), *cols), 0.0, 0.0)
         u = rng.random((scorer.chunk_count(farm), 5))
@@ -69,7 +69,7 @@ def test_torch_and_the_compiled_decision_agree_on_the_recorded_decisions():
 def test_the_greedy_policy_at_a_sync_schedules_every_chunk_in_order():
     rng = np.random.default_rng(11)
     knet = scorer.compiled(scorer.network(8, 4), 2.0, 20.0, 1.0)
-    for _ in range(20):
+    for _ in range(8):
         arrays, cols, speed, _free = random_farm(rng)
         farm = scorer.Farm(arrays, chunks.check_chunks(len(arrays[0]), *cols), 0.0, 0.0)
         for s in (0.0, 60.0):
@@ -82,10 +82,6 @@ def test_kernel_net_fields_are_the_scorer_s():
     knet = scorer.compiled(net, 2.0, 20.0, 1.0)
     assert knet.W0.shape == (8, decide.N_TASK + decide.N_CTX) and knet.lin.shape == (decide.N_TASK,)
     assert isinstance(knet, kernel.Net)
-
-
-if __name__ == "__main__":
-    pytest.main([__file__])
 
 
 CHUNKS = {

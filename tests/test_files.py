@@ -14,9 +14,8 @@ import pytest
 from sched import files
 from sched.files import OutputError
 
-from .conftest import ROOT
+from .conftest import ROOT, run_here
 from .test_hostile_input import assert_one_line_error
-from .test_verdict_files import probe
 
 
 def test_atomic_write_leaves_nothing_on_failure(tmp_path):
@@ -167,23 +166,29 @@ def test_a_killed_writes_temporary_is_removed_by_the_next_write(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["winner.json", running.name])
 
 
+def _here(*args, cwd):
+    """(exit status, stdout, stderr) of `sched ARGS` in this process (conftest.run_here)."""
+    r = run_here(*args, cwd=cwd)
+    return r.returncode, r.stdout, r.stderr
+
+
 def test_an_out_that_is_a_symbolic_link_is_written_through(tmp_path):
     (tmp_path / "real").mkdir()
     target = tmp_path / "real" / "s.csv"
     target.write_text("old\n")
     os.symlink("real/s.csv", tmp_path / "link.csv")
-    code, _, err = probe("scenario", "--seed", "1", "--tasks", "5", "--out", "link.csv", cwd=tmp_path)
+    code, _, err = _here("scenario", "--seed", "1", "--tasks", "5", "--out", "link.csv", cwd=tmp_path)
     assert code == 0, err
     assert (tmp_path / "link.csv").is_symlink() and os.readlink(tmp_path / "link.csv") == "real/s.csv"
     assert pd.read_csv(target).shape[0] == 5
     assert not list((tmp_path / "real").glob(".*.tmp")) and not list(tmp_path.glob(".*.tmp"))
     # a link into a folder that does not exist, a pipe: refused, naming the path
     os.symlink("nowhere/s.csv", tmp_path / "dangling.csv")
-    code, _, err = probe("scenario", "--seed", "1", "--tasks", "5", "--out", "dangling.csv", cwd=tmp_path)
+    code, _, err = _here("scenario", "--seed", "1", "--tasks", "5", "--out", "dangling.csv", cwd=tmp_path)
     assert_one_line_error(code, err, "dangling.csv", "symbolic link", "does not exist")
     assert not (tmp_path / "nowhere").exists()
     os.mkfifo(tmp_path / "fifo.csv")
-    code, _, err = probe("scenario", "--seed", "1", "--tasks", "5", "--out", "fifo.csv", cwd=tmp_path)
+    code, _, err = _here("scenario", "--seed", "1", "--tasks", "5", "--out", "fifo.csv", cwd=tmp_path)
     assert_one_line_error(code, err, "fifo.csv", "not a regular file")
     assert not (tmp_path / "fifo.csv").is_file()
 

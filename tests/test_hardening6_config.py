@@ -18,15 +18,23 @@ from sched import limits
 from sched.config import ConfigError, load_config, validate_config
 from sched.errors import SchedError
 
+from .conftest import run_here
+
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 
 
 def run(args, cwd, timeout=120):
-    out = subprocess.run(
-        [PY, *map(str, args)], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=ENV
-    )
+    """(exit status, stdout, stderr) of ``python ARGS`` in ``cwd``: `-m sched ...` in this process
+    (conftest.run_here: what a command refuses, without a subprocess's imports), a script in a
+    subprocess (its own entry point)."""
+    if list(map(str, args[:2])) == ["-m", "sched"]:
+        out = run_here(*args[2:], cwd=cwd)
+    else:
+        out = subprocess.run(
+            [PY, *map(str, args)], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=ENV
+        )
     return out.returncode, out.stdout, out.stderr
 
 
