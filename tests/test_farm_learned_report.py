@@ -234,9 +234,11 @@ def test_in_the_longer_run_farm_learned_writes_the_verdict_rank_follows():
     default, full = (Plan(c.to_dict(), c) for c in (validate_config({**data, "profile": p}, "config")
                                                     for p in ("default", "full")))  # fmt: skip
     assert default.farm_outputs() == [f"{layout.farm_root(n)}/{f}" for n in default.farm for f in FARM_FILES]
-    [name] = full.farm_learned()
+    names = full.farm_learned()
+    assert names and set(names) <= set(full.farm) and not default.farm_learned()
     out = full.farm_outputs()
-    for f in (layout.FARM_RULES_VERDICT, layout.FARM_VERDICT, layout.FARM_LEARNED, layout.FARM_CURVE):
-        assert out.count(f"{layout.farm_root(name)}/{f}") == 1
+    for name in names:
+        for f in (layout.FARM_RULES_VERDICT, layout.FARM_VERDICT, layout.FARM_LEARNED, layout.FARM_CURVE):
+            assert out.count(f"{layout.farm_root(name)}/{f}") == 1
     smk = (ROOT / "workflow" / "rules" / "farm.smk").read_text()
     assert "--verdict {params.out:q}/{params.verdict:q}" in smk and "FARM_SHIP_FILES" in smk
