@@ -158,3 +158,30 @@ def distil(net, labels, settings, gen):
             total += loss.item() * len(idx)
         last = total / n
     return last
+
+
+def warm_start(cfg, atc_k, seed=1, progress=False, **overrides):
+    """The distilled farm scorer of a chunked setting's config: (network, policy file ``meta`` with
+    its validation score, ``teacher``: the label counts and the last pass's loss)."""
+    from sched import threads
+    from sched.data.model import scenario_model
+    from sched.learn.env.vec_env import p_ref_of
+    from sched.learn.farm import train
+
+    s = train.settings_of(cfg, seed, **overrides)
+    if s.network.top_k <= 0:
+        raise train.TrainSettingsError("train.top_k: the teacher labels the scorer's top_k candidates; got 0")
+    threads.apply(s.threads, torch=True)
+    torch.manual_seed(seed)
+    gen = torch.Generator().manual_seed(seed)
+    model = scenario_model(cfg)
+    p_ref, profile = p_ref_of(model), [float(x) for x in model.load_profile()]
+    net = train.start_network(s.network)
+    knet = scorer.compiled(net, atc_k, p_ref, profile)
+    labels, counts = make_labels(cfg, knet, atc_k, s, lambda seeds: train.farms(cfg, seeds), progress)
+    loss = distil(net, labels, s.distill, gen)
+    validator = train.Validator(cfg, s.validation_scenarios, atc_k, sync_s=0.0)
+    best = {"score": validator(scorer.compiled(net, atc_k, p_ref, profile)), "iteration": 0}
+    meta = train.meta_of(cfg, s, atc_k, p_ref, profile, validator, best)
+    meta["teacher"] = {**counts, "scenarios": int(s.teacher.scenarios), "distill_loss": float(loss)}
+    return net, meta
