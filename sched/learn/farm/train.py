@@ -137,8 +137,8 @@ def collect(knet, groups, machines, group_size, urng):
 
 def train(cfg, atc_k, seed=1, progress=True, log=print, init=None, **overrides):
     """Train the farm scorer (``init``: a warm start, a ``policy_file.FarmPolicy`` of the same
-    architecture and k, taken when better on validation than the prior); returns (network with the best validated weights, its ``meta``, the
-    learning curve as a DataFrame)."""
+    architecture and k, taken when better on validation than the prior); returns (network with the best
+    validated weights, its ``meta``, the learning curve as a DataFrame)."""
     s = settings_of(cfg, seed, **overrides)
     ppo, nets = s.ppo, s.network
     threads.apply(s.threads, torch=True)
