@@ -7,8 +7,7 @@
    bit. At each decision with >= 2 scorer candidates (``decide.observe``: the top_k by ATC on
    remaining work), the label is the index of the teacher's choice among them, kept with that
    observation; a decision whose choice is not among them is skipped and counted (``missed``).
-   The teacher: ``chunks.plan``'s settings (``plan_candidacy.settings``) with ``train.teacher_candidates``,
-   ``teacher_samples`` and ``teacher_z`` in place.
+   The teacher: :func:`teacher_plan`.
 2. **Distillation.** The farm scorer from the ATC prior with a zero correction (atc-tuned), then
    ``train.distill_epochs`` passes of the cross-entropy of its softmax over each decision's
    candidates onto the labels (``distill.cross_entropy``; ``distill_lr``, ``distill_batch``,
@@ -24,6 +23,7 @@ from sched.learn.farm import decide, scorer
 from sched.learn.policy import kernel
 from sched.learn.search import plan_chunks as pc
 from sched.learn.search.distill import cross_entropy
+from sched.learn.settings import TrainSettingsError
 from sched.sim import chunks, rules
 from sched.sim.chunks import _free_gpu, _pick, _start, admit, next_event
 
@@ -75,7 +75,7 @@ def label_farm(knet, farm, machines, atc_k, plan, sigma):
     ``choice``; counts {decisions, labelled, missed, deviations}; each job's completion, row order).
     ``plan``: ``plan_chunks.Settings``; ``sigma``: the estimate noise of its sampled futures."""
     if knet.top_k <= 0:
-        raise ValueError("the teacher labels the scorer's top_k candidates: top_k must be > 0")
+        raise TrainSettingsError("train.top_k: the teacher labels the scorer's top_k candidates; got 0")
     state, order = chunks.load(farm.arrays, farm.cols, machines)
     net = kernel.at_week(knet, farm.week_start_s)
     D, K = scorer.chunk_count(farm), int(net.top_k)
@@ -100,24 +100,24 @@ def label_farm(knet, farm, machines, atc_k, plan, sigma):
 
 
 def teacher_plan(cfg, settings):
-    """The teacher: the setting's planner (``chunks.plan``) with the ``train.teacher_*`` counts."""
-    from sched.evaluate.farm.plan_candidacy import settings as plan_settings
-
-    t = settings.teacher
-    return plan_settings(cfg)._replace(candidates=int(t.candidates), samples=int(t.samples), z=float(t.z))
+    """The teacher: ``train.teacher_candidates``, ``teacher_samples`` and ``teacher_z``, with the
+    setting's planner's ``depth`` and ``seed`` (``chunks.plan``; else 2 and 0)."""
+    t, own = settings.teacher, dict(cfg.scenario.chunks.get("plan") or {})
+    return pc.Settings(
+        int(t.candidates), int(t.samples), float(t.z), int(own.get("seed", 0)), int(own.get("depth", 2))
+    )
 
 
 def make_labels(cfg, knet, atc_k, settings, farms_of, progress=False):
     """The labels of the first ``train.teacher_scenarios`` training seeds, concatenated, and the
     summed counts. ``farms_of``: seeds -> ``scorer.Farm`` list (``train.farms``)."""
     from sched.data.model import scenario_model
-    from sched.evaluate.progress import bar
 
     sigma = float(scenario_model(cfg).sigma)
     plan = teacher_plan(cfg, settings)
     seeds = list(seed_range(cfg, "train"))[: settings.teacher.scenarios]
     parts, counts = [], {"decisions": 0, "labelled": 0, "missed": 0, "deviations": 0}
-    for seed in bar(seeds, "farm teacher", progress):
+    for seed in seeds:
         lab, c, _ends = label_farm(knet, farms_of([seed])[0], cfg.scenario.machines, atc_k, plan, sigma)
         parts.append(lab)
         counts = {k: counts[k] + c[k] for k in counts}
@@ -170,7 +170,7 @@ def warm_start(cfg, atc_k, seed=1, progress=False, **overrides):
 
     s = train.settings_of(cfg, seed, **overrides)
     if s.network.top_k <= 0:
-        raise train.TrainSettingsError("train.top_k: the teacher labels the scorer's top_k candidates; got 0")
+        raise TrainSettingsError("train.top_k: the teacher labels the scorer's top_k candidates; got 0")
     threads.apply(s.threads, torch=True)
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed)
