@@ -27,6 +27,7 @@ COMMANDS = (
     "benchmark",
     "farm_bench",
     "farm_train",
+    "farm_teach",
     "farm_learned",
     "replay",
     "fidelity",

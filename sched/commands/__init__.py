@@ -4,8 +4,9 @@ The modules, by step: ``calibrate``, ``calibrate_workload``, ``calibrate_frames`
 (the inputs);
 ``scenario``, ``simulate`` (one scenario); ``teach``, ``distill``, ``train`` (the policies);
 ``tune``, ``benchmark``, ``gather``, ``clairvoyant``, ``replay`` (the benchmark), ``farm_bench``
-(the chunked farm settings' benchmark), ``farm_train``, ``farm_learned`` (their learned scorer); ``demo``,
-``report``, ``manifest`` (the evidence); ``rank``, ``serve``, ``deadline``, ``opencue`` (the
+(the chunked farm settings' benchmark), ``farm_train``, ``farm_teach``, ``farm_learned`` (their
+learned scorer); ``demo``, ``report``, ``manifest`` (the evidence); ``rank``, ``serve``, ``deadline``,
+``opencue`` (the
 entry point a render queue calls, and the farms' adapters). Here: the options several of them
 share (the policies' inputs, plan's candidacy).
 """

@@ -15,6 +15,9 @@ def register(sub):
     s.add_argument("--tuned", required=True, help="the setting's tuned.json (`sched farm-bench`): ATC's k")
     s.add_argument("--out", required=True, help="output folder (farm_policy.pt, farm_learning_curve.csv)")
     s.add_argument("--seed", type=int, default=1, help="the training seed (default: %(default)s)")
+    s.add_argument(
+        "--init", default=None, help="a warm start (`sched farm-teach`'s farm_policy.pt), kept if better"
+    )
     threads.add_option(s)
     s.set_defaults(func=run)
 
@@ -32,7 +35,12 @@ def run(args):
     if not cfg.scenario.get("chunks"):
         raise UsageError("farm-train: the config has no scenario.chunks (a chunked setting)")
     k = float(read_tuned(args.tuned)["atc_k"])
-    net, meta, curve = farm_train.train(cfg, k, seed=args.seed, threads=args.threads)
+    init = policy_file.load(args.init) if args.init else None
+    if init is not None and init.meta["atc_k"] != k:
+        raise UsageError(
+            f"farm-train: --init {args.init}: field atc_k: {init.meta['atc_k']}, the tuned k is {k}"
+        )
+    net, meta, curve = farm_train.train(cfg, k, seed=args.seed, threads=args.threads, init=init)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     policy_file.save(out / layout.FARM_POLICY, net, meta)

@@ -9,5 +9,7 @@
 * ``policy_file``: the farm policy file (validated on reading, no code executed);
 * ``train``: PPO on a farm setting's own training seeds, from the ATC prior, grouped baseline and
   the patience rule on validation (``sched farm-train``), at ``train.sync_s``;
+* ``teach``: the gated teacher's warm start (``plan_chunks``' choices as labels on the scorer's
+  observations, distilled by cross-entropy; ``sched farm-teach``, ``sched farm-train --init``);
 * ``rank_ppo``: its rollouts and update at a sync interval (the ranking's log-probability in torch).
 """

@@ -135,9 +135,10 @@ def collect(knet, groups, machines, group_size, urng):
     return rollout, cat(adv).astype(np.float32), cat(ret).astype(np.float32), float(np.mean(totals))
 
 
-def train(cfg, atc_k, seed=1, progress=True, log=print, **overrides):
-    """Train the farm scorer; returns (network with the best validated weights, its ``meta``, the
-    learning curve as a DataFrame)."""
+def train(cfg, atc_k, seed=1, progress=True, log=print, init=None, **overrides):
+    """Train the farm scorer (``init``: a warm start, a ``policy_file.FarmPolicy`` of the same
+    architecture and k, taken when better on validation than the prior); returns (network with the best
+    validated weights, its ``meta``, the learning curve as a DataFrame)."""
     s = settings_of(cfg, seed, **overrides)
     ppo, nets = s.ppo, s.network
     threads.apply(s.threads, torch=True)
@@ -147,10 +148,7 @@ def train(cfg, atc_k, seed=1, progress=True, log=print, **overrides):
     urng = np.random.default_rng([seed, ACTION_STREAM])
     model = scenario_model(cfg)
     p_ref, profile = p_ref_of(model), [float(x) for x in model.load_profile()]
-    net = scorer.network(nets.hidden, nets.top_k, nets.prior_scale, nets.atc_prior)
-    with torch.no_grad():  # a correction of exactly zero: iteration 0 is atc-tuned
-        net.actor[4].weight.zero_()
-        net.actor[4].bias.zero_()
+    net = start_network(nets)
     optimizer = make_optimizer(net, ppo)
     update_settings = dataclasses.replace(ppo, vf_coef=0.0)  # the critic takes no part
     validator = Validator(cfg, s.validation_scenarios, atc_k)
@@ -161,6 +159,18 @@ def train(cfg, atc_k, seed=1, progress=True, log=print, **overrides):
         return scorer.compiled(net, atc_k, p_ref, profile)
 
     best = {"score": validator(knet()), "iteration": 0, "state": _copy(net)}
+    want = policy_file.arch(nets.hidden, nets.top_k, nets.prior_scale, nets.atc_prior)
+    if init is not None and init.meta["arch"] != want:
+        raise TrainSettingsError(f"train: the warm start's arch {init.meta['arch']} is not these settings'")
+    if init is not None:  # the warm start, kept only if better on validation than the prior
+        warm = validator(scorer.compiled(init.net, atc_k, p_ref, profile))
+        log(f"warm start: validation {warm / 1e3:.3f} k (atc-tuned {validator.atc / 1e3:.3f} k): "
+            f"{'kept' if warm < best['score'] else 'not kept, PPO from the prior'}")  # fmt: skip
+        kept = {"kept": bool(warm < best["score"]), "val_weighted_tardiness_s": float(warm)}
+        if warm < best["score"]:
+            net.load_state_dict(init.net.state_dict())
+            optimizer = make_optimizer(net, ppo)
+            best = {"score": warm, "iteration": 0, "state": _copy(net)}
     rows = [_row(0, 0, math.nan, best["score"], validator.atc, None)]
     checks_since = 0
     for it in range(1, ppo.iterations + 1):
@@ -190,7 +200,25 @@ def train(cfg, atc_k, seed=1, progress=True, log=print, **overrides):
             log(f"stopped at iteration {it}: {ppo.patience} validation checks without better weights")
             break
     net.load_state_dict(best["state"])
-    meta = {
+    meta = meta_of(cfg, s, atc_k, p_ref, profile, validator, best)
+    if init is not None:
+        meta["warm_start"] = kept
+    return net, meta, pd.DataFrame(rows, columns=list(CURVE_COLUMNS))
+
+
+def start_network(nets):
+    """The farm scorer from the ATC prior with a correction of exactly zero (atc-tuned)."""
+    net = scorer.network(nets.hidden, nets.top_k, nets.prior_scale, nets.atc_prior)
+    with torch.no_grad():
+        net.actor[4].weight.zero_()
+        net.actor[4].bias.zero_()
+    return net
+
+
+def meta_of(cfg, s, atc_k, p_ref, profile, validator, best):
+    """A farm policy file's ``meta`` (``best``: its validation ``score`` and ``iteration``)."""
+    nets = s.network
+    return {
         "arch": policy_file.arch(nets.hidden, nets.top_k, nets.prior_scale, nets.atc_prior),
         "atc_k": float(atc_k),
         "p_ref": p_ref,
@@ -206,7 +234,6 @@ def train(cfg, atc_k, seed=1, progress=True, log=print, **overrides):
         "val_weighted_tardiness_s": float(best["score"]),
         "val_atc_tuned_weighted_tardiness_s": float(validator.atc),
     }
-    return net, meta, pd.DataFrame(rows, columns=list(CURVE_COLUMNS))
 
 
 def _copy(net):
