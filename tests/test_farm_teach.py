@@ -24,7 +24,7 @@ def test_the_labels_are_the_plan_chunks_teacher_s_choices():
     rng = np.random.default_rng(5)
     knet = scorer.compiled(zero_correction(), 2.0, 20.0, 1.0)
     plan, moved = pc.Settings(3, 4, 0.5, 0), 0
-    for _ in range(6):
+    for _ in range(3):
         arrays, cols, speed, _free = random_farm(rng)
         cols = chunks.check_chunks(len(arrays[0]), *cols)
         labels, counts, ends = teach.label_farm(
