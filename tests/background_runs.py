@@ -8,6 +8,9 @@ machine's idle core instead of adding their minutes to the session (issue 45: th
 command within about 13 minutes on 2 cores).
 
 What runs, each only when a selected test asks for it (by fixture name):
+  ``bench_run``      the small benchmark of tests/test_benchmark.py through the command line
+                     (tune, benchmark, its shards), subprocesses: a minute of the foreground's;
+  ``tiny_policy``    conftest's tiny training (the teacher's warm start, then PPO), a subprocess;
   ``workflow_runs``  the two runs of the small config: -j1 on one usable CPU with the local
                      executor, -j4 beside a CPU burner through a cluster executor;
   ``studio_runs``    both projects copied and built on with a robustness setting and the
@@ -25,16 +28,18 @@ from concurrent.futures import ThreadPoolExecutor
 from types import SimpleNamespace
 
 #: The fixtures of the runs started in the background (conftest.py's collection hook).
-FIXTURES = ("workflow_runs", "studio_runs", "robust_run", "slurm_run")
-#: The same, in the order they end in a session (measured: the two runs, then the SLURM run, the
-#: robustness run and the studio runs that build on them): their readers run in this order.
-ENDS = ("workflow_runs", "slurm_run", "robust_run", "studio_runs")
+FIXTURES = ("bench_run", "tiny_policy", "workflow_runs", "studio_runs", "robust_run", "slurm_run")
+#: The same, in the order they end in a session (measured: the benchmark, the training, the two runs,
+#: the SLURM run, the robustness run and the studio runs that build on them): their readers run in
+#: this order.
+ENDS = ("bench_run", "tiny_policy", "workflow_runs", "slurm_run", "robust_run", "studio_runs")
 
 
 class BackgroundRuns:
     """The runs ``wanted`` (names of :data:`FIXTURES`), started in threads under ``base``."""
 
     def __init__(self, base, wanted):
+        from tests import test_benchmark as bm
         from tests import test_slurm_local as sl
         from tests import test_workflow as wf
 
@@ -43,6 +48,10 @@ class BackgroundRuns:
         self.futures = {}
         self.started = time.monotonic()
         self.ended = {}  # name -> seconds from the start at which it ended (the session's summary)
+        if "bench_run" in self.wanted:
+            self._submit("bench_run", bm.bench_run, base / "bench")
+        if "tiny_policy" in self.wanted:
+            self._submit("tiny_policy", tiny_policy, base / "train")
         if "slurm_run" in self.wanted:
             cpus, self.slurm_skip = sl.cluster_state()
             if cpus is not None:
@@ -77,6 +86,34 @@ class BackgroundRuns:
 
     def close(self):
         self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+#: conftest's tiny training in a fresh interpreter: the defaults with 60 tasks a scenario, seed 3.
+TRAIN_SCRIPT = """
+import json, sys
+from sched.config import validate_config
+from sched.learn.chain import train
+from sched.learn.settings import Training
+cfg = validate_config({}, "defaults").replace(scenario={"tasks": 60})
+summary = train(cfg, Training.of(seed=3, **json.loads(sys.argv[2])), sys.argv[1], progress=False)
+print(json.dumps(summary, default=str))
+"""
+
+
+def tiny_policy(base):
+    """(the policy file, the training summary) of conftest.TINY_TRAIN, trained in a subprocess."""
+    import json
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT, TINY_TRAIN
+
+    base.mkdir(parents=True, exist_ok=True)
+    out = base / "politique.pt"
+    args = [sys.executable, "-c", TRAIN_SCRIPT, str(out), json.dumps(TINY_TRAIN)]
+    r = subprocess.run(args, cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-4000:]
+    return out, json.loads(r.stdout.strip().splitlines()[-1])
 
 
 def _base_then_copies(wf, base, copies):

@@ -137,14 +137,11 @@ def tiny_cfg(cfg):
 
 
 @pytest.fixture(scope="session")
-def tiny_policy(tmp_path_factory, tiny_cfg):
-    """A policy file trained for a few iterations, and the training summary."""
-    from sched.learn.chain import train
-    from sched.learn.settings import Training
-
-    out = tmp_path_factory.mktemp("train") / "politique.pt"
-    summary = train(tiny_cfg, Training.of(seed=3, **TINY_TRAIN), out, progress=False)
-    return out, summary
+def tiny_policy(background_runs):
+    """A policy file trained for a few iterations on ``tiny_cfg`` (TINY_TRAIN, seed 3), and the
+    training summary: trained in the background from the session's first test
+    (tests/background_runs.py), so its readers run after the other tests."""
+    return background_runs.result("tiny_policy")
 
 
 #: The scenarios of the agreement tests of a learned policy (compiled scorer against torch's
@@ -257,6 +254,12 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     runs = getattr(config, "sched_runs", None)
     if runs is not None and runs.ended:
         terminalreporter.write_line(f"background workflow runs ended at: {runs.timings()}")
+
+
+@pytest.fixture(scope="session")
+def bench_run(background_runs):
+    """The small benchmark through the command line (tests/test_benchmark.py's ``tiny``)."""
+    return background_runs.result("bench_run")
 
 
 @pytest.fixture(scope="session")

@@ -26,7 +26,7 @@ from sched.sim import reference
 from sched.verdict.summary import SUMMARY_COLUMNS
 from sched.verdict.winner import WINNER_KEYS, choose_winner
 
-from .conftest import ROOT, run_here, starts_unlike_atc
+from .conftest import ROOT, run_cli, run_here, starts_unlike_atc
 
 HEURISTICS = "fifo,spt,edd,wspt,atc,wmdd,atc-tuned"
 TINY = {
@@ -47,22 +47,23 @@ def ok(r):
     return r
 
 
-@pytest.fixture(scope="session")
-def tiny(tmp_path_factory):
-    """A small benchmark run through the command line, as the workflow runs it."""
-    d = tmp_path_factory.mktemp("bench")
+def bench_run(d):
+    """A small benchmark run through the command line, as the workflow runs it, in the folder ``d``:
+    tune, the benchmark, then its shards. Subprocesses, started in the background at the session's
+    first test (tests/background_runs.py): the tests that read it run after the others."""
+    d.mkdir(parents=True, exist_ok=True)
     conf = d / "config.yaml"
     conf.write_text(yaml.safe_dump(TINY))
     cfg = validate_config(yaml.safe_load(conf.read_text()))
     c = ("--config", conf)
     bench, tuned = d / "bench", d / "bench" / "tuned.json"
-    ok(run_here(*c, "tune", "--out", tuned))
-    ok(run_here(*c, "benchmark", "--policies", HEURISTICS, "--tuned", tuned, "--out", bench))
+    ok(run_cli(*c, "tune", "--out", tuned))
+    ok(run_cli(*c, "benchmark", "--policies", HEURISTICS, "--tuned", tuned, "--out", bench))
     shards = []
     for s in shard_ranges(cfg):
         out = d / "shards" / range_text(s)
         ok(
-            run_here(
+            run_cli(
                 *c,
                 "benchmark",
                 "--policies",
@@ -77,6 +78,12 @@ def tiny(tmp_path_factory):
         )
         shards.append(out / "per_scenario.csv")
     return {"dir": d, "conf": conf, "cfg": cfg, "bench": bench, "tuned": tuned, "shards": shards}
+
+
+@pytest.fixture(scope="session")
+def tiny(bench_run):
+    """The small benchmark (:func:`bench_run`), run in the background."""
+    return bench_run
 
 
 # --------------------------------------------------------------------------- seeds
