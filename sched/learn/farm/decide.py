@@ -30,7 +30,7 @@ from typing import NamedTuple
 import numpy as np
 
 from sched.learn.policy import features as F
-from sched.learn.policy.kernel import _tanh
+from sched.learn.policy.kernel import score  # the scorer's forward: the kernel's own (sizes read from ws)
 from sched.sim import chunks, rules
 from sched.sim.chunks import _free_gpu, _start, admit, next_event
 from sched.sim.state import core_jit
@@ -194,37 +194,6 @@ def _context(s, t, deciding, net, ws, m, queue):
         c[N_TASK + f] = mx
     model = F.Model(net.p_ref, net.profile, net.weekly, net.week_start_s)
     F.global_features(s.mfree, s.speed, deciding, t, queue, model, c[2 * N_TASK : _FARM])
-
-
-@core_jit
-def score(net, ws, m):
-    """ws.v[:m] := the scores of the m candidates of ``ws`` (``kernel.score``'s network, these sizes)."""
-    W0, W1, H = net.W0, net.W1, net.b0.shape[0]
-    hc, h0, h1, X, c = ws.hc, ws.h0, ws.h1, ws.X, ws.ctx
-    for i in range(H):
-        acc = net.b0[i]
-        for f in range(N_CTX):
-            acc += W0[i, N_TASK + f] * c[f]
-        hc[i] = acc
-    for q in range(m):
-        for i in range(H):
-            acc = hc[i]
-            for f in range(N_TASK):
-                acc += W0[i, f] * X[q, f]
-            h0[i] = acc
-        _tanh(h0, H)
-        for i in range(H):
-            acc = net.b1[i]
-            for j in range(H):
-                acc += W1[i, j] * h0[j]
-            h1[i] = acc
-        _tanh(h1, H)
-        val = net.b2
-        for i in range(H):
-            val += net.w2[i] * h1[i]
-        for f in range(N_TASK):
-            val += net.lin[f] * X[q, f]
-        ws.v[q] = val
 
 
 @core_jit

@@ -275,15 +275,16 @@ def score(net, ws, m):
     W0, W1 = net.W0, net.W1
     H = net.b0.shape[0]
     hc, h0, h1, X, c = ws.hc, ws.h0, ws.h1, ws.X, ws.ctx
+    n_task, n_ctx = X.shape[1], c.shape[0]  # this kernel's sizes, or the farm's (sched.learn.farm.decide)
     for i in range(H):  # the first layer's context part: once per decision
         acc = net.b0[i]
-        for f in range(N_CTX):
-            acc += W0[i, N_TASK + f] * c[f]
+        for f in range(n_ctx):
+            acc += W0[i, n_task + f] * c[f]
         hc[i] = acc
     for q in range(m):
         for i in range(H):
             acc = hc[i]
-            for f in range(N_TASK):
+            for f in range(n_task):
                 acc += W0[i, f] * X[q, f]
             h0[i] = acc
         _tanh(h0, H)
@@ -296,7 +297,7 @@ def score(net, ws, m):
         val = net.b2
         for i in range(H):
             val += net.w2[i] * h1[i]
-        for f in range(N_TASK):
+        for f in range(n_task):
             val += net.lin[f] * X[q, f]
         ws.v[q] = val
 
