@@ -213,10 +213,16 @@ def kept_most(current, lo, hi):
     return 0
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own, which reads the groups into the test ids
 def pytest_collection_modifyitems(session, config, items):
     """The tests that read the background workflow runs (tests/background_runs.py) go last, in
-    their order: the other tests run while those runs work. Which runs to start is noted here."""
-    from tests.background_runs import ENDS, FIXTURES
+    their order: the other tests run while those runs work. Each reader joins the xdist group of
+    the last-ending run it reads (tests/xdist_units.py: one unit of work a run, or one a reader for
+    :data:`SOLO` runs). Which runs to start is noted here."""
+    from tests.background_runs import ENDS, FIXTURES, SOLO
+
+    def last_run(item):
+        return max((f for f in FIXTURES if f in item.fixturenames), key=ENDS.index)
 
     reads = [bool(set(FIXTURES) & set(getattr(item, "fixturenames", ()))) for item in items]
     config.sched_background = set().union(
@@ -224,25 +230,37 @@ def pytest_collection_modifyitems(session, config, items):
     )
     # the readers of the run that ends first go first (ENDS: the runs in the order they end), so
     # they run while the later runs still work, and only the last run's readers wait at the end
-    readers = sorted(
-        (i for i, r in zip(items, reads) if r),
-        key=lambda i: max(ENDS.index(f) for f in set(FIXTURES) & set(i.fixturenames)),
-    )
+    readers = sorted((i for i, r in zip(items, reads) if r), key=lambda i: ENDS.index(last_run(i)))
+    for item in readers:
+        run = last_run(item)
+        item.add_marker(pytest.mark.xdist_group(f"{'solo-' if run in SOLO else ''}{run}"))
     items[:] = [i for i, r in zip(items, reads) if not r] + readers
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """With ``--dist loadgroup`` (the test command): units of work by module, and one a background
+    run's readers (tests/xdist_units.py)."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from tests.xdist_units import ModulesAndRuns
+
+    return ModulesAndRuns(config, log)
 
 
 @pytest.fixture(scope="session", autouse=True)
 def background_runs(request, tmp_path_factory):
     """The workflow runs the selected tests read, started at the session's first test, in threads
-    (tests/background_runs.py); None when no selected test reads one."""
+    of the first worker (tests/background_runs.py); None when no selected test reads one."""
     wanted = getattr(request.config, "sched_background", set())
     if not wanted:
         yield None
         return
-    from tests.background_runs import BackgroundRuns
+    from tests.background_runs import BackgroundRuns, shared_folder, starts_runs
 
-    runs = BackgroundRuns(tmp_path_factory.mktemp("background"), wanted)
-    request.config.sched_runs = runs
+    base = shared_folder(tmp_path_factory) / "background"
+    base.mkdir(exist_ok=True)
+    runs = BackgroundRuns(base, wanted, start=starts_runs())
     try:
         yield runs
     finally:
@@ -251,15 +269,22 @@ def background_runs(request, tmp_path_factory):
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     """When each background workflow run ended: where the session's minutes go (issue 45)."""
-    runs = getattr(config, "sched_runs", None)
-    if runs is not None and runs.ended:
-        terminalreporter.write_line(f"background workflow runs ended at: {runs.timings()}")
+    from tests.background_runs import timings
+
+    folder = config._tmp_path_factory.getbasetemp() / "background"
+    line = timings(folder) if folder.is_dir() else ""
+    if line:
+        terminalreporter.write_line(f"background workflow runs ended at: {line}")
 
 
 @pytest.fixture(scope="session")
 def bench_run(background_runs):
-    """The small benchmark through the command line (tests/test_benchmark.py's ``tiny``)."""
-    return background_runs.result("bench_run")
+    """The small benchmark through the command line (tests/test_benchmark.py's ``tiny``), with its
+    validated config (``cfg``)."""
+    from sched.config import validate_config
+
+    run = background_runs.result("bench_run")
+    return {**run, "cfg": validate_config(yaml.safe_load(run["conf"].read_text()))}
 
 
 @pytest.fixture(scope="session")
@@ -286,6 +311,4 @@ def robust_run(background_runs):
 def slurm_run(background_runs):
     """The small config through the SLURM profile (tests/test_slurm_local.py), or a skip saying
     why no cluster answers here."""
-    if "slurm_run" not in background_runs.futures:
-        pytest.skip(background_runs.slurm_skip)
     return background_runs.result("slurm_run")

@@ -77,7 +77,7 @@ def bench_run(d):
             )
         )
         shards.append(out / "per_scenario.csv")
-    return {"dir": d, "conf": conf, "cfg": cfg, "bench": bench, "tuned": tuned, "shards": shards}
+    return {"dir": d, "conf": conf, "bench": bench, "tuned": tuned, "shards": shards}
 
 
 @pytest.fixture(scope="session")
