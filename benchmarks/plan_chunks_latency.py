@@ -56,7 +56,7 @@ def main():
     plan = pc.Settings(a.candidates, a.samples, 2.0, 0, a.depth)
     s, w = state(a.jobs, a.gpus, plan)
     p = pc.params(plan, "atc", 1.0, 0.25)
-    pc.reset(s, rules.ATC)
+    chunks.reset(s, rules.ATC)
     _nxt, ql = chunks.admit(s, 0.0, 0, 0, a.jobs)
     m = chunks._free_gpu(s, 0.0)
     w.kfree[:] = s.mfree

@@ -187,18 +187,36 @@ def _start(s, q, ql, m, t, rule):
 
 
 @core_jit
-def run_farm(s, rule, k):
-    """Schedule every chunk of ``s`` with ``rule`` (ATC's look-ahead ``k``); returns the
-    decisions taken. Fills ``start``, ``end`` and ``mach``."""
-    N, M = s.arr.shape[0], s.mfree.shape[0]
-    for j in range(N):
+def reset(s, rule):
+    """The farm ``s`` at its start: no chunk started, every GPU free from ``s.mfree0``, each job's
+    remaining work whole and ``rule``'s static part on it (the start of every run on ``s``)."""
+    for j in range(s.arr.shape[0]):
         s.nextc[j] = 0
         s.run[j] = 0
         s.rem[j] = remaining_work(s.est[j], s.frames[j], s.per[j], s.nch[j], 0, s.setup[j])
         s.static[j] = static_part(rule, s.rem[j], s.w[j])
-    for m in range(M):
+    for m in range(s.mfree.shape[0]):
         s.mfree[m] = s.mfree0[m]
         s.mjob[m] = -1
+
+
+@core_jit
+def hold(s, run_gpu):
+    """After :func:`reset`: the chunks running now (``run_gpu[m]``: the job whose chunk holds GPU m
+    until ``s.mfree0[m]``; -1: none) hold their GPUs and count against their job's limit (a plan
+    made from a farm at work, ``sched.ranking.farm``)."""
+    for m in range(s.mfree.shape[0]):
+        s.mjob[m] = run_gpu[m]
+        if run_gpu[m] >= 0:
+            s.run[run_gpu[m]] += 1
+
+
+@core_jit
+def run_farm(s, rule, k):
+    """Schedule every chunk of ``s`` with ``rule`` (ATC's look-ahead ``k``); returns the
+    decisions taken. Fills ``start``, ``end`` and ``mach``."""
+    N, M = s.arr.shape[0], s.mfree.shape[0]
+    reset(s, rule)
     t, nxt, ql, decisions = -np.inf, 0, 0, 0
     while True:
         nxt, ql = admit(s, t, nxt, ql, N)

@@ -115,15 +115,8 @@ def run_synced(s, y, rule, k, sync_s):
     ranking at syncs every ``sync_s`` > 0 seconds and the farm's order between (``y``: a
     :class:`Synced` of the farm's size); returns the decisions taken."""
     N, M = s.arr.shape[0], s.mfree.shape[0]
-    for j in range(N):
-        s.nextc[j] = 0
-        s.run[j] = 0
-        s.rem[j] = chunks.remaining_work(s.est[j], s.frames[j], s.per[j], s.nch[j], 0, s.setup[j])
-        s.static[j] = rules.static_part(rule, s.rem[j], s.w[j])
-        y.synced[j] = 0
-    for m in range(M):
-        s.mfree[m] = s.mfree0[m]
-        s.mjob[m] = -1
+    chunks.reset(s, rule)
+    y.synced[:] = 0
     t, last, nxt, ql, decisions = -np.inf, -np.inf, 0, 0, 0
     while True:
         first = nxt

@@ -30,7 +30,7 @@ from typing import NamedTuple
 import numpy as np
 
 from sched.learn.policy import features as F
-from sched.learn.policy.kernel import score  # the scorer's forward: the kernel's own (sizes read from ws)
+from sched.learn.policy.kernel import Work, score  # the scorer's work arrays and forward: the kernel's own
 from sched.sim import chunks, rules
 from sched.sim.chunks import _free_gpu, _start, admit, next_event
 from sched.sim.state import core_jit
@@ -56,19 +56,6 @@ N_CTX = 2 * N_TASK + N_GLOBAL
 FLOOR = F.ATC_FLOOR
 _OWN = F.N_TASK  # the first chunk feature's column
 _FARM = 2 * N_TASK + F.N_GLOBAL  # the first farm feature's column of the context
-
-
-class Work(NamedTuple):
-    """The scratch arrays of one decision (:func:`workspace`)."""
-
-    cand: np.ndarray  #: (K,) candidates' queue positions, best ATC first
-    atc: np.ndarray  #: (K,) their ATC log indices
-    X: np.ndarray  #: (K, N_TASK) their features
-    ctx: np.ndarray  #: (N_CTX,) the context
-    v: np.ndarray  #: (K,) their scores
-    hc: np.ndarray  #: (H,) the first layer's context part
-    h0: np.ndarray  #: (H,)
-    h1: np.ndarray  #: (H,)
 
 
 class Record(NamedTuple):
@@ -228,25 +215,12 @@ def _keep(rec, d, ws, m, best, lp, t, j):
 
 
 @core_jit
-def _reset(s):
-    """The farm at its start, ATC's static parts on remaining work (the candidates' order)."""
-    for j in range(s.arr.shape[0]):
-        s.nextc[j] = 0
-        s.run[j] = 0
-        s.rem[j] = chunks.remaining_work(s.est[j], s.frames[j], s.per[j], s.nch[j], 0, s.setup[j])
-        s.static[j] = rules.static_part(rules.ATC, s.rem[j], s.w[j])
-    for m in range(s.mfree.shape[0]):
-        s.mfree[m] = s.mfree0[m]
-        s.mjob[m] = -1
-
-
-@core_jit
 def run_policy(s, net, ws, u, rec):
     """Schedule every chunk of the farm ``s`` with the learned policy ``net`` at each free GPU:
     greedy when ``u`` has no row, else sampled on row d of ``u`` at decision d; ``rec``: a
     :class:`Record` (length 0: none). Returns the decisions taken (one a chunk)."""
     N, M = s.arr.shape[0], s.mfree.shape[0]
-    _reset(s)
+    chunks.reset(s, rules.ATC)
     t, nxt, ql, d = -np.inf, 0, 0, 0
     empty = u[:0, 0]
     while True:

@@ -27,7 +27,7 @@ from typing import NamedTuple
 import numpy as np
 
 from sched.learn.farm import decide
-from sched.sim import rules, sync
+from sched.sim import chunks, rules, sync
 from sched.sim.chunks import _free_gpu, _start, admit, next_event
 from sched.sim.state import core_jit
 
@@ -154,9 +154,8 @@ def run_ranked(s, y, net, ws, sync_s, u, rec, sc):
     ``rec``: a :class:`RankRecord`, length 0: none; ``sc``: :func:`scratch` of the job count).
     Returns (chunks started, syncs that ranked)."""
     N, M = s.arr.shape[0], s.mfree.shape[0]
-    decide._reset(s)
-    for j in range(N):
-        y.synced[j] = 0
+    chunks.reset(s, rules.ATC)
+    y.synced[:] = 0
     t, last, nxt, ql, decisions, d = -np.inf, -np.inf, 0, 0, 0, 0
     while True:
         first = nxt

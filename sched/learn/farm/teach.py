@@ -35,7 +35,7 @@ def run_labelled(s, w, p, net, ws, rec):
     >= 2 candidates of the scorer ``net``, their observation and the teacher's choice among them.
     Returns (decisions, labelled, missed, deviations)."""
     N, M = s.arr.shape[0], s.mfree.shape[0]
-    pc.reset(s, p.rule)
+    chunks.reset(s, p.rule)
     for m in range(M):
         w.kfree[m] = s.mfree0[m]
     t, nxt, ql = -np.inf, 0, 0

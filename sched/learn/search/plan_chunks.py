@@ -219,26 +219,13 @@ def decide(s, w, p, t, m, ql, dec):
     return cands[choose(w.costs[:nc], R, p.z)], True
 
 
-@core_jit
-def reset(s, rule):
-    """The farm ``s`` before its first decision: no chunk started, every GPU as at the start."""
-    for j in range(s.arr.shape[0]):
-        s.nextc[j] = 0
-        s.run[j] = 0
-        s.rem[j] = chunks.remaining_work(s.est[j], s.frames[j], s.per[j], s.nch[j], 0, s.setup[j])
-        s.static[j] = rules.static_part(rule, s.rem[j], s.w[j])
-    for m in range(s.mfree.shape[0]):
-        s.mfree[m] = s.mfree0[m]
-        s.mjob[m] = -1
-
-
 @nb.njit(cache=True)
 def run_planned(s, w, p):
     """Schedule every chunk of the farm ``s`` (:class:`sched.sim.chunks.Farm`) with the planner
     (``w``: a :class:`Work` of the same scenario, ``p``: :class:`Params`); returns (decisions,
     planned, deviations)."""
     N, M = s.arr.shape[0], s.mfree.shape[0]
-    reset(s, p.rule)
+    chunks.reset(s, p.rule)
     for m in range(M):
         w.kfree[m] = s.mfree0[m]  # when each GPU frees as a scheduler knows it
     t, nxt, ql = -np.inf, 0, 0

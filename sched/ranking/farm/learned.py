@@ -28,8 +28,7 @@ from sched.learn.farm.decide import choose, observe, score
 from sched.ranking.tasks import RankInputError, RankSetupError
 from sched.ranking.verdict_files import VerdictRefused
 from sched.sim import rules
-from sched.sim.chunks import _free_gpu, _start, admit, next_event, remaining_work
-from sched.sim.rules import static_part
+from sched.sim.chunks import _free_gpu, _start, admit, hold, next_event, reset
 from sched.sim.state import core_jit
 
 #: The learned farm policy's name, in a farm verdict and in the benchmark's tables.
@@ -115,17 +114,9 @@ def rollout(s, net, ws, run_gpu, order, full, empty):
     jobs in the order they first start a chunk; stops once every job has started unless ``full``.
     ``empty``: a float array of length 0 (the greedy choice's uniforms). Returns the jobs started."""
     N, M = s.arr.shape[0], s.mfree.shape[0]
-    for j in range(N):
-        s.nextc[j] = 0
-        s.run[j] = 0
-        s.rem[j] = remaining_work(s.est[j], s.frames[j], s.per[j], s.nch[j], 0, s.setup[j])
-        s.static[j] = static_part(rules.ATC, s.rem[j], s.w[j])
-        order[j] = -1
-    for m in range(M):
-        s.mfree[m] = s.mfree0[m]
-        s.mjob[m] = run_gpu[m]
-        if run_gpu[m] >= 0:
-            s.run[run_gpu[m]] += 1
+    reset(s, rules.ATC)
+    hold(s, run_gpu)
+    order[:] = -1
     t, nxt, ql, c = -np.inf, 0, 0, 0
     while True:
         nxt, ql = admit(s, t, nxt, ql, N)

@@ -43,8 +43,7 @@ from sched.ranking.tasks import RankInputError, RankSetupError
 from sched.ranking.verdict_files import VerdictRefused
 from sched.ranking.verdicts import Choice, _json_file, tuned_k
 from sched.sim import chunks, farm_limits, rules
-from sched.sim.chunks import _free_gpu, _pick, _start, admit, next_event, remaining_work
-from sched.sim.rules import static_part
+from sched.sim.chunks import _free_gpu, _pick, _start, admit, hold, next_event, reset
 from sched.sim.state import core_jit
 
 #: The policies a call of jobs of frames may name (``auto`` aside).
@@ -219,17 +218,9 @@ def rollout(s, rule, k, run_gpu, order, full):
     ``order`` the jobs in the order they first start a chunk. Stops once every job has started
     unless ``full``. Returns the jobs started."""
     N, M = s.arr.shape[0], s.mfree.shape[0]
-    for j in range(N):
-        s.nextc[j] = 0
-        s.run[j] = 0
-        s.rem[j] = remaining_work(s.est[j], s.frames[j], s.per[j], s.nch[j], 0, s.setup[j])
-        s.static[j] = static_part(rule, s.rem[j], s.w[j])
-        order[j] = -1
-    for m in range(M):
-        s.mfree[m] = s.mfree0[m]
-        s.mjob[m] = run_gpu[m]
-        if run_gpu[m] >= 0:
-            s.run[run_gpu[m]] += 1
+    reset(s, rule)
+    hold(s, run_gpu)
+    order[:] = -1
     t, nxt, ql, c = -np.inf, 0, 0, 0
     while True:
         nxt, ql = admit(s, t, nxt, ql, N)
