@@ -44,6 +44,10 @@ FARM_LEARNED_SCENARIOS = "farm_learned_scenarios.csv"
 #: In such a setting the benchmark's own verdict (the rules' choice) is this file, and farm_verdict.json
 #: is `sched farm-learned`'s: the learned policy when its candidacy ships it, else the rules' verdict.
 FARM_RULES_VERDICT = "farm_verdict_rules.json"
+#: A setting with `train: {teacher: true}`: `sched farm-teach`'s folder (its warm start, FARM_POLICY,
+#: and its label counts with the warm start's validation score), `sched farm-train --init`'s start.
+FARM_TEACH = "teach"
+FARM_TEACHER_LABELS = "teacher_labels.json"
 CLAIRVOYANT = "clairvoyant.csv"
 DEMO_TABLE = "demo.csv"
 DEMO_GANTT = "demo_gantt.png"

@@ -13,7 +13,12 @@ def register(sub):
         "the farm scorer (from the ATC prior) onto the labels: the warm start of `sched farm-train --init`",
     )
     s.add_argument("--tuned", required=True, help="the setting's tuned.json (`sched farm-bench`): ATC's k")
-    s.add_argument("--out", required=True, help="output folder (farm_policy.pt, teacher_labels.json)")
+    s.add_argument(
+        "--out",
+        required=True,
+        help="output folder (farm_policy.pt; teacher_labels.json: the label counts and the warm "
+        "start's validation score)",
+    )
     s.add_argument("--seed", type=int, default=1, help="the distillation's seed (default: %(default)s)")
     s.add_argument(
         "--scenarios",
@@ -42,8 +47,11 @@ def run(args):
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     policy_file.save(out / layout.FARM_POLICY, net, meta)
-    files.write_json(out / "teacher_labels.json", meta["teacher"])
     v, a, t = meta["val_weighted_tardiness_s"], meta["val_atc_tuned_weighted_tardiness_s"], meta["teacher"]
+    val = {"val_weighted_tardiness_s": v, "val_atc_tuned_weighted_tardiness_s": a}
+    files.write_json(
+        out / layout.FARM_TEACHER_LABELS, {**t, **val, "validation_seeds": meta["validation_seeds"]}
+    )
     print(
         f"{t['labelled']} labels ({t['deviations']} deviations, {t['missed']} outside top_k) on "
         f"{t['scenarios']} scenarios; warm start: validation mean {v / 1e3:.3f} k w.s, atc-tuned "

@@ -328,6 +328,7 @@ class Plan:
         if name is None:
             learned = FARM_TRAIN_FILES + FARM_SHIP_FILES
             out += [f"{layout.farm_root(n)}/{f}" for n in trained for f in learned]
+            out += [f for n in self.farm_taught() for f in self.farm_teach_files(n)]
         return out
 
     def farm_learned(self):
@@ -335,11 +336,25 @@ class Plan:
         block, in the longer run only (profile full)."""
         return [n for n, s in self.farm.items() if s.get("train")] if self.profile == "full" else []
 
+    def farm_taught(self):
+        """The learned farm settings whose PPO starts from the gated teacher's warm start
+        (`train: {teacher: true}`): `sched farm-teach` runs first, on farm-train's config file."""
+        return [n for n in self.farm_learned() if self.farm[n]["train"].get("teacher")]
+
+    def farm_teach_files(self, name):
+        """`sched farm-teach`'s files under a farm setting: its warm start and labels' counts (none
+        without a teacher): `sched farm-train --init`'s start."""
+        d = f"{layout.farm_root(name)}/{layout.FARM_TEACH}"
+        return [f"{d}/{f}" for f in (layout.FARM_POLICY, layout.FARM_TEACHER_LABELS)
+                if name in self.farm_taught()]  # fmt: skip
+
     def farm_train_config_text(self, name):
-        """The config file of `sched farm-train` under a farm setting: its benchmark's settings with
-        the setting's `train` block over them (the benchmark's own config file has none)."""
+        """The config file of `sched farm-train` (and `sched farm-teach`) under a farm setting: its
+        benchmark's settings with the setting's `train` block over them, as written (the
+        benchmark's own config file has none; `teacher` is the workflow's)."""
         chosen = self.farm_settings(name)
-        chosen["train"] = {**chosen.get("train", {}), **copy.deepcopy(self.farm[name]["train"])}
+        own = {k: v for k, v in copy.deepcopy(self.farm[name]["train"]).items() if k != "teacher"}
+        chosen["train"] = {**chosen.get("train", {}), **own}
         path = layout.step_config("farm_train", layout.farm_root(name))
         return steps.config_text(steps.farm_header(name, "farm-train"), path, chosen)
 

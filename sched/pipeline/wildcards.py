@@ -174,6 +174,14 @@ class ByWildcards:
         """The text of `sched farm-train`'s config file under the farm setting."""
         return self.plan.farm_train_config_text(wildcards.farm)
 
+    def farm_teach_files(self, wildcards):
+        """`sched farm-teach`'s files under the farm setting (none without a teacher)."""
+        return self.plan.farm_teach_files(wildcards.farm)
+
+    def farm_init(self, wildcards):
+        """The warm start `sched farm-train` starts from under the farm setting (none without a teacher)."""
+        return self.plan.farm_teach_files(wildcards.farm)[:1]
+
     def farm_inputs(self, wildcards):
         """The files the farm setting's scenarios are drawn from."""
         return self.plan.farm_inputs(wildcards.farm)

@@ -90,6 +90,35 @@ rule farm_train_config:
         "printf '%s' {params.text:q} > {output:q} 2> {log:q}"
 
 
+rule farm_teach:
+    """The gated teacher's warm start of one setting with `train: {teacher: true}` (Plan.farm_taught):
+    plan's chunked teacher on tuned ATC labels its first train.teacher_scenarios training seeds, the
+    scorer from the ATC prior distilled onto them. Runs `sched farm-teach` (sched/commands/farm_teach.py
+    -> sched.learn.farm.teach.warm_start) on farm-train's config file."""
+    input:
+        config=layout.step_config("farm_train", layout.farm_root("{farm}")),
+        tuned=f"{layout.farm_root('{farm}')}/{layout.TUNED}",
+        calibration=WC.farm_inputs,
+    output:
+        [f"{layout.farm_root('{farm}')}/{layout.FARM_TEACH}/{f}" for f in (layout.FARM_POLICY,
+                                                                           layout.FARM_TEACHER_LABELS)],
+    params:
+        out=wc.output_dir,
+    log:
+        layout.log("farm/{farm}/teach"),
+    benchmark:
+        layout.usage("farm/{farm}/teach")
+    wildcard_constraints:
+        farm="|".join(map(re.escape, PLAN.farm_taught())) or "(?!)",
+    threads: cores(1)
+    priority: 25
+    resources:
+        job_threads=job_threads,
+    shell:
+        "python -m sched --config {input.config:q} farm-teach --tuned {input.tuned:q} --out {params.out:q}"
+        " --threads {resources.job_threads} > {log:q} 2>&1"
+
+
 rule farm_train:
     """Train the farm scorer of one setting by PPO from the ATC prior with the setting's tuned k, the best
     weights on its validation seeds. Runs `sched farm-train` (sched/commands/farm_train.py ->
@@ -107,7 +136,7 @@ rule farm_train:
     benchmark:
         layout.usage("farm/{farm}/train")
     wildcard_constraints:
-        farm="|".join(map(re.escape, FARM_LEARNED)) or "(?!)",
+        farm="|".join(map(re.escape, [n for n in FARM_LEARNED if n not in PLAN.farm_taught()])) or "(?!)",
     threads: cores(1)
     priority: 25
     resources:
@@ -115,6 +144,35 @@ rule farm_train:
     shell:
         "python -m sched --config {input.config:q} farm-train --tuned {input.tuned:q} --out {params.out:q}"
         " --threads {resources.job_threads} > {log:q} 2>&1"
+
+
+rule farm_train_taught:
+    """farm_train under a setting with `train: {teacher: true}`: PPO from farm_teach's warm start (kept
+    if better on validation than the ATC prior): `sched farm-train --init` (farm_train's command, whose
+    text the other settings keep)."""
+    input:
+        config=layout.step_config("farm_train", layout.farm_root("{farm}")),
+        tuned=f"{layout.farm_root('{farm}')}/{layout.TUNED}",
+        calibration=WC.farm_inputs,
+        init=WC.farm_init,
+    output:
+        [f"{layout.farm_root('{farm}')}/{f}" for f in FARM_TRAIN_FILES],
+    params:
+        out=wc.output_dir,
+        init=wc.init_arg,
+    log:
+        layout.log("farm/{farm}/train"),
+    benchmark:
+        layout.usage("farm/{farm}/train")
+    wildcard_constraints:
+        farm="|".join(map(re.escape, PLAN.farm_taught())) or "(?!)",
+    threads: cores(1)
+    priority: 25
+    resources:
+        job_threads=job_threads,
+    shell:
+        "python -m sched --config {input.config:q} farm-train --tuned {input.tuned:q} --out {params.out:q}"
+        " {params.init} --threads {resources.job_threads} > {log:q} 2>&1"
 
 
 rule farm_learned:

@@ -7,7 +7,9 @@ wrote in the setting's folder beside its benchmark:
 * ``farm_learned.csv``: its test rows at sync 0, 60 and 300 s against tuned ATC at the same sync,
   the shipped rule and ``farm-fifo`` (paired intervals, wins/ties/losses);
 * ``farm_learning_curve.csv``: the validation mean by iteration, drawn in the figure by chain
-  (:func:`curves`, :func:`sched.report.figures.chain_curves`).
+  (:func:`curves`, :func:`sched.report.figures.chain_curves`);
+* ``teach/teacher_labels.json`` (`train: {teacher: true}`): the chain is the gated teacher's warm
+  start then PPO (``sched farm-teach``: its label counts and validation score), else PPO alone.
 
 A folder without ``farm_learned.json`` (the default run) adds nothing: :func:`read` gives None.
 """
@@ -26,6 +28,8 @@ from sched.report.format import ci, pct
 RUN = "longer run (profile full)"
 #: The learning curve's columns the report reads.
 CURVE = ("iteration", "decisions", "val_mean_twt_s", "val_atc_tuned_twt_s")
+#: The warm start's validation score and atc-tuned's on the same seeds (teacher_labels.json).
+WARM = ("val_weighted_tardiness_s", "val_atc_tuned_weighted_tardiness_s")
 
 
 def read(folder):
@@ -51,7 +55,27 @@ def read(folder):
         missing = [c for c in CURVE if c not in curve.columns]
         if missing:
             raise ReportError(f"{d / layout.FARM_CURVE}: column {missing[0]} is missing")
-    return {"record": record, "table": table, "curve": curve}
+    taught = d / layout.FARM_TEACH / layout.FARM_TEACHER_LABELS
+    teacher = read_json(taught) if taught.exists() else None
+    if teacher is not None:
+        for field in ("scenarios", "labelled", "deviations", *WARM):
+            if field not in teacher:
+                raise ReportError(f"{taught}: field {field} is missing")
+    return {"record": record, "table": table, "curve": curve, "teacher": teacher}
+
+
+def chain(learned):
+    """Which chain the learned policy came from, and for the taught one its warm start's numbers."""
+    t = learned.get("teacher")
+    if t is None:
+        return "PPO alone from the ATC prior with the tuned k"
+    v, a = (t[f] for f in WARM)
+    return (
+        f"the gated teacher's warm start (`sched farm-teach`: {t['labelled']:,} labels, {t['deviations']:,} "
+        f"off ATC, on {t['scenarios']} training seeds; validation {v / 1e3:.3f} k w.s against atc-tuned's "
+        f"{a / 1e3:.3f} k, {pct((v / a - 1) * 100 if a else 0.0, 2)}), then PPO (from it only if better "
+        "than the ATC prior)"
+    )
 
 
 def _cell(table, policy, reference):
@@ -91,6 +115,7 @@ def lines(learned):
         "",
         f"Learned farm policy ({NAME}; `sched farm-train`, `sched farm-learned`), every row of the {RUN}:",
         "",
+        f"- chain: {chain(learned)}",
         f"- candidacy on {v['seeds']} selection (validation) scenarios against the incumbent atc-tuned: "
         f"{pct(v['diff_pct'])} {ci(v['ci_lo_pct'], v['ci_hi_pct'])}; it {ships}: {rec['reason']}",
         "",
