@@ -50,6 +50,8 @@ ENDS = ("bench_run", "tiny_policy", "workflow_runs", "slurm_run", "robust_run", 
 #: unit of work of its own, which either worker may take. The readers of every other run edit or
 #: write into that run's folders, so they stay in one unit, in their order.
 SOLO = ("tiny_policy",)
+#: The niceness of the xdist workers' test threads (:func:`yield_to_runs`).
+FOREGROUND_NICE = 5
 #: How long a reader waits for a run's result before it fails (the starting worker may have died).
 WAIT_S = 3600.0
 
@@ -57,6 +59,15 @@ WAIT_S = 3600.0
 def starts_runs():
     """Whether this process starts the runs: the first xdist worker, or the only process."""
     return os.environ.get("PYTEST_XDIST_WORKER", "gw0") == "gw0"
+
+
+def yield_to_runs():
+    """Under xdist, this worker's test thread (and what it starts: torch's and numba's threads,
+    subprocesses) at :data:`FOREGROUND_NICE`: the background runs, whose chain of workflow runs is
+    the session's longest path, keep their pace beside two workers. Linux's nice value is a
+    thread's own, so the runs' threads (started before) and their subprocesses stay at 0."""
+    if "PYTEST_XDIST_WORKER" in os.environ and hasattr(os, "nice"):
+        os.nice(FOREGROUND_NICE)
 
 
 def shared_folder(tmp_path_factory):
@@ -149,7 +160,7 @@ class BackgroundRuns:
         from tests import test_slurm_local as sl
         from tests import test_workflow as wf
 
-        self.pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="workflow-run")
+        self.pool = ThreadPoolExecutor(max_workers=len(FIXTURES), thread_name_prefix="workflow-run")
         self.started = time.monotonic()
         if "bench_run" in self.wanted:
             self._submit("bench_run", bm.bench_run, base / "bench")

@@ -256,11 +256,12 @@ def background_runs(request, tmp_path_factory):
     if not wanted:
         yield None
         return
-    from tests.background_runs import BackgroundRuns, shared_folder, starts_runs
+    from tests.background_runs import BackgroundRuns, shared_folder, starts_runs, yield_to_runs
 
     base = shared_folder(tmp_path_factory) / "background"
     base.mkdir(exist_ok=True)
     runs = BackgroundRuns(base, wanted, start=starts_runs())
+    yield_to_runs()
     try:
         yield runs
     finally:
