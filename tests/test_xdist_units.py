@@ -1,7 +1,9 @@
 """The test command's own machinery: the units of work of its xdist workers (tests/xdist_units.py)
 and the hand-off of the background runs' results between workers (tests/background_runs.py)."""
 
+import os
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -10,6 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 from tests.background_runs import BackgroundRuns, decode, encode, read_result, timings, write_result
+from tests.conftest import ROOT
 from tests.xdist_units import scope_of
 
 
@@ -75,3 +78,30 @@ def test_a_run_that_failed_fails_its_readers_in_every_worker_with_its_traceback(
     with pytest.raises(pytest.skip.Exception, match="no SLURM node is ready"):
         reader.result("slurm_run")
     reader.close()
+
+
+SCRIPT = """
+import os, threading
+from tests.background_runs import FOREGROUND_NICE, yield_to_runs
+done = threading.Event()
+t = threading.Thread(target=done.wait)
+t.start()
+before = os.getpriority(os.PRIO_PROCESS, 0)
+yield_to_runs()
+print(os.getpriority(os.PRIO_PROCESS, 0) - before, os.getpriority(os.PRIO_PROCESS, t.native_id) - before,
+      FOREGROUND_NICE)
+done.set()
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "nice"), reason="no nice values here")
+@pytest.mark.parametrize("worker", ["gw1", None])
+def test_a_workers_test_thread_yields_to_the_runs_threads_started_before(worker):
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_XDIST_WORKER"}
+    if worker:
+        env["PYTEST_XDIST_WORKER"] = worker
+    r = subprocess.run([sys.executable, "-c", SCRIPT], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    own, runs_thread, nice = map(int, r.stdout.split())
+    # under xdist the test thread is niced, the thread started before is not; alone, nothing changes
+    assert (own, runs_thread) == ((nice, 0) if worker else (0, 0)) and nice > 0
