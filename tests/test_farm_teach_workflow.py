@@ -34,6 +34,7 @@ def test_only_a_teacher_setting_of_the_longer_run_gets_the_teach_job_and_init():
     default, full = plans(data).values()
     taught = full.farm_taught()
     assert taught and set(taught) < set(full.farm_learned()) and default.farm_taught() == []
+    assert set(full.farm_untaught()) == set(full.farm_learned()) - set(taught)
     assert all(full.farm[n]["train"].get("teacher") is True for n in taught)
     for name in full.farm:
         w = types.SimpleNamespace(farm=name)
@@ -85,7 +86,7 @@ def test_the_workflow_runs_farm_teach_and_init_only_for_taught_settings():
     smk = (ROOT / "workflow" / "rules" / "farm.smk").read_text()
     rules = dict(re.findall(r"^rule (\w+):\n(.*?)(?=^rule |\Z)", smk, re.S | re.M))
     assert "farm-teach" in rules["farm_teach"] and "farm_taught()" in rules["farm_teach"]
-    assert "--init" not in rules["farm_train"] and "farm_taught()" in rules["farm_train"]
+    assert "--init" not in rules["farm_train"] and "farm_untaught()" in rules["farm_train"]
     assert "{params.init}" in rules["farm_train_taught"] and "farm_taught()" in rules["farm_train_taught"]
 
 

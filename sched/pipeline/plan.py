@@ -341,6 +341,10 @@ class Plan:
         (`train: {teacher: true}`): `sched farm-teach` runs first, on farm-train's config file."""
         return [n for n in self.farm_learned() if self.farm[n]["train"].get("teacher")]
 
+    def farm_untaught(self):
+        """The learned farm settings whose PPO starts from the ATC prior (no teacher)."""
+        return [n for n in self.farm_learned() if n not in self.farm_taught()]
+
     def farm_teach_files(self, name):
         """`sched farm-teach`'s files under a farm setting: its warm start and labels' counts (none
         without a teacher): `sched farm-train --init`'s start."""

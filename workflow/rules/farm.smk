@@ -136,7 +136,7 @@ rule farm_train:
     benchmark:
         layout.usage("farm/{farm}/train")
     wildcard_constraints:
-        farm="|".join(map(re.escape, [n for n in FARM_LEARNED if n not in PLAN.farm_taught()])) or "(?!)",
+        farm="|".join(map(re.escape, PLAN.farm_untaught())) or "(?!)",
     threads: cores(1)
     priority: 25
     resources:
