@@ -81,6 +81,12 @@ def test_the_candidacy_pays_only_when_the_validation_interval_lies_below_zero():
     worse = pcand.judge(Cfg, sel, frame("plan", noisy), seeds, {"decisions": 1})
     assert not worse["pays"] and worse["validation"]["ci_lo_pct"] < 0 < worse["validation"]["ci_hi_pct"]
     assert not pcand.not_run(Cfg)["pays"] and not pcand.not_run(Cfg)["run"]
+    # judged against the shipped decision: better than tuned ATC is not enough when what ships is better
+    both = pd.concat([sel, frame("atc-tuned-cap", base * 0.5)], ignore_index=True)
+    capped = pcand.judge(Cfg, both, frame("plan", base * 0.9), seeds, {"decisions": 1}, "atc-tuned-cap")
+    assert not capped["pays"] and capped["against"] == "atc-tuned-cap"
+    assert capped["validation"]["ci_lo_pct"] > 0
+    assert "against atc-tuned-cap (shipped)" in capped["reason"] and better["against"] == "atc-tuned"
     table = pd.DataFrame(columns=["policy", "reference"])
     table.attrs["plan"] = worse
     (line,) = [x for x in _comparisons(table, "atc-tuned") if x.startswith("- plan")]

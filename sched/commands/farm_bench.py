@@ -76,7 +76,7 @@ def run(args):
     if args.plan:
         cand = pcand.seeds(cfg, sel)
         plan_sel, counts = pcand.run(cfg, cand, sel_scs[: len(cand)], k, progress=True)
-        record = pcand.judge(cfg, selection, plan_sel, cand, counts)
+        record = pcand.judge(cfg, selection, plan_sel, cand, counts, verdict["policy"])
     test = benchmark_seeds(cfg)
     if args.test_scenarios is not None:
         if not 1 <= args.test_scenarios <= len(test):
@@ -106,7 +106,7 @@ def run(args):
     if record["run"]:
         v = record["validation"]
         print(
-            f"plan on validation {range_text(cand)} vs atc-tuned: {v['diff_pct']:+.2f} % "
+            f"plan on validation {range_text(cand)} vs {record['against']}: {v['diff_pct']:+.2f} % "
             f"[{v['ci_lo_pct']:+.2f}, {v['ci_hi_pct']:+.2f}], {v['wins']}/{v['ties']}/{v['losses']}: "
             f"{record['reason']}"
         )

@@ -189,10 +189,10 @@ def _comparisons(table, p):
         )
     plan = table.attrs.get("plan")
     if plan is not None and plan.get("run"):
-        v, st = plan["validation"], plan["settings"]
+        v, st, vs = plan["validation"], plan["settings"], plan.get("against", "atc-tuned")
         out.append(
-            f"- plan on tuned ATC ({st['candidates']} candidates x {st['samples']} samples) against tuned "
-            f"ATC on {v['seeds'][1]} validation scenarios: {pct(v['diff_pct'])} "
+            f"- plan on tuned ATC ({st['candidates']} candidates x {st['samples']} samples) against "
+            f"{vs} on {v['seeds'][1]} validation scenarios: {pct(v['diff_pct'])} "
             f"{ci(v['ci_lo_pct'], v['ci_hi_pct'])}, {v['wins']}/{v['ties']}/{v['losses']} "
             f"(the longer run's candidacy): {plan['reason']}"
         )
