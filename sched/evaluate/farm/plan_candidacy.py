@@ -72,7 +72,7 @@ def judge(cfg, selection, plan_frame, seeds, counts, against="atc-tuned"):
     """The candidacy's record: plan (on tuned ATC) against ``against``, the setting's shipped
     decision, on the selection scenarios, paired, and whether it pays (the interval entirely below
     zero): plan runs on the test seeds only when it could beat what ships (on farm-32 the shipped
-    job limit is far ahead of tuned ATC, and plan's test rows cost 40 to 70 CPU-s a scenario)."""
+    job limit is far ahead of tuned ATC, and plan's test rows cost tens of CPU-seconds a scenario)."""
     b = cfg.benchmark
     mine = selection[selection["scenario_seed"].isin(plan_frame["scenario_seed"])]
     _keys, twt = bench.totals(pd.concat([mine, plan_frame], ignore_index=True))
