@@ -218,16 +218,13 @@ def pytest_collection_modifyitems(session, config, items):
     """The tests that read the background workflow runs (tests/background_runs.py) go last, in
     their order: the other tests run while those runs work. Each reader joins the xdist group of
     the last-ending run it reads (tests/xdist_units.py: one unit of work a run, or one a reader for
-    :data:`SOLO` runs). Which runs to start is noted here."""
+    :data:`SOLO` runs)."""
     from tests.background_runs import ENDS, FIXTURES, SOLO
 
     def last_run(item):
         return max((f for f in FIXTURES if f in item.fixturenames), key=ENDS.index)
 
     reads = [bool(set(FIXTURES) & set(getattr(item, "fixturenames", ()))) for item in items]
-    config.sched_background = set().union(
-        *(set(FIXTURES) & set(item.fixturenames) for item, r in zip(items, reads) if r)
-    )
     # the readers of the run that ends first go first (ENDS: the runs in the order they end), so
     # they run while the later runs still work, and only the last run's readers wait at the end
     readers = sorted((i for i, r in zip(items, reads) if r), key=lambda i: ENDS.index(last_run(i)))
@@ -235,6 +232,15 @@ def pytest_collection_modifyitems(session, config, items):
         run = last_run(item)
         item.add_marker(pytest.mark.xdist_group(f"{'solo-' if run in SOLO else ''}{run}"))
     items[:] = [i for i, r in zip(items, reads) if not r] + readers
+
+
+def pytest_collection_finish(session):
+    """The background runs to start: those the selected tests read (after -k and -m deselect)."""
+    from tests.background_runs import FIXTURES
+
+    session.config.sched_background = set().union(
+        *(set(FIXTURES) & set(getattr(item, "fixturenames", ())) for item in session.items)
+    )
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -98,6 +98,7 @@ def test_after_its_folder_is_removed_the_log_never_writes_into_a_client_socket(t
     # number was reused by the next accepted socket, and records reached clients.
     pytest.importorskip("uvicorn", reason="optional extra serve not installed")
     httpx = pytest.importorskip("httpx", reason="httpx (extra test) not installed")
+    from sched.serve.connections import Limits
     from sched.serve.http import ServiceSettings
 
     from .serve_helpers import live, metric, queue, rule_winner, write_config
@@ -107,7 +108,7 @@ def test_after_its_folder_is_removed_the_log_never_writes_into_a_client_socket(t
     logs.mkdir()
     body = json.dumps({"now": 0, "tasks": queue(seed=1, n=6)})
     settings = ServiceSettings(config=conf, decision_log=DecisionLog(logs / "d.jsonl", max_bytes=3000))
-    with live(settings) as url:
+    with live(settings, limits=Limits(idle_s=3600.0)) as url:  # idle sockets stay open, however slow
         port = int(url.rsplit(":", 1)[1])
         with httpx.Client(base_url=url, timeout=60) as c:
             for _ in range(3):

@@ -670,6 +670,7 @@ def test_each_rule_docstring_names_the_code_it_runs():
             "trace_workload": "calibrate_workload",  # the trace-like history written, then fitted
             "farm_benchmark": "farm_bench",  # a chunked farm setting's benchmark: `sched farm-bench`
             "farm_benchmark_learned": "farm_bench",  # ... of a setting that trains a farm policy
+            "farm_train_taught": "farm_train",  # ... of a setting whose PPO starts from farm_teach
             "workload_frames": "calibrate_frames",  # the history's frames fit: `--history`
             "trace_frames": "calibrate_frames",  # the trace-like history with frames written, then fitted
         }

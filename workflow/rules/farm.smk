@@ -93,8 +93,8 @@ rule farm_train_config:
 rule farm_teach:
     """The gated teacher's warm start of one setting with `train: {teacher: true}` (Plan.farm_taught):
     plan's chunked teacher on tuned ATC labels its first train.teacher_scenarios training seeds, the
-    scorer from the ATC prior distilled onto them. Runs `sched farm-teach` (sched/commands/farm_teach.py
-    -> sched.learn.farm.teach.warm_start) on farm-train's config file."""
+    scorer from the ATC prior distilled onto them, on farm-train's config file. Runs `sched farm-teach`
+    (sched/commands/farm_teach.py -> sched.learn.farm.teach.warm_start)."""
     input:
         config=layout.step_config("farm_train", layout.farm_root("{farm}")),
         tuned=f"{layout.farm_root('{farm}')}/{layout.TUNED}",
@@ -147,9 +147,9 @@ rule farm_train:
 
 
 rule farm_train_taught:
-    """farm_train under a setting with `train: {teacher: true}`: PPO from farm_teach's warm start (kept
-    if better on validation than the ATC prior): `sched farm-train --init` (farm_train's command, whose
-    text the other settings keep)."""
+    """farm_train under a setting with `train: {teacher: true}`, with `--init`: PPO from farm_teach's warm
+    start (kept if better on validation than the ATC prior; farm_train's command text stays the other
+    settings'). Runs `sched farm-train` (sched/commands/farm_train.py -> sched.learn.farm.train.train)."""
     input:
         config=layout.step_config("farm_train", layout.farm_root("{farm}")),
         tuned=f"{layout.farm_root('{farm}')}/{layout.TUNED}",
