@@ -61,6 +61,29 @@ def test_the_default_profile_leaves_out_the_longer_runs_settings_and_names_are_u
         grid_names(twice)
 
 
+def test_a_setting_marked_off_runs_in_no_profile_yet_runs_by_name(cfg):
+    off = validate_config(
+        {"plan": {"grid": [*GRID, {"name": "by-hand", "samples": 2, "profile": "off"}]}}, "test"
+    )
+    assert grid_names(off) == ["cheap", "dear", "dearest"]
+    assert grid_names(off, "default") == ["cheap", "dear"]
+    assert grid_setting(off, "by-hand")["samples"] == 2  # `--plan-setting by-hand` still runs it
+    # plan.elsewhere may not name it: it would run where the main candidacy never does
+    named = validate_config(
+        {
+            "plan": {
+                "grid": [*GRID, {"name": "by-hand", "profile": "off"}],
+                "elsewhere": {"grid": ["by-hand"]},
+            }
+        },
+        "test",
+    )
+    with pytest.raises(ConfigError, match=r"plan.elsewhere.grid: 'by-hand' is not a setting of plan.grid"):
+        elsewhere_names(named)
+    with pytest.raises(ConfigError, match="profile"):
+        validate_config({"plan": {"grid": [{"name": "x", "profile": "never"}]}}, "test")
+
+
 def _runs(gains, n=60, base="wmdd"):
     rng = np.random.default_rng(1)
     seeds = np.arange(1000, 1000 + n)

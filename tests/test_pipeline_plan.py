@@ -284,3 +284,16 @@ def test_a_tuned_k_not_built_yet_is_the_file_not_found_snakemake_postpones(tmp_p
     with pytest.raises(FileNotFoundError) as err:
         p.atc_k_arg("load-0.70", missing)
     assert err.value.filename == missing
+
+
+def test_a_profile_without_a_plan_setting_is_refused_by_name():
+    data = load_yaml(ROOT / "config.yaml")
+    only_off = [{**g, "profile": "off"} for g in data["plan"]["grid"]]
+    with pytest.raises(PlanError, match="no setting runs in the default profile; one must"):
+        make_plan(plan={**data["plan"], "grid": only_off})
+    longer = [{**g, "profile": "full"} for g in data["plan"]["grid"]]
+    assert make_plan(plan={**data["plan"], "grid": longer}, profile="full").plan_settings == [
+        g["name"] for g in longer
+    ]
+    # the shipped grid: the learned continuations run in neither run
+    assert not {"base-8x20", "base-8x50"} & set(make_plan(profile="full").plan_settings)

@@ -105,3 +105,34 @@ def test_the_candidacy_may_run_on_the_first_selection_seeds_only():
     assert pcand.settings(cfg).depth == 5 and pcand.settings(cfg).samples == pcand.DEFAULTS["samples"]
     cfg.scenario.chunks = {}
     assert pcand.seeds(cfg, range(100, 200)) == range(100, 100 + pcand.SCENARIOS)
+
+
+def test_the_candidacys_scenarios_side_by_side_give_the_same_table_in_seed_order(monkeypatch):
+    import types
+
+    from sched import threads
+    from sched.data import model
+    from sched.evaluate.farm import plan_candidacy as pcand
+
+    rng = np.random.default_rng(63)
+    scs, speeds = [], [1.0, 0.5, 2.0]
+    for _ in range(7):
+        arrays, cols, _speed, _free = random_farm(rng, max_jobs=20)
+        scs.append(types.SimpleNamespace(arrays=arrays, chunks=cols, counted_from_s=0.0))
+    cfg = types.SimpleNamespace(
+        scenario=types.SimpleNamespace(chunks={"plan": {"samples": 4}}, machines=speeds)
+    )
+    monkeypatch.setattr(model, "scenario_model", lambda _cfg: types.SimpleNamespace(sigma=0.4))
+    keys = list(range(500, 507))
+    monkeypatch.setattr(threads, "_allowed", 1)
+    one, counts_one = pcand.run(cfg, keys, scs, 1.5)
+    monkeypatch.setattr(threads, "_allowed", 3)
+    three, counts_three = pcand.run(cfg, keys, scs, 1.5)
+    assert one.equals(three) and counts_one == counts_three
+    assert one["scenario_seed"].tolist() == keys and counts_one["decisions"] > 0
+    # each row is its own scenario's: the planner alone on the fourth gives the fourth row
+    ends, _ = pc.simulate(scs[3].arrays, scs[3].chunks, speeds, 1.5, pcand.settings(cfg), 0.4)
+    arr = scs[3].arrays
+    assert np.isclose(
+        three["total_weighted_tardiness_s"].iloc[3], (arr[3] * np.maximum(ends - arr[4], 0)).sum()
+    )

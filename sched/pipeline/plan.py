@@ -84,7 +84,7 @@ class Plan:
         # each on the first plan.validation_scenarios selection seeds (those that chose its base)
         self.plan_settings = grid_names(cfg, self.profile)
         if not self.plan_settings:
-            raise PlanError("config: plan.grid: every setting is `profile: full`; the default run needs one")
+            raise PlanError(f"config: plan.grid: no setting runs in the {self.profile} profile; one must")
         self.plan_seeds = range_text(plan_validation_seeds(cfg))
         # plan's candidacy under the robustness settings and the studio (config plan.elsewhere): the
         # settings of plan.grid any of them tries; none when the profile does not build it
@@ -303,8 +303,7 @@ class Plan:
 
     def robust_report_inputs(self, studio_built):
         """What the report reads of every robustness setting (the studio's when ``studio_built``):
-        its summary, verdict, per-scenario table and tuned k, declared so that the report's job
-        (in a shadow folder) finds them."""
+        its summary, verdict, per-scenario table and tuned k (the report's shadow job needs them)."""
         names = [name for name in self.robust if name != STUDIO or studio_built]
         kept = (layout.SUMMARY, layout.WINNER, layout.PER_SCENARIO, layout.TUNED)
         return [f"{layout.robust_root(name)}/{f}" for name in names for f in kept]
@@ -332,8 +331,7 @@ class Plan:
         return out
 
     def farm_learned(self):
-        """The farm settings whose learned policy the run trains and judges: those with a `train`
-        block, in the longer run only (profile full)."""
+        """The farm settings whose learned policy the run trains and judges (a `train` block; full)."""
         return [n for n, s in self.farm.items() if s.get("train")] if self.profile == "full" else []
 
     def farm_taught(self):
@@ -346,8 +344,7 @@ class Plan:
         return [n for n in self.farm_learned() if n not in self.farm_taught()]
 
     def farm_teach_files(self, name):
-        """`sched farm-teach`'s files under a farm setting: its warm start and labels' counts (none
-        without a teacher): `sched farm-train --init`'s start."""
+        """`sched farm-teach`'s files under a farm setting (none without a teacher): farm-train's start."""
         d = f"{layout.farm_root(name)}/{layout.FARM_TEACH}"
         return [f"{d}/{f}" for f in (layout.FARM_POLICY, layout.FARM_TEACHER_LABELS)
                 if name in self.farm_taught()]  # fmt: skip
@@ -365,6 +362,10 @@ class Plan:
     def farm_plan_arg(self):
         """`sched farm-bench`'s `--plan` (plan's candidacy on the chunked farm): the longer run's."""
         return "--plan" if self.profile == "full" else ""
+
+    def farm_bench_threads(self):
+        """farm-bench's threads: two with `--plan` (its scenarios side by side: 20 CPU-min on farm-32)."""
+        return 2 if self.farm_plan_arg() else 1
 
     def farm_settings(self, name):
         """The settings `sched farm-bench` reads under the farm setting ``name``."""

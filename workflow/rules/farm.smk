@@ -47,7 +47,7 @@ rule farm_benchmark:
         layout.usage("farm/{farm}/benchmark")
     wildcard_constraints:
         farm="|".join(map(re.escape, [n for n in FARM if n not in FARM_LEARNED])) or "(?!)",
-    threads: cores(1)
+    threads: cores(PLAN.farm_bench_threads())   # two in the longer run: plan's candidacy, scenarios side by side
     priority: 25   # after the main chain's ready jobs (30), which it must not hold back; in the gaps it leaves
     resources:
         job_threads=job_threads,   # its --threads: the threads, not the reservation

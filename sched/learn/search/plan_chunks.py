@@ -219,11 +219,12 @@ def decide(s, w, p, t, m, ql, dec):
     return cands[choose(w.costs[:nc], R, p.z)], True
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def run_planned(s, w, p):
     """Schedule every chunk of the farm ``s`` (:class:`sched.sim.chunks.Farm`) with the planner
     (``w``: a :class:`Work` of the same scenario, ``p``: :class:`Params`); returns (decisions,
-    planned, deviations)."""
+    planned, deviations). It releases the GIL: scenarios may run side by side on threads, each
+    with its own farm and Work."""
     N, M = s.arr.shape[0], s.mfree.shape[0]
     chunks.reset(s, p.rule)
     for m in range(M):

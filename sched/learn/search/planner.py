@@ -115,17 +115,17 @@ CANDIDACY_KEYS = ("grid", "validation_scenarios", "choice_se", "elsewhere")
 
 def grid_names(cfg, profile="full"):
     """The names of config ``plan.grid``'s settings, cheapest first (config order); ``profile``
-    "default": without those marked ``profile: full`` (the longer run's only). Two settings of one
-    name are refused (ConfigError)."""
+    "default": without those marked ``profile: full`` (the longer run's only). Those marked
+    ``profile: off`` run in no workflow run (a setting kept for ``sched benchmark --plan-setting NAME``
+    by hand). Two settings of one name are refused (ConfigError)."""
     from sched.config import ConfigError
 
     every = [str(e["name"]) for e in cfg.plan["grid"]]
     twice = sorted({n for n in every if every.count(n) > 1})
     if twice:
         raise ConfigError(f"config: plan.grid: two settings are named {twice[0]!r}")
-    return [
-        str(e["name"]) for e in cfg.plan["grid"] if profile == "full" or e.get("profile", "default") != "full"
-    ]
+    runs = ("default", "full") if profile == "full" else ("default",)
+    return [str(e["name"]) for e in cfg.plan["grid"] if e.get("profile", "default") in runs]
 
 
 def elsewhere_names(cfg, profile="full", setting=None):
