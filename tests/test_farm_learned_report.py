@@ -242,3 +242,32 @@ def test_in_the_longer_run_farm_learned_writes_the_verdict_rank_follows():
             assert out.count(f"{layout.farm_root(name)}/{f}") == 1
     smk = (ROOT / "workflow" / "rules" / "farm.smk").read_text()
     assert "--verdict {params.out:q}/{params.verdict:q}" in smk and "FARM_SHIP_FILES" in smk
+
+
+@pytest.mark.parametrize(
+    "change, field",
+    [
+        ({"labelled": "1234"}, "labelled: expected an integer"),
+        ({"deviations": True}, "deviations: expected an integer"),
+        ({"scenarios": -1}, "scenarios: expected an integer"),
+        ({"val_weighted_tardiness_s": float("nan")}, "val_weighted_tardiness_s: expected a finite number"),
+        (
+            {"val_atc_tuned_weighted_tardiness_s": None},
+            "val_atc_tuned_weighted_tardiness_s: expected a finite",
+        ),
+        ({"labelled": None, "drop": "labelled"}, "labelled is missing"),
+    ],
+)
+def test_a_teacher_labels_file_with_a_field_of_the_wrong_type_is_refused_by_name(tmp_path, change, field):
+    d = farm_folder(tmp_path)
+    good = {"scenarios": 80, "labelled": 1234, "deviations": 56, "val_weighted_tardiness_s": 101_000.0,
+            "val_atc_tuned_weighted_tardiness_s": 100_000.0}  # fmt: skip
+    (d / layout.FARM_TEACH).mkdir()
+    path = d / layout.FARM_TEACH / layout.FARM_TEACHER_LABELS
+    path.write_text(json.dumps(good))
+    assert read_farms([d])[0][2].attrs["learned"]["teacher"] == good  # the good file is read whole
+    bad = {**good, **{k: v for k, v in change.items() if k != "drop"}}
+    bad.pop(change.get("drop", "-"), None)
+    path.write_text(json.dumps(bad, allow_nan=True))
+    with pytest.raises(ReportError, match=f"{layout.FARM_TEACHER_LABELS}: field {field}"):
+        read_farms([d])

@@ -14,6 +14,7 @@ wrote in the setting's folder beside its benchmark:
 A folder without ``farm_learned.json`` (the default run) adds nothing: :func:`read` gives None.
 """
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -58,10 +59,24 @@ def read(folder):
     taught = d / layout.FARM_TEACH / layout.FARM_TEACHER_LABELS
     teacher = read_json(taught) if taught.exists() else None
     if teacher is not None:
-        for field in ("scenarios", "labelled", "deviations", *WARM):
-            if field not in teacher:
-                raise ReportError(f"{taught}: field {field} is missing")
+        _check_teacher(teacher, taught)
     return {"record": record, "table": table, "curve": curve, "teacher": teacher}
+
+
+def _check_teacher(teacher, path):
+    """Refuse teacher_labels.json unless its counts are integers >= 0 and its scores finite numbers
+    >= 0 (ReportError naming the file and field): the chain's sentence formats them."""
+    if not isinstance(teacher, dict):
+        raise ReportError(f"{path}: expected an object, got {type(teacher).__name__}")
+    for field in ("scenarios", "labelled", "deviations", *WARM):
+        if field not in teacher:
+            raise ReportError(f"{path}: field {field} is missing")
+        v = teacher[field]
+        count = field not in WARM
+        ok = not isinstance(v, bool) and isinstance(v, int if count else (int, float))
+        if not ok or not math.isfinite(v) or v < 0:
+            kind = "an integer" if count else "a finite number"
+            raise ReportError(f"{path}: field {field}: expected {kind} >= 0, got {str(v)[:40]!r}")
 
 
 def chain(learned):
