@@ -297,3 +297,13 @@ def test_a_profile_without_a_plan_setting_is_refused_by_name():
     ]
     # the shipped grid: the learned continuations run in neither run
     assert not {"base-8x20", "base-8x50"} & set(make_plan(profile="full").plan_settings)
+
+
+def test_farm_bench_runs_plans_candidacy_on_two_threads_in_the_longer_run_only(plan, full):
+    assert (plan.farm_plan_arg(), plan.farm_bench_threads()) == ("", 1)
+    assert (full.farm_plan_arg(), full.farm_bench_threads()) == ("--plan", 2)
+    smk = (ROOT / "workflow" / "rules" / "farm.smk").read_text()
+    assert (
+        "threads: cores(PLAN.farm_bench_threads())"
+        in smk.split("rule farm_benchmark:")[1].split("\nrule ")[0]
+    )
