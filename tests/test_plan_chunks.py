@@ -2,7 +2,10 @@
 rule's chunked loop, chunk for chunk; it deviates where its rollouts show a better job, and only
 by the paired test; the same inputs give the same decisions."""
 
+import json
+
 import numpy as np
+import pytest
 
 from sched.learn.search import plan_chunks as pc
 from sched.sim import chunks
@@ -91,6 +94,48 @@ def test_the_candidacy_pays_only_when_the_validation_interval_lies_below_zero():
     table.attrs["plan"] = worse
     (line,) = [x for x in _comparisons(table, "atc-tuned") if x.startswith("- plan")]
     assert "20 validation scenarios" in line and "does not join" in line
+    # the means beside the percentage (which explodes against a reference near zero)
+    v = capped["validation"]
+    table.attrs["plan"] = capped
+    (line,) = [x for x in _comparisons(table, "atc-tuned-cap") if x.startswith("- plan")]
+    assert f"means {v['mean_twt_s'] / 1e3:,.3f} against {v['base_mean_twt_s'] / 1e3:,.3f} k w.s" in line
+    for record in (better, worse, capped, pcand.not_run(Cfg)):
+        assert pcand.check(json.loads(json.dumps(record)), "p.json", ValueError) == record
+
+
+@pytest.mark.parametrize(
+    "path, value",
+    [
+        (("run",), "yes"),
+        (("reason",), None),
+        (("settings", "samples"), 0),
+        (("validation", "wins"), 1.5),
+        (("validation", "losses"), -1),
+        (("validation", "seeds"), [100]),
+        (("validation", "diff_pct"), "-3 %"),
+        (("validation", "mean_twt_s"), True),
+        (("against",), 3),
+    ],
+)
+def test_a_candidacy_record_with_a_field_of_the_wrong_type_is_refused_by_name(path, value):
+    from sched.evaluate.farm import plan_candidacy as pcand
+
+    record = {
+        "run": True, "pays": False, "base": "atc-tuned", "against": "wmdd", "reason": "r",
+        "settings": {"candidates": 4, "samples": 8, "z": 2.0, "seed": 0, "depth": 2},
+        "validation": {"seeds": [1001000, 30], "diff_pct": 9.3, "ci_lo_pct": 4.4, "ci_hi_pct": 15.7,
+                       "wins": 7, "ties": 0, "losses": 23, "mean_twt_s": 2.0,
+                       "base_mean_twt_s": float("nan")},
+        "counts": {"decisions": 10, "planned": 5, "deviations": 1},
+    }  # fmt: skip
+    assert pcand.check(record, "p.json", ValueError) is record
+    bad = json.loads(json.dumps(record))
+    where = bad
+    for key in path[:-1]:
+        where = where[key]
+    where[path[-1]] = value
+    with pytest.raises(ValueError, match=rf"p.json: field {'.'.join(path)}: unexpected value"):
+        pcand.check(bad, "p.json", ValueError)
 
 
 def test_the_candidacy_may_run_on_the_first_selection_seeds_only():

@@ -122,3 +122,44 @@ def not_run(cfg):
         "reason": "not run: plan's candidacy on the chunked farm runs in the longer run (profile: full, "
         "`sched farm-bench --plan`)",
     }
+
+
+def check(record, path, error):
+    """``record`` (a parsed ``plan_candidacy.json``) when every field a reader formats has its
+    type, else ``error`` naming the file and field: ``run`` and ``pays`` booleans, ``reason`` a
+    string, ``settings.candidates`` and ``samples`` integers; when run, ``against`` a string, and
+    ``validation``'s seeds [first, count], its wins/ties/losses integers >= 0, its percentages and
+    means numbers (NaN allowed: a reference without tardiness)."""
+
+    def number(x, whole=False):
+        kinds = (int,) if whole else (int, float)
+        return isinstance(x, kinds) and not isinstance(x, bool)
+
+    def need(ok, field, value):
+        if not ok:
+            raise error(f"{path}: field {field}: unexpected value {str(value)[:40]!r}")
+
+    need(isinstance(record, dict), "(the file)", type(record).__name__)
+    for f in ("run", "pays"):
+        need(isinstance(record.get(f), bool), f, record.get(f))
+    need(isinstance(record.get("reason"), str), "reason", record.get("reason"))
+    st = record.get("settings")
+    need(isinstance(st, dict), "settings", st)
+    for f in ("candidates", "samples"):
+        need(number(st.get(f), True) and st[f] >= 1, f"settings.{f}", st.get(f))
+    if not record["run"]:
+        return record
+    need(isinstance(record.get("against", "atc-tuned"), str), "against", record.get("against"))
+    v = record.get("validation")
+    need(isinstance(v, dict), "validation", v)
+    seeds = v.get("seeds")
+    need(
+        isinstance(seeds, list) and len(seeds) == 2 and all(number(x, True) for x in seeds),
+        "validation.seeds",
+        seeds,
+    )
+    for f in ("wins", "ties", "losses"):
+        need(number(v.get(f), True) and v[f] >= 0, f"validation.{f}", v.get(f))
+    for f in ("diff_pct", "ci_lo_pct", "ci_hi_pct", "mean_twt_s", "base_mean_twt_s"):
+        need(number(v.get(f)), f"validation.{f}", v.get(f))
+    return record

@@ -18,10 +18,12 @@ import pandas as pd
 from sched import files, layout
 from sched.evaluate.errors import ReportError
 from sched.evaluate.farm import learned_report
+from sched.evaluate.farm import plan_candidacy as pcand
 from sched.evaluate.farm.bench import FARM_COLUMNS, FIFO_CAPPED, SYNCS, WHOLE, sync_name
 from sched.evaluate.farm.headroom import NAME as CLAIRVOYANT
 from sched.report.format import ci, k, pct
 from sched.report.inputs import read_json
+from sched.verdict.summary import UNIT
 
 
 def read_farms(dirs):
@@ -38,7 +40,9 @@ def read_farms(dirs):
                 f"expected {', '.join(FARM_COLUMNS)}"
             )
         if (d / layout.FARM_PLAN).exists():  # plan's candidacy (the longer run's)
-            table.attrs["plan"] = read_json(d / layout.FARM_PLAN)
+            table.attrs["plan"] = pcand.check(
+                read_json(d / layout.FARM_PLAN), d / layout.FARM_PLAN, ReportError
+            )
         learned = learned_report.read(d)  # the learned farm policy (the longer run's), else None
         verdict = read_json(d / layout.FARM_VERDICT)
         if learned is not None:
@@ -193,7 +197,8 @@ def _comparisons(table, p):
         out.append(
             f"- plan on tuned ATC ({st['candidates']} candidates x {st['samples']} samples) against "
             f"{vs} on {v['seeds'][1]} validation scenarios: {pct(v['diff_pct'])} "
-            f"{ci(v['ci_lo_pct'], v['ci_hi_pct'])}, {v['wins']}/{v['ties']}/{v['losses']} "
+            f"{ci(v['ci_lo_pct'], v['ci_hi_pct'])}, {v['wins']}/{v['ties']}/{v['losses']}; means "
+            f"{k(v['mean_twt_s'] / UNIT)} against {k(v['base_mean_twt_s'] / UNIT)} k w.s "
             f"(the longer run's candidacy): {plan['reason']}"
         )
     elif plan is not None:
