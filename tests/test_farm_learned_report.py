@@ -271,3 +271,19 @@ def test_a_teacher_labels_file_with_a_field_of_the_wrong_type_is_refused_by_name
     path.write_text(json.dumps(bad, allow_nan=True))
     with pytest.raises(ReportError, match=f"{layout.FARM_TEACHER_LABELS}: field {field}"):
         read_farms([d])
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [("policy", None), ("reason", 3), ("atc_k", "1.5"), ("atc_k", -1.0), ("sync_s", True), ("cap", 1.5),
+     ("policy_file", "p.pt")],
+)  # fmt: skip
+def test_a_farm_verdict_with_a_field_the_report_formats_of_the_wrong_type_is_refused_by_name(
+    tmp_path, field, value
+):
+    d = farm_folder(tmp_path, learned=False)
+    good = json.loads((d / layout.FARM_VERDICT).read_text())
+    assert read_farms([d])[0][1] == good
+    (d / layout.FARM_VERDICT).write_text(json.dumps({**good, field: value}))
+    with pytest.raises(ReportError, match=rf"{layout.FARM_VERDICT}: field {field}: unexpected value"):
+        read_farms([d])

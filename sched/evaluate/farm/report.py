@@ -44,7 +44,7 @@ def read_farms(dirs):
                 read_json(d / layout.FARM_PLAN), d / layout.FARM_PLAN, ReportError
             )
         learned = learned_report.read(d)  # the learned farm policy (the longer run's), else None
-        verdict = read_json(d / layout.FARM_VERDICT)
+        verdict = _check_verdict(read_json(d / layout.FARM_VERDICT), d / layout.FARM_VERDICT)
         if learned is not None:
             if verdict.get("policy") == learned_report.NAME:  # it ships: its rows are the shipped decision's
                 attrs = dict(table.attrs)
@@ -53,6 +53,29 @@ def read_farms(dirs):
             table.attrs["learned"] = learned
         out.append((d.name, verdict, table))
     return out
+
+
+def _check_verdict(verdict, path):
+    """``verdict`` (a farm_verdict.json) when the fields the report formats have their types (policy
+    and reason strings; atc_k, sync_s and cap numbers >= 0 or null; policy_file an object or
+    absent), else ReportError naming the file and field (rank() checks the whole file,
+    sched.ranking.farm.plan.check_farm_verdict)."""
+
+    def number(x, whole=False):
+        ok = isinstance(x, int if whole else (int, float)) and not isinstance(x, bool)
+        return x is None or (ok and np.isfinite(x) and x >= 0)
+
+    if not isinstance(verdict, dict):
+        raise ReportError(f"{path}: expected a JSON object, got {type(verdict).__name__}")
+    checks = [("policy", isinstance(verdict.get("policy"), str)),
+              ("reason", isinstance(verdict.get("reason"), str)),
+              ("atc_k", number(verdict.get("atc_k"))), ("sync_s", number(verdict.get("sync_s"))),
+              ("cap", number(verdict.get("cap"), whole=True)),
+              ("policy_file", isinstance(verdict.get("policy_file", {}), dict))]  # fmt: skip
+    for field, ok in checks:
+        if not ok:
+            raise ReportError(f"{path}: field {field}: unexpected value {str(verdict.get(field))[:40]!r}")
+    return verdict
 
 
 def _row(table, policy, reference):
