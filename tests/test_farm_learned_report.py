@@ -287,3 +287,33 @@ def test_a_farm_verdict_with_a_field_the_report_formats_of_the_wrong_type_is_ref
     (d / layout.FARM_VERDICT).write_text(json.dumps({**good, field: value}))
     with pytest.raises(ReportError, match=rf"{layout.FARM_VERDICT}: field {field}: unexpected value"):
         read_farms([d])
+
+
+@pytest.mark.parametrize(
+    "change, field",
+    [({"would_ship": "no"}, "would_ship"), ({"reason": None}, "reason"),
+     ({"shipped_rule": 3}, "shipped_rule"), ({"versus_atc_tuned": [1]}, "versus_atc_tuned"),
+     ({"versus_atc_tuned": {"seeds": 100}}, "versus_atc_tuned.diff_pct"),
+     ({"versus_atc_tuned": {"diff_pct": 1.0, "ci_lo_pct": 0.0, "ci_hi_pct": 2.0, "seeds": "100"}},
+      "versus_atc_tuned.seeds")],
+)  # fmt: skip
+def test_a_learned_record_with_a_field_of_the_wrong_type_is_refused_by_name(tmp_path, change, field):
+    d = farm_folder(tmp_path)
+    good = json.loads((d / layout.FARM_LEARNED).read_text())
+    assert read_farms([d])[0][2].attrs["learned"]["record"] == good
+    (d / layout.FARM_LEARNED).write_text(json.dumps({**good, **change}))
+    with pytest.raises(ReportError, match=rf"{layout.FARM_LEARNED}: field {field}: unexpected value"):
+        read_farms([d])
+
+
+@pytest.mark.parametrize(
+    "x, kw, want",
+    [(3, {}, True), (2.5, {"integer": True}, False), (True, {}, False), (float("nan"), {}, True),
+     (float("nan"), {"finite": True}, False), (-1, {"minimum": 0}, False),
+     (0, {"integer": True, "minimum": 0}, True),
+     ("1", {}, False), (None, {}, False)],
+)  # fmt: skip
+def test_is_number_is_the_type_check_of_a_parsed_json_field(x, kw, want):
+    from sched.formats.json_input import is_number
+
+    assert is_number(x, **kw) is want

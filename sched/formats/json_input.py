@@ -13,6 +13,7 @@ input, each refused with ``error`` naming ``source`` in one line:
 
 import gc
 import json
+import math
 import re
 
 import numpy as np
@@ -81,6 +82,15 @@ def _float(literal):
     if value in (float("inf"), float("-inf")):
         raise _Refused(f"{literal[:SHOWN_CHARS]} is beyond a 64-bit float")
     return value
+
+
+def is_number(x, integer=False, finite=False, minimum=None):
+    """Whether a parsed JSON value is a number (an integer with ``integer``; a bool is neither),
+    finite with ``finite``, and at least ``minimum`` when given: the type check of a field a reader
+    formats or computes with."""
+    if isinstance(x, bool) or not isinstance(x, int if integer else (int, float)):
+        return False
+    return bool((not finite or math.isfinite(x)) and (minimum is None or x >= minimum))
 
 
 def parse(text, source, error, max_values=None, nan=False):

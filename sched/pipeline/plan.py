@@ -364,7 +364,7 @@ class Plan:
         return "--plan" if self.profile == "full" else ""
 
     def farm_bench_threads(self):
-        """farm-bench's threads: two with `--plan` (its scenarios side by side: 20 CPU-min on farm-32)."""
+        """farm-bench's threads: two with `--plan` (its scenarios side by side: 16 CPU-min on farm-32)."""
         return 2 if self.farm_plan_arg() else 1
 
     def farm_settings(self, name):

@@ -14,7 +14,6 @@ wrote in the setting's folder beside its benchmark:
 A folder without ``farm_learned.json`` (the default run) adds nothing: :func:`read` gives None.
 """
 
-import math
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +21,7 @@ import numpy as np
 from sched import files, layout
 from sched.evaluate.errors import ReportError
 from sched.evaluate.farm.bench import FARM_COLUMNS, SYNCS, sync_name
+from sched.formats.json_input import is_number
 from sched.ranking.farm.learned import NAME
 from sched.report.format import ci, pct
 
@@ -41,10 +41,7 @@ def read(folder):
     d = Path(folder)
     if not (d / layout.FARM_LEARNED).exists():
         return None
-    record = read_json(d / layout.FARM_LEARNED)
-    for field in ("would_ship", "versus_atc_tuned", "shipped_rule", "reason"):
-        if field not in record:
-            raise ReportError(f"{d / layout.FARM_LEARNED}: field {field} is missing")
+    record = _check_record(read_json(d / layout.FARM_LEARNED), d / layout.FARM_LEARNED)
     kinds = {"policy": str, "reference": str}
     table = files.read_csv(d / layout.FARM_LEARNED_TABLE, ReportError, dtype=kinds)
     if tuple(table.columns) != FARM_COLUMNS:
@@ -63,6 +60,30 @@ def read(folder):
     return {"record": record, "table": table, "curve": curve, "teacher": teacher}
 
 
+def _check_record(record, path):
+    """farm_learned.json when the fields :func:`lines` formats have their types (would_ship a
+    boolean, shipped_rule and reason strings, versus_atc_tuned's seeds an integer and its
+    percentages numbers), else ReportError naming the file and field."""
+    if not isinstance(record, dict):
+        raise ReportError(f"{path}: expected an object, got {type(record).__name__}")
+    for field in ("would_ship", "versus_atc_tuned", "shipped_rule", "reason"):
+        if field not in record:
+            raise ReportError(f"{path}: field {field} is missing")
+    v = record["versus_atc_tuned"]
+    checks = [("would_ship", isinstance(record["would_ship"], bool)),
+              ("shipped_rule", isinstance(record["shipped_rule"], str)),
+              ("reason", isinstance(record["reason"], str)),
+              ("versus_atc_tuned", isinstance(v, dict))]  # fmt: skip
+    if isinstance(v, dict):
+        checks.append(("versus_atc_tuned.seeds", is_number(v.get("seeds"), integer=True, minimum=0)))
+        for f in ("diff_pct", "ci_lo_pct", "ci_hi_pct"):
+            checks.append((f"versus_atc_tuned.{f}", is_number(v.get(f))))
+    for field, ok in checks:
+        if not ok:
+            raise ReportError(f"{path}: field {field}: unexpected value")
+    return record
+
+
 def _check_teacher(teacher, path):
     """Refuse teacher_labels.json unless its counts are integers >= 0 and its scores finite numbers
     >= 0 (ReportError naming the file and field): the chain's sentence formats them."""
@@ -73,8 +94,7 @@ def _check_teacher(teacher, path):
             raise ReportError(f"{path}: field {field} is missing")
         v = teacher[field]
         count = field not in WARM
-        ok = not isinstance(v, bool) and isinstance(v, int if count else (int, float))
-        if not ok or not math.isfinite(v) or v < 0:
+        if not is_number(v, integer=count, finite=True, minimum=0):
             kind = "an integer" if count else "a finite number"
             raise ReportError(f"{path}: field {field}: expected {kind} >= 0, got {str(v)[:40]!r}")
 

@@ -18,6 +18,7 @@ from sched.evaluate.farm import bench
 from sched.evaluate.per_scenario import PER_SCENARIO_COLUMNS, schedule_metrics
 from sched.evaluate.progress import bar
 from sched.evaluate.statistics import bootstrap_counts, paired_difference, win_tie_loss
+from sched.formats.json_input import is_number
 from sched.learn.search import plan_chunks as pc
 
 NAME = "plan"
@@ -131,10 +132,6 @@ def check(record, path, error):
     ``validation``'s seeds [first, count], its wins/ties/losses integers >= 0, its percentages and
     means numbers (NaN allowed: a reference without tardiness)."""
 
-    def number(x, whole=False):
-        kinds = (int,) if whole else (int, float)
-        return isinstance(x, kinds) and not isinstance(x, bool)
-
     def need(ok, field, value):
         if not ok:
             raise error(f"{path}: field {field}: unexpected value {str(value)[:40]!r}")
@@ -146,7 +143,7 @@ def check(record, path, error):
     st = record.get("settings")
     need(isinstance(st, dict), "settings", st)
     for f in ("candidates", "samples"):
-        need(number(st.get(f), True) and st[f] >= 1, f"settings.{f}", st.get(f))
+        need(is_number(st.get(f), integer=True, minimum=1), f"settings.{f}", st.get(f))
     if not record["run"]:
         return record
     need(isinstance(record.get("against", "atc-tuned"), str), "against", record.get("against"))
@@ -154,12 +151,12 @@ def check(record, path, error):
     need(isinstance(v, dict), "validation", v)
     seeds = v.get("seeds")
     need(
-        isinstance(seeds, list) and len(seeds) == 2 and all(number(x, True) for x in seeds),
+        isinstance(seeds, list) and len(seeds) == 2 and all(is_number(x, integer=True) for x in seeds),
         "validation.seeds",
         seeds,
     )
     for f in ("wins", "ties", "losses"):
-        need(number(v.get(f), True) and v[f] >= 0, f"validation.{f}", v.get(f))
+        need(is_number(v.get(f), integer=True, minimum=0), f"validation.{f}", v.get(f))
     for f in ("diff_pct", "ci_lo_pct", "ci_hi_pct", "mean_twt_s", "base_mean_twt_s"):
-        need(number(v.get(f)), f"validation.{f}", v.get(f))
+        need(is_number(v.get(f)), f"validation.{f}", v.get(f))
     return record

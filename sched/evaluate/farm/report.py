@@ -21,6 +21,7 @@ from sched.evaluate.farm import learned_report
 from sched.evaluate.farm import plan_candidacy as pcand
 from sched.evaluate.farm.bench import FARM_COLUMNS, FIFO_CAPPED, SYNCS, WHOLE, sync_name
 from sched.evaluate.farm.headroom import NAME as CLAIRVOYANT
+from sched.formats.json_input import is_number
 from sched.report.format import ci, k, pct
 from sched.report.inputs import read_json
 from sched.verdict.summary import UNIT
@@ -61,16 +62,15 @@ def _check_verdict(verdict, path):
     absent), else ReportError naming the file and field (rank() checks the whole file,
     sched.ranking.farm.plan.check_farm_verdict)."""
 
-    def number(x, whole=False):
-        ok = isinstance(x, int if whole else (int, float)) and not isinstance(x, bool)
-        return x is None or (ok and np.isfinite(x) and x >= 0)
+    def number(x, integer=False):
+        return x is None or is_number(x, integer, finite=True, minimum=0)
 
     if not isinstance(verdict, dict):
         raise ReportError(f"{path}: expected a JSON object, got {type(verdict).__name__}")
     checks = [("policy", isinstance(verdict.get("policy"), str)),
               ("reason", isinstance(verdict.get("reason"), str)),
               ("atc_k", number(verdict.get("atc_k"))), ("sync_s", number(verdict.get("sync_s"))),
-              ("cap", number(verdict.get("cap"), whole=True)),
+              ("cap", number(verdict.get("cap"), integer=True)),
               ("policy_file", isinstance(verdict.get("policy_file", {}), dict))]  # fmt: skip
     for field, ok in checks:
         if not ok:
