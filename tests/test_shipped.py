@@ -7,7 +7,9 @@ import re
 import pandas as pd
 import pytest
 
+from sched.evaluate.errors import ReportError
 from sched.report.shipped import read_setting, runs_text, shipped_row, shipped_section
+from tests.serve_helpers import rule_winner
 from tests.test_studio import _held
 
 BENCH = {
@@ -82,9 +84,10 @@ def test_the_table_has_a_row_a_setting_and_says_which_the_run_did_not_build(tmp_
     d = tmp_path / "load-0.70"
     d.mkdir()
     _table().to_csv(d / "per_scenario.csv", index=False)
-    (d / "winner.json").write_text(json.dumps({"policy": "wmdd"}))
+    winner = rule_winner("wmdd")
+    (d / "winner.json").write_text(json.dumps(winner))
     verdict = read_setting(d)
-    assert verdict[0] == {"policy": "wmdd"} and len(verdict[1]) == len(_table())
+    assert verdict[0] == winner and len(verdict[1]) == len(_table())
     assert read_setting(tmp_path / "absent") is None
     settings = [({"name": "load-0.70"}, verdict), ({"name": "machines-4", "profile": "full"}, None),
                 ({"name": "other"}, None)]  # fmt: skip
@@ -114,3 +117,12 @@ def test_a_settings_and_the_studios_candidacy_are_read_from_their_folders(tmp_pa
     assert _cell(row, 1) == "plan on ppo-2 at atc-8x20"
     assert _cell(row, 4) == "-3.1 % [-3.9, -2.4] at atc-8x20; 7 days: -1.2 % [-4.0, +1.5] (shipped)"
     assert _cell(row, 5) == "0.40 / 1.50 ms"
+
+
+def test_a_settings_winner_is_checked_as_rank_checks_it(tmp_path):
+    d = tmp_path / "load-0.70"
+    d.mkdir()
+    _table().to_csv(d / "per_scenario.csv", index=False)
+    (d / "winner.json").write_text(json.dumps({**rule_winner("wmdd"), "rule": "nope"}))
+    with pytest.raises(ReportError, match=r"winner.json: field rule"):
+        read_setting(d)

@@ -17,8 +17,9 @@ from sched.evaluate.errors import ReportError
 from sched.evaluate.per_scenario import matrix, read_per_scenario
 from sched.evaluate.policies import PLAN, best_heuristic
 from sched.evaluate.statistics import bootstrap_counts, paired_difference, win_tie_loss
+from sched.ranking.verdict_files import check_winner
 from sched.report.format import ci, pct
-from sched.report.inputs import read_json
+from sched.report.inputs import read_json, read_verdict_record
 
 ATC_TUNED = "atc-tuned"
 
@@ -28,7 +29,8 @@ def read_setting(folder):
     folder = Path(folder)
     if not (folder / layout.WINNER).exists() or not (folder / layout.PER_SCENARIO).exists():
         return None
-    return read_json(folder / layout.WINNER), read_per_scenario(folder / layout.PER_SCENARIO)
+    winner = read_verdict_record(folder / layout.WINNER, check_winner)  # as rank() checks it
+    return winner, read_per_scenario(folder / layout.PER_SCENARIO)
 
 
 def runs_text(winner):
