@@ -3,6 +3,7 @@
 (sched.evaluate.farm.report) and the settings in the workflow's default profile."""
 
 import copy
+import json
 import math
 
 import numpy as np
@@ -253,3 +254,17 @@ def test_the_default_profile_plans_the_farm_settings_and_the_report_reads_them(t
     assert "results/farm/farm-3/farm_verdict.json" in manifest["input"]
     written = (tmp_path / "w").glob("results/farm/*/config/farm.yaml")
     assert not list(written)  # a dry run writes nothing
+
+
+def test_farm_learned_refuses_a_rules_verdict_with_a_bad_field_by_name_before_any_work(tmp_path):
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump({"scenario": {"tasks": 10, "chunks": CHUNKS}}))
+    bench = tmp_path / "bench"
+    bench.mkdir()
+    verdict = {"policy": "wspt", "rule": "no-such-rule", "atc_k": None, "cap": None, "sync_s": 0.0,
+               "reason": "r",
+               "setting": {"machines": 2, "speeds": None, "load": 0.85, "offered_gpus": 1.7}}  # fmt: skip
+    (bench / "farm_verdict.json").write_text(json.dumps(verdict))
+    r = run_here("--config", tmp_path / "c.yaml", "farm-learned", "--bench", bench,
+                 "--policy", tmp_path / "absent.pt", "--out", tmp_path / "o")  # fmt: skip
+    assert r.returncode == 2 and "farm_verdict.json: field rule" in r.stderr, r.stderr
+    assert not (tmp_path / "o").exists()

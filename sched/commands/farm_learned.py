@@ -37,16 +37,19 @@ def run(args):
     from sched.evaluate.farm import bench as farm
     from sched.evaluate.farm import learned
     from sched.evaluate.seeds import benchmark_seeds
+    from sched.ranking.farm.plan import check_farm_verdict
     from sched.report.inputs import read_json
 
     cfg = load_cfg(args)
     threads.apply(args.threads)
     if not cfg.scenario.get("chunks"):
         raise UsageError("farm-learned: the config has no scenario.chunks (a chunked setting)")
+    src = Path(args.bench)
+    rules_verdict = args.rules_verdict or src / layout.FARM_VERDICT
+    verdict = read_json(rules_verdict)
+    check_farm_verdict(verdict, rules_verdict)  # as rank() checks it: a bad field named, before any work
     policy = learned.load(args.policy)
     sync_s = float(cfg.scenario.chunks.get("sync_s", 0.0))
-    src = Path(args.bench)
-    verdict = read_json(args.rules_verdict or src / layout.FARM_VERDICT)
     selection = files.read_csv(src / layout.FARM_SELECTION, BenchmarkError, dtype={"policy": str})
     frame = files.read_csv(src / layout.PER_SCENARIO, BenchmarkError, dtype={"policy": str})
     sel = farm.selection_seeds(cfg)
